@@ -1,0 +1,136 @@
+"""sykit: prototype and compare LLM routing strategies in virtual time.
+
+Write a routing algorithm as ``async def algo(request, driver) -> Outcome``, run it on a simulated
+host with ``sy.run`` (thousands of requests a second, same seed, same result), and read every
+attempt it caused from ``result.attempts`` and every request from ``result.requests``.
+"""
+
+from contextlib import suppress as _suppress
+
+from . import strategies as strategies
+from ._classify import FallbackReason as FallbackReason
+from ._classify import classify as classify
+from ._classify import fallback_reason as fallback_reason
+from ._config import Faults as Faults
+from ._config import Flapping as Flapping
+from ._config import HostPolicy as HostPolicy
+from ._config import Judge as Judge
+from ._config import Latency as Latency
+from ._config import ModelProfile as ModelProfile
+from ._config import Poisson as Poisson
+from ._config import RateLimit as RateLimit
+from ._dists import Constant as Constant
+from ._dists import Empirical as Empirical
+from ._dists import Exponential as Exponential
+from ._dists import LogNormal as LogNormal
+from ._dists import Uniform as Uniform
+from ._driver import Driver as Driver
+from ._driver import RequestClosed as RequestClosed
+from ._errors import CapabilityError as CapabilityError
+from ._errors import ContextWindowError as ContextWindowError
+from ._errors import InvalidRequestError as InvalidRequestError
+from ._errors import InvalidResponseError as InvalidResponseError
+from ._errors import ModelError as ModelError
+from ._errors import ModelTimeout as ModelTimeout
+from ._errors import NoTargets as NoTargets
+from ._errors import PolicyError as PolicyError
+from ._errors import RateLimitError as RateLimitError
+from ._errors import RealIOError as RealIOError
+from ._errors import SimDeadlock as SimDeadlock
+from ._errors import SykitError as SykitError
+from ._errors import UnavailableError as UnavailableError
+from ._errors import UnknownModel as UnknownModel
+from ._hosts.sim import SimHost as SimHost
+from ._models import Answer as Answer
+from ._models import Boolean as Boolean
+from ._models import Choice as Choice
+from ._models import DecisionRequest as DecisionRequest
+from ._models import DecisionResponse as DecisionResponse
+from ._models import GroundTruth as GroundTruth
+from ._models import Outcome as Outcome
+from ._models import Request as Request
+from ._models import Response as Response
+from ._models import Score as Score
+from ._models import Usage as Usage
+from ._models import answered as answered
+from ._models import ask_good_enough as ask_good_enough
+from ._models import route_to as route_to
+from ._race import first as first
+from ._race import first_ok as first_ok
+from ._race import hedge as hedge
+from ._race import timeout as timeout
+from ._results import Comparison as Comparison
+from ._results import Result as Result
+from ._runner import arun as arun
+from ._runner import compare as compare
+from ._runner import run as run
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Answer",
+    "Boolean",
+    "CapabilityError",
+    "Choice",
+    "Comparison",
+    "Constant",
+    "ContextWindowError",
+    "DecisionRequest",
+    "DecisionResponse",
+    "Driver",
+    "Empirical",
+    "Exponential",
+    "FallbackReason",
+    "Faults",
+    "Flapping",
+    "GroundTruth",
+    "HostPolicy",
+    "InvalidRequestError",
+    "InvalidResponseError",
+    "Judge",
+    "Latency",
+    "LogNormal",
+    "ModelError",
+    "ModelProfile",
+    "ModelTimeout",
+    "NoTargets",
+    "Outcome",
+    "Poisson",
+    "PolicyError",
+    "RateLimit",
+    "RateLimitError",
+    "RealIOError",
+    "Request",
+    "RequestClosed",
+    "Response",
+    "Result",
+    "Score",
+    "SimDeadlock",
+    "SimHost",
+    "SykitError",
+    "UnavailableError",
+    "Uniform",
+    "UnknownModel",
+    "Usage",
+    "answered",
+    "arun",
+    "ask_good_enough",
+    "classify",
+    "compare",
+    "fallback_reason",
+    "first",
+    "first_ok",
+    "hedge",
+    "route_to",
+    "run",
+    "strategies",
+    "timeout",
+]
+
+# Reprs and tracebacks say sykit.SimHost, not sykit._hosts.sim.SimHost.
+for _name in __all__:
+    _obj = globals()[_name]
+    if getattr(_obj, "__module__", "").startswith("sykit."):
+        with _suppress(AttributeError, TypeError):
+            _obj.__module__ = "sykit"
+del _name, _obj

@@ -1,0 +1,372 @@
+"""Immutable configuration: model profiles, faults, the judge, host policy and arrivals.
+
+Every class here is a frozen, keyword-only dataclass that checks its fields on construction and names
+the field in its error, so a typo in a notebook fails at the line that made it::
+
+    sy.ModelProfile(price_in=0.15, price_out=0.60)                       # a cheap text model
+    sy.ModelProfile(price_in=2.5, price_out=10, vision=True,
+                    latency=sy.Latency(ttft=sy.LogNormal(0.6, p95=2.0), tokens_per_s=80))
+    sy.HostPolicy(max_retries=0, cooldown_s=30, allow_policy_fallback=True)
+    sy.Faults(rate_limit=0.05, retry_after_s=2, unavailable=0.01, outages=[(60, 120)])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from ._classify import FallbackReason
+from ._dists import Distribution, LogNormal, as_distribution
+
+__all__ = [
+    "Faults",
+    "Flapping",
+    "HostPolicy",
+    "Judge",
+    "Latency",
+    "ModelProfile",
+    "Poisson",
+    "RateLimit",
+]
+
+
+def _number(
+    value: Any, name: str, *, low: float = 0.0, high: float = math.inf, low_open: bool = False
+) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    bad = math.isnan(value) or value > high or value < low or (low_open and value == low)
+    if bad:
+        lo = f"> {low:g}" if low_open else f"≥ {low:g}"
+        hi = "" if high == math.inf else f" and ≤ {high:g}"
+        raise ValueError(f"{name} must be {lo}{hi}, got {value!r}")
+    return float(value)
+
+
+def _probability(value: Any, name: str) -> float:
+    return _number(value, name, low=0.0, high=1.0)
+
+
+class _Replaceable:
+    def replace(self, **changes: Any) -> Any:
+        """A copy with some fields changed (checked like the original)."""
+        return replace(self, **changes)  # type: ignore[type-var]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Latency(_Replaceable):
+    """Time to first token plus output tokens over tokens per second.
+
+    sy.Latency(ttft=0.4, tokens_per_s=60)
+    sy.Latency(ttft=sy.LogNormal(0.8, p95=2.5), tokens_per_s=sy.Uniform(40, 90))
+    """
+
+    ttft: float | Distribution = 0.5
+    tokens_per_s: float | Distribution = 50.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ttft", as_distribution(self.ttft, "ttft"))
+        tps = as_distribution(self.tokens_per_s, "tokens_per_s")
+        if tps.quantile(0.5) <= 0:
+            raise ValueError("tokens_per_s must be > 0")
+        object.__setattr__(self, "tokens_per_s", tps)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Flapping(_Replaceable):
+    """A target that alternates ``up_s`` seconds up and ``down_s`` seconds down, from ``start_s``
+    until ``until_s``; while down every attempt answers ``status``."""
+
+    up_s: float
+    down_s: float
+    start_s: float = 0.0
+    until_s: float = math.inf
+    status: int = 503
+
+    def __post_init__(self) -> None:
+        _number(self.up_s, "up_s", low_open=True)
+        _number(self.down_s, "down_s", low_open=True)
+        _number(self.start_s, "start_s")
+        _number(self.until_s, "until_s")
+        if self.until_s < self.start_s:
+            raise ValueError(f"until_s ({self.until_s}) must be ≥ start_s ({self.start_s})")
+
+    def is_down(self, t: float) -> bool:
+        if t < self.start_s or t >= self.until_s:
+            return False
+        return (t - self.start_s) % (self.up_s + self.down_s) >= self.up_s
+
+
+@dataclass(frozen=True, kw_only=True)
+class Faults(_Replaceable):
+    """How a simulated target fails, beyond the structural 400s every profile has.
+
+    Random, per attempt (probabilities, together at most 1): ``rate_limit`` (429 with
+    ``retry_after_s``), ``unavailable`` (``unavailable_status``, 503 by default), ``timeout`` (no
+    answer until the client deadline), ``policy`` (400 content_policy_violation), ``invalid``
+    (plain 400). ``spike_p``: with this probability the latency is multiplied by ``spike_factor``.
+
+    Scripted: ``outages`` are ``[t0, t1)`` windows of virtual time in which every attempt answers
+    503; ``fail_first`` fails the first N attempts at this model in a run with ``fail_first_status``
+    (429 or 5xx, like Switchyard's soak mock); ``flapping`` alternates up and down periods.
+    """
+
+    rate_limit: float = 0.0
+    retry_after_s: float | None = 1.0
+    unavailable: float = 0.0
+    unavailable_status: int = 503
+    timeout: float = 0.0
+    policy: float = 0.0
+    invalid: float = 0.0
+    spike_p: float = 0.0
+    spike_factor: float = 10.0
+    outages: Sequence[tuple[float, float]] = ()
+    fail_first: int = 0
+    fail_first_status: int = 429
+    flapping: Flapping | None = None
+
+    def __post_init__(self) -> None:
+        total = 0.0  # kept as self.random_total, with self.scripted, for the host's fast path
+        for name in ("rate_limit", "unavailable", "timeout", "policy", "invalid"):
+            total += _probability(getattr(self, name), name)
+        if total > 1.0 + 1e-12:
+            raise ValueError(
+                f"rate_limit + unavailable + timeout + policy + invalid must be ≤ 1, got {total:g}"
+            )
+        if self.retry_after_s is not None:
+            _number(self.retry_after_s, "retry_after_s")
+        if not (500 <= self.unavailable_status <= 599 or self.unavailable_status in (403, 408)):
+            raise ValueError(
+                f"unavailable_status must be 403, 408 or 5xx, got {self.unavailable_status}"
+            )
+        _probability(self.spike_p, "spike_p")
+        _number(self.spike_factor, "spike_factor", low=1.0)
+        windows = []
+        for i, window in enumerate(self.outages):
+            try:
+                t0, t1 = window
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"outages[{i}] must be a (start_s, end_s) pair, got {window!r}"
+                ) from None
+            _number(t0, f"outages[{i}] start")
+            _number(t1, f"outages[{i}] end")
+            if t1 <= t0:
+                raise ValueError(f"outages[{i}] ends ({t1}) before it starts ({t0})")
+            windows.append((float(t0), float(t1)))
+        object.__setattr__(self, "outages", tuple(windows))
+        if (
+            isinstance(self.fail_first, bool)
+            or not isinstance(self.fail_first, int)
+            or self.fail_first < 0
+        ):
+            raise ValueError(f"fail_first must be an int ≥ 0, got {self.fail_first!r}")
+        if not (self.fail_first_status == 429 or 500 <= self.fail_first_status <= 599):
+            raise ValueError(f"fail_first_status must be 429 or 5xx, got {self.fail_first_status}")
+        if self.flapping is not None and not isinstance(self.flapping, Flapping):
+            raise TypeError("flapping must be a sy.Flapping(up_s=..., down_s=...)")
+        object.__setattr__(self, "random_total", total)
+        scripted = bool(self.outages) or self.flapping is not None or self.fail_first > 0
+        object.__setattr__(self, "scripted", scripted)
+
+    def in_outage(self, t: float) -> bool:
+        return any(t0 <= t < t1 for t0, t1 in self.outages)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RateLimit(_Replaceable):
+    """A provider quota as token buckets, per model and run: ``requests_per_min`` and/or
+    ``tokens_per_min`` (input plus requested output). Over quota, the target answers 429 with a
+    truthful Retry-After: the time until the bucket holds enough again."""
+
+    requests_per_min: float | None = None
+    tokens_per_min: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.requests_per_min is None and self.tokens_per_min is None:
+            raise ValueError("RateLimit needs requests_per_min and/or tokens_per_min")
+        if self.requests_per_min is not None:
+            _number(self.requests_per_min, "requests_per_min", low_open=True)
+        if self.tokens_per_min is not None:
+            _number(self.tokens_per_min, "tokens_per_min", low_open=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelProfile(_Replaceable):
+    """A simulated model: prices (USD per 1M tokens), limits, capabilities, latency and faults.
+
+    ``output_tokens`` is the answer length drawn when the dataset does not know it; ``quality``
+    is the chance of a correct answer on requests without ground truth (requests share one keyed
+    difficulty draw, so a model with higher quality is right whenever a weaker one is).
+    ``reject_delay_s`` is how long an error answer (400, 429, 5xx) takes.
+    """
+
+    price_in: float = 0.0
+    price_out: float = 0.0
+    context_window: int = 128_000
+    vision: bool = False
+    tools: bool = True
+    latency: Latency = field(default_factory=Latency)
+    output_tokens: float | Distribution = field(default_factory=lambda: LogNormal(200, p95=800))
+    quality: float | None = None
+    faults: Faults = field(default_factory=Faults)
+    rate_limit: RateLimit | None = None
+    reject_delay_s: float | Distribution = 0.05
+
+    def __post_init__(self) -> None:
+        _number(self.price_in, "price_in")
+        _number(self.price_out, "price_out")
+        if (
+            isinstance(self.context_window, bool)
+            or not isinstance(self.context_window, int)
+            or self.context_window <= 0
+        ):
+            raise ValueError(f"context_window must be an int > 0, got {self.context_window!r}")
+        for flag in ("vision", "tools"):
+            if not isinstance(getattr(self, flag), bool):
+                raise TypeError(f"{flag} must be True or False")
+        if not isinstance(self.latency, Latency):
+            raise TypeError("latency must be a sy.Latency(ttft=..., tokens_per_s=...)")
+        object.__setattr__(
+            self, "output_tokens", as_distribution(self.output_tokens, "output_tokens")
+        )
+        if self.quality is not None:
+            _probability(self.quality, "quality")
+        if not isinstance(self.faults, Faults):
+            raise TypeError("faults must be a sy.Faults(...)")
+        if self.rate_limit is not None and not isinstance(self.rate_limit, RateLimit):
+            raise TypeError("rate_limit must be a sy.RateLimit(...) or None")
+        object.__setattr__(
+            self, "reject_delay_s", as_distribution(self.reject_delay_s, "reject_delay_s")
+        )
+
+    def cost_usd(self, input_tokens: int, output_tokens: int) -> float:
+        """What the provider bills for these tokens."""
+        return (input_tokens * self.price_in + output_tokens * self.price_out) / 1e6
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judge(_Replaceable):
+    """How a simulated model answers decision calls.
+
+    With probability ``accuracy`` it gives the right answer (the question's oracle), otherwise a
+    wrong one; questions without an oracle get an uninformed, keyed-random answer. Each question
+    costs ``output_tokens`` output tokens.
+    """
+
+    accuracy: float = 0.9
+    output_tokens: int = 5
+
+    def __post_init__(self) -> None:
+        _probability(self.accuracy, "accuracy")
+        if (
+            isinstance(self.output_tokens, bool)
+            or not isinstance(self.output_tokens, int)
+            or self.output_tokens < 0
+        ):
+            raise ValueError(f"output_tokens must be an int ≥ 0, got {self.output_tokens!r}")
+
+
+BillCancelled = Literal["generated", "none", "full"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostPolicy(_Replaceable):
+    """How a host retries, falls back, cools down and bills; shared by SimHost and HttpHost.
+
+    * ``max_retries`` (0–10, default 2) per target for 408/429/5xx/transport/timeout; the wait is
+      Retry-After capped at ``retry_after_cap_s``, else ``backoff_initial_s`` doubling to
+      ``backoff_max_s``.
+    * ``timeout_s``: the per-attempt deadline.
+    * Across candidates, an error falls back only for a reason in ``fallback_reasons``; ``policy``
+      also needs ``allow_policy_fallback=True``. The last candidate's own error is returned.
+    * ``cooldown_s``: a transient failure makes a target skipped for this long while another
+      candidate remains (0 turns cooldown off); a 400 never starts one.
+    * ``routing_fallback``: routing-phase ``call_model`` uses only its first candidate unless True.
+    * ``recover_errors``: routing-phase errors are raised into the algorithm (True) or fail the
+      request (False). Decision errors always go back to the algorithm.
+    * ``bill_cancelled``: a cancelled call is billed for input plus the output generated until
+      cancellation (``"generated"``), for nothing (``"none"``) or in full (``"full"``).
+    """
+
+    max_retries: int = 2
+    backoff_initial_s: float = 0.25
+    backoff_max_s: float = 2.0
+    retry_after_cap_s: float = 60.0
+    timeout_s: float = 60.0
+    fallback_reasons: frozenset[FallbackReason] = frozenset(FallbackReason)
+    allow_policy_fallback: bool = False
+    cooldown_s: float = 5.0
+    routing_fallback: bool = False
+    recover_errors: bool = True
+    bill_cancelled: BillCancelled = "generated"
+
+    def __post_init__(self) -> None:
+        if (
+            isinstance(self.max_retries, bool)
+            or not isinstance(self.max_retries, int)
+            or not 0 <= self.max_retries <= 10
+        ):
+            raise ValueError(f"max_retries must be an int from 0 to 10, got {self.max_retries!r}")
+        _number(self.backoff_initial_s, "backoff_initial_s")
+        _number(self.backoff_max_s, "backoff_max_s")
+        _number(self.retry_after_cap_s, "retry_after_cap_s")
+        _number(self.timeout_s, "timeout_s", low_open=True)
+        _number(self.cooldown_s, "cooldown_s")
+        try:
+            reasons = frozenset(FallbackReason(r) for r in self.fallback_reasons)
+        except ValueError as exc:
+            raise ValueError(
+                f"fallback_reasons: {exc}; known reasons: {', '.join(r.value for r in FallbackReason)}"
+            ) from None
+        object.__setattr__(self, "fallback_reasons", reasons)
+        for flag in ("allow_policy_fallback", "routing_fallback", "recover_errors"):
+            if not isinstance(getattr(self, flag), bool):
+                raise TypeError(f"{flag} must be True or False")
+        if self.bill_cancelled not in ("generated", "none", "full"):
+            raise ValueError(
+                f"bill_cancelled must be 'generated', 'none' or 'full', got {self.bill_cancelled!r}"
+            )
+
+    def backoff_s(self, retry_index: int, retry_after_s: float | None) -> float:
+        """How long to wait before retry number ``retry_index + 1``."""
+        if retry_after_s is not None:
+            return min(retry_after_s, self.retry_after_cap_s)
+        return min(self.backoff_initial_s * 2**retry_index, self.backoff_max_s)
+
+    def allows_fallback(self, reason: FallbackReason | None) -> bool:
+        if reason is None or reason not in self.fallback_reasons:
+            return False
+        return reason is not FallbackReason.POLICY or self.allow_policy_fallback
+
+
+@dataclass(frozen=True)
+class Poisson:
+    """Open-loop arrivals at ``rate_per_s`` requests per second (exponential gaps, keyed by seed)."""
+
+    rate_per_s: float
+
+    def __post_init__(self) -> None:
+        _number(self.rate_per_s, "rate_per_s", low_open=True)
+
+
+def check_profiles(
+    models: Mapping[str, ModelProfile] | Iterable[tuple[str, ModelProfile]],
+) -> dict[str, ModelProfile]:
+    """Validate a name → profile map, naming the bad entry."""
+    if not isinstance(models, Mapping):
+        raise TypeError("models must be a dict of model name → sy.ModelProfile")
+    if not models:
+        raise ValueError("models must name at least one model")
+    checked = {}
+    for name, profile in models.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"model names must be non-empty strings, got {name!r}")
+        if not isinstance(profile, ModelProfile):
+            raise TypeError(
+                f"models[{name!r}] must be a sy.ModelProfile, got {type(profile).__name__}"
+            )
+        checked[name] = profile
+    return checked

@@ -1,0 +1,188 @@
+"""Distributions for latencies and lengths, sampled by inverse CDF from one keyed uniform.
+
+Sampling by quantile (``dist.quantile(u)``) keeps draws aligned across strategies: the same uniform
+gives the same percentile of whatever distribution a profile uses.
+
+    sy.Constant(0.4)                 # always 0.4
+    sy.LogNormal(0.8, p95=2.5)       # median 0.8, 95th percentile 2.5
+    sy.LogNormal(0.8, sigma=0.6)     # median 0.8, log-space standard deviation 0.6
+    sy.Uniform(0.2, 0.6)
+    sy.Exponential(mean=0.5)
+    sy.Empirical([0.31, 0.42, 0.40, 1.9])   # measured samples, interpolated quantiles
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Protocol, runtime_checkable
+
+__all__ = [
+    "Constant",
+    "Distribution",
+    "Empirical",
+    "Exponential",
+    "LogNormal",
+    "Uniform",
+    "as_distribution",
+]
+
+_Z95 = NormalDist().inv_cdf(0.95)
+_inv_cdf = NormalDist().inv_cdf
+
+
+@runtime_checkable
+class Distribution(Protocol):
+    """Anything with ``quantile(u)`` for u in (0, 1) and a ``mean``."""
+
+    def quantile(self, u: float) -> float: ...
+
+    @property
+    def mean(self) -> float: ...
+
+
+def _check_positive(value: float, name: str, *, allow_zero: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if math.isnan(value) or value < 0 or (value == 0 and not allow_zero):
+        bound = "≥ 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be {bound}, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Constant:
+    """Always the same value."""
+
+    value: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", _check_positive(self.value, "value", allow_zero=True))
+
+    def quantile(self, u: float) -> float:
+        return self.value
+
+    @property
+    def mean(self) -> float:
+        return self.value
+
+
+@dataclass(frozen=True)
+class LogNormal:
+    """Log-normal by its median and either its 95th percentile or its log-space sigma."""
+
+    median: float
+    p95: float | None = None
+    sigma: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_positive(self.median, "median")
+        if self.p95 is not None and self.sigma is not None:
+            raise ValueError("give LogNormal either p95 or sigma, not both")
+        if self.p95 is not None:
+            _check_positive(self.p95, "p95")
+            if self.p95 < self.median:
+                raise ValueError(f"p95 ({self.p95}) must be ≥ median ({self.median})")
+            sigma = math.log(self.p95 / self.median) / _Z95
+        else:
+            sigma = (
+                0.5 if self.sigma is None else _check_positive(self.sigma, "sigma", allow_zero=True)
+            )
+        object.__setattr__(self, "sigma", sigma)
+        object.__setattr__(self, "_mu", math.log(self.median))
+
+    def quantile(self, u: float) -> float:
+        return math.exp(self._mu + self.sigma * _inv_cdf(u))  # type: ignore[attr-defined,operator]
+
+    @property
+    def mean(self) -> float:
+        return self.median * math.exp(self.sigma**2 / 2)  # type: ignore[operator]
+
+
+@dataclass(frozen=True)
+class Uniform:
+    """Uniform between ``low`` and ``high``."""
+
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        _check_positive(self.low, "low", allow_zero=True)
+        _check_positive(self.high, "high", allow_zero=True)
+        if self.high < self.low:
+            raise ValueError(f"high ({self.high}) must be ≥ low ({self.low})")
+
+    def quantile(self, u: float) -> float:
+        return self.low + (self.high - self.low) * u
+
+    @property
+    def mean(self) -> float:
+        return (self.low + self.high) / 2
+
+
+@dataclass(frozen=True)
+class Exponential:
+    """Exponential with the given mean."""
+
+    mean_value: float
+
+    def __init__(self, mean: float) -> None:
+        object.__setattr__(self, "mean_value", _check_positive(mean, "mean"))
+
+    def quantile(self, u: float) -> float:
+        return -self.mean_value * math.log1p(-u)
+
+    @property
+    def mean(self) -> float:
+        return self.mean_value
+
+
+@dataclass(frozen=True)
+class Empirical:
+    """Measured samples; quantiles interpolate linearly between order statistics."""
+
+    samples: tuple[float, ...] = field(repr=False)
+
+    def __init__(self, samples: Iterable[float]) -> None:
+        values = sorted(float(x) for x in samples)
+        if not values:
+            raise ValueError("Empirical needs at least one sample")
+        if values[0] < 0 or any(math.isnan(x) for x in values):
+            raise ValueError("Empirical samples must be finite and ≥ 0")
+        object.__setattr__(self, "samples", tuple(values))
+
+    def __repr__(self) -> str:
+        n = len(self.samples)
+        return f"Empirical(n={n}, median={self.quantile(0.5):.4g}, p95={self.quantile(0.95):.4g})"
+
+    def quantile(self, u: float) -> float:
+        xs = self.samples
+        pos = u * (len(xs) - 1)
+        lo = int(pos)
+        if lo >= len(xs) - 1:
+            return xs[-1]
+        return xs[lo] + (xs[lo + 1] - xs[lo]) * (pos - lo)
+
+    def cdf(self, x: float) -> float:
+        return bisect_left(self.samples, x) / len(self.samples)
+
+    @property
+    def mean(self) -> float:
+        return sum(self.samples) / len(self.samples)
+
+
+def as_distribution(value: object, name: str) -> Distribution:
+    """A number becomes :class:`Constant`; a distribution passes; anything else is a TypeError."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a number or a distribution, got bool")
+    if isinstance(value, int | float):
+        return Constant(_check_positive(value, name, allow_zero=True))
+    if isinstance(value, Distribution):
+        return value
+    raise TypeError(
+        f"{name} must be a number or a distribution such as sy.LogNormal(median, p95=...), "
+        f"got {type(value).__name__}"
+    )

@@ -1,0 +1,70 @@
+"""The interface between the driver and a host: one attempt in, one raw reply out.
+
+Like an httpx transport, a host session does one thing: perform a single attempt at a single model
+and report what the provider answered (status, body, headers, tokens, timings). Retries, the
+candidate loop, cooldowns, classification and records live in the driver, so every host shares
+them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .._config import HostPolicy, ModelProfile
+from .._errors import ModelError
+from .._models import Answer, DecisionRequest, GroundTruth, Request, Usage
+from .._records import AttemptRow
+
+__all__ = ["Attempt", "Host", "HostSession", "Reply"]
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One try at one model. ``n`` counts earlier attempts at this model within this request
+    (retries included); with ``seed`` and ``request_id`` it keys every random draw."""
+
+    request: Request | DecisionRequest
+    model: str
+    kind: str  # "model" | "decision"
+    request_id: Any
+    n: int
+    seed: int
+    deadline_s: float
+    truth: GroundTruth | None
+    row: AttemptRow
+
+
+@dataclass(slots=True)
+class Reply:
+    """What the provider answered. ``status`` None means no HTTP answer: ``error`` says why
+    (transport failure or timeout)."""
+
+    status: int | None
+    body: Any = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    error: ModelError | None = None
+    text: str = ""
+    usage: Usage = field(default_factory=Usage)
+    ttft_s: float | None = None
+    quality: float | None = None
+    answers: Mapping[str, Answer] | None = None
+
+
+class HostSession(Protocol):
+    """A host's state for one run (rate-limit buckets, counters, an HTTP client)."""
+
+    async def send(self, attempt: Attempt) -> Reply: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Host(Protocol):
+    """Anything ``sy.run`` can run on: ``SimHost`` (virtual time) or ``HttpHost`` (real time)."""
+
+    virtual: bool
+    policy: HostPolicy
+    profiles: Mapping[str, ModelProfile]
+
+    def open(self, seed: int) -> HostSession: ...

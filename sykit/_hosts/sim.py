@@ -1,0 +1,396 @@
+"""The simulated host: providers with prices, limits, latency and faults, in virtual time.
+
+An attempt here produces what a real provider would send back (an HTTP status, a JSON error body,
+headers, token usage, a time to first token) after sleeping its simulated latency on the virtual
+clock. The driver classifies it with the same code it uses for real HTTP answers.
+
+Every random draw is keyed by ``(seed, request_id, model, n)``, so strategies compared on the same
+requests meet the same latencies and the same faults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from .._config import HostPolicy, Judge, ModelProfile, check_profiles
+from .._errors import ModelTimeout
+from .._models import Answer, Boolean, Choice, DecisionRequest, GroundTruth, Request, Score, Usage
+from .._rng import SLOT, uniforms
+from .base import Attempt, Reply
+
+__all__ = ["SimHost"]
+
+_CAPABILITY_MESSAGES = (
+    "{model} does not support image input.",
+    "{model} is not a multimodal model.",
+    "Image input is not supported for {model}.",
+    "image_url is only supported by certain models.",
+)
+
+
+def _error_body(
+    message: str, code: str | None = None, type_: str = "invalid_request_error"
+) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": None, "code": code}}
+
+
+class SimHost:
+    """A simulated host in virtual time.
+
+        host = sy.SimHost({
+            "small": sy.ModelProfile(price_in=0.15, price_out=0.6, latency=sy.Latency(ttft=0.3, tokens_per_s=120)),
+            "large": sy.ModelProfile(price_in=2.5, price_out=10, vision=True),
+        }, policy=sy.HostPolicy(max_retries=1), judge=sy.Judge(accuracy=0.85))
+
+    ``judge`` sets how every model answers decision calls; a dict gives it per model. Decision
+    calls take the model's latency and prices.
+    """
+
+    virtual = True
+
+    def __init__(
+        self,
+        models: Mapping[str, ModelProfile],
+        *,
+        policy: HostPolicy | None = None,
+        judge: Judge | Mapping[str, Judge] | None = None,
+    ) -> None:
+        self.profiles: dict[str, ModelProfile] = check_profiles(models)
+        if policy is None:
+            policy = HostPolicy()
+        if not isinstance(policy, HostPolicy):
+            raise TypeError(f"policy must be a sy.HostPolicy, got {type(policy).__name__}")
+        self.policy = policy
+        default_judge = Judge()
+        if judge is None:
+            self.judges = dict.fromkeys(self.profiles, default_judge)
+        elif isinstance(judge, Judge):
+            self.judges = dict.fromkeys(self.profiles, judge)
+        elif isinstance(judge, Mapping):
+            for name, value in judge.items():
+                if name not in self.profiles:
+                    from .._errors import UnknownModel
+
+                    raise UnknownModel(name, list(self.profiles), where="judge")
+                if not isinstance(value, Judge):
+                    raise TypeError(
+                        f"judge[{name!r}] must be a sy.Judge, got {type(value).__name__}"
+                    )
+            self.judges = {name: judge.get(name, default_judge) for name in self.profiles}
+        else:
+            raise TypeError(
+                f"judge must be a sy.Judge or a dict of model → sy.Judge, got {type(judge).__name__}"
+            )
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return tuple(self.profiles)
+
+    def replace(
+        self,
+        *,
+        models: Mapping[str, ModelProfile] | None = None,
+        policy: HostPolicy | None = None,
+        judge: Judge | Mapping[str, Judge] | None = None,
+    ) -> SimHost:
+        """A copy with some settings changed."""
+        return SimHost(
+            self.profiles if models is None else models,
+            policy=self.policy if policy is None else policy,
+            judge=self.judges if judge is None else judge,
+        )
+
+    def __repr__(self) -> str:
+        return f"SimHost(models={list(self.profiles)!r}, policy={self.policy!r})"
+
+    def open(self, seed: int) -> _SimSession:
+        return _SimSession(self, seed)
+
+
+class _Bucket:
+    """A token bucket that refills continuously; full at the start of a run."""
+
+    __slots__ = ("capacity", "level", "rate_per_s", "updated")
+
+    def __init__(self, per_min: float) -> None:
+        self.capacity = per_min
+        self.level = per_min
+        self.rate_per_s = per_min / 60.0
+        self.updated = 0.0
+
+    def refill(self, now: float) -> None:
+        self.level = min(self.capacity, self.level + (now - self.updated) * self.rate_per_s)
+        self.updated = now
+
+    def wait_for(self, amount: float) -> float:
+        """Seconds until ``amount`` is available (0 if it is now)."""
+        if amount > self.capacity:
+            return math.inf
+        return max(0.0, (amount - self.level) / self.rate_per_s)
+
+
+class _SimSession:
+    def __init__(self, host: SimHost, seed: int) -> None:
+        self.host = host
+        self.profiles = host.profiles
+        self.seed = seed
+        self.loop = asyncio.get_running_loop()
+        self.fail_first_seen: dict[str, int] = {}
+        self.buckets: dict[str, tuple[_Bucket | None, _Bucket | None]] = {}
+
+    async def aclose(self) -> None:
+        return None
+
+    # -- the attempt ---------------------------------------------------------------------------
+    async def send(self, attempt: Attempt) -> Reply:
+        profile = self.profiles[attempt.model]
+        u = uniforms(attempt.seed, attempt.request_id, attempt.model, attempt.n)
+        now = self.loop.time()
+        request = attempt.request
+        if attempt.kind == "model":
+            assert isinstance(request, Request)
+            rejection = self._structural(attempt.model, profile, request, u)
+            if rejection is not None:
+                return await self._error(profile, u, *rejection)
+        failure = None
+        if profile.faults.scripted or profile.rate_limit is not None:  # type: ignore[attr-defined]
+            failure = self._scripted(attempt, profile, now)
+        if failure is None and profile.faults.random_total > 0:  # type: ignore[attr-defined]
+            failure = self._random(attempt.model, profile, u)
+        if failure == "timeout":
+            await asyncio.sleep(max(0.0, attempt.deadline_s - now))
+            return Reply(
+                None, error=ModelTimeout("no answer before the deadline", model=attempt.model)
+            )
+        if failure is not None:
+            return await self._error(profile, u, *failure)
+        return await self._answer(attempt, profile, u, now)
+
+    async def _error(
+        self,
+        profile: ModelProfile,
+        u: tuple[float, ...],
+        status: int,
+        body: Any,
+        headers: Mapping[str, str] | None = None,
+    ) -> Reply:
+        await asyncio.sleep(profile.reject_delay_s.quantile(u[SLOT.TTFT]))  # type: ignore[union-attr]
+        return Reply(status, body, headers or {})
+
+    def _structural(
+        self, model: str, profile: ModelProfile, request: Request, u: tuple[float, ...]
+    ) -> tuple[int, Any] | None:
+        if request.images and not profile.vision:
+            phrase = _CAPABILITY_MESSAGES[int(u[SLOT.DETAIL] * len(_CAPABILITY_MESSAGES))]
+            return 400, _error_body(phrase.format(model=model))
+        requested = request.input_tokens + (request.max_output_tokens or 0)
+        if requested > profile.context_window:
+            return 400, _error_body(
+                f"This model's maximum context length is {profile.context_window} tokens. However, "
+                f"you requested {requested} tokens ({request.input_tokens} in the messages, "
+                f"{request.max_output_tokens or 0} in the completion). Please reduce the length of "
+                "the messages or completion.",
+                code="context_length_exceeded",
+            )
+        if request.tools and not profile.tools:
+            return 400, _error_body(
+                f"{model} does not support tools (function calling).", code="unsupported_parameter"
+            )
+        return None
+
+    def _scripted(self, attempt: Attempt, profile: ModelProfile, now: float) -> Any:
+        faults = profile.faults
+        if faults.outages and faults.in_outage(now):
+            return 503, _error_body(
+                "The server is currently unavailable (outage).", type_="server_error"
+            )
+        if faults.flapping is not None and faults.flapping.is_down(now):
+            status = faults.flapping.status
+            return status, _error_body(
+                "The server is temporarily unavailable (flapping).", type_="server_error"
+            )
+        if faults.fail_first:
+            seen = self.fail_first_seen.get(attempt.model, 0)
+            self.fail_first_seen[attempt.model] = seen + 1
+            if seen < faults.fail_first:
+                status = faults.fail_first_status
+                if status == 429:
+                    return self._rate_limited(
+                        faults.retry_after_s, "Rate limit reached (scripted)."
+                    )
+                return status, _error_body(
+                    "Internal server error (scripted).", type_="server_error"
+                )
+        if profile.rate_limit is not None:
+            return self._take_quota(attempt, profile, now)
+        return None
+
+    def _take_quota(self, attempt: Attempt, profile: ModelProfile, now: float) -> Any:
+        limit = profile.rate_limit
+        assert limit is not None
+        buckets = self.buckets.get(attempt.model)
+        if buckets is None:
+            buckets = (
+                _Bucket(limit.requests_per_min) if limit.requests_per_min else None,
+                _Bucket(limit.tokens_per_min) if limit.tokens_per_min else None,
+            )
+            self.buckets[attempt.model] = buckets
+        requests_bucket, tokens_bucket = buckets
+        request = attempt.request
+        tokens = request.input_tokens + (getattr(request, "max_output_tokens", None) or 0)
+        wait = 0.0
+        for bucket, amount in ((requests_bucket, 1.0), (tokens_bucket, float(tokens))):
+            if bucket is not None:
+                bucket.refill(now)
+                wait = max(wait, bucket.wait_for(amount))
+        if wait > 0:
+            after = None if math.isinf(wait) else math.ceil(wait * 1000) / 1000
+            return self._rate_limited(
+                after, "Rate limit reached for requests or tokens per minute."
+            )
+        for bucket, amount in ((requests_bucket, 1.0), (tokens_bucket, float(tokens))):
+            if bucket is not None:
+                bucket.level -= amount
+        return None
+
+    @staticmethod
+    def _rate_limited(retry_after_s: float | None, message: str) -> tuple[int, Any, dict[str, str]]:
+        headers = {} if retry_after_s is None else {"retry-after": f"{retry_after_s:g}"}
+        return 429, _error_body(message, code="rate_limit_exceeded", type_="requests"), headers
+
+    def _random(self, model: str, profile: ModelProfile, u: tuple[float, ...]) -> Any:
+        faults = profile.faults
+        x = u[SLOT.FAULT]
+        edge = faults.rate_limit
+        if x < edge:
+            return self._rate_limited(faults.retry_after_s, "Rate limit reached.")
+        edge += faults.unavailable
+        if x < edge:
+            return faults.unavailable_status, _error_body(
+                "The server had an error processing your request.", type_="server_error"
+            )
+        edge += faults.timeout
+        if x < edge:
+            return "timeout"
+        edge += faults.policy
+        if x < edge:
+            return 400, _error_body(
+                "Your request was rejected as a result of our safety system.",
+                code="content_policy_violation",
+            )
+        edge += faults.invalid
+        if x < edge:
+            return 400, _error_body(
+                "Invalid value for 'temperature': expected a number ≤ 2.", code="invalid_value"
+            )
+        return None
+
+    # -- a successful answer -------------------------------------------------------------------
+    async def _answer(
+        self, attempt: Attempt, profile: ModelProfile, u: tuple[float, ...], now: float
+    ) -> Reply:
+        request = attempt.request
+        truth = attempt.truth
+        model = attempt.model
+        if attempt.kind == "decision":
+            assert isinstance(request, DecisionRequest)
+            judge = self.host.judges[model]
+            out = judge.output_tokens * len(request.questions)
+        else:
+            assert isinstance(request, Request)
+            out = self._output_tokens(model, profile, request, truth, u)
+        ttft = profile.latency.ttft.quantile(u[SLOT.TTFT])  # type: ignore[union-attr]
+        tps = profile.latency.tokens_per_s.quantile(u[SLOT.TOKENS_PER_S])  # type: ignore[union-attr]
+        factor = profile.faults.spike_factor if u[SLOT.SPIKE] < profile.faults.spike_p else 1.0
+        ttft *= factor
+        total = ttft + (out / tps) * factor
+        if now + total > attempt.deadline_s:
+            await asyncio.sleep(max(0.0, attempt.deadline_s - now))
+            return Reply(None, error=ModelTimeout("no answer before the deadline", model=model))
+        row = attempt.row
+        row.bill_first_token_at = now + ttft
+        row.bill_tokens_per_s = tps / factor
+        row.bill_planned_out = out
+        await asyncio.sleep(total)
+        usage = Usage(request.input_tokens, out)
+        if attempt.kind == "decision":
+            answers = self._judge(attempt, truth)
+            return Reply(200, usage=usage, ttft_s=ttft, answers=answers)
+        quality = self._quality(attempt, profile, truth)
+        return Reply(
+            200, text=f"(simulated answer from {model})", usage=usage, ttft_s=ttft, quality=quality
+        )
+
+    @staticmethod
+    def _output_tokens(
+        model: str,
+        profile: ModelProfile,
+        request: Request,
+        truth: GroundTruth | None,
+        u: tuple[float, ...],
+    ) -> int:
+        known = truth.output_tokens.get(model) if truth is not None else None
+        out = (
+            int(known)
+            if known is not None
+            else max(1, round(profile.output_tokens.quantile(u[SLOT.OUTPUT_TOKENS])))
+        )  # type: ignore[union-attr]
+        if request.max_output_tokens is not None:
+            out = min(out, request.max_output_tokens)
+        return out
+
+    def _quality(
+        self, attempt: Attempt, profile: ModelProfile, truth: GroundTruth | None
+    ) -> float | None:
+        if truth is not None:
+            known = truth.quality.get(attempt.model)
+            if known is not None:
+                return float(known)
+        if profile.quality is None:
+            return None
+        difficulty = uniforms(attempt.seed, attempt.request_id, "difficulty")[0]
+        return 1.0 if difficulty < profile.quality else 0.0
+
+    def _judge(self, attempt: Attempt, truth: GroundTruth | None) -> dict[str, Answer]:
+        request = attempt.request
+        assert isinstance(request, DecisionRequest)
+        accuracy = self.host.judges[attempt.model].accuracy
+        answers = {}
+        for qid, question in request.questions.items():
+            u_right, u_pick = uniforms(
+                attempt.seed, attempt.request_id, attempt.model, attempt.n, qid
+            )[:2]
+            oracle = question.oracle
+            target = oracle(truth) if callable(oracle) else oracle
+            answers[qid] = _answer(question, target, accuracy, u_right, u_pick)
+        return answers
+
+
+def _answer(question: Any, target: Any, accuracy: float, u_right: float, u_pick: float) -> Answer:
+    if isinstance(question, Boolean):
+        if target is None:
+            value = u_pick < 0.5
+            return Answer(value, {True: 0.5, False: 0.5}, 0.5)
+        value = bool(target) if u_right < accuracy else not bool(target)
+        p_true = accuracy if value else 1.0 - accuracy
+        return Answer(value, {True: p_true, False: 1.0 - p_true}, accuracy)
+    options: tuple[Any, ...] = (
+        question.options if isinstance(question, Choice) else tuple(range(len(question.levels)))
+    )
+    assert isinstance(question, Choice | Score)
+    k = len(options)
+    if target is None or target not in options:
+        chosen = options[min(k - 1, int(u_pick * k))]
+        return Answer(chosen, dict.fromkeys(options, 1.0 / k), 1.0 / k)
+    if u_right < accuracy or k == 1:
+        chosen = target
+    else:
+        others = [o for o in options if o != target]
+        chosen = others[min(len(others) - 1, int(u_pick * len(others)))]
+    rest = (1.0 - accuracy) / (k - 1) if k > 1 else 0.0
+    probabilities = {o: (accuracy if o == chosen else rest) for o in options}
+    value = float(chosen) if isinstance(question, Score) else chosen
+    return Answer(value, probabilities, accuracy)

@@ -1,0 +1,107 @@
+"""What a run returns: the attempt log, the request table, and summaries of both."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ._metrics import summarize
+
+__all__ = ["Comparison", "Result"]
+
+
+@dataclass(frozen=True, repr=False)
+class Result:
+    """One strategy run over a set of requests.
+
+    ``attempts`` has one row per attempt at a model or judge (retries, fallbacks, cooldown skips and
+    cancellations included); ``requests`` one row per request. Times are seconds on the host clock
+    from the start of the run (virtual seconds on a SimHost); ``wall_s`` is real time taken.
+    """
+
+    strategy: str
+    seed: int
+    attempts: pd.DataFrame
+    requests: pd.DataFrame
+    wall_s: float = field(compare=False)
+
+    def summary(self) -> pd.DataFrame:
+        """A one-row DataFrame: success, quality, cost, latency percentiles, waste, fallbacks."""
+        return summarize(self.requests, self.attempts)
+
+    def __repr__(self) -> str:
+        n = len(self.requests)
+        ok = int((self.requests["status"] == "ok").sum()) if n else 0
+        return (
+            f"<sykit.Result strategy={self.strategy!r} seed={self.seed} requests={n} ok={ok} "
+            f"attempts={len(self.attempts)}>"
+        )
+
+    def _repr_html_(self) -> str:
+        head = f"<p><b>sykit.Result</b> strategy <code>{self.strategy}</code>, seed {self.seed}</p>"
+        return head + self.summary().to_html(index=False, float_format=lambda x: f"{x:.4g}")
+
+
+@dataclass(frozen=True, repr=False)
+class Comparison:
+    """Several strategies run on the same requests and the same random draws (one Result per
+    strategy and seed)."""
+
+    results: Sequence[Result]
+
+    @property
+    def strategies(self) -> list[str]:
+        return list(dict.fromkeys(r.strategy for r in self.results))
+
+    @property
+    def attempts(self) -> pd.DataFrame:
+        """Every run's attempts, with a ``seed`` column."""
+        return _concat([r.attempts.assign(seed=r.seed) for r in self.results], self.strategies)
+
+    @property
+    def requests(self) -> pd.DataFrame:
+        """Every run's requests, with a ``seed`` column."""
+        return _concat([r.requests.assign(seed=r.seed) for r in self.results], self.strategies)
+
+    def summary(self) -> pd.DataFrame:
+        """One row per strategy, over all seeds."""
+        return summarize(self.requests, self.attempts)
+
+    def __getitem__(self, strategy: str) -> Result:
+        for result in self.results:
+            if result.strategy == strategy:
+                return result
+        raise KeyError(f"no strategy {strategy!r}; this comparison has {self.strategies}")
+
+    def __repr__(self) -> str:
+        seeds = sorted({r.seed for r in self.results})
+        return f"<sykit.Comparison strategies={self.strategies} seeds={seeds}>"
+
+    def _repr_html_(self) -> str:
+        return self.summary().to_html(index=False, float_format=lambda x: f"{x:.4g}")
+
+
+def _concat(frames: list[pd.DataFrame], strategies: list[str]) -> pd.DataFrame:
+    if not frames:
+        return pd.DataFrame()
+    # Align categorical columns so the concatenation keeps them categorical.
+    categorical = [
+        c for c in frames[0].columns if isinstance(frames[0][c].dtype, pd.CategoricalDtype)
+    ]
+    aligned = []
+    unions = {}
+    for column in categorical:
+        values: dict[object, None] = {}
+        for frame in frames:
+            if column in frame and isinstance(frame[column].dtype, pd.CategoricalDtype):
+                values.update(dict.fromkeys(frame[column].cat.categories))
+        unions[column] = list(values) if column != "strategy" else strategies
+    for frame in frames:
+        frame = frame.copy()
+        for column, cats in unions.items():
+            if column in frame and isinstance(frame[column].dtype, pd.CategoricalDtype):
+                frame[column] = frame[column].cat.set_categories(cats)
+        aligned.append(frame)
+    return pd.concat(aligned, ignore_index=True)

@@ -1,0 +1,36 @@
+"""Keyed randomness: every draw is a pure function of what it is for, never of execution order.
+
+A draw for "attempt 2 of request 17 at model 'small' in the run with seed 0" comes from hashing that
+key, so two strategies that make the same attempt see the same latency and the same fault (common
+random numbers), and nothing depends on which coroutine happened to run first.
+"""
+
+from __future__ import annotations
+
+import struct
+from hashlib import blake2b
+
+__all__ = ["SLOT", "uniforms"]
+
+_UNPACK = struct.Struct("<8Q").unpack
+_SCALE = 2.0**-53
+_HALF = 2.0**-54
+
+
+class SLOT:
+    """Which of the eight uniforms of an attempt's key feeds which decision (fixed, so meanings stay put)."""
+
+    FAULT = 0
+    TTFT = 1
+    TOKENS_PER_S = 2
+    OUTPUT_TOKENS = 3
+    SPIKE = 4
+    DETAIL = 5  # which rejection phrase, which Retry-After
+    JUDGE = 6
+    SPARE = 7
+
+
+def uniforms(*key: object) -> tuple[float, ...]:
+    """Eight independent uniforms in (0, 1), determined by ``key`` alone."""
+    digest = blake2b("|".join(map(str, key)).encode(), digest_size=64).digest()
+    return tuple([(x >> 11) * _SCALE + _HALF for x in _UNPACK(digest)])

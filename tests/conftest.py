@@ -1,0 +1,48 @@
+"""Shared fixtures: small hosts with constant latencies, so tests can assert exact virtual times."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# Progress bars would write to notebook outputs and test logs; keep the automatic ones off, also in
+# the kernels nbval starts (they inherit this environment).
+os.environ["SYKIT_PROGRESS"] = "0"
+
+import sykit as sy
+
+
+def constant_profile(ttft: float, tokens: int, tps: float, **kwargs) -> sy.ModelProfile:
+    """A profile whose every answer takes exactly ttft + tokens / tps seconds."""
+    return sy.ModelProfile(
+        latency=sy.Latency(ttft=ttft, tokens_per_s=tps), output_tokens=tokens, **kwargs
+    )
+
+
+@pytest.fixture
+def profiles() -> dict[str, sy.ModelProfile]:
+    """fast answers in 1.0 s, strong in 3.0 s, judge decides in 0.5 s, slow_judge in 5.25 s
+    (binary-exact numbers, so sums of times are exact)."""
+    return {
+        # 0.5 s to the first token, 50 tokens at 100 tokens/s: done at 1.0 s
+        "fast": constant_profile(0.5, 50, 100.0, price_in=1.0, price_out=2.0, quality=0.5),
+        # 1.0 s to the first token, 100 tokens at 50 tokens/s: done at 3.0 s
+        "strong": constant_profile(1.0, 100, 50.0, price_in=10.0, price_out=30.0, quality=0.9),
+        # decisions: 0.25 s + 5 tokens at 20 tokens/s = 0.5 s
+        "judge": constant_profile(0.25, 5, 20.0, price_in=0.5, price_out=1.0),
+        "slow_judge": constant_profile(5.0, 5, 20.0, price_in=0.5, price_out=1.0),
+    }
+
+
+@pytest.fixture
+def host(profiles) -> sy.SimHost:
+    return sy.SimHost(profiles, judge=sy.Judge(accuracy=1.0))
+
+
+def rows(result: sy.Result, **where) -> list[dict]:
+    """Attempt rows matching column == value filters, as dicts in start order."""
+    frame = result.attempts
+    for column, value in where.items():
+        frame = frame[frame[column] == value]
+    return frame.to_dict("records")
