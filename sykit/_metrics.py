@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["SUMMARY_COLUMNS", "summarize"]
+__all__ = ["SUMMARY_COLUMNS", "pareto_frontier", "summarize"]
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "strategy",
@@ -86,3 +86,20 @@ def summarize(requests: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
         atts = att_groups.get(name, attempts.iloc[0:0])
         rows.append(summarize_one(name, reqs, atts))
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+
+def pareto_frontier(points: pd.DataFrame, *, cost: str = "cost_per_request_usd",
+                    quality: str = "mean_quality") -> pd.DataFrame:
+    """The rows no other row beats on both cost (lower) and quality (higher), sorted by cost.
+
+    A row is dominated if another costs no more and has at least its quality, and is strictly
+    better on one of the two. Rows with a missing cost or quality are left out.
+    """
+    clean = points.dropna(subset=[cost, quality]).sort_values([cost, quality], ascending=[True, False])
+    keep = []
+    best = -math.inf
+    for index, row in clean.iterrows():
+        if row[quality] > best:
+            keep.append(index)
+            best = row[quality]
+    return clean.loc[keep]

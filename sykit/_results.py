@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -30,6 +31,13 @@ class Result:
     def summary(self) -> pd.DataFrame:
         """A one-row DataFrame: success, quality, cost, latency percentiles, waste, fallbacks."""
         return summarize(self.requests, self.attempts)
+
+    @property
+    def plot(self) -> Any:
+        """Plots of this run (``res.plot.timeline(request_id)``, …); matplotlib loads on first use."""
+        from ._viz import ResultPlots
+
+        return ResultPlots(self)
 
     def __repr__(self) -> str:
         n = len(self.requests)
@@ -68,6 +76,13 @@ class Comparison:
     def summary(self) -> pd.DataFrame:
         """One row per strategy, over all seeds."""
         return summarize(self.requests, self.attempts)
+
+    @property
+    def plot(self) -> Any:
+        """Plots of this comparison (``cmp.plot.cost_quality()``, …); matplotlib loads on first use."""
+        from ._viz import ComparisonPlots
+
+        return ComparisonPlots(self)
 
     def __getitem__(self, strategy: str) -> Result:
         for result in self.results:

@@ -210,9 +210,12 @@ class _Runner:
     async def main(self) -> None:
         loop = asyncio.get_running_loop()
         run = self.run
+        restore_factory = None
         if isinstance(loop, _engine.VirtualTimeLoop):
             loop.task_created = _track_task
             loop.deadlock_handler = None if run.strict else self._unstick
+        else:
+            restore_factory = _install_task_tracking(loop)
         run.session = run.host.open(run.seed)
         semaphore = asyncio.Semaphore(self.concurrency) if self.concurrency else None
         try:
@@ -234,6 +237,8 @@ class _Runner:
             raise group_error.exceptions[0] from None
         finally:
             await run.session.aclose()
+            if restore_factory is not None:
+                restore_factory()
 
     def _unstick(self) -> bool:
         """On a deadlock, fail every request still inside its algorithm instead of hanging."""
@@ -436,6 +441,22 @@ def _track_task(task: asyncio.Task[Any], context: contextvars.Context | None) ->
     state = context.get(CURRENT_REQUEST) if context is not None else CURRENT_REQUEST.get()
     if state is not None:
         state.tasks.add(task)
+
+
+def _install_task_tracking(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
+    """On a real loop, learn which tasks belong to which request through the task factory."""
+    previous = loop.get_task_factory()
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Future[Any]:
+        if previous is not None:
+            task = previous(loop, coro, **kwargs)
+        else:
+            task = asyncio.Task(coro, loop=loop, **kwargs)
+        _track_task(task, kwargs.get("context"))  # type: ignore[arg-type]
+        return task
+
+    loop.set_task_factory(factory)  # type: ignore[arg-type]
+    return lambda: loop.set_task_factory(previous)
 
 
 # --------------------------------------------------------------------------------------------
