@@ -99,6 +99,19 @@ class Flapping(_Replaceable):
         return (t - self.start_s) % (self.up_s + self.down_s) >= self.up_s
 
 
+#: The per-attempt random faults, in the order a keyed uniform is partitioned among them.
+RANDOM_FAULTS = (
+    "rate_limit",
+    "unavailable",
+    "timeout",
+    "policy",
+    "invalid",
+    "reset",
+    "cut_stream",
+    "malformed",
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Faults(_Replaceable):
     """How a simulated target fails, beyond the structural 400s every profile has.
@@ -106,11 +119,18 @@ class Faults(_Replaceable):
     Random, per attempt (probabilities, together at most 1): ``rate_limit`` (429 with
     ``retry_after_s``), ``unavailable`` (``unavailable_status``, 503 by default), ``timeout`` (no
     answer until the client deadline), ``policy`` (400 content_policy_violation), ``invalid``
-    (plain 400). ``spike_p``: with this probability the latency is multiplied by ``spike_factor``.
+    (plain 400), ``reset`` (the connection drops: a transport failure), ``cut_stream`` (the answer
+    stops after two thirds of its tokens: a 502), ``malformed`` (a 200 whose body cannot be
+    parsed). ``spike_p``: with this probability the latency is multiplied by ``spike_factor``.
 
     Scripted: ``outages`` are ``[t0, t1)`` windows of virtual time in which every attempt answers
     503; ``fail_first`` fails the first N attempts at this model in a run with ``fail_first_status``
-    (429 or 5xx, like Switchyard's soak mock); ``flapping`` alternates up and down periods.
+    (429 or 5xx like Switchyard's soak mock, or ``"timeout"`` / ``"reset"``); ``flapping``
+    alternates up and down periods.
+
+        sy.Faults(rate_limit=0.05, retry_after_s=2.0)       # 5% of attempts get 429, Retry-After 2
+        sy.Faults(fail_first=2, fail_first_status=500)      # the soak mock's "upstream_500" marker
+        sy.Faults(outages=[(60, 120)], spike_p=0.01, spike_factor=20)
     """
 
     rate_limit: float = 0.0
@@ -120,21 +140,22 @@ class Faults(_Replaceable):
     timeout: float = 0.0
     policy: float = 0.0
     invalid: float = 0.0
+    reset: float = 0.0
+    cut_stream: float = 0.0
+    malformed: float = 0.0
     spike_p: float = 0.0
     spike_factor: float = 10.0
     outages: Sequence[tuple[float, float]] = ()
     fail_first: int = 0
-    fail_first_status: int = 429
+    fail_first_status: int | Literal["timeout", "reset"] = 429
     flapping: Flapping | None = None
 
     def __post_init__(self) -> None:
         total = 0.0  # kept as self.random_total, with self.scripted, for the host's fast path
-        for name in ("rate_limit", "unavailable", "timeout", "policy", "invalid"):
+        for name in RANDOM_FAULTS:
             total += _probability(getattr(self, name), name)
         if total > 1.0 + 1e-12:
-            raise ValueError(
-                f"rate_limit + unavailable + timeout + policy + invalid must be ≤ 1, got {total:g}"
-            )
+            raise ValueError(f"{' + '.join(RANDOM_FAULTS)} must be ≤ 1, got {total:g}")
         if self.retry_after_s is not None:
             _number(self.retry_after_s, "retry_after_s")
         if not (500 <= self.unavailable_status <= 599 or self.unavailable_status in (403, 408)):
@@ -163,8 +184,13 @@ class Faults(_Replaceable):
             or self.fail_first < 0
         ):
             raise ValueError(f"fail_first must be an int ≥ 0, got {self.fail_first!r}")
-        if not (self.fail_first_status == 429 or 500 <= self.fail_first_status <= 599):
-            raise ValueError(f"fail_first_status must be 429 or 5xx, got {self.fail_first_status}")
+        status = self.fail_first_status
+        if status not in ("timeout", "reset") and not (
+            isinstance(status, int) and (status == 429 or 500 <= status <= 599)
+        ):
+            raise ValueError(
+                f"fail_first_status must be 429, 5xx, 'timeout' or 'reset', got {status!r}"
+            )
         if self.flapping is not None and not isinstance(self.flapping, Flapping):
             raise TypeError("flapping must be a sy.Flapping(up_s=..., down_s=...)")
         object.__setattr__(self, "random_total", total)

@@ -15,8 +15,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .._config import HostPolicy, Judge, ModelProfile, check_profiles
-from .._errors import ModelTimeout
+from .._config import RANDOM_FAULTS, HostPolicy, Judge, ModelProfile, check_profiles
+from .._errors import InvalidResponseError, ModelTimeout, UnavailableError
 from .._models import Answer, Boolean, Choice, DecisionRequest, GroundTruth, Request, Score, Usage
 from .._rng import SLOT, uniforms
 from .base import Attempt, Reply
@@ -165,9 +165,14 @@ class _SimSession:
             return Reply(
                 None, error=ModelTimeout("no answer before the deadline", model=attempt.model)
             )
-        if failure is not None:
+        if failure == "reset":
+            await asyncio.sleep(profile.reject_delay_s.quantile(u[SLOT.TTFT]))  # type: ignore[union-attr]
+            return Reply(
+                None, error=UnavailableError("connection reset by peer", model=attempt.model)
+            )
+        if failure is not None and not isinstance(failure, str):
             return await self._error(profile, u, *failure)
-        return await self._answer(attempt, profile, u, now)
+        return await self._answer(attempt, profile, u, now, failure)
 
     async def _error(
         self,
@@ -217,6 +222,8 @@ class _SimSession:
             self.fail_first_seen[attempt.model] = seen + 1
             if seen < faults.fail_first:
                 status = faults.fail_first_status
+                if status in ("timeout", "reset"):
+                    return status
                 if status == 429:
                     return self._rate_limited(
                         faults.retry_after_s, "Rate limit reached (scripted)."
@@ -264,33 +271,38 @@ class _SimSession:
     def _random(self, model: str, profile: ModelProfile, u: tuple[float, ...]) -> Any:
         faults = profile.faults
         x = u[SLOT.FAULT]
-        edge = faults.rate_limit
-        if x < edge:
+        for name in RANDOM_FAULTS:
+            x -= getattr(faults, name)
+            if x < 0:
+                return self._fault(name, faults)
+        return None
+
+    def _fault(self, name: str, faults: Any) -> Any:
+        if name == "rate_limit":
             return self._rate_limited(faults.retry_after_s, "Rate limit reached.")
-        edge += faults.unavailable
-        if x < edge:
+        if name == "unavailable":
             return faults.unavailable_status, _error_body(
                 "The server had an error processing your request.", type_="server_error"
             )
-        edge += faults.timeout
-        if x < edge:
-            return "timeout"
-        edge += faults.policy
-        if x < edge:
+        if name == "policy":
             return 400, _error_body(
                 "Your request was rejected as a result of our safety system.",
                 code="content_policy_violation",
             )
-        edge += faults.invalid
-        if x < edge:
+        if name == "invalid":
             return 400, _error_body(
                 "Invalid value for 'temperature': expected a number ≤ 2.", code="invalid_value"
             )
-        return None
+        return name  # timeout, reset, cut_stream, malformed: handled where time is known
 
     # -- a successful answer -------------------------------------------------------------------
     async def _answer(
-        self, attempt: Attempt, profile: ModelProfile, u: tuple[float, ...], now: float
+        self,
+        attempt: Attempt,
+        profile: ModelProfile,
+        u: tuple[float, ...],
+        now: float,
+        broken: str | None = None,
     ) -> Reply:
         request = attempt.request
         truth = attempt.truth
@@ -314,6 +326,26 @@ class _SimSession:
         row.bill_first_token_at = now + ttft
         row.bill_tokens_per_s = tps / factor
         row.bill_planned_out = out
+        if broken == "cut_stream":
+            produced = (2 * out) // 3
+            await asyncio.sleep(ttft + (produced / tps) * factor)
+            return Reply(
+                502,
+                _error_body(
+                    f"upstream stream ended early after {produced} of {out} tokens",
+                    type_="server_error",
+                ),
+            )
+        if broken == "malformed":
+            await asyncio.sleep(ttft)
+            return Reply(
+                None,
+                error=InvalidResponseError(
+                    "malformed stream chunk: 'data: {\"choices\": [' is not valid JSON",
+                    model=model,
+                    http_status=200,
+                ),
+            )
         await asyncio.sleep(total)
         usage = Usage(request.input_tokens, out)
         if attempt.kind == "decision":
