@@ -7,6 +7,7 @@ attempt it caused from ``result.attempts`` and every request from ``result.reque
 
 from contextlib import suppress as _suppress
 
+from . import faults as faults
 from . import strategies as strategies
 from ._classify import FallbackReason as FallbackReason
 from ._classify import classify as classify
@@ -118,6 +119,7 @@ __all__ = [
     "classify",
     "compare",
     "fallback_reason",
+    "faults",
     "first",
     "first_ok",
     "hedge",

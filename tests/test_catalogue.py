@@ -1,0 +1,67 @@
+"""The failoverbench catalogue in simulated time: reference routers pass every check, and the checks
+catch a router that does the wrong thing."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import sykit as sy
+
+SCENARIOS = sy.faults.catalogue()
+
+
+def test_there_are_sixteen_scenarios_in_order():
+    assert list(SCENARIOS) == [f"S{i:02d}" for i in range(1, 17)]
+    assert all(s.title and s.description for s in SCENARIOS.values())
+
+
+@pytest.mark.parametrize("scenario_id", list(SCENARIOS))
+def test_the_reference_router_passes(scenario_id):
+    outcome = SCENARIOS[scenario_id].run()
+    assert outcome.problems == ()
+
+
+def test_the_whole_catalogue_as_one_report():
+    report = sy.faults.run_catalogue()
+    assert report["passed"].all()
+    assert list(report.columns) == [
+        "id",
+        "title",
+        "passed",
+        "problems",
+        "attempts",
+        "latency_s",
+        "cost_usd",
+    ]
+
+
+NAIVE_FAILS = {"S02", "S04", "S05", "S06", "S07", "S08", "S10", "S12", "S14", "S15", "S16"}
+
+
+def test_a_router_without_fallbacks_fails_the_scenarios_that_need_one():
+    report = sy.faults.run_catalogue(sy.strategies.single("primary")).set_index("id")
+    assert set(report.index[~report["passed"]]) == NAIVE_FAILS
+    assert "failed" in report.loc["S04", "problems"]
+
+
+def test_a_router_that_falls_back_on_policy_denials_fails_s13():
+    scenario = SCENARIOS["S13"]
+    lenient = dataclasses.replace(
+        scenario, host=scenario.host.replace(policy=sy.HostPolicy(allow_policy_fallback=True))
+    )
+    assert "must be returned" in " ".join(lenient.run().problems)
+
+
+def test_without_cooldown_the_flapping_primary_is_tried_every_time():
+    scenario = SCENARIOS["S15"]
+    no_cooldown = dataclasses.replace(
+        scenario, host=scenario.host.replace(policy=sy.HostPolicy(cooldown_s=0))
+    )
+    assert any("no cooldown" in p for p in no_cooldown.run().problems)
+
+
+def test_unknown_ids_are_named():
+    with pytest.raises(ValueError, match="S99"):
+        sy.faults.run_catalogue(ids=["S01", "S99"])
