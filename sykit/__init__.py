@@ -65,6 +65,8 @@ from ._results import Result as Result
 from ._runner import arun as arun
 from ._runner import compare as compare
 from ._runner import run as run
+from ._sweep import Sweep as Sweep
+from ._sweep import sweep as sweep
 
 __version__ = "0.1.0"
 
@@ -108,6 +110,7 @@ __all__ = [
     "Score",
     "SimDeadlock",
     "SimHost",
+    "Sweep",
     "SykitError",
     "UnavailableError",
     "Uniform",
@@ -126,6 +129,7 @@ __all__ = [
     "route_to",
     "run",
     "strategies",
+    "sweep",
     "timeout",
 ]
 

@@ -241,13 +241,14 @@ class Response:
 # --------------------------------------------------------------------------------------------
 # Decisions (shapes of Switchyard's decision protocol)
 
-_Oracle = object | Callable[[GroundTruth | None], object]
+_Oracle = object | Callable[[Any], object]
 
 
 @dataclass(frozen=True)
 class Boolean:
-    """A yes/no question. ``oracle`` is the right answer a *simulated* judge aims for (a value, or a
-    function of the request's hidden ground truth); real hosts ignore it."""
+    """A yes/no question. ``oracle`` is the right answer a *simulated* judge aims for: a value, or a
+    function of the request's truth view (``view.quality(model)``, ``view.output_tokens(model)``);
+    real hosts ignore it."""
 
     instructions: str | None = None
     true_description: str | None = None

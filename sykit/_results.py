@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._metrics import summarize
+from ._metrics import paired_differences, pareto_frontier, summarize
 
 __all__ = ["Comparison", "Result"]
 
@@ -73,9 +73,25 @@ class Comparison:
         """Every run's requests, with a ``seed`` column."""
         return _concat([r.requests.assign(seed=r.seed) for r in self.results], self.strategies)
 
-    def summary(self) -> pd.DataFrame:
-        """One row per strategy, over all seeds."""
-        return summarize(self.requests, self.attempts)
+    def summary(self, baseline: str | None = None) -> pd.DataFrame:
+        """One row per strategy, over all seeds. With ``baseline``, also the paired differences
+        (strategy − baseline, same requests and seeds) of quality, cost and latency with 95% CIs."""
+        table = summarize(self.requests, self.attempts)
+        if baseline is None:
+            return table
+        paired = self.paired(baseline).drop(columns=["baseline"])
+        return table.merge(paired, on="strategy", how="left")
+
+    def paired(
+        self, baseline: str, metrics: Sequence[str] = ("quality", "cost_usd", "latency_s")
+    ) -> pd.DataFrame:
+        """Paired differences against ``baseline``: per strategy the mean of (strategy − baseline)
+        over the same requests, with a 95% bootstrap interval."""
+        return paired_differences(self.requests, baseline, metrics)
+
+    def pareto(self) -> pd.DataFrame:
+        """The summary rows on the cost–quality Pareto frontier (cheaper and better than the rest)."""
+        return pareto_frontier(self.summary())
 
     @property
     def plot(self) -> Any:

@@ -526,6 +526,10 @@ class _Plan:
         return results
 
     async def run_one(self, name: str, fn: Callable[..., Any], seed: int, progress: Any) -> Result:
+        owner = getattr(fn, "__self__", None)
+        start_run = getattr(owner, "start_run", None)
+        if callable(start_run):
+            start_run()  # a stateful strategy starts every run afresh, so runs stay independent
         loop = asyncio.get_running_loop()
         start_wall = time.perf_counter()
         origin = loop.time()

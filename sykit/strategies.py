@@ -1,29 +1,77 @@
 """Reference routing strategies, each a plain algorithm a user could have written in a cell.
 
-Every factory returns an ``async def (request, driver) -> Outcome`` with a ``name`` attribute, so
-it can be passed to ``sy.run`` / ``sy.compare`` directly or read as an example.
+Every factory returns an algorithm (an ``async def (request, driver) -> Outcome`` or an object with
+``route`` and ``name``) that can go straight into ``sy.run`` / ``sy.compare``, and reads as an
+example of the technique it names.
 
     sy.strategies.single("large")
+    sy.strategies.weighted_random({"small": 0.7, "large": 0.3}, seed=0)
     sy.strategies.fallback_chain(["small", "large"])
-    sy.strategies.race(["small", "large"])               # first completion wins
-    sy.strategies.first_success(["small", "large"])      # first success wins
-    sy.strategies.hedge("large", after=2.0)              # Tail-at-Scale hedged request
-    sy.strategies.cascade("small", "large", judge="judge")
+    sy.strategies.cascade("small", "large", judge="judge")                  # FrugalGPT-style
+    sy.strategies.threshold_router("small", "large", score=..., threshold=0.4)  # RouteLLM-style
+    sy.strategies.race(["small", "large"])                 # first completion wins
+    sy.strategies.first_success(["small", "large"])        # first success wins
+    sy.strategies.hedge("large", after=2.0)                # Tail-at-Scale hedged request
+    sy.strategies.hedge("large", after="p95")              # hedge at the observed 95th percentile
+    sy.strategies.speculative("small", "large", judge="judge")   # judge races a speculative strong call
+    sy.strategies.capability_aware(["small", "large"], vision={"large"})
+    sy.strategies.litellm_like(["small", "medium", "large"])     # retries, cooldown, fallbacks
+    sy.strategies.oracle(["small", "large"])               # the upper bound (simulation only)
+
+A strategy object with state across requests (``hedge(after="p95")``, ``litellm_like``) also has
+``start_run()``, which the runner calls before every run so that runs stay independent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import asyncio
+import inspect
+import math
+from collections import deque
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any
 
+from ._context import new_race_id
 from ._driver import Driver
-from ._models import Outcome, Request, answered, ask_good_enough, route_to
-from ._race import first, first_ok
+from ._errors import ModelError, UnavailableError
+from ._hosts.sim import TruthView, truth_view
+from ._models import (
+    Boolean,
+    DecisionRequest,
+    Outcome,
+    Request,
+    answered,
+    ask_good_enough,
+    route_to,
+    truth_of,
+)
+from ._race import _cancel_and_settle, _spawn, first, first_ok
 from ._race import hedge as _hedge
 from ._race import timeout as _timeout
+from ._rng import uniforms
 
-__all__ = ["cascade", "fallback_chain", "first_success", "hedge", "race", "single"]
+__all__ = [
+    "SimulatedScore",
+    "calibrate",
+    "capability_aware",
+    "cascade",
+    "fallback_chain",
+    "first_success",
+    "hedge",
+    "litellm_like",
+    "oracle",
+    "race",
+    "simulated_score",
+    "single",
+    "speculative",
+    "threshold_router",
+    "weighted_random",
+]
 
 Algorithm = Callable[[Request, Driver], Awaitable[Outcome]]
+_inv_cdf = NormalDist().inv_cdf
 
 
 def _named(name: str, algorithm: Algorithm) -> Algorithm:
@@ -39,6 +87,13 @@ def _models(models: Sequence[str] | str, what: str, *, at_least: int = 1) -> lis
     return names
 
 
+def _good(quality: float | None, threshold: float) -> bool | None:
+    return None if quality is None else quality >= threshold
+
+
+# -- one model, random, ordered --------------------------------------------------------------------
+
+
 def single(model: str) -> Algorithm:
     """Send everything to ``model``."""
     (model,) = _models(model, "single()")
@@ -49,6 +104,40 @@ def single(model: str) -> Algorithm:
     return _named(f"single({model})", algorithm)
 
 
+def weighted_random(weights: Mapping[str, float] | Sequence[str], *, seed: int = 0) -> Algorithm:
+    """Pick a model at random with the given relative weights (equal for a list); the others follow
+    as fallbacks in the order given. The draw is keyed by ``seed`` and the request id, so a request
+    goes to the same model in every run, and raising one weight only moves requests toward it."""
+    if isinstance(weights, Mapping):
+        items = [(str(m), float(w)) for m, w in weights.items()]
+    else:
+        items = [(m, 1.0) for m in _models(weights, "weighted_random()")]
+    if (
+        not items
+        or any(not math.isfinite(w) or w < 0 for _, w in items)
+        or sum(w for _, w in items) <= 0
+    ):
+        raise ValueError(f"weights must be finite, ≥ 0 and not all 0, got {weights!r}")
+    total = sum(w for _, w in items)
+    names = [m for m, _ in items]
+    edges = []
+    running = 0.0
+    for _, w in items:
+        running += w / total
+        edges.append(running)
+
+    async def algorithm(request: Request, driver: Driver) -> Outcome:
+        u = uniforms(seed, driver.request_id, "weighted_random")[0]
+        index = next((i for i, edge in enumerate(edges) if u < edge), len(edges) - 1)
+        while items[index][1] == 0:  # float edges can land on a zero weight; move to the next
+            index = (index + 1) % len(items)
+        chosen = names[index]
+        return route_to(chosen, request, fallbacks=[m for m in names if m != chosen])
+
+    label = ",".join(f"{m}:{w / total:.2g}" for m, w in items)
+    return _named(f"random({label})", algorithm)
+
+
 def fallback_chain(models: Sequence[str]) -> Algorithm:
     """Route to ``models[0]``; the host's candidate loop falls back through the rest in order."""
     names = _models(models, "fallback_chain()")
@@ -57,6 +146,195 @@ def fallback_chain(models: Sequence[str]) -> Algorithm:
         return route_to(names[0], request, fallbacks=names[1:])
 
     return _named("fallback(" + ">".join(names) + ")", algorithm)
+
+
+# -- judges and scores -------------------------------------------------------------------------------
+
+
+def cascade(
+    weak: str,
+    strong: str,
+    *,
+    judge: str,
+    threshold: float = 0.5,
+    judge_timeout_s: float | None = None,
+) -> Algorithm:
+    """Answer with ``weak``; ask ``judge`` whether that answer is good enough; if not (or the judge
+    fails or times out), route to ``strong`` with ``weak`` as fallback (FrugalGPT-style). How often
+    a simulated judge errs is the host's ``sy.Judge(accuracy=...)``."""
+    _models([weak, strong, judge], "cascade()")
+
+    async def algorithm(request: Request, driver: Driver) -> Outcome:
+        try:
+            draft = await driver.call_model(request, [weak])
+        except ModelError:
+            return route_to(strong, request)
+        question = ask_good_enough(request, draft, threshold=threshold)
+        try:
+            call = driver.call_decision(question, judge)
+            verdict = await (call if judge_timeout_s is None else _timeout(judge_timeout_s, call))
+        except ModelError:
+            verdict = None
+        if verdict is not None and verdict.yes("good_enough"):
+            driver.evidence(verdict="accept")
+            return answered(weak, draft)
+        driver.evidence(verdict="escalate" if verdict is not None else "judge_unavailable")
+        return route_to(strong, request, fallbacks=[weak])
+
+    return _named(f"cascade({weak}>{strong})", algorithm)
+
+
+@dataclass(frozen=True)
+class SimulatedScore:
+    """A stand-in for a learned router (RouteLLM's matrix factorisation, a BERT classifier): the true
+    quality gain of ``strong`` over ``weak`` plus Gaussian noise of standard deviation ``noise``.
+    Higher means "the strong model is needed". It reads the simulation's truth view, so it only
+    works on a SimHost; ``noise`` sets how good the simulated router is (0: perfect)."""
+
+    weak: str
+    strong: str
+    noise: float = 0.5
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not (
+            isinstance(self.noise, int | float) and math.isfinite(self.noise) and self.noise >= 0
+        ):
+            raise ValueError(f"noise must be a number ≥ 0, got {self.noise!r}")
+
+    def value(self, view: TruthView, request_id: Any) -> float:
+        strong_q = view.quality(self.strong)
+        weak_q = view.quality(self.weak)
+        gain = 0.0 if strong_q is None or weak_q is None else strong_q - weak_q
+        u_noise, u_tie = uniforms(self.seed, request_id, "router_score")[:2]
+        return gain + self.noise * _inv_cdf(u_noise) + 1e-9 * u_tie  # tiny tie-break, keyed
+
+
+def simulated_score(weak: str, strong: str, *, noise: float = 0.5, seed: int = 0) -> SimulatedScore:
+    """A simulated router score (see :class:`SimulatedScore`)."""
+    return SimulatedScore(weak, strong, noise, seed)
+
+
+async def _score_of(score: Any, request: Request, driver: Driver) -> float:
+    if isinstance(score, SimulatedScore):
+        return score.value(truth_view(driver), driver.request_id)
+    value = score(request)
+    if inspect.isawaitable(value):
+        value = await value
+    return float(value)
+
+
+def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) -> Algorithm:
+    """Route to ``strong`` when ``score`` is at least ``threshold``, else to ``weak`` (RouteLLM-style;
+    the other model is the fallback). ``score`` is a function of the request (sync or async) or a
+    :func:`simulated_score`; pick ``threshold`` for a target share of strong calls with
+    :func:`calibrate`."""
+    _models([weak, strong], "threshold_router()")
+    if not (isinstance(score, SimulatedScore) or callable(score)):
+        raise TypeError(
+            "score must be a function of the request or sy.strategies.simulated_score(...)"
+        )
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or math.isnan(threshold)
+    ):
+        raise TypeError(f"threshold must be a number, got {threshold!r}")
+
+    async def algorithm(request: Request, driver: Driver) -> Outcome:
+        value = await _score_of(score, request, driver)
+        driver.evidence(score=value, threshold=threshold)
+        if value >= threshold:
+            return route_to(strong, request, fallbacks=[weak])
+        return route_to(weak, request, fallbacks=[strong])
+
+    return _named(f"threshold({weak}|{strong}@{threshold:.3g})", algorithm)
+
+
+def calibrate(
+    score: Any, requests: Iterable[Request], target_share: float, *, host: Any = None, seed: int = 0
+) -> float:
+    """The threshold at which ``score`` sends about ``target_share`` of ``requests`` to the strong
+    model (RouteLLM's calibration on a sample of traffic). A simulated score needs the requests'
+    ground truth (dataset requests carry it) or, for synthetic requests, the ``host``'s profiles."""
+    if (
+        isinstance(target_share, bool)
+        or not isinstance(target_share, int | float)
+        or not 0 <= target_share <= 1
+    ):
+        raise ValueError(f"target_share must be between 0 and 1, got {target_share!r}")
+    values = []
+    for index, request in enumerate(requests):
+        request_id = index if request.id is None else request.id
+        if isinstance(score, SimulatedScore):
+            profiles = getattr(host, "profiles", {}) if host is not None else {}
+            view = TruthView(truth_of(request), profiles, seed, request_id)
+            values.append(score.value(view, request_id))
+        else:
+            value = score(request)
+            if inspect.isawaitable(value):
+                raise TypeError("calibrate() needs a synchronous score function")
+            values.append(float(value))
+    if not values:
+        raise ValueError("requests is empty")
+    values.sort()
+    if target_share <= 0:
+        return math.inf
+    if target_share >= 1:
+        return values[0]
+    cut = len(values) - round(target_share * len(values))
+    cut = min(max(cut, 0), len(values) - 1)
+    return values[cut]
+
+
+def speculative(weak: str, strong: str, *, judge: str, threshold: float = 0.5) -> Algorithm:
+    """Start the strong call and ask the judge whether the weak model is enough, both at once
+    (Switchyard's "decision racing a speculative strong call"): if the judge says yes first, cancel
+    the strong call and call weak; if it says no, keep the strong call; if strong finishes first,
+    cancel the judge."""
+    _models([weak, strong, judge], "speculative()")
+    question = DecisionRequest(
+        {
+            "weak_is_enough": Boolean(
+                f"Will {weak} answer this request well enough?",
+                oracle=lambda view: _good(view.quality(weak), threshold),
+            )
+        }
+    )
+
+    async def algorithm(request: Request, driver: Driver) -> Outcome:
+        race_id = new_race_id()
+        decision = _spawn(driver.call_decision(question, judge), race_id, "decision")
+        strong_call = _spawn(driver.call_model(request, [strong]), race_id, "strong call")
+        try:
+            done, _ = await asyncio.wait(
+                {decision, strong_call}, return_when=asyncio.FIRST_COMPLETED
+            )
+        except asyncio.CancelledError:
+            await _cancel_and_settle([decision, strong_call], None)
+            raise
+        if strong_call in done:  # the strong answer (or its failure) came first: the judge is moot
+            await _cancel_and_settle([decision], "lost_race")
+            if strong_call.exception() is None:
+                driver.evidence(source="strong_first")
+                return answered(strong, strong_call.result())
+            driver.evidence(source="strong_failed")
+            return route_to(weak, request)
+        try:
+            weak_is_enough = decision.result().yes("weak_is_enough")
+        except ModelError:
+            weak_is_enough = False
+        if weak_is_enough:
+            await _cancel_and_settle([strong_call], "lost_race")
+            driver.evidence(source="judge_weak")
+            return answered(weak, await driver.call_model(request, [weak]))
+        driver.evidence(source="judge_strong")
+        return answered(strong, await strong_call)
+
+    return _named(f"speculative({weak}|{strong})", algorithm)
+
+
+# -- racing -----------------------------------------------------------------------------------------
 
 
 def race(models: Sequence[str]) -> Algorithm:
@@ -83,10 +361,59 @@ def first_success(models: Sequence[str]) -> Algorithm:
     return _named("first_ok(" + ",".join(names) + ")", algorithm)
 
 
-def hedge(model: str, *, after: float, copies: int = 2) -> Algorithm:
+class _QuantileHedge:
+    """Hedge after the observed ``q`` quantile of the model's own latency (Dean & Barroso)."""
+
+    def __init__(
+        self, model: str, q: float, copies: int, warmup: int, initial_after: float
+    ) -> None:
+        self.model = model
+        self.q = q
+        self.copies = copies
+        self.warmup = warmup
+        self.initial_after = initial_after
+        self.name = f"hedge({model},p{q * 100:g})"
+        self.start_run()
+
+    def start_run(self) -> None:
+        self.latencies: list[float] = []
+
+    def delay(self) -> float:
+        if len(self.latencies) < self.warmup:
+            return self.initial_after
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(self.q * len(ordered)))]
+
+    async def route(self, request: Request, driver: Driver) -> Outcome:
+        after = self.delay()
+        driver.evidence(hedge_after_s=after)
+        response = await _hedge(
+            lambda: driver.call_model(request, [self.model]), after=after, copies=self.copies
+        )
+        if response.latency_s is not None:
+            self.latencies.append(response.latency_s)
+        return answered(self.model, response)
+
+
+def hedge(
+    model: str, *, after: float | str, copies: int = 2, warmup: int = 20, initial_after: float = 1.0
+) -> Any:
     """Call ``model``; if it has not answered after ``after`` seconds, send another copy; serve
-    whichever succeeds first and cancel the other (Dean & Barroso's hedged request)."""
+    whichever succeeds first and cancel the other (Dean & Barroso's hedged request).
+
+    ``after`` may be a quantile such as ``"p95"``: the delay is then the 95th percentile of the
+    latencies this strategy has observed so far in the run (``initial_after`` until ``warmup``
+    answers have been seen).
+    """
     (model,) = _models(model, "hedge()")
+    if isinstance(after, str):
+        text = after.strip().lower()
+        if not (text.startswith("p") and text[1:].replace(".", "", 1).isdigit()):
+            raise ValueError(f"after must be seconds or a quantile like 'p95', got {after!r}")
+        q = float(text[1:]) / 100
+        if not 0 < q < 1:
+            raise ValueError(f"after quantile must be between p0 and p100, got {after!r}")
+        return _QuantileHedge(model, q, copies, warmup, initial_after)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         response = await _hedge(
@@ -97,33 +424,136 @@ def hedge(model: str, *, after: float, copies: int = 2) -> Algorithm:
     return _named(f"hedge({model},{after:g}s)", algorithm)
 
 
-def cascade(
-    weak: str,
-    strong: str,
+# -- capabilities, a gateway baseline, the oracle --------------------------------------------------
+
+
+def capability_aware(
+    models: Sequence[str],
     *,
-    judge: str,
-    threshold: float = 0.5,
-    judge_timeout_s: float | None = None,
+    vision: Collection[str],
+    context_windows: Mapping[str, int] | None = None,
 ) -> Algorithm:
-    """Answer with ``weak``; ask ``judge`` whether that answer is good enough; if not (or the judge
-    fails or times out), route to ``strong`` with ``weak`` as fallback (FrugalGPT-style)."""
-    _models([weak, strong, judge], "cascade()")
+    """Send requests with images only to models in ``vision`` and, with ``context_windows``, only to
+    models whose window holds input plus requested output; in ``models`` order, the rest as
+    fallbacks. If nothing qualifies, try them all and let the host say why."""
+    names = _models(models, "capability_aware()")
+    vision_set = set(vision)
+    windows = dict(context_windows or {})
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
-        try:
-            draft = await driver.call_model(request, [weak])
-        except Exception:
-            return route_to(strong, request)
-        question = ask_good_enough(request, draft, threshold=threshold)
-        try:
-            call = driver.call_decision(question, judge)
-            verdict = await (call if judge_timeout_s is None else _timeout(judge_timeout_s, call))
-        except Exception:
-            verdict = None
-        if verdict is not None and verdict.yes("good_enough"):
-            driver.evidence(verdict="accept")
-            return answered(weak, draft)
-        driver.evidence(verdict="escalate" if verdict is not None else "judge_unavailable")
-        return route_to(strong, request, fallbacks=[weak])
+        needed = request.input_tokens + (request.max_output_tokens or 0)
+        fit = [
+            m
+            for m in names
+            if (not request.images or m in vision_set) and needed <= windows.get(m, math.inf)
+        ]
+        order = fit or names
+        return route_to(order[0], request, fallbacks=order[1:])
 
-    return _named(f"cascade({weak}>{strong})", algorithm)
+    return _named("capability_aware(" + ",".join(names) + ")", algorithm)
+
+
+_LITELLM_FALLBACK_KINDS = frozenset(
+    {"rate_limit", "unavailable", "timeout", "context_window", "policy", "invalid_response"}
+)
+_LITELLM_COOLDOWN_KINDS = frozenset({"rate_limit", "unavailable", "timeout"})
+
+
+class _LiteLLMLike:
+    """A gateway baseline in the manner of LiteLLM's Router: ordered deployments, fallbacks on rate
+    limits, server errors, timeouts, context-window and content-policy errors (not on other 400s),
+    and a deployment cooled down for ``cooldown_s`` once it fails ``allowed_fails`` times within
+    ``window_s``. Retries within a deployment are left to the host's policy (the client SDK)."""
+
+    def __init__(
+        self, models: list[str], allowed_fails: int, cooldown_s: float, window_s: float
+    ) -> None:
+        self.models = models
+        self.allowed_fails = allowed_fails
+        self.cooldown_s = cooldown_s
+        self.window_s = window_s
+        self.name = "litellm_like(" + ">".join(models) + ")"
+        self.start_run()
+
+    def start_run(self) -> None:
+        self.failures: dict[str, deque[float]] = {m: deque() for m in self.models}
+        self.cooled_until: dict[str, float] = {}
+
+    def _fail(self, model: str, now: float) -> None:
+        window = self.failures[model]
+        window.append(now)
+        while window and window[0] < now - self.window_s:
+            window.popleft()
+        if len(window) >= self.allowed_fails:
+            self.cooled_until[model] = now + self.cooldown_s
+            window.clear()
+
+    async def route(self, request: Request, driver: Driver) -> Outcome:
+        now = driver.now()
+        available = [m for m in self.models if self.cooled_until.get(m, -math.inf) <= now]
+        if not available:
+            raise UnavailableError("no deployments available: every model is cooling down")
+        last_error: ModelError | None = None
+        for index, model in enumerate(available):
+            try:
+                response = await driver.call_model(request, [model])
+            except ModelError as error:
+                if error.kind in _LITELLM_COOLDOWN_KINDS:
+                    self._fail(model, driver.now())
+                if error.kind not in _LITELLM_FALLBACK_KINDS:
+                    raise
+                last_error = error
+                driver.evidence(fallbacks=index + 1)
+                continue
+            return answered(model, response)
+        assert last_error is not None
+        raise last_error
+
+
+def litellm_like(
+    models: Sequence[str],
+    *,
+    allowed_fails: int = 3,
+    cooldown_s: float = 5.0,
+    window_s: float = 60.0,
+) -> Any:
+    """A LiteLLM-Router-like baseline (see :class:`_LiteLLMLike`): fallbacks across ``models`` and
+    deployment cooldowns, done by the algorithm itself in the routing phase."""
+    names = _models(models, "litellm_like()")
+    if isinstance(allowed_fails, bool) or not isinstance(allowed_fails, int) or allowed_fails < 1:
+        raise ValueError(f"allowed_fails must be an int ≥ 1, got {allowed_fails!r}")
+    for name, value in (("cooldown_s", cooldown_s), ("window_s", window_s)):
+        if not isinstance(value, int | float) or value < 0:
+            raise ValueError(f"{name} must be a number ≥ 0, got {value!r}")
+    return _LiteLLMLike(names, allowed_fails, float(cooldown_s), float(window_s))
+
+
+def oracle(models: Sequence[str], *, threshold: float = 0.5) -> Algorithm:
+    """The upper bound: per request, the cheapest model whose answer is correct (quality ≥
+    ``threshold``); if none is, the best one (the cheapest among equals). It reads the
+    simulation's ground truth, so it only runs on a SimHost, and no real router can match it."""
+    names = _models(models, "oracle()")
+
+    async def algorithm(request: Request, driver: Driver) -> Outcome:
+        view = truth_view(driver)
+        profiles = driver._state.run.profiles
+
+        def expected_cost(model: str) -> float:
+            profile = profiles[model]
+            out = view.output_tokens(model)
+            if out is None:
+                out = profile.output_tokens.mean  # type: ignore[union-attr]
+            if request.max_output_tokens is not None:
+                out = min(out, request.max_output_tokens)
+            return profile.cost_usd(request.input_tokens, int(out))
+
+        qualities = {m: view.quality(m) for m in names}
+        correct = [m for m in names if _good(qualities[m], threshold)]
+        if correct:
+            choice = min(correct, key=expected_cost)
+        else:
+            choice = min(names, key=lambda m: (-(qualities[m] or 0.0), expected_cost(m)))
+        # No fallbacks: a cooling-down choice must not be skipped for a worse model.
+        return route_to(choice, request)
+
+    return _named("oracle(" + ",".join(names) + ")", algorithm)

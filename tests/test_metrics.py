@@ -1,0 +1,129 @@
+"""Comparison metrics: bootstrap intervals, paired differences, Pareto frontier, sweeps, APGR, AIQ."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import constant_profile
+
+import sykit as sy
+from sykit import strategies as st
+from sykit._metrics import bootstrap_mean_ci
+from sykit._sweep import aiq, apgr
+
+
+@pytest.fixture
+def host():
+    return sy.SimHost(
+        {
+            "weak": constant_profile(0.25, 50, 100.0, price_in=0.1, price_out=0.4, quality=0.4),
+            "strong": constant_profile(
+                1.0,
+                100,
+                50.0,
+                price_in=5.0,
+                price_out=15.0,
+                quality=0.9,
+                faults=sy.Faults(rate_limit=0.1, retry_after_s=0.5),
+            ),
+        }
+    )
+
+
+REQUESTS = [sy.Request(f"q{i}", id=i) for i in range(300)]
+
+
+def test_bootstrap_interval_is_deterministic_and_brackets_the_mean():
+    values = np.random.default_rng(3).normal(10, 2, size=500)
+    low, high = bootstrap_mean_ci(values)
+    assert low < values.mean() < high
+    assert (low, high) == bootstrap_mean_ci(values)
+    assert high - low == pytest.approx(2 * 1.96 * 2 / math.sqrt(500), rel=0.2)
+    assert all(math.isnan(x) for x in bootstrap_mean_ci(np.array([1.0])))
+
+
+def test_summary_has_quality_intervals_and_fallbacks_by_reason(host):
+    async def to_strong(request, driver):
+        return sy.route_to("strong", request, fallbacks=["weak"])
+
+    policy_host = host.replace(policy=sy.HostPolicy(max_retries=0))
+    summary = sy.run(to_strong, REQUESTS, host=policy_host).summary().iloc[0]
+    assert summary["quality_ci_low"] < summary["mean_quality"] < summary["quality_ci_high"]
+    assert summary["fallbacks_rate_limit"] == summary["fallbacks"] > 0
+    assert summary["fallbacks_capability"] == 0
+
+
+def test_paired_differences_against_a_baseline(host):
+    cmp = sy.compare(
+        {"weak": st.single("weak"), "strong": st.single("strong"), "again": st.single("weak")},
+        REQUESTS,
+        host=host,
+        seeds=[0, 1],
+    )
+    paired = cmp.paired("weak").set_index("strategy")
+    assert paired.loc["weak", "d_quality"] == 0.0
+    assert paired.loc["again", ["d_quality_ci_low", "d_quality_ci_high"]].tolist() == [0.0, 0.0]
+    assert paired.loc["again", "n_pairs_quality"] == 600  # 300 requests × 2 seeds
+    gain = paired.loc["strong"]
+    assert gain["d_quality_ci_low"] > 0.3  # strong is right on every request weak is, and more
+    assert gain["d_cost_usd"] > 0 and gain["d_latency_s"] > 0
+    summary = cmp.summary(baseline="weak")
+    assert "d_quality" in summary.columns and summary["strategy"].tolist() == [
+        "weak",
+        "strong",
+        "again",
+    ]
+    with pytest.raises(ValueError, match="baseline"):
+        cmp.paired("nobody")
+
+
+def test_pareto_frontier_keeps_only_undominated_points():
+    points = pd.DataFrame(
+        {
+            "strategy": ["a", "b", "c", "d", "e"],
+            "cost_per_request_usd": [1.0, 2.0, 2.0, 3.0, 0.5],
+            "mean_quality": [0.5, 0.7, 0.6, 0.65, 0.4],
+        }
+    )
+    frontier = sy._metrics.pareto_frontier(points)
+    assert frontier["strategy"].tolist() == ["e", "a", "b"]
+
+
+def test_apgr_of_the_straight_line_is_one_half():
+    shares = np.linspace(0, 1, 11)
+    assert apgr(shares, 0.4 + 0.5 * shares, weak_quality=0.4, strong_quality=0.9) == pytest.approx(
+        0.5
+    )
+    assert apgr([0.2], [0.9], weak_quality=0.4, strong_quality=0.9) == pytest.approx(0.9)
+    assert math.isnan(apgr([0.5], [0.5], weak_quality=0.5, strong_quality=0.5))
+
+
+def test_aiq_is_the_area_under_the_nondecreasing_hull():
+    # hull of (0,0), (1,1), (2,1): area 0.5 + 1 over a cost range of 2
+    assert aiq([0, 1, 2], [0, 1, 1]) == pytest.approx(0.75)
+    # a dominated point below the hull changes nothing; a drop in quality is flattened
+    assert aiq([0, 0.5, 1, 2], [0, 0.1, 1, 0.5]) == pytest.approx(0.75)
+    assert aiq([1.0], [0.7]) == 0.7
+
+
+def test_a_sweep_of_the_random_router_is_the_straight_line(host):
+    shares = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    result = sy.sweep(
+        lambda p: st.weighted_random({"weak": 1 - p, "strong": p}),
+        shares,
+        REQUESTS,
+        host=host.replace(policy=sy.HostPolicy()),
+        weak="weak",
+        strong="strong",
+    )
+    curve = result.curve
+    refs = result.references
+    line = refs["weak"][1] + (refs["strong"][1] - refs["weak"][1]) * curve["strong_share"]
+    assert np.abs(curve["mean_quality"] - line).max() < 0.06
+    assert result.apgr() == pytest.approx(0.5, abs=0.05)
+    assert refs["oracle"][1] >= curve["mean_quality"].max()
+    assert set(refs) == {"weak", "strong", "oracle"}
+    assert 0 < result.aiq() <= 1
