@@ -1,0 +1,805 @@
+"""The HTTP host: each attempt is one request to an OpenAI-compatible ``/chat/completions`` endpoint.
+
+Like the simulated host, it performs a single attempt and reports what the provider answered; the
+driver's candidate loop does the retries, Retry-After waits, fallback, cooldown, classification and
+records, so an algorithm behaves the same here as in simulation. Time is real: the run clock is the
+event loop's, and an attempt's deadline is ``policy.timeout_s`` after it starts.
+
+What an HTTP exchange becomes:
+
+* a non-2xx answer → ``Reply(status, body, headers)``, classified by the shared :func:`classify`;
+* no answer (connection refused, DNS failure, reset, closed without a response) →
+  ``UnavailableError`` (retried, and a fallback reason);
+* no answer before the deadline → ``ModelTimeout``;
+* a 2xx that is not a usable completion (bad JSON, not chat-completions, a malformed chunk, an
+  unparseable verdict) → ``InvalidResponseError`` (terminal);
+* a stream that breaks after its first token → ``InvalidResponseError``: an answer that has started
+  is not retried or sent elsewhere (the tokens received are billed on the attempt row). A stream
+  that breaks before its first token → ``UnavailableError``.
+
+Cancelling the awaiting task (a lost race, ``sy.timeout``, an abandoned call) closes the HTTP
+request at once: httpx drops the connection of a response that was not read to the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+
+from .._config import HostPolicy, ModelProfile
+from .._errors import (
+    InvalidResponseError,
+    ModelError,
+    ModelTimeout,
+    UnavailableError,
+)
+from .._models import Answer, Boolean, Choice, DecisionRequest, Request, Score, Usage
+from .base import Attempt, Reply
+
+__all__ = ["HttpHost", "HttpModel"]
+
+_CHARS_PER_TOKEN = 4
+_SNIPPET = 120
+# Streamed tokens are counted as they arrive: "generated so far" is exactly what has been received.
+_RECEIVED_RATE = 1e9
+_FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+_DNS_MARKERS = (
+    "name or service not known",
+    "nodename nor servname",
+    "temporary failure in name resolution",
+    "no address associated",
+    "getaddrinfo failed",
+    "name resolution",
+    "errno -2]",
+    "errno -3]",
+    "errno -5]",
+    "errno 8]",
+    "errno 11001]",
+)
+
+
+class _Secret:
+    """An API key: its repr and str are ``'***'``, so it cannot slip into a log line or a DataFrame."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "'***'"
+
+    __str__ = __repr__
+
+
+def _check_url(url: object, name: str) -> str:
+    if not isinstance(url, str) or not url:
+        raise TypeError(
+            f"{name} must be a URL string such as 'https://api.openai.com/v1', got {url!r}"
+        )
+    try:
+        parsed = httpx.URL(url)
+    except Exception:
+        raise ValueError(f"{name} is not a valid URL: {url!r}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(f"{name} must be an http:// or https:// URL with a host, got {url!r}")
+    if parsed.userinfo:
+        raise ValueError(f"{name} must not contain credentials; pass the key as api_key instead")
+    return url.rstrip("/")
+
+
+def _key(value: object, env: object, name: str) -> _Secret | None:
+    if value is not None:
+        if isinstance(value, _Secret):
+            return value
+        if not isinstance(value, str) or not value:
+            raise TypeError(f"{name} must be a non-empty string or None")
+        return _Secret(value)
+    if env is None:
+        return None
+    if not isinstance(env, str) or not env:
+        raise TypeError(
+            f"{name}_env must be the name of an environment variable or None, got {env!r}"
+        )
+    found = os.environ.get(env)
+    return _Secret(found) if found else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class HttpModel:
+    """One model of an :class:`HttpHost`, when it needs more than a price profile.
+
+        sy.HttpModel(profile=sy.ModelProfile(price_in=0.15, price_out=0.6),
+                     model_id="gpt-4o-mini", base_url="https://api.openai.com/v1",
+                     api_key_env="OPENAI_API_KEY", extra_body={"temperature": 0})
+
+    ``model_id`` is the upstream name (default: the sykit name); ``base_url``, ``api_key`` and
+    ``api_key_env`` override the host's; ``extra_body`` is merged into every request body;
+    ``stream`` overrides the host's streaming default for this model.
+    """
+
+    profile: ModelProfile | None = None
+    model_id: str | None = None
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False, compare=False)
+    api_key_env: str | None = None
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    stream: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.profile is not None and not isinstance(self.profile, ModelProfile):
+            raise TypeError(
+                f"profile must be a sy.ModelProfile or None, got {type(self.profile).__name__}"
+            )
+        if self.model_id is not None and (not isinstance(self.model_id, str) or not self.model_id):
+            raise TypeError(f"model_id must be a non-empty string or None, got {self.model_id!r}")
+        if self.base_url is not None:
+            object.__setattr__(self, "base_url", _check_url(self.base_url, "base_url"))
+        if self.api_key is not None:
+            object.__setattr__(self, "api_key", _key(self.api_key, None, "api_key"))
+        if not isinstance(self.extra_body, Mapping):
+            raise TypeError("extra_body must be a dict of request fields")
+        if self.stream is not None and not isinstance(self.stream, bool):
+            raise TypeError("stream must be True, False or None")
+
+
+@dataclass(frozen=True, slots=True)
+class _Endpoint:
+    url: str
+    model_id: str
+    key: _Secret | None
+    extra_body: Mapping[str, Any]
+    stream: bool
+
+
+class HttpHost:
+    """A host that sends every attempt to a real OpenAI-compatible chat-completions endpoint.
+
+        host = sy.HttpHost("https://api.openai.com/v1", models={
+            "mini": sy.ModelProfile(price_in=0.15, price_out=0.60),        # prices for cost_usd
+            "4o": sy.HttpModel(profile=sy.ModelProfile(price_in=2.5, price_out=10),
+                               model_id="gpt-4o"),
+        }, policy=sy.HostPolicy(max_retries=1), timeout_s=30)
+        res = sy.run(algo, requests, host=host)
+
+    The key comes from ``api_key`` or the ``api_key_env`` environment variable (none: no
+    ``Authorization`` header, as local servers expect). It is sent only as a Bearer header and is
+    scrubbed from every error message. ``timeout_s`` is the per-attempt deadline (it replaces
+    ``policy.timeout_s``). ``stream=True`` streams every model call (a request can ask with
+    ``metadata={"stream": True}``); decision calls are never streamed. ``decision_format`` asks
+    judges for a strict JSON-schema answer (``"json_schema"``) or a forced tool call (``"tool"``).
+    """
+
+    virtual = False
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        models: Mapping[str, ModelProfile | HttpModel | None] | Sequence[str],
+        api_key: str | None = None,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        policy: HostPolicy | None = None,
+        timeout_s: float | None = None,
+        stream: bool = False,
+        decision_format: Literal["json_schema", "tool"] = "json_schema",
+        connect_timeout_s: float = 10.0,
+        max_connections: int = 256,
+    ) -> None:
+        self.base_url = None if base_url is None else _check_url(base_url, "base_url")
+        if policy is None:
+            policy = HostPolicy()
+        if not isinstance(policy, HostPolicy):
+            raise TypeError(f"policy must be a sy.HostPolicy, got {type(policy).__name__}")
+        if timeout_s is not None:
+            policy = policy.replace(timeout_s=timeout_s)
+        self.policy = policy
+        if not isinstance(stream, bool):
+            raise TypeError("stream must be True or False")
+        if decision_format not in ("json_schema", "tool"):
+            raise ValueError(
+                f"decision_format must be 'json_schema' or 'tool', got {decision_format!r}"
+            )
+        if (
+            isinstance(connect_timeout_s, bool)
+            or not isinstance(connect_timeout_s, int | float)
+            or not connect_timeout_s > 0
+        ):
+            raise ValueError(f"connect_timeout_s must be a number > 0, got {connect_timeout_s!r}")
+        if (
+            isinstance(max_connections, bool)
+            or not isinstance(max_connections, int)
+            or max_connections < 1
+        ):
+            raise ValueError(f"max_connections must be an int ≥ 1, got {max_connections!r}")
+        self.stream = stream
+        self.decision_format = decision_format
+        self.connect_timeout_s = float(connect_timeout_s)
+        self.max_connections = max_connections
+        self._api_key = _key(api_key, api_key_env, "api_key")
+        self._models = self._check_models(models)
+        self.profiles: dict[str, ModelProfile] = {}
+        self._endpoints: dict[str, _Endpoint] = {}
+        keys = {self._api_key.reveal()} if self._api_key is not None else set()
+        for name, spec in self._models.items():
+            endpoint, profile = self._resolve(name, spec)
+            self._endpoints[name] = endpoint
+            self.profiles[name] = profile
+            if endpoint.key is not None:
+                keys.add(endpoint.key.reveal())
+        # Longest first, so a key that contains another is replaced whole.
+        self._secrets = tuple(_Secret(k) for k in sorted(keys, key=len, reverse=True) if k)
+
+    @staticmethod
+    def _check_models(
+        models: Mapping[str, ModelProfile | HttpModel | None] | Sequence[str],
+    ) -> dict[str, ModelProfile | HttpModel | None]:
+        if isinstance(models, str):
+            raise TypeError(
+                "models must be a dict of name → profile (or a list of names), not a str"
+            )
+        if isinstance(models, Mapping):
+            checked = dict(models)
+        elif isinstance(models, Sequence):
+            checked = dict.fromkeys(models)
+        else:
+            raise TypeError(
+                "models must be a dict of model name → sy.ModelProfile / sy.HttpModel / None, "
+                f"got {type(models).__name__}"
+            )
+        if not checked:
+            raise ValueError("models must name at least one model")
+        for name, spec in checked.items():
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"model names must be non-empty strings, got {name!r}")
+            if spec is not None and not isinstance(spec, ModelProfile | HttpModel):
+                raise TypeError(
+                    f"models[{name!r}] must be a sy.ModelProfile, a sy.HttpModel or None, "
+                    f"got {type(spec).__name__}"
+                )
+        return checked
+
+    def _resolve(
+        self, name: str, spec: ModelProfile | HttpModel | None
+    ) -> tuple[_Endpoint, ModelProfile]:
+        config = spec if isinstance(spec, HttpModel) else HttpModel(profile=spec)
+        base = config.base_url or self.base_url
+        if base is None:
+            raise ValueError(
+                f"models[{name!r}] has no base_url and the host has none: give HttpHost(base_url, ...) "
+                "or sy.HttpModel(base_url=...)"
+            )
+        key = config.api_key if config.api_key is not None else self._api_key
+        if config.api_key is None and config.api_key_env is not None:
+            key = _key(None, config.api_key_env, f"models[{name!r}].api_key")
+        endpoint = _Endpoint(
+            url=f"{base}/chat/completions",
+            model_id=config.model_id or name,
+            key=key,  # type: ignore[arg-type]
+            extra_body=dict(config.extra_body),
+            stream=self.stream if config.stream is None else config.stream,
+        )
+        return endpoint, config.profile or ModelProfile()
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return tuple(self.profiles)
+
+    def replace(
+        self,
+        *,
+        models: Mapping[str, ModelProfile | HttpModel | None] | None = None,
+        policy: HostPolicy | None = None,
+        stream: bool | None = None,
+    ) -> HttpHost:
+        """A copy with some settings changed (the key is kept)."""
+        return HttpHost(
+            self.base_url,
+            models=self._models if models is None else models,
+            api_key=self._api_key,  # type: ignore[arg-type]
+            api_key_env=None,
+            policy=self.policy if policy is None else policy,
+            stream=self.stream if stream is None else stream,
+            decision_format=self.decision_format,  # type: ignore[arg-type]
+            connect_timeout_s=self.connect_timeout_s,
+            max_connections=self.max_connections,
+        )
+
+    def __repr__(self) -> str:
+        key = "***" if self._api_key is not None else None
+        return (
+            f"HttpHost({self.base_url!r}, models={list(self.profiles)!r}, api_key={key}, "
+            f"stream={self.stream}, policy={self.policy!r})"
+        )
+
+    def open(self, seed: int) -> _HttpSession:
+        return _HttpSession(self)
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every API key this host holds replaced by ``***``."""
+        for secret in self._secrets:
+            key = secret.reveal()
+            if key in text:
+                text = text.replace(key, "***")
+        return text
+
+
+class _Clock:
+    """The run clock during one attempt: the attempt's row started at ``start_s`` on it, just now."""
+
+    __slots__ = ("loop", "start_s", "t0")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, start_s: float) -> None:
+        self.loop = loop
+        self.t0 = loop.time()
+        self.start_s = start_s
+
+    def elapsed(self) -> float:
+        return self.loop.time() - self.t0
+
+    def now(self) -> float:
+        return self.start_s + self.elapsed()
+
+
+class _HttpSession:
+    """One run's HTTP client; closing it closes every pooled connection."""
+
+    def __init__(self, host: HttpHost) -> None:
+        self.host = host
+        self.client = httpx.AsyncClient(
+            timeout=httpx.Timeout(None, connect=host.connect_timeout_s),
+            limits=httpx.Limits(
+                max_connections=host.max_connections,
+                max_keepalive_connections=host.max_connections,
+            ),
+            follow_redirects=False,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def send(self, attempt: Attempt) -> Reply:
+        clock = _Clock(asyncio.get_running_loop(), attempt.row.start_s)
+        remaining = attempt.deadline_s - attempt.row.start_s
+        try:
+            async with asyncio.timeout(max(0.0, remaining)):
+                return await self._exchange(attempt, clock)
+        except TimeoutError:
+            return Reply(
+                None,
+                error=ModelTimeout(
+                    f"no answer within {self.host.policy.timeout_s:g} s", model=attempt.model
+                ),
+            )
+        except Exception as exc:
+            text = str(exc)
+            clean = self.host.scrub(text)
+            if clean != text:
+                raise RuntimeError(f"{type(exc).__name__}: {clean}") from None
+            raise
+
+    # -- one exchange --------------------------------------------------------------------------
+    async def _exchange(self, attempt: Attempt, clock: _Clock) -> Reply:
+        host = self.host
+        endpoint = host._endpoints[attempt.model]
+        request = attempt.request
+        stream = False
+        if attempt.kind == "decision":
+            assert isinstance(request, DecisionRequest)
+            body = _decision_body(request, endpoint, host.decision_format)
+        else:
+            assert isinstance(request, Request)
+            stream = bool(request.metadata.get("stream", endpoint.stream))
+            body = _model_body(request, endpoint, stream)
+        headers = {"Authorization": f"Bearer {endpoint.key.reveal()}"} if endpoint.key else {}
+        try:
+            async with self.client.stream(
+                "POST", endpoint.url, json=body, headers=headers
+            ) as response:
+                status = response.status_code
+                if not 200 <= status < 300:
+                    raw = await response.aread()
+                    text = host.scrub(raw.decode("utf-8", "replace"))
+                    return Reply(status, text, dict(response.headers))
+                content_type = response.headers.get("content-type", "")
+                if stream and "text/event-stream" in content_type:
+                    return await self._read_stream(attempt, response, clock)
+                raw = await response.aread()
+        except httpx.HTTPError as exc:
+            return Reply(
+                None, error=UnavailableError(self._describe(exc, endpoint), model=attempt.model)
+            )
+        return self._complete(attempt, status, raw)
+
+    def _describe(self, exc: httpx.HTTPError, endpoint: _Endpoint) -> str:
+        url = httpx.URL(endpoint.url)
+        where = f"{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
+        text = str(exc) or type(exc).__name__
+        lowered = text.lower()
+        if isinstance(exc, httpx.ConnectTimeout):
+            message = f"connecting to {where} timed out"
+        elif isinstance(exc, httpx.ConnectError):
+            if any(marker in lowered for marker in _DNS_MARKERS):
+                message = f"DNS lookup failed for {url.host!r} ({text})"
+            elif "refused" in lowered or "all connection attempts failed" in lowered:
+                message = f"connection refused by {where} ({text})"
+            else:
+                message = f"could not connect to {where} ({text})"
+        elif isinstance(exc, httpx.RemoteProtocolError) and "without sending a response" in lowered:
+            message = f"{where} closed the connection without a response"
+        elif isinstance(exc, httpx.RemoteProtocolError) and "complete message body" in lowered:
+            message = f"{where} closed the connection before the body was complete"
+        elif isinstance(exc, httpx.ReadError | httpx.WriteError) and (
+            "reset" in lowered or "errno 104" in lowered or "broken pipe" in lowered or not str(exc)
+        ):
+            message = f"connection reset by {where}"
+        else:
+            message = f"{type(exc).__name__} talking to {where}: {text}"
+        return self.host.scrub(message)
+
+    # -- a complete (non-streamed) body --------------------------------------------------------
+    def _complete(self, attempt: Attempt, status: int, raw: bytes) -> Reply:
+        model = attempt.model
+        text = self.host.scrub(raw.decode("utf-8", "replace"))
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return _invalid(f"the 2xx body is not valid JSON: {_snippet(text)}", model, status)
+        message = _message(data)
+        if message is None:
+            return _invalid(
+                f"the 2xx body is not a chat completion (no choices[0].message): {_snippet(text)}",
+                model,
+                status,
+            )
+        content = message.get("content")
+        content = content if isinstance(content, str) else ""
+        tool_text = _tool_arguments(message.get("tool_calls"))
+        request = attempt.request
+        if attempt.kind == "decision":
+            assert isinstance(request, DecisionRequest)
+            answers = _parse_verdict(request, tool_text or content, model, status)
+            if isinstance(answers, ModelError):
+                return Reply(status, error=answers)
+            usage = _usage(data.get("usage"), request.input_tokens, tool_text or content)
+            return Reply(status, usage=usage, answers=answers)
+        usage = _usage(data.get("usage"), request.input_tokens, content or tool_text)
+        return Reply(status, text=content or tool_text, usage=usage)
+
+    # -- a streamed body -----------------------------------------------------------------------
+    async def _read_stream(
+        self, attempt: Attempt, response: httpx.Response, clock: _Clock
+    ) -> Reply:
+        row = attempt.row
+        pieces: list[str] = []
+        tool_pieces: list[str] = []
+        tokens = 0
+        ttft: float | None = None
+        finished = done = False
+        usage: Any = None
+        try:
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue  # blank separators, comments, event:/id:/retry: fields
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    done = True
+                    break
+                try:
+                    chunk = json.loads(data)
+                except ValueError:
+                    chunk = None
+                if not isinstance(chunk, dict):
+                    return self._broken(
+                        attempt, tokens, f"malformed stream chunk {_snippet(data)}", invalid=True
+                    )
+                if "error" in chunk and not chunk.get("choices"):
+                    return self._broken(
+                        attempt, tokens, f"error event in the stream: {_snippet(data)}"
+                    )
+                if chunk.get("usage"):
+                    usage = chunk["usage"]
+                choices = chunk.get("choices")
+                if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+                    continue
+                choice = choices[0]
+                delta = choice.get("delta") or {}
+                piece = delta.get("content") if isinstance(delta, dict) else None
+                tool_piece = (
+                    _tool_arguments(delta.get("tool_calls")) if isinstance(delta, dict) else ""
+                )
+                if piece or tool_piece:
+                    if ttft is None:
+                        ttft = clock.elapsed()
+                        row.bill_first_token_at = clock.now()
+                        row.bill_tokens_per_s = _RECEIVED_RATE
+                    if isinstance(piece, str):
+                        pieces.append(piece)
+                    if tool_piece:
+                        tool_pieces.append(tool_piece)
+                    tokens += 1
+                    row.bill_planned_out = tokens
+                if choice.get("finish_reason"):
+                    finished = True
+        except httpx.HTTPError as exc:
+            endpoint = self.host._endpoints[attempt.model]
+            return self._broken(attempt, tokens, self._describe(exc, endpoint))
+        if not (done or finished):
+            return self._broken(attempt, tokens, "the stream ended without finish_reason or [DONE]")
+        text = "".join(pieces) or "".join(tool_pieces)
+        usage = _usage(usage, attempt.request.input_tokens, None, tokens)
+        return Reply(200, text=text, usage=usage, ttft_s=ttft)
+
+    def _broken(
+        self, attempt: Attempt, tokens: int, message: str, *, invalid: bool = False
+    ) -> Reply:
+        """A stream that failed: before its first token the target is unavailable; after, the
+        answer is broken (terminal) and the tokens received are billed."""
+        model = attempt.model
+        message = self.host.scrub(message)
+        if tokens == 0 and not invalid:
+            return Reply(
+                None, error=UnavailableError(f"{message} (before the first token)", model=model)
+            )
+        if tokens:
+            row = attempt.row
+            row.input_tokens = attempt.request.input_tokens
+            row.output_tokens = tokens
+            row.cost_usd = self.host.profiles[model].cost_usd(row.input_tokens, tokens)
+            message = f"{message} (after {tokens} tokens)"
+        return Reply(200, error=InvalidResponseError(message, model=model, http_status=200))
+
+
+# -- request bodies ------------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """Messages are frozen mappings; JSON wants dicts and lists."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _messages(request: Request) -> list[dict[str, Any]]:
+    messages = [_plain(m) for m in request.messages]
+    if request.images:
+        index = max(
+            (i for i, m in enumerate(messages) if m.get("role") == "user"),
+            default=len(messages) - 1,
+        )
+        message = messages[index]
+        content = message.get("content")
+        parts = (
+            list(content)
+            if isinstance(content, list)
+            else [{"type": "text", "text": str(content or "")}]
+        )
+        parts += [{"type": "image_url", "image_url": {"url": url}} for url in request.images]
+        messages[index] = {**message, "content": parts}
+    return messages
+
+
+def _tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    if "type" in tool:
+        return _plain(tool)  # type: ignore[no-any-return]
+    function = {"name": str(tool.get("name", "tool"))}
+    if "description" in tool:
+        function["description"] = tool["description"]
+    function["parameters"] = _plain(tool.get("parameters", {"type": "object", "properties": {}}))
+    return {"type": "function", "function": function}
+
+
+def _model_body(request: Request, endpoint: _Endpoint, stream: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": endpoint.model_id, "messages": _messages(request)}
+    if request.max_output_tokens is not None:
+        body["max_tokens"] = request.max_output_tokens
+    if request.tools:
+        body["tools"] = [_tool(t) for t in request.tools]
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    body.update(endpoint.extra_body)
+    body["model"] = endpoint.model_id
+    return body
+
+
+def _question_schema(question: Any) -> dict[str, Any]:
+    if isinstance(question, Boolean):
+        return {"type": "boolean"}
+    if isinstance(question, Choice):
+        return {"type": "string", "enum": list(question.options)}
+    return {"type": "integer", "enum": list(range(len(question.levels)))}
+
+
+def _question_text(qid: str, question: Any) -> str:
+    hint = f": {question.instructions}" if question.instructions else ""
+    if isinstance(question, Boolean):
+        meaning = ""
+        if question.true_description:
+            meaning += f" true means {question.true_description}."
+        if question.false_description:
+            meaning += f" false means {question.false_description}."
+        return f'- "{qid}" (true or false){hint}{meaning}'
+    if isinstance(question, Choice):
+        return f'- "{qid}" (one of {", ".join(map(repr, question.options))}){hint}'
+    levels = ", ".join(f"{i} = {level}" for i, level in enumerate(question.levels))
+    return f'- "{qid}" (an integer level, low to high: {levels}){hint}'
+
+
+def _decision_body(request: DecisionRequest, endpoint: _Endpoint, fmt: str) -> dict[str, Any]:
+    schema = {
+        "type": "object",
+        "properties": {qid: _question_schema(q) for qid, q in request.questions.items()},
+        "required": list(request.questions),
+        "additionalProperties": False,
+    }
+    system = (
+        "You are a careful judge. Read the context and answer every question. Reply with a JSON "
+        "object only, one key per question id:\n"
+        + "\n".join(_question_text(qid, q) for qid, q in request.questions.items())
+    )
+    context = request.context
+    user = context if isinstance(context, str) else json.dumps(_plain(context), default=str)
+    body: dict[str, Any] = {
+        "model": endpoint.model_id,
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+    }
+    if fmt == "tool":
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": "answer",
+                    "description": "Record the answer to every question.",
+                    "parameters": schema,
+                    "strict": True,
+                },
+            }
+        ]
+        body["tool_choice"] = {"type": "function", "function": {"name": "answer"}}
+    else:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "decision", "strict": True, "schema": schema},
+        }
+    body.update(endpoint.extra_body)
+    body["model"] = endpoint.model_id
+    return body
+
+
+# -- response bodies -----------------------------------------------------------------------------
+
+
+def _snippet(text: str) -> str:
+    return repr(text if len(text) <= _SNIPPET else text[: _SNIPPET - 1] + "…")
+
+
+def _invalid(message: str, model: str, status: int) -> Reply:
+    return Reply(status, error=InvalidResponseError(message, model=model, http_status=status))
+
+
+def _message(data: Any) -> Mapping[str, Any] | None:
+    if not isinstance(data, Mapping):
+        return None
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        return None
+    message = choices[0].get("message")
+    return message if isinstance(message, Mapping) else None
+
+
+def _tool_arguments(tool_calls: Any) -> str:
+    if not isinstance(tool_calls, list):
+        return ""
+    parts = []
+    for call in tool_calls:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(function, Mapping) and isinstance(function.get("arguments"), str):
+            parts.append(function["arguments"])
+    return "".join(parts)
+
+
+def _usage(raw: Any, input_estimate: int, text: str | None, tokens: int | None = None) -> Usage:
+    """The provider's token counts; an estimate (≈4 characters a token) where it gives none."""
+    prompt = completion = None
+    if isinstance(raw, Mapping):
+        prompt = raw.get("prompt_tokens", raw.get("input_tokens"))
+        completion = raw.get("completion_tokens", raw.get("output_tokens"))
+    if not isinstance(prompt, int) or isinstance(prompt, bool) or prompt < 0:
+        prompt = input_estimate
+    if not isinstance(completion, int) or isinstance(completion, bool) or completion < 0:
+        completion = tokens if tokens is not None else math.ceil(len(text or "") / _CHARS_PER_TOKEN)
+    return Usage(prompt, completion)
+
+
+_TRUE = frozenset(("true", "yes", "y", "1"))
+_FALSE = frozenset(("false", "no", "n", "0"))
+
+
+def _parse_verdict(
+    request: DecisionRequest, text: str, model: str, status: int
+) -> dict[str, Answer] | ModelError:
+    """The judge's answers by question id, or the InvalidResponseError saying what is wrong."""
+
+    def bad(reason: str) -> ModelError:
+        return InvalidResponseError(
+            f"unparseable verdict: {reason}; the judge said {_snippet(text)}",
+            model=model,
+            http_status=status,
+        )
+
+    fenced = _FENCE.match(text)
+    stripped = fenced.group(1) if fenced else text.strip()
+    try:
+        data = json.loads(stripped)
+    except ValueError:
+        return bad("not JSON")
+    if not isinstance(data, Mapping):
+        return bad("not a JSON object")
+    questions = request.questions
+    if not any(qid in data for qid in questions) and len(data) == 1:
+        (inner,) = data.values()
+        if isinstance(inner, Mapping):
+            data = inner  # {"answers": {...}}
+    answers = {}
+    for qid, question in questions.items():
+        if qid not in data:
+            return bad(f"no answer to {qid!r}")
+        value = data[qid]
+        parsed = _answer(question, value)
+        if parsed is None:
+            return bad(f"{value!r} is not a valid answer to {qid!r} ({_expected(question)})")
+        answers[qid] = Answer(parsed)
+    return answers
+
+
+def _expected(question: Any) -> str:
+    if isinstance(question, Boolean):
+        return "expected true or false"
+    if isinstance(question, Choice):
+        return f"expected one of {list(question.options)}"
+    return f"expected a level index from 0 to {len(question.levels) - 1}"
+
+
+def _answer(question: Any, value: Any) -> bool | str | float | None:
+    if isinstance(question, Boolean):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int | str):
+            word = str(value).strip().lower()
+            if word in _TRUE:
+                return True
+            if word in _FALSE:
+                return False
+        return None
+    if isinstance(question, Choice):
+        if isinstance(value, str) and value.strip() in question.options:
+            return value.strip()
+        return None
+    assert isinstance(question, Score)
+    levels = question.levels
+    if not isinstance(value, bool) and isinstance(value, int | float) and float(value).is_integer():
+        index = int(value)
+        return float(index) if 0 <= index < len(levels) else None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit():
+            index = int(text)
+            return float(index) if 0 <= index < len(levels) else None
+    for index, level in enumerate(levels):
+        if value == level:
+            return float(index)
+    return None
