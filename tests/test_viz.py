@@ -1,0 +1,330 @@
+"""Plots: asserted on the artists they draw (positions, colours, hatches, labels), never on pixels."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.colors import to_hex
+
+import sykit as sy
+from sykit._metrics import pareto_frontier
+from sykit._viz import (
+    CAUSE_HATCHES,
+    STATUS_COLORS,
+    outcome_categories,
+    plot_cost_quality_curve,
+    strategy_colors,
+)
+
+REQUESTS = [sy.Request(f"question {i}", id=i) for i in range(6)]
+
+
+@pytest.fixture(autouse=True)
+def agg_backend():
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    yield
+    plt.close("all")
+
+
+async def race_two(request, driver):
+    _, result = await sy.first(
+        driver.call_model(request, ["fast"]), driver.call_model(request, ["strong"])
+    )
+    if isinstance(result, Exception):
+        raise result
+    return sy.answered(result.model, result)
+
+
+async def fast_only(request, driver):
+    return sy.answered("fast", await driver.call_model(request, ["fast"]))
+
+
+async def judged(request, driver):
+    """A decision under a 0.25 s timeout (cancelled: timeout), then strong."""
+    question = sy.DecisionRequest({"easy": sy.Boolean("Is this easy?", oracle=True)})
+    await sy.timeout(0.25, driver.call_decision(question, "judge"))
+    return sy.route_to("strong", request)
+
+
+async def abandons(request, driver):
+    asyncio.ensure_future(driver.call_model(request, ["strong"]))  # noqa: RUF006
+    return sy.answered("fast", await driver.call_model(request, ["fast"]))
+
+
+@pytest.fixture
+def comparison(host):
+    lineup = {"fast": fast_only, "race": race_two, "strong": sy.strategies.single("strong")}
+    return sy.compare(lineup, REQUESTS, host=host, concurrency=2)
+
+
+def attempt_bars(ax):
+    return [p for p in ax.patches if p.get_gid() == "attempt"]
+
+
+def texts(ax, gid):
+    return [t.get_text() for t in ax.texts if t.get_gid() == gid]
+
+
+def legend_texts(ax):
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+# -- timeline -------------------------------------------------------------------------------------
+
+
+def test_timeline_bars_span_each_attempt_coloured_by_status_hatched_by_cause(host):
+    res = sy.run(race_two, REQUESTS[:1], host=host)
+    ax = res.plot.timeline(0)
+    bars = attempt_bars(ax)
+    attempts = res.attempts.sort_values("model")  # fast, strong: also the drawing order (call ids)
+    assert [b.get_x() for b in bars] == attempts["start_s"].tolist() == [0.0, 0.0]
+    assert [b.get_width() for b in bars] == (attempts["end_s"] - attempts["start_s"]).tolist()
+    assert [b.get_y() + b.get_height() / 2 for b in bars] == [0, 1]
+    assert to_hex(bars[0].get_facecolor()) == STATUS_COLORS["ok"]
+    assert to_hex(bars[1].get_facecolor()) == STATUS_COLORS["cancelled"]
+    assert bars[0].get_hatch() is None
+    assert bars[1].get_hatch() == CAUSE_HATCHES["lost_race"]
+    labels = texts(ax, "attempt_label")
+    assert labels[0].startswith("ok") and labels[1].startswith("cancelled: lost race")
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["fast · routing", "strong · routing"]
+    assert ax.get_xlabel() == "run clock (s)"
+
+
+def test_timeline_shades_the_race_and_stars_the_served_attempt(host):
+    res = sy.run(race_two, REQUESTS[:1], host=host)
+    ax = res.plot.timeline(0)
+    (race,) = [p for p in ax.patches if str(p.get_gid()).startswith("race:")]
+    assert (race.get_y(), race.get_y() + race.get_height()) == pytest.approx((-0.45, 1.45))
+    (star,) = [line for line in ax.lines if line.get_gid() == "outcome"]
+    assert (list(star.get_xdata()), list(star.get_ydata())) == ([1.0], [0])
+    assert star.get_marker() == "*" and star.get_label() == "served by fast"
+    assert "served by fast" in ax.get_title(loc="left") and "served by fast" in legend_texts(ax)
+
+
+def test_timeline_labels_timeouts_abandoned_calls_and_fallbacks(host, profiles):
+    res = sy.run(judged, REQUESTS[:1], host=host)
+    ax = res.plot.timeline(0)
+    decision, answer = attempt_bars(ax)
+    assert decision.get_hatch() == CAUSE_HATCHES["timeout"]
+    assert (decision.get_x(), decision.get_width()) == (0.0, 0.25)
+    assert answer.get_x() == 0.25
+    assert "judge · routing · decision" in [t.get_text() for t in ax.get_yticklabels()]
+
+    res = sy.run(abandons, REQUESTS[:1], host=host)
+    ax = res.plot.timeline(0)
+    hatches = {b.get_hatch() for b in attempt_bars(ax)}
+    assert CAUSE_HATCHES["abandoned"] in hatches
+    assert any(t.startswith("cancelled: abandoned") for t in texts(ax, "attempt_label"))
+
+    tiny = sy.SimHost({**profiles, "fast": profiles["fast"].replace(context_window=1)})
+    fallback = sy.run(sy.strategies.fallback_chain(["fast", "strong"]), REQUESTS[:1], host=tiny)
+    ax = fallback.plot.timeline(0)
+    bars = attempt_bars(ax)
+    assert [to_hex(b.get_facecolor()) for b in bars] == [
+        STATUS_COLORS["error"],
+        STATUS_COLORS["ok"],
+    ]
+    assert texts(ax, "attempt_label")[0] == "400 context_window · fell back: context_window"
+
+
+def test_timeline_marks_a_failed_request(profiles):
+    host = sy.SimHost({"fast": profiles["fast"].replace(faults=sy.Faults(unavailable=1.0))})
+    res = sy.run(fast_only, REQUESTS[:1], host=host)
+    ax = res.plot.timeline(0)
+    (cross,) = [line for line in ax.lines if line.get_gid() == "outcome"]
+    assert cross.get_label() == "failed: unavailable"
+    assert list(cross.get_xdata()) == [res.requests["end_s"].iloc[0]]
+    labels = texts(ax, "attempt_label")
+    assert labels[:-1] == ["503 unavailable · retried"] * 2
+    assert labels[-1] == "503 unavailable · failed"
+
+
+def test_timeline_defaults_to_the_request_with_most_attempts(profiles):
+    flaky = profiles["fast"].replace(faults=sy.Faults(fail_first=2, retry_after_s=0.5))
+    host = sy.SimHost({"fast": flaky})
+    res = sy.run(fast_only, REQUESTS[:3], host=host, concurrency=1)
+    ax = res.plot.timeline()
+    assert len(attempt_bars(ax)) == 3
+    assert "request 0" in ax.get_title(loc="left")
+
+
+def test_timeline_names_a_bad_request_id_or_strategy(comparison):
+    with pytest.raises(ValueError, match="request_id 99"):
+        comparison["fast"].plot.timeline(99)
+    with pytest.raises(ValueError, match="strategy 'nope'"):
+        comparison.plot.timeline("nope")
+    with pytest.raises(TypeError, match="ax must be a matplotlib Axes"):
+        comparison["fast"].plot.timeline(0, ax="left")
+    ax = comparison.plot.timeline("race", 3)
+    assert ax.get_title(loc="left").startswith("race · request 3")
+
+
+# -- cost vs quality ------------------------------------------------------------------------------
+
+
+def test_cost_quality_draws_each_strategy_and_the_pareto_frontier(comparison):
+    ax = comparison.plot.cost_quality()
+    summary = comparison.summary()
+    frontier = pareto_frontier(summary)
+    (line,) = [line for line in ax.lines if line.get_gid() == "pareto"]
+    assert list(line.get_xdata()) == frontier["cost_per_request_usd"].tolist()
+    assert list(line.get_ydata()) == frontier["mean_quality"].tolist()
+    points = {c.get_gid(): c.get_offsets()[0].tolist() for c in ax.collections}
+    for row in summary.itertuples():
+        assert points[f"point:{row.strategy}"] == [row.cost_per_request_usd, row.mean_quality]
+    assert legend_texts(ax) == [*comparison.strategies, "Pareto frontier"]
+    assert ax.get_xlabel() == "cost per request (USD)"
+    assert "quality" in ax.get_ylabel()
+
+
+def test_cost_quality_without_quality_says_why(host):
+    no_quality = sy.compare({"judge": sy.strategies.single("judge")}, REQUESTS[:2], host=host)
+    with pytest.raises(ValueError, match="quality"):
+        no_quality.plot.cost_quality()
+
+
+def test_cost_quality_curve_with_references(comparison):
+    curve = pd.DataFrame(
+        {
+            "threshold": [1.0, 0.0, 0.5],
+            "cost_per_request_usd": [0.003, 0.001, 0.002],
+            "mean_quality": [0.9, 0.5, 0.8],
+        }
+    )
+    refs = {"weak": (0.001, 0.5), "strong": (0.003, 0.9), "oracle": (0.0012, 0.95)}
+    ax = plot_cost_quality_curve(curve, references=refs)
+    (line,) = [line for line in ax.lines if line.get_gid() == "curve:sweep"]
+    assert list(line.get_xdata()) == [0.001, 0.002, 0.003]
+    assert list(line.get_ydata()) == [0.5, 0.8, 0.9]
+    for label, (cost, quality) in refs.items():
+        (point,) = [line for line in ax.lines if line.get_gid() == f"reference:{label}"]
+        assert (list(point.get_xdata()), list(point.get_ydata())) == ([cost], [quality])
+    assert legend_texts(ax) == ["sweep", "random mix", "weak", "strong", "oracle"]
+    assert sorted(t.get_text() for t in ax.texts if t.get_gid() == "threshold") == ["0", "0.5", "1"]
+    assert ax.get_xlabel() == "cost per request (USD)"
+
+
+def test_cost_quality_curve_one_line_per_label_and_clear_errors():
+    curve = pd.DataFrame(
+        {
+            "label": ["a", "a", "b", "b"],
+            "cost_per_request_usd": [1.0, 2.0, 1.5, 2.5],
+            "mean_quality": [0.1, 0.2, 0.3, 0.4],
+        }
+    )
+    ax = plot_cost_quality_curve(curve)
+    colors = strategy_colors(["a", "b"])
+    for label in "ab":
+        (line,) = [line for line in ax.lines if line.get_gid() == f"curve:{label}"]
+        assert to_hex(line.get_color()) == colors[label]
+    with pytest.raises(ValueError, match=r"curve lacks the column\(s\) \['mean_quality'\]"):
+        plot_cost_quality_curve(curve.drop(columns="mean_quality"))
+    with pytest.raises(ValueError, match=r"references\['weak'\]"):
+        plot_cost_quality_curve(curve, references={"weak": 0.5})
+    with pytest.raises(TypeError, match="curve must be a pandas DataFrame"):
+        plot_cost_quality_curve([1, 2])
+
+
+# -- latency CDF ----------------------------------------------------------------------------------
+
+
+def test_latency_cdf_plots_sorted_latencies_with_p50_and_p99(comparison):
+    ax = comparison.plot.latency_cdf()
+    assert ax.get_xscale() == "log"
+    assert ax.get_xlabel() == "latency (s, log scale)"
+    summary = comparison.summary().set_index("strategy")
+    for name in comparison.strategies:
+        (line,) = [line for line in ax.lines if line.get_gid() == f"cdf:{name}"]
+        expected = np.sort(comparison[name].requests["latency_s"].to_numpy())
+        assert list(line.get_xdata()) == expected.tolist()
+        assert list(line.get_ydata()) == (np.arange(1, 7) / 6).tolist()
+        for q, column in ((50, "latency_p50_s"), (99, "latency_p99_s")):
+            (mark,) = [line for line in ax.lines if line.get_gid() == f"p{q}:{name}"]
+            assert mark.get_xdata()[0] == pytest.approx(summary.loc[name, column])
+            assert mark.get_ydata()[0] == q / 100
+    assert legend_texts(ax) == comparison.strategies
+
+
+def test_one_colour_per_strategy_across_plots(comparison):
+    colors = comparison.plot.colors
+    assert colors == strategy_colors(["fast", "race", "strong"])
+    assert len(set(colors.values())) == 3
+    cdf = comparison.plot.latency_cdf()
+    scatter = comparison.plot.cost_quality()
+    for name, color in colors.items():
+        (line,) = [line for line in cdf.lines if line.get_gid() == f"cdf:{name}"]
+        (points,) = [c for c in scatter.collections if c.get_gid() == f"point:{name}"]
+        assert to_hex(line.get_color()) == to_hex(points.get_facecolor()[0]) == color
+    fig = comparison.plot.outcomes()
+    ticks = fig.axes[0].get_xticklabels()
+    assert [to_hex(t.get_color()) for t in ticks] == list(colors.values())
+    with pytest.raises(ValueError, match="repeated"):
+        strategy_colors(["a", "a"])
+
+
+# -- outcomes -------------------------------------------------------------------------------------
+
+
+def test_outcomes_stack_attempts_per_request_by_outcome(comparison):
+    fig = comparison.plot.outcomes()
+    counts, wasted = fig.axes[:2]
+    assert counts.get_ylabel() == "attempts per request"
+    assert wasted.get_ylabel() == "wasted spend per request (USD)"
+    # per strategy: ok attempts 1 per request; race adds one lost race per request
+    ok = [p for p in counts.patches if p.get_gid() == "outcome:ok"]
+    lost = [p for p in counts.patches if p.get_gid() == "outcome:cancelled: lost race"]
+    assert [p.get_height() for p in ok] == [1.0, 1.0, 1.0]
+    assert [p.get_height() for p in lost] == [0.0, 1.0, 0.0]
+    assert [p.get_y() for p in lost] == [1.0, 1.0, 1.0]
+    assert lost[1].get_hatch() == CAUSE_HATCHES["lost_race"]
+    assert [t.get_text() for t in counts.get_xticklabels()] == comparison.strategies
+    summary = comparison.summary()
+    tops = np.zeros(3)
+    for patch in wasted.patches:
+        if str(patch.get_gid()).startswith("wasted:"):
+            tops[round(patch.get_x() + patch.get_width() / 2)] += patch.get_height()
+    assert tops.tolist() == pytest.approx((summary["wasted_usd"] / summary["requests"]).tolist())
+    assert "cancelled: lost race" in legend_texts(wasted)
+
+
+def test_outcome_categories_name_reason_cause_and_retries(profiles):
+    flaky = profiles["fast"].replace(faults=sy.Faults(fail_first=1, retry_after_s=0.5))
+    host = sy.SimHost({**profiles, "fast": flaky})
+    res = sy.run(race_two, REQUESTS[:1], host=host)
+    assert sorted(outcome_categories(res.attempts)) == ["cancelled: lost race", "ok", "retried"]
+
+
+def test_outcomes_accepts_given_axes_and_names_bad_ones(comparison):
+    import matplotlib.pyplot as plt
+
+    fig, pair = plt.subplots(1, 2)
+    assert comparison.plot.outcomes(ax=pair) is fig
+    fig, one = plt.subplots()
+    assert comparison.plot.outcomes(ax=one, wasted=False) is fig
+    with pytest.raises(TypeError, match="two Axes"):
+        comparison.plot.outcomes(ax=one)
+    fig = comparison["race"].plot.outcomes()
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["race"]
+
+
+def test_result_plots_work_alone(comparison):
+    res = comparison["race"]
+    ax = res.plot.latency_cdf(log=False)
+    assert ax.get_xscale() == "linear" and legend_texts(ax) == ["race"]
+
+
+def test_importing_sykit_does_not_load_matplotlib_or_ipywidgets():
+    code = (
+        "import sys, sykit, sykit._viz, sykit.widgets\n"
+        "assert 'matplotlib' not in sys.modules, 'matplotlib'\n"
+        "assert 'ipywidgets' not in sys.modules, 'ipywidgets'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,300 @@
+"""The playground, driven headless: set a control, the comparison re-runs, the summary changes."""
+
+from __future__ import annotations
+
+import base64
+import math
+
+import matplotlib
+import pandas.testing as pdt
+import pytest
+
+import sykit as sy
+from sykit import widgets
+from sykit.widgets import KNOBS, Knobs, apply_knobs, build_lineup, scale_distribution
+
+REQUESTS = [sy.Request(f"question {i}", id=i) for i in range(12)]
+LINEUP = [
+    "fast only",
+    "strong only",
+    "fallback fast>strong",
+    "cascade fast>strong",
+    "race fast|strong",
+    "hedge strong",
+]
+
+
+@pytest.fixture(autouse=True)
+def agg_backend():
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    yield
+    plt.close("all")
+
+
+@pytest.fixture
+def pg(host):
+    return widgets.playground(REQUESTS, host, plot="timeline")
+
+
+def row(pg, strategy):
+    return pg.summary.set_index("strategy").loc[strategy]
+
+
+# -- the default lineup ---------------------------------------------------------------------------
+
+
+def test_default_lineup_uses_cheapest_and_priciest_models_and_the_judge(host):
+    lineup = widgets.default_strategies(host)
+    assert list(lineup) == LINEUP
+    built = build_lineup(lineup, Knobs(hedge_after_s=1.5))
+    assert built["hedge strong"].name == "hedge(strong,1.5s)"
+    assert built["cascade fast>strong"].name == "cascade(fast>strong)"
+    without_judge = sy.SimHost({"a": sy.ModelProfile(price_out=1.0)})
+    assert list(widgets.default_strategies(without_judge)) == ["a only", "hedge a"]
+    with pytest.raises(ValueError, match="judge 'oracle' is not a model"):
+        widgets.default_strategies(host, judge="oracle")
+
+
+# -- building and re-running ----------------------------------------------------------------------
+
+
+def test_playground_is_a_vbox_with_every_control_and_a_first_run(pg):
+    import ipywidgets
+
+    assert isinstance(pg, ipywidgets.VBox) and isinstance(pg, widgets.Playground)
+    assert set(pg.controls) == {*KNOBS, "strategies", "plot"}
+    assert pg.runs == 1 and pg.error is None
+    assert pg.summary["strategy"].tolist() == LINEUP
+    assert all(f"<td>{name}</td>" in pg.table.value.replace("&gt;", ">") for name in LINEUP)
+    assert pg.figure.axes[0].get_title(loc="left").startswith("fast only · request")
+    assert pg.knobs == Knobs(judge_error_rate=0.0)
+
+
+def test_latency_scale_stretches_every_answer(pg):
+    before = pg.table.value
+    assert row(pg, "fast only")["latency_p50_s"] == 1.0
+    pg.controls["latency_scale"].value = 2.0
+    assert pg.runs == 2
+    assert row(pg, "fast only")["latency_p50_s"] == 2.0
+    assert row(pg, "strong only")["latency_p50_s"] == 6.0
+    assert pg.table.value != before
+
+
+def test_concurrency_changes_the_makespan(pg):
+    assert row(pg, "fast only")["makespan_s"] == 1.0
+    pg.controls["concurrency"].value = 1
+    assert row(pg, "fast only")["makespan_s"] == 12.0
+
+
+def test_hedge_strategy_is_rebuilt_with_the_new_delay(pg):
+    # strong answers in 3.0 s: a hedge after 2 s starts a copy, one after 5 s never does
+    assert row(pg, "hedge strong")["attempts_per_request"] == 2.0
+    html = pg.table.value
+    pg.controls["hedge_after_s"].value = 5.0
+    assert row(pg, "hedge strong")["attempts_per_request"] == 1.0
+    assert row(pg, "hedge strong")["cancelled_attempts"] == 0
+    assert pg.table.value != html
+
+
+def test_fault_rates_fail_attempts(pg):
+    assert (pg.summary["retries"] == 0).all()
+    html = pg.table.value
+    pg.controls["unavailable"].value = 0.5
+    assert pg.host.profiles["fast"].faults.unavailable == 0.5
+    assert (pg.summary["retries"] > 0).all()
+    assert pg.table.value != html
+
+
+def test_judge_error_rate_changes_the_cascade_only(pg):
+    before = pg.summary.copy()
+    pg.controls["judge_error_rate"].value = 0.5
+    assert pg.host.judges["judge"].accuracy == 0.5
+    after = pg.summary
+    assert (
+        row(pg, "cascade fast>strong")["mean_quality"]
+        != (before.set_index("strategy").loc["cascade fast>strong", "mean_quality"])
+    )
+    others = [n for n in LINEUP if n != "cascade fast>strong"]
+    columns = ["strategy", "success_rate", "mean_quality", "cost_usd", "latency_p50_s"]
+    pdt.assert_frame_equal(
+        before[before["strategy"].isin(others)][columns].reset_index(drop=True),
+        after[after["strategy"].isin(others)][columns].reset_index(drop=True),
+    )
+
+
+def test_same_knobs_same_summary(pg):
+    first = pg.summary.copy()
+    pg.controls["concurrency"].value = 3
+    assert not pg.summary.equals(first)
+    pg.controls["concurrency"].value = 32
+    pdt.assert_frame_equal(pg.summary, first)
+    assert pg.runs == 3
+
+
+def test_strategy_selection_reruns_only_the_chosen_ones(pg):
+    pg.controls["strategies"].value = ("race fast|strong", "fast only")
+    assert pg.summary["strategy"].tolist() == ["fast only", "race fast|strong"]
+    runs = pg.runs
+    pg.controls["strategies"].value = ()
+    assert pg.runs == runs and "Select at least one strategy" in pg.status.value
+    assert pg.summary["strategy"].tolist() == ["fast only", "race fast|strong"]
+
+
+def test_in_a_notebook_the_plot_is_shown_as_a_png(pg, monkeypatch):
+    assert pg.output.outputs == ()  # headless: nothing could show it
+    monkeypatch.setattr(widgets, "_in_notebook", lambda: True)
+    pg.controls["plot"].value = "cost_quality"
+    (shown,) = pg.output.outputs
+    assert base64.b64decode(shown["data"]["image/png"]).startswith(b"\x89PNG")
+
+
+def test_plot_choice_redraws_without_rerunning(pg):
+    runs = pg.runs
+    pg.controls["plot"].value = "latency_cdf"
+    assert pg.runs == runs
+    assert pg.figure.axes[0].get_xlabel() == "latency (s, log scale)"
+    legend = [t.get_text() for t in pg.figure.axes[0].get_legend().get_texts()]
+    assert legend == LINEUP
+    pg.controls["plot"].value = "outcomes"
+    assert len(pg.figure.axes) == 2
+
+
+def test_colours_follow_the_lineup_not_the_selection(pg):
+    from matplotlib.colors import to_hex
+
+    from sykit._viz import strategy_colors
+
+    pg.set(strategies=["hedge strong"], plot="latency_cdf")
+    (line,) = [line for line in pg.figure.axes[0].lines if line.get_gid() == "cdf:hedge strong"]
+    assert to_hex(line.get_color()) == strategy_colors(LINEUP)["hedge strong"]
+
+
+def test_set_changes_several_controls_with_one_run(pg):
+    pg.set(concurrency=4, latency_scale=0.5)
+    assert pg.runs == 2
+    assert pg.knobs.concurrency == 4 and pg.knobs.latency_scale == 0.5
+    with pytest.raises(TypeError, match=r"unknown control\(s\) \['speed'\]"):
+        pg.set(speed=2)
+
+
+def test_a_failing_run_is_shown_and_keeps_the_last_results(host):
+    def picky(hedge_after_s):
+        if hedge_after_s < 1:
+            raise ValueError("hedging this early is not allowed")
+        return sy.strategies.hedge("strong", after=hedge_after_s)
+
+    pg = widgets.playground(
+        REQUESTS[:4], host, {"fast": sy.strategies.single("fast"), "picky": picky}, plot="timeline"
+    )
+    summary = pg.summary
+    pg.controls["hedge_after_s"].value = 0.5
+    assert isinstance(pg.error, ValueError)
+    assert "hedging this early is not allowed" in pg.status.value
+    assert pg.summary is summary and pg.runs == 1
+    pg.controls["hedge_after_s"].value = 1.5
+    assert pg.error is None and pg.runs == 2
+
+
+# -- arguments ------------------------------------------------------------------------------------
+
+
+def test_strategies_are_algorithms_or_factories_of_named_knobs(host):
+    async def fast(request, driver):
+        return sy.route_to("fast", request)
+
+    def everything(**knobs):
+        assert set(knobs) == set(KNOBS)
+        return fast
+
+    pg = widgets.playground(REQUESTS[:2], host, {"plain": fast, "factory": everything})
+    assert pg.summary["strategy"].tolist() == ["plain", "factory"]
+    pg = widgets.playground(REQUESTS[:2], host, [sy.strategies.single("fast")], selected=[])
+    assert pg.summary is None and pg.runs == 0
+    with pytest.raises(
+        TypeError,
+        match=r"strategies\['bad'\] must be an async algorithm.*takes \['request', 'driver'\]",
+    ):
+        widgets.playground(REQUESTS, host, {"bad": lambda request, driver: None})
+    with pytest.raises(TypeError, match=r"host must be a sy\.SimHost"):
+        widgets.playground(REQUESTS, object())
+    with pytest.raises(ValueError, match="plot must be one of"):
+        widgets.playground(REQUESTS, host, plot="pie")
+    with pytest.raises(ValueError, match=r"selected names unknown strategies \['nope'\]"):
+        widgets.playground(REQUESTS, host, selected=["nope"])
+
+
+def test_knobs_check_their_values():
+    with pytest.raises(ValueError, match="concurrency must be an int ≥ 1"):
+        Knobs(concurrency=0)
+    with pytest.raises(ValueError, match="timeout must be a probability"):
+        Knobs(timeout=1.5)
+    with pytest.raises(ValueError, match="latency_scale must be > 0"):
+        Knobs(latency_scale=0)
+    with pytest.raises(TypeError, match=r"unknown knob\(s\) \['speed'\]"):
+        Knobs().replace(speed=1)
+
+
+# -- the host transformations ---------------------------------------------------------------------
+
+
+def test_apply_knobs_scales_faults_latency_and_judge(profiles):
+    faulty = profiles["fast"].replace(
+        faults=sy.Faults(rate_limit=0.2, unavailable=0.1, spike_p=0.05),
+        latency=sy.Latency(ttft=sy.LogNormal(0.5, p95=2.0), tokens_per_s=100),
+    )
+    host = sy.SimHost({"fast": faulty})
+    tweaked = apply_knobs(host, Knobs(fault_scale=2.0, timeout=0.1, latency_scale=3.0))
+    profile = tweaked.profiles["fast"]
+    assert profile.faults.rate_limit == pytest.approx(0.4)
+    assert profile.faults.unavailable == pytest.approx(0.2)
+    assert profile.faults.timeout == pytest.approx(0.1)
+    assert profile.faults.spike_p == pytest.approx(0.1)
+    assert profile.latency.ttft.median == pytest.approx(1.5)
+    assert profile.latency.ttft.sigma == pytest.approx(faulty.latency.ttft.sigma)
+    assert profile.latency.tokens_per_s.value == pytest.approx(100 / 3)
+    assert profile.reject_delay_s.value == pytest.approx(0.15)
+    assert tweaked.judges["fast"].accuracy == 0.9
+    capped = apply_knobs(host, Knobs(fault_scale=10.0)).profiles["fast"].faults
+    assert capped.rate_limit + capped.unavailable == pytest.approx(1.0)
+    off = apply_knobs(host, Knobs(fault_scale=0.0)).profiles["fast"].faults
+    assert (off.rate_limit, off.unavailable, off.spike_p) == (0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    "dist",
+    [
+        sy.Constant(0.4),
+        sy.LogNormal(0.8, p95=2.5),
+        sy.Uniform(0.2, 0.6),
+        sy.Exponential(mean=0.5),
+        sy.Empirical([0.3, 0.4, 1.9]),
+    ],
+)
+def test_scale_distribution_keeps_the_kind_and_scales_every_quantile(dist):
+    scaled = scale_distribution(dist, 2.5)
+    assert type(scaled) is type(dist)
+    for u in (0.1, 0.5, 0.9):
+        assert scaled.quantile(u) == pytest.approx(2.5 * dist.quantile(u))
+    assert scaled.mean == pytest.approx(2.5 * dist.mean)
+    assert scale_distribution(dist, 1) is dist
+
+
+def test_scale_distribution_wraps_other_distributions_and_checks_the_factor():
+    class Custom:
+        def quantile(self, u):
+            return u
+
+        @property
+        def mean(self):
+            return 0.5
+
+    scaled = scale_distribution(scale_distribution(Custom(), 2.0), 3.0)
+    assert scaled.quantile(0.5) == 3.0 and scaled.mean == 3.0
+    with pytest.raises(ValueError, match="factor must be a finite number > 0"):
+        scale_distribution(sy.Constant(1.0), 0)
+    with pytest.raises(ValueError, match="factor"):
+        scale_distribution(sy.Constant(1.0), math.inf)
+    with pytest.raises(TypeError, match="dist must be a distribution"):
+        scale_distribution(1.0, 2.0)
