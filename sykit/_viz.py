@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ._metrics import pareto_frontier, summarize
+from ._metrics import pareto_frontier
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -956,8 +956,7 @@ class ComparisonPlots:
 
     def cost_quality(self, ax: Axes | None = None, *, log_cost: bool | None = None) -> Axes:
         """Cost per request vs mean quality per strategy, with the Pareto frontier."""
-        c = self._comparison
-        summary = summarize(c.requests, c.attempts)
+        summary = self._comparison.summary()
         return plot_cost_quality(summary, colors=self.colors, log_cost=log_cost, ax=ax)
 
     def latency_cdf(self, ax: Axes | None = None, *, log: bool = True) -> Axes:
