@@ -1,0 +1,25 @@
+"""Requests to route, with hidden per-model ground truth: shipped benchmarks, your own tables, and
+synthetic traffic.
+
+    ds = sy.datasets.load("routellm")            # or "mmlu_pro"; sy.datasets.names() lists them
+    host = sy.SimHost(sy.profiles.from_catalog(ds.models))
+    sy.run(sy.strategies.single("gpt-4-1106-preview"), ds.sample(200, seed=0), host=host)
+
+    mine = sy.datasets.from_frame(df, prompt="question", quality={"small": "small_ok"})
+    traffic = sy.datasets.synthetic(1000, seed=0, image_share=0.1, sessions=100)
+
+A :class:`Dataset` iterates as :class:`sykit.Request` objects whose ground truth (quality and output
+tokens per model) only the simulated host sees; ``ds.frame`` shows the same rows as a DataFrame.
+See docs/datasets.md for what each dataset holds and where it comes from.
+"""
+
+from ._dataset import Dataset
+from ._frame import from_frame
+from ._shipped import load, names
+from ._synthetic import SIZES, synthetic
+
+__all__ = ["SIZES", "Dataset", "from_frame", "load", "names", "synthetic"]
+
+for _obj in (Dataset, from_frame, load, names, synthetic):
+    _obj.__module__ = __name__
+del _obj

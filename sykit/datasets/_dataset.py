@@ -1,0 +1,349 @@
+"""The Dataset: requests with hidden per-model ground truth, backed by one table.
+
+A dataset is a pandas table (one row per request) plus the few facts needed to turn a row into a
+:class:`sykit.Request`: which columns are descriptive metadata and which models have a quality (and
+maybe an output length) column. Filtering and sampling make new datasets over the same rows; the
+requests built for a row are cached and shared between them, so a sample of a loaded dataset costs
+nothing to iterate twice.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, overload
+
+import numpy as np
+import pandas as pd
+
+from .._models import GroundTruth, Request
+
+__all__ = ["OUTPUT_PREFIX", "QUALITY_PREFIX", "Dataset"]
+
+#: Column name prefixes of the per-model ground truth in :attr:`Dataset.frame`.
+QUALITY_PREFIX = "quality:"
+OUTPUT_PREFIX = "output_tokens:"
+
+
+def _native(value: Any) -> Any:
+    """A metadata value the results table can hold: Python scalars, missing values as None."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class Dataset:
+    """Requests with hidden per-model ground truth, and the table they came from.
+
+        ds = sy.datasets.load("routellm")
+        len(ds), ds.models                     # 3759, ('gpt-4-1106-preview', 'mixtral-8x7b-instruct-v0.1')
+        ds.filter(benchmark="gsm8k", contaminated=False).sample(200, seed=0, stratify="category")
+        ds.frame                               # one row per request, with quality:<model> columns
+        sy.run(algorithm, ds, host=host)       # iterating yields sy.Request objects
+
+    Each request carries the dataset's descriptive columns as ``metadata`` (so they become columns of
+    ``result.requests``) and its ground truth (``quality`` and, where known, ``output_tokens`` per
+    model), which the runner hands to the simulated host and hides from the algorithm.
+
+    Datasets are immutable: every method returns a new dataset over a subset of the rows. Build one
+    with :func:`sykit.datasets.load`, :func:`sykit.datasets.from_frame` or
+    :func:`sykit.datasets.synthetic`.
+    """
+
+    __slots__ = ("_cache", "_frame", "_info", "_metadata", "_models", "_name")
+
+    def __init__(
+        self,
+        frame: pd.DataFrame,
+        *,
+        name: str,
+        models: Sequence[str],
+        metadata: Sequence[str],
+        info: Mapping[str, str] | None = None,
+        _cache: dict[Any, Request] | None = None,
+    ) -> None:
+        # Internal: the frame must already be in canonical form (see from_frame).
+        self._frame = frame
+        self._name = name
+        self._models = tuple(models)
+        self._metadata = tuple(metadata)
+        self._info = MappingProxyType(dict(info or {}))
+        self._cache: dict[Any, Request] = {} if _cache is None else _cache
+
+    # -- what it is ----------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """Models with ground truth: the names to give a ``SimHost``."""
+        return self._models
+
+    @property
+    def metadata_columns(self) -> tuple[str, ...]:
+        """Columns copied into each request's ``metadata`` (and so into run results)."""
+        return self._metadata
+
+    @property
+    def info(self) -> Mapping[str, str]:
+        """Description, source and licence of a shipped dataset (empty for your own tables)."""
+        return self._info
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The table, one row per request: ``id``, ``prompt``, ``input_tokens``, the descriptive
+        columns, then ``quality:<model>`` and ``output_tokens:<model>``. A copy: edit it freely."""
+        return self._frame.reset_index(drop=True)
+
+    @property
+    def quality(self) -> pd.DataFrame:
+        """Quality per request (rows, indexed by id) and model (columns); NaN where unknown."""
+        return self._truth_table(QUALITY_PREFIX)
+
+    @property
+    def output_tokens(self) -> pd.DataFrame:
+        """Output tokens per request and model; missing where the dataset does not know them."""
+        return self._truth_table(OUTPUT_PREFIX)
+
+    def _truth_table(self, prefix: str) -> pd.DataFrame:
+        columns = {m: prefix + m for m in self._models if prefix + m in self._frame.columns}
+        table = self._frame[list(columns.values())].copy()
+        table.columns = pd.Index(list(columns), name="model")
+        table.index = pd.Index(self._frame["id"].tolist(), name="id")
+        return table
+
+    def summary(self) -> pd.DataFrame:
+        """Per model: how many requests have ground truth, mean quality and mean output tokens."""
+        rows = []
+        for model in self._models:
+            quality = self._frame[QUALITY_PREFIX + model]
+            out = self._frame.get(OUTPUT_PREFIX + model)
+            rows.append(
+                {
+                    "model": model,
+                    "requests": int(quality.notna().sum()),
+                    "mean_quality": float(quality.mean()) if quality.notna().any() else math.nan,
+                    "with_output_tokens": 0 if out is None else int(out.notna().sum()),
+                    "mean_output_tokens": (
+                        float(out.mean()) if out is not None and out.notna().any() else math.nan
+                    ),
+                }
+            )
+        columns = ["requests", "mean_quality", "with_output_tokens", "mean_output_tokens"]
+        if not rows:
+            return pd.DataFrame(columns=columns, index=pd.Index([], name="model"))
+        return pd.DataFrame(rows).set_index("model")[columns]
+
+    # -- sequence protocol ---------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._frame)
+
+    def __iter__(self) -> Iterator[Request]:
+        return iter(self._requests(self._frame.index))
+
+    @overload
+    def __getitem__(self, key: int) -> Request: ...
+    @overload
+    def __getitem__(self, key: slice) -> Dataset: ...
+    def __getitem__(self, key: int | slice) -> Request | Dataset:
+        if isinstance(key, slice):
+            return self._derive(self._frame.iloc[key])
+        if isinstance(key, bool) or not isinstance(key, int | np.integer):
+            raise TypeError(f"dataset indices must be int or slice, got {type(key).__name__}")
+        n = len(self._frame)
+        if not -n <= key < n:
+            raise IndexError(f"dataset index {key} out of range for {n} requests")
+        return self._requests([self._frame.index[key]])[0]
+
+    # -- subsets -------------------------------------------------------------------------------
+    def head(self, n: int = 5) -> Dataset:
+        """The first ``n`` requests."""
+        return self._derive(self._frame.iloc[: _count(n, "n")])
+
+    def filter(
+        self, predicate: Callable[[pd.DataFrame], Any] | None = None, /, **equals: Any
+    ) -> Dataset:
+        """The requests whose columns equal the given values (a list/tuple/set means "one of").
+
+        ds.filter(benchmark="mmlu")
+        ds.filter(category=["math", "physics"], contaminated=False)
+        ds.filter(lambda f: f["input_tokens"] > 500)      # any boolean mask over .frame
+        """
+        frame = self._frame
+        mask = pd.Series(True, index=frame.index)
+        for column, value in equals.items():
+            if column not in frame.columns:
+                raise ValueError(
+                    f"filter: no column {column!r}; columns are: {', '.join(map(str, frame.columns))}"
+                )
+            series = frame[column]
+            if isinstance(value, list | tuple | set | frozenset):
+                mask &= series.isin(list(value))
+            elif value is None:
+                mask &= series.isna()
+            else:
+                mask &= series == value
+        if predicate is not None:
+            if not callable(predicate):
+                raise TypeError(
+                    "filter's positional argument must be a function of the frame returning a "
+                    f"boolean mask, got {type(predicate).__name__}"
+                )
+            view = frame.reset_index(drop=True)
+            result = predicate(view)
+            values = np.asarray(result)
+            if values.dtype != bool or values.shape != (len(frame),):
+                raise ValueError(
+                    f"filter's predicate must return one boolean per request ({len(frame)}), "
+                    f"got {type(result).__name__} of shape {values.shape} and dtype {values.dtype}"
+                )
+            mask &= pd.Series(values, index=frame.index)
+        return self._derive(frame[mask.to_numpy(dtype=bool)])
+
+    def sample(self, n: int, *, seed: int = 0, stratify: str | None = None) -> Dataset:
+        """``n`` requests drawn without replacement, the same ones for the same seed.
+
+        With ``stratify=column`` each value of the column keeps its share of the dataset (largest
+        remainders decide the rounding). The sample keeps the dataset's order.
+        """
+        n = _count(n, "n")
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        total = len(self._frame)
+        if n > total:
+            raise ValueError(f"sample: n={n} is more than the {total} requests in the dataset")
+        rng = np.random.default_rng(int(seed))
+        if stratify is None:
+            picked = np.sort(rng.choice(total, size=n, replace=False))
+            return self._derive(self._frame.iloc[picked])
+        if stratify not in self._frame.columns:
+            raise ValueError(
+                f"sample: stratify column {stratify!r} is not in the dataset; columns are: "
+                f"{', '.join(map(str, self._frame.columns))}"
+            )
+        positions = pd.Series(np.arange(total))
+        groups = positions.groupby(self._frame[stratify].to_numpy(), sort=True, dropna=False)
+        members = [np.asarray(g) for _, g in groups]
+        sizes = np.array([len(m) for m in members])
+        exact = n * sizes / total
+        counts = np.floor(exact).astype(int)
+        short = n - int(counts.sum())
+        if short:
+            order = np.argsort(-(exact - counts), kind="stable")
+            counts[order[:short]] += 1
+        picked = np.sort(
+            np.concatenate(
+                [rng.choice(m, size=k, replace=False) for m, k in zip(members, counts, strict=True)]
+            )
+        )
+        return self._derive(self._frame.iloc[picked])
+
+    def rename_models(self, names: Mapping[str, str]) -> Dataset:
+        """The same requests with models renamed, e.g. to the names of your ``SimHost``:
+        ``ds.rename_models({"gpt-4-1106-preview": "strong", "mixtral-8x7b-instruct-v0.1": "weak"})``."""
+        if not isinstance(names, Mapping):
+            raise TypeError("rename_models takes a dict of old model name → new name")
+        unknown = [old for old in names if old not in self._models]
+        if unknown:
+            raise ValueError(
+                f"rename_models: {', '.join(map(repr, unknown))} not among the dataset's models "
+                f"{list(self._models)}"
+            )
+        models = [names.get(m, m) for m in self._models]
+        if len(set(models)) != len(models):
+            raise ValueError(f"rename_models would give two models the same name: {models}")
+        columns = {}
+        for old, new in names.items():
+            columns[QUALITY_PREFIX + old] = QUALITY_PREFIX + new
+            columns[OUTPUT_PREFIX + old] = OUTPUT_PREFIX + new
+        frame = self._frame.rename(columns=columns)
+        return Dataset(
+            frame, name=self._name, models=models, metadata=self._metadata, info=self._info
+        )
+
+    def _derive(self, frame: pd.DataFrame) -> Dataset:
+        return Dataset(
+            frame,
+            name=self._name,
+            models=self._models,
+            metadata=self._metadata,
+            info=self._info,
+            _cache=self._cache,
+        )
+
+    # -- rows to requests ----------------------------------------------------------------------
+    def _requests(self, labels: Iterable[Any]) -> list[Request]:
+        labels = list(labels)
+        cache = self._cache
+        missing = [label for label in labels if label not in cache]
+        if missing:
+            cache.update(zip(missing, self._build(self._frame.loc[missing]), strict=True))
+        return [cache[label] for label in labels]
+
+    def _build(self, rows: pd.DataFrame) -> list[Request]:
+        ids = rows["id"].tolist()
+        prompts = rows["prompt"].tolist()
+        tokens = rows["input_tokens"].tolist()
+        images = rows["images"].tolist() if "images" in rows.columns else None
+        meta = [(c, rows[c].tolist()) for c in self._metadata]
+        quality = [
+            (m, rows[QUALITY_PREFIX + m].to_numpy(dtype=float, na_value=np.nan).tolist())
+            for m in self._models
+        ]
+        out = [
+            (m, rows[OUTPUT_PREFIX + m].tolist())
+            for m in self._models
+            if OUTPUT_PREFIX + m in rows.columns
+        ]
+        built = []
+        for i, prompt in enumerate(prompts):
+            n = _native(tokens[i])
+            request = Request(
+                prompt,
+                id=ids[i],
+                input_tokens=None if n is None else int(n),
+                images=() if images is None or images[i] is None else tuple(images[i]),
+                metadata={column: _native(values[i]) for column, values in meta},
+            )
+            if quality:
+                truth = GroundTruth(
+                    quality=MappingProxyType({m: q[i] for m, q in quality if not math.isnan(q[i])}),
+                    output_tokens=MappingProxyType(
+                        {m: int(v) for m, o in out if (v := _native(o[i])) is not None}
+                    ),
+                )
+                request = request.with_truth(truth)
+            built.append(request)
+        return built
+
+    # -- display -------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        models = ", ".join(self._models) if self._models else "no ground truth"
+        return f"<Dataset {self._name!r}: {len(self)} requests; models: {models}>"
+
+    def _repr_html_(self) -> str:
+        title = html.escape(repr(self))
+        parts = [f"<p><b>{title}</b></p>"]
+        if self._info.get("description"):
+            parts.append(f"<p>{html.escape(self._info['description'])}</p>")
+        if self._info.get("license"):
+            parts.append(f"<p>Licence: {html.escape(self._info['license'])}</p>")
+        if self._models:
+            parts.append(self.summary().to_html(float_format=lambda x: f"{x:.3g}"))
+        preview = self._frame.head(5).reset_index(drop=True).copy()
+        preview["prompt"] = preview["prompt"].map(lambda s: s if len(s) <= 60 else s[:57] + "...")
+        parts.append(preview.to_html(max_cols=12))
+        return "\n".join(parts)
+
+
+def _count(n: object, name: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, int | np.integer):
+        raise TypeError(f"{name} must be an int, got {type(n).__name__}")
+    if n < 0:
+        raise ValueError(f"{name} must be ≥ 0, got {n}")
+    return int(n)
