@@ -1,0 +1,177 @@
+"""Model profiles from real prices and measured latencies.
+
+    host = sy.SimHost(sy.profiles.from_catalog(["gpt-4o", "claude-3-5-haiku"]))
+    host = sy.SimHost(sy.profiles.from_catalog(sy.datasets.load("routellm").models))
+    sy.profiles.describe(["gpt-4-1106-preview", "llama-2-70b"])   # where every number came from
+    sy.profiles.search("mixtral")                                  # catalogue names containing a text
+
+Prices (USD per 1M tokens), context window, vision and tool support come from the shipped LiteLLM
+price tables. Latency is fitted from two public benchmarks, LLMPerf and TheFastest.ai, when the
+model (or its family: a base model's chat version, Llama 3.1 for Llama 3) was measured at that
+provider, else from every measured provider of the family, else a default typical of all measured
+endpoints. docs/datasets.md explains each source and its biases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from . import _catalog
+from ._config import Latency, ModelProfile
+
+__all__ = ["describe", "fit_latency", "from_catalog", "measurements", "names", "search"]
+
+_MODES = ("auto", "llmperf", "thefastest", "default")
+
+
+def names() -> tuple[str, ...]:
+    """Every name :func:`from_catalog` accepts: the dataset model names first, then the price
+    table's keys (undated names such as ``claude-3-5-haiku`` also work: they pick the newest
+    dated key)."""
+    return _catalog.names()
+
+
+def search(text: str, *, limit: int | None = 50) -> list[str]:
+    """Catalogue names containing ``text`` (case-insensitive), shortest first."""
+    if not isinstance(text, str):
+        raise TypeError(f"search text must be a string, got {type(text).__name__}")
+    needle = text.lower()
+    found = sorted((n for n in _catalog.names() if needle in n.lower()), key=lambda n: (len(n), n))
+    return found if limit is None else found[:limit]
+
+
+def from_catalog(
+    names: Iterable[str] | Mapping[str, str] | str,
+    *,
+    latency: str | Latency = "auto",
+) -> dict[str, ModelProfile]:
+    """``ModelProfile`` objects for catalogue models, keyed by the names you gave.
+
+        sy.profiles.from_catalog(["gpt-4-1106-preview", "mixtral-8x7b-instruct-v0.1"])
+        sy.profiles.from_catalog({"strong": "gpt-4o", "weak": "gpt-4o-mini"})   # your host names
+        sy.profiles.from_catalog(ds.models, latency="thefastest")
+
+    ``latency`` is ``"auto"`` (LLMPerf, then TheFastest.ai, then the default), ``"llmperf"`` or
+    ``"thefastest"`` (one source, else the default), ``"default"``, or a ``sy.Latency`` used for
+    every model. Quality and output length stay at ``ModelProfile``'s defaults: datasets bring
+    their own; change them with ``profile.replace(quality=0.8)``. An unknown name raises
+    ``ValueError`` listing close names.
+    """
+    pairs = _pairs(names)
+    if isinstance(latency, str):
+        if latency not in _MODES:
+            raise ValueError(
+                f"latency must be one of {', '.join(map(repr, _MODES))} or a sy.Latency, "
+                f"got {latency!r}"
+            )
+    elif not isinstance(latency, Latency):
+        raise TypeError(
+            f"latency must be a mode string or a sy.Latency, got {type(latency).__name__}"
+        )
+    profiles = {}
+    for key, name in pairs:
+        entry = _catalog.resolve(name)
+        if isinstance(latency, Latency):
+            fitted = latency
+        else:
+            fitted = _catalog.fit_for(entry.provider, entry.family, latency).latency
+        options = {} if entry.context_window is None else {"context_window": entry.context_window}
+        profiles[key] = ModelProfile(
+            price_in=entry.price_in,
+            price_out=entry.price_out,
+            vision=entry.vision,
+            tools=entry.tools,
+            latency=fitted,
+            **options,
+        )
+    return profiles
+
+
+def describe(
+    names: Iterable[str] | Mapping[str, str] | str, *, latency: str = "auto"
+) -> pd.DataFrame:
+    """Where each number of :func:`from_catalog`'s profiles came from, one row per model.
+
+    Columns: the price listing (``price_key``, ``snapshot``) and its prices, context window,
+    vision and tools flags; the latency ``latency_source`` (``llmperf:<provider>/<family>``,
+    ``thefastest:<provider>/<family>``, ``thefastest:*/<family>`` for all providers pooled, or
+    ``default``), how many measurements it used, the measured TTFT median and p95 and tokens/s
+    median and p5 the fit goes through, and a note on any stand-in.
+    """
+    if latency not in _MODES:
+        raise ValueError(f"latency must be one of {', '.join(map(repr, _MODES))}, got {latency!r}")
+    rows = []
+    for key, name in _pairs(names):
+        entry = _catalog.resolve(name)
+        fit = _catalog.fit_for(entry.provider, entry.family, latency)
+        rows.append(
+            {
+                "name": key,
+                "catalog_name": name,
+                "price_key": entry.price_key,
+                "snapshot": entry.snapshot,
+                "price_in": entry.price_in,
+                "price_out": entry.price_out,
+                "context_window": entry.context_window or ModelProfile().context_window,
+                "vision": entry.vision,
+                "tools": entry.tools,
+                "latency_source": fit.source,
+                "latency_samples": fit.samples,
+                **fit.stats,
+                "note": "; ".join(filter(None, [entry.note, fit.note])),
+            }
+        )
+    return pd.DataFrame(rows).set_index("name")
+
+
+def measurements() -> pd.DataFrame:
+    """The latency measurements behind the fits, one row per measured request: ``source``
+    (llmperf or thefastest), ``provider``, ``family``, the upstream ``model`` and ``endpoint``,
+    ``date``, client ``region``, ``ttft_s``, ``tokens_per_s``, token counts, and whether the row is
+    ``used`` (else ``excluded`` says why: a failed request, or TheFastest's ``suspect`` flag)."""
+    return _catalog.measurements().copy()
+
+
+def fit_latency(ttft_s: Iterable[float], tokens_per_s: Iterable[float]) -> Latency:
+    """A ``sy.Latency`` fitted to measured samples (seconds to first token; output tokens per
+    second after it), the way :func:`from_catalog` fits the shipped measurements.
+
+    TTFT: ``LogNormal`` through the samples' median and 95th percentile. Tokens/s: ``LogNormal``
+    through their median and 5th percentile, the slow tail that makes answers late. Needs at least
+    5 positive samples of each.
+    """
+    latency, _ = _catalog.fit_samples(
+        np.fromiter(ttft_s, dtype=float), np.fromiter(tokens_per_s, dtype=float)
+    )
+    return latency
+
+
+def _pairs(names: object) -> list[tuple[str, str]]:
+    if isinstance(names, str):
+        names = [names]
+    if isinstance(names, Mapping):
+        pairs = list(names.items())
+    elif isinstance(names, Iterable):
+        pairs = [(n, n) for n in names]
+    else:
+        raise TypeError(
+            f"names must be a list of catalogue names or a dict of host name → catalogue name, "
+            f"got {type(names).__name__}"
+        )
+    if not pairs:
+        raise ValueError("names is empty; give at least one catalogue name")
+    for key, name in pairs:
+        if not isinstance(key, str) or not isinstance(name, str) or not key or not name:
+            raise TypeError(f"model names must be non-empty strings, got {key!r} → {name!r}")
+    unknown = []
+    for _, name in pairs:
+        try:
+            _catalog.resolve(name)
+        except ValueError:
+            unknown.append(name)
+    if unknown:
+        raise ValueError(_catalog.unknown_message(unknown))
+    return pairs
