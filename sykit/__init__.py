@@ -9,6 +9,7 @@ from contextlib import suppress as _suppress
 
 from . import faults as faults
 from . import strategies as strategies
+from . import widgets as widgets
 from ._classify import FallbackReason as FallbackReason
 from ._classify import classify as classify
 from ._classify import fallback_reason as fallback_reason
@@ -131,6 +132,7 @@ __all__ = [
     "strategies",
     "sweep",
     "timeout",
+    "widgets",
 ]
 
 # Reprs and tracebacks say sykit.SimHost, not sykit._hosts.sim.SimHost.

@@ -50,6 +50,7 @@ ATTEMPT_COLUMNS: tuple[str, ...] = (
     "output_tokens",
     "cost_usd",
     "quality",
+    "served",
 )
 
 REQUEST_COLUMNS: tuple[str, ...] = (
@@ -110,6 +111,7 @@ class AttemptRow:
         "request_id",
         "retried",
         "retry_index",
+        "served",
         "start_s",
         "status",
         "ttft_s",
@@ -149,6 +151,7 @@ class AttemptRow:
         self.output_tokens = 0
         self.cost_usd = 0.0
         self.quality = NAN
+        self.served = False  # set when this attempt's answer is the one the request served
         # What a host knows in advance, so a cancelled call can be billed for what it generated.
         self.bill_first_token_at = math.inf
         self.bill_tokens_per_s = 0.0
@@ -220,6 +223,7 @@ def attempts_frame(strategy: str, rows: list[AttemptRow]) -> pd.DataFrame:
         "output_tokens": np.fromiter((r.output_tokens for r in rows), dtype=np.int32, count=n),
         "cost_usd": np.fromiter((r.cost_usd for r in rows), dtype=np.float64, count=n),
         "quality": np.fromiter((r.quality for r in rows), dtype=np.float64, count=n),
+        "served": np.fromiter((r.served for r in rows), dtype=np.bool_, count=n),
     }
     return pd.DataFrame(columns, columns=list(ATTEMPT_COLUMNS))
 

@@ -366,6 +366,8 @@ class _Runner:
                 n_fallbacks += 1
             if r.retried:
                 n_retries += 1
+        if served is not None and failure is None:
+            served.served = True
         ttft = math.nan
         if served is not None and not math.isnan(served.ttft_s):
             ttft = served.start_s + served.ttft_s - state.start_s

@@ -209,13 +209,12 @@ def _lanes(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _served_lane(lanes: pd.DataFrame, request: pd.Series | None) -> int | None:
-    """The lane of the attempt that served the request.
-
-    The frames do not flag it, so: an ``ok`` model attempt at the served model whose cost is the
-    request's cost minus its waste and routing spend (the served attempt's own cost), preferring
-    the answer phase, then the latest to end."""
+    """The lane of the attempt that served the request (the ``served`` column says which)."""
     if request is None or request["status"] != "ok" or pd.isna(request["served_model"]):
         return None
+    if "served" in lanes:
+        flagged = lanes.index[lanes["served"].astype(bool)]
+        return int(flagged[0]) if len(flagged) else None
     candidates = lanes[
         (lanes["status"] == "ok")
         & (lanes["kind"] == "model")
