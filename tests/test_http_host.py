@@ -422,7 +422,7 @@ def test_the_key_never_leaks(fake, caplog):
 
 
 def test_the_key_can_come_from_an_environment_variable(fake, monkeypatch):
-    monkeypatch.setenv("SYKIT_TEST_KEY", KEY)
+    monkeypatch.setenv("SYKIT_TEST_KEY", KEY + "\n")  # as `export KEY=$(cat file)` leaves it
     host = HttpHost(fake.base_url, api_key_env="SYKIT_TEST_KEY", models=["fast"], policy=POLICY)
     assert sy.run(fast_only, ["q"], host=host).requests.iloc[0]["status"] == "ok"
     monkeypatch.delenv("SYKIT_TEST_KEY")
@@ -497,6 +497,8 @@ def test_the_same_algorithm_object_runs_on_sim_and_http_hosts(fake):
         ),
         (("http://x/v1",), {"models": ["m"], "timeout_s": 0}, ValueError, "timeout_s must be > 0"),
         (("http://x/v1",), {"models": ["m"], "max_connections": 0}, ValueError, "max_connections"),
+        (("http://x/v1",), {"models": ["m"], "api_key": "sk-a\nb"}, ValueError, "api_key contains"),
+        (("http://x/v1",), {"models": ["m"], "api_key": 42}, TypeError, "api_key must be"),
     ],
 )
 def test_bad_arguments_name_themselves(args, kwargs, error, phrase):

@@ -100,20 +100,28 @@ def _check_url(url: object, name: str) -> str:
 
 
 def _key(value: object, env: object, name: str) -> _Secret | None:
+    """The key from ``value``, else from the environment variable ``env``, else None."""
     if value is not None:
         if isinstance(value, _Secret):
             return value
         if not isinstance(value, str) or not value:
             raise TypeError(f"{name} must be a non-empty string or None")
-        return _Secret(value)
+        return _Secret(_clean_key(value, name))
     if env is None:
         return None
     if not isinstance(env, str) or not env:
         raise TypeError(
             f"{name}_env must be the name of an environment variable or None, got {env!r}"
         )
-    found = os.environ.get(env)
-    return _Secret(found) if found else None
+    found = os.environ.get(env, "").strip()  # a trailing newline from `export KEY=$(cat file)`
+    return _Secret(_clean_key(found, f"the environment variable {env}")) if found else None
+
+
+def _clean_key(key: str, name: str) -> str:
+    # A header with a control character would fail inside httpx, quoting the key in its message.
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in key):
+        raise ValueError(f"{name} contains whitespace or control characters; check how it was set")
+    return key
 
 
 @dataclass(frozen=True, kw_only=True)
