@@ -53,7 +53,7 @@ class Alias:
     note: str = ""
 
 
-_BASE = "base model; priced and timed as its chat/instruct version"
+_BASE = "base model: priced and timed as its chat/instruct version"
 _TIER = "no listing; priced at Together AI's rate for open models of its size"
 
 #: Dataset model names (RouteLLM, MMLU-Pro) → the listing each is priced and timed as.
@@ -91,7 +91,7 @@ ALIASES: dict[str, Alias] = {
     "meta-llama-3.1-8b": Alias(
         "fireworks_ai/accounts/fireworks/models/llama-v3p1-8b-instruct",
         ("fireworks", "llama-3-8b"),
-        note=_BASE + "; timed as Llama 3 8B (same architecture)",
+        note="base model: priced as the instruct version; timed as Llama 3 8B (same architecture)",
     ),
     "meta-llama-3.1-8b-instruct": Alias(
         "fireworks_ai/accounts/fireworks/models/llama-v3p1-8b-instruct",
@@ -101,7 +101,7 @@ ALIASES: dict[str, Alias] = {
     "meta-llama-3.1-70b": Alias(
         "fireworks_ai/accounts/fireworks/models/llama-v3p1-70b-instruct",
         ("fireworks", "llama-3-70b"),
-        note=_BASE + "; timed as Llama 3 70B (same architecture)",
+        note="base model: priced as the instruct version; timed as Llama 3 70B (same architecture)",
     ),
     "meta-llama-3.1-70b-instruct": Alias(
         "fireworks_ai/accounts/fireworks/models/llama-v3p1-70b-instruct",
@@ -117,7 +117,7 @@ ALIASES: dict[str, Alias] = {
     "mixtral-8x7b-v0.1": Alias(
         "fireworks_ai/accounts/fireworks/models/mixtral-8x7b",
         ("fireworks", "mixtral-8x7b"),
-        note="base model; timed as the instruct version",
+        note="base model: timed as the instruct version",
     ),
     "phi-3-mini-4k-instruct": Alias("azure_ai/Phi-3-mini-4k-instruct"),
     "qwen1.5-7b-chat": Alias("together-ai-4.1b-8b", context_window=32_768, note=_TIER),
@@ -125,7 +125,8 @@ ALIASES: dict[str, Alias] = {
     "qwen1.5-110b": Alias("together-ai-81.1b-110b", context_window=32_768, note=_TIER),
     "yi-6b": Alias("fireworks_ai/accounts/fireworks/models/yi-6b"),
     "yi-6b-chat": Alias(
-        "fireworks_ai/accounts/fireworks/models/yi-6b", note="no chat listing; priced as the base"
+        "fireworks_ai/accounts/fireworks/models/yi-6b",
+        note="no chat listing: priced as the base model",
     ),
     "yi-34b": Alias("fireworks_ai/accounts/fireworks/models/yi-34b"),
 }
