@@ -366,6 +366,12 @@ def _llmperf() -> pd.DataFrame:
     excluded = np.where(
         code.isna() | (code == -100), None, "error " + code.fillna(0).astype(int).astype(str)
     )
+    runs = read_table("latency/llmperf_summary.csv")
+    run_date = {
+        (p, size): pd.Timestamp(t, unit="s").strftime("%Y-%m-%d")
+        for p, size, t in zip(runs["provider"], runs["model_size"], runs["timestamp"], strict=True)
+    }
+    dates = [run_date.get(k) for k in zip(raw["provider"], raw["model_size"], strict=True)]
     decode_s = raw["end_to_end_latency_s"] - raw["ttft_s"]
     tps = np.where(decode_s > 0, raw["output_tokens"] / decode_s.where(decode_s > 0), np.nan)
     return pd.DataFrame(
@@ -375,7 +381,7 @@ def _llmperf() -> pd.DataFrame:
             "family": "llama-2-" + raw["model_size"],
             "model": "llama-2-" + raw["model_size"] + "-chat",
             "endpoint": raw["provider"] + "/llama-2-" + raw["model_size"] + "-chat",
-            "date": "2023-12",
+            "date": dates,
             "region": "aws-us-west-2",
             "ttft_s": raw["ttft_s"],
             "tokens_per_s": tps,

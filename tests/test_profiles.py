@@ -121,6 +121,7 @@ def test_llmperf_tokens_per_s_is_the_decoding_speed():
     first = rows.iloc[0]
     expected = row["output_tokens"] / (row["end_to_end_latency_s"] - row["ttft_s"])
     assert first["tokens_per_s"] == pytest.approx(expected)
+    assert first["date"] == "2024-01-10"  # the run's own timestamp, from the summary table
 
 
 def test_thefastest_fit_matches_measured_medians():
