@@ -252,6 +252,20 @@ def test_a_stream_cut_after_its_first_token_is_billed_for_what_arrived(fake):
     assert res.requests.iloc[0]["status"] == "failed"
 
 
+def test_a_stream_past_its_deadline_is_a_timeout_billed_for_what_arrived(fake):
+    policy = POLICY.replace(max_retries=0, timeout_s=0.3)
+    res = sy.run(
+        sy.strategies.single("long"),
+        ["q"],
+        host=http_host(fake, "long", policy=policy, stream=True),
+    )
+    row = one(res, model="long")
+    assert (row["status"], row["error_kind"]) == ("error", "timeout")
+    assert 10 < row["output_tokens"] < 100  # 100 tokens/s for 0.3 s after a 10 ms ttft
+    assert f"(after {row['output_tokens']} tokens)" in row["error_message"]
+    assert row["cost_usd"] == pytest.approx((row["input_tokens"] + 2 * row["output_tokens"]) / 1e6)
+
+
 def test_connection_refused_and_dns_failure_are_unavailable_with_readable_messages(fake):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -262,7 +276,7 @@ def test_connection_refused_and_dns_failure_are_unavailable_with_readable_messag
         models={
             "refused": None,
             "nowhere": HttpModel(base_url="http://nonexistent.invalid/v1"),
-            "fast": HttpModel(base_url=fake.base_url),
+            "fast": HttpModel(base_url=fake.base_url, api_key=KEY),
         },
         policy=POLICY.replace(max_retries=0),
     )
@@ -419,6 +433,19 @@ def test_the_key_never_leaks(fake, caplog):
     assert messages and caplog.text
     for text in texts:
         assert wrong not in text and KEY not in text
+
+
+def test_the_hosts_key_is_not_sent_to_a_model_served_elsewhere(fake):
+    host = HttpHost(
+        "http://127.0.0.1:9/v1",
+        api_key=KEY,
+        models={"fast": HttpModel(base_url=fake.base_url)},
+        policy=POLICY,
+    )
+    res = sy.run(fast_only, ["q"], host=host)
+    assert one(res, model="fast")["http_status"] == 401
+    fake.wait_idle()
+    assert fake.requests[0].authorized is False
 
 
 def test_the_key_can_come_from_an_environment_variable(fake, monkeypatch):

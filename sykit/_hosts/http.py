@@ -288,9 +288,14 @@ class HttpHost:
                 f"models[{name!r}] has no base_url and the host has none: give HttpHost(base_url, ...) "
                 "or sy.HttpModel(base_url=...)"
             )
-        key = config.api_key if config.api_key is not None else self._api_key
-        if config.api_key is None and config.api_key_env is not None:
+        if config.api_key is not None:
+            key = config.api_key
+        elif config.api_key_env is not None:
             key = _key(None, config.api_key_env, f"models[{name!r}].api_key")
+        elif base == self.base_url:
+            key = self._api_key
+        else:
+            key = None  # the host's key is for the host's server: never send it elsewhere
         endpoint = _Endpoint(
             url=f"{base}/chat/completions",
             model_id=config.model_id or name,
@@ -384,12 +389,12 @@ class _HttpSession:
             async with asyncio.timeout(max(0.0, remaining)):
                 return await self._exchange(attempt, clock)
         except TimeoutError:
-            return Reply(
-                None,
-                error=ModelTimeout(
-                    f"no answer within {self.host.policy.timeout_s:g} s", model=attempt.model
-                ),
-            )
+            message = f"no answer within {self.host.policy.timeout_s:g} s"
+            received = attempt.row.bill_planned_out  # content chunks of a stream cut short
+            if received:
+                self._bill_received(attempt, received)
+                message += f" (after {received} tokens)"
+            return Reply(None, error=ModelTimeout(message, model=attempt.model))
         except Exception as exc:
             text = str(exc)
             clean = self.host.scrub(text)
@@ -561,12 +566,16 @@ class _HttpSession:
                 None, error=UnavailableError(f"{message} (before the first token)", model=model)
             )
         if tokens:
-            row = attempt.row
-            row.input_tokens = attempt.request.input_tokens
-            row.output_tokens = tokens
-            row.cost_usd = self.host.profiles[model].cost_usd(row.input_tokens, tokens)
+            self._bill_received(attempt, tokens)
             message = f"{message} (after {tokens} tokens)"
         return Reply(200, error=InvalidResponseError(message, model=model, http_status=200))
+
+    def _bill_received(self, attempt: Attempt, tokens: int) -> None:
+        """A failed stream is billed, like a cancelled one, for the tokens that arrived."""
+        row = attempt.row
+        row.input_tokens = attempt.request.input_tokens
+        row.output_tokens = tokens
+        row.cost_usd = self.host.profiles[attempt.model].cost_usd(row.input_tokens, tokens)
 
 
 # -- request bodies ------------------------------------------------------------------------------
