@@ -345,7 +345,7 @@ def unknown_message(unknown: list[str]) -> str:
     return (
         f"unknown model name{'s' if len(unknown) > 1 else ''} in the catalogue: "
         + "; ".join(parts)
-        + ". sy.profiles.search('text') lists names containing a text."
+        + ". sy.profiles.search('part of a name') lists the names that contain it."
     )
 
 

@@ -249,8 +249,9 @@ def test_rename_models(routellm):
         routellm.rename_models({"gpt-4": "strong"})
 
 
-def test_repr_and_html(routellm):
+def test_repr_and_html(routellm, mmlu_pro):
     assert repr(routellm).startswith("<Dataset 'routellm': 3759 requests; models: gpt-4-1106")
+    assert repr(mmlu_pro).endswith("gemini-1.5-flash-002, … (29)>")
     page = routellm._repr_html_()
     assert "Apache-2.0" in page and "mean_quality" in page and "<table" in page
 

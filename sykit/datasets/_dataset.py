@@ -323,7 +323,10 @@ class Dataset:
 
     # -- display -------------------------------------------------------------------------------
     def __repr__(self) -> str:
-        models = ", ".join(self._models) if self._models else "no ground truth"
+        shown = self._models if len(self._models) <= 4 else (*self._models[:3], "…")
+        models = ", ".join(shown) if self._models else "no ground truth"
+        if len(self._models) > 4:
+            models += f" ({len(self._models)})"
         return f"<Dataset {self._name!r}: {len(self)} requests; models: {models}>"
 
     def _repr_html_(self) -> str:
