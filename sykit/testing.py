@@ -11,9 +11,10 @@ against a provider, sockets and all. The model name picks the behaviour::
 
 Fault names (the catalogue of :data:`FAULTS`) can be used directly as model names, or given to a
 configured model with ``FakeModel(fault=...)``. A ``-once`` suffix (``"fail-500-once"``) fails only
-the first request to that model, ``-x<N>`` the first N; counters are per model and
-:meth:`FakeProvider.reset` clears them, so every strategy compared meets the same sequence. Any
-other model name is a healthy model with the provider's default latency.
+the first request to that model, ``-x<N>`` the first N. Counters (and latency draws) are per model
+and per run: ``HttpHost`` marks each run's requests with an ``X-Sykit-Run`` header, so every
+strategy of a ``sy.compare`` meets the same sequence; :meth:`FakeProvider.reset` clears them for
+other clients. Any other model name is a healthy model with the provider's default latency.
 """
 
 from __future__ import annotations
@@ -381,7 +382,7 @@ class FakeProvider:
         self._port = port
         self._lock = threading.Lock()
         self._records: list[ServedRequest] = []
-        self._counters: dict[str, int] = {}
+        self._counters: dict[tuple[str, str], int] = {}
         self._open_connections = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -583,7 +584,7 @@ class FakeProvider:
             self._records.append(record)
             return record
 
-    def _next_number(self, model: str) -> int:
+    def _next_number(self, model: tuple[str, str]) -> int:
         with self._lock:
             n = self._counters.get(model, 0)
             self._counters[model] = n + 1
@@ -632,7 +633,7 @@ class FakeProvider:
             await self._send_json(conn, 400, error, keep_alive=keep_alive, record=record)
             return True
         model, fault, times = self._model(name)
-        n = self._next_number(name)
+        n = self._next_number((headers.get("x-sykit-run", ""), name))
         if fault is not None and (times is None or n < times):
             record.fault = fault
         else:

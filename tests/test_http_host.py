@@ -166,6 +166,17 @@ def test_500_once_then_success_on_retry(fake):
     assert res.requests.iloc[0]["n_retries"] == 1
 
 
+def test_every_run_of_a_comparison_meets_the_same_faults(fake):
+    strategies = {
+        "single": sy.strategies.single("fail-500-once"),
+        "chain": sy.strategies.fallback_chain(["fail-500-once", "fast"]),
+    }
+    host = http_host(fake, "fail-500-once", "fast")
+    comparison = sy.compare(strategies, ["q"], host=host)
+    for result in comparison.results:
+        assert [r["http_status"] for r in rows(result)] == [500, None]
+
+
 @pytest.mark.parametrize(
     ("first", "kind", "reason"),
     [
