@@ -7,8 +7,11 @@ attempt it caused from ``result.attempts`` and every request from ``result.reque
 
 from contextlib import suppress as _suppress
 
+from . import datasets as datasets
 from . import faults as faults
+from . import profiles as profiles
 from . import strategies as strategies
+from . import testing as testing
 from . import widgets as widgets
 from ._classify import FallbackReason as FallbackReason
 from ._classify import classify as classify
@@ -42,6 +45,8 @@ from ._errors import SimDeadlock as SimDeadlock
 from ._errors import SykitError as SykitError
 from ._errors import UnavailableError as UnavailableError
 from ._errors import UnknownModel as UnknownModel
+from ._hosts.http import HttpHost as HttpHost
+from ._hosts.http import HttpModel as HttpModel
 from ._hosts.sim import SimHost as SimHost
 from ._models import Answer as Answer
 from ._models import Boolean as Boolean
@@ -89,6 +94,8 @@ __all__ = [
     "Flapping",
     "GroundTruth",
     "HostPolicy",
+    "HttpHost",
+    "HttpModel",
     "InvalidRequestError",
     "InvalidResponseError",
     "Judge",
@@ -122,15 +129,18 @@ __all__ = [
     "ask_good_enough",
     "classify",
     "compare",
+    "datasets",
     "fallback_reason",
     "faults",
     "first",
     "first_ok",
     "hedge",
+    "profiles",
     "route_to",
     "run",
     "strategies",
     "sweep",
+    "testing",
     "timeout",
     "widgets",
 ]

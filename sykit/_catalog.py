@@ -448,9 +448,7 @@ def fit_samples(ttft_s: np.ndarray, tokens_per_s: np.ndarray | None) -> tuple[La
         "ttft_median_s": float(np.median(ttft)),
         "ttft_p95_s": float(np.quantile(ttft, 0.95)),
     }
-    ttft_dist = LogNormal(
-        stats["ttft_median_s"], p95=max(stats["ttft_p95_s"], stats["ttft_median_s"])
-    )
+    ttft_dist = LogNormal.through(ttft, tail="upper")
     if tokens_per_s is None:
         tps_dist = default_fit().latency.tokens_per_s
         stats |= {"tokens_per_s_median": math.nan, "tokens_per_s_p05": math.nan}
@@ -458,7 +456,7 @@ def fit_samples(ttft_s: np.ndarray, tokens_per_s: np.ndarray | None) -> tuple[La
         tps = _clean(tokens_per_s, "tokens_per_s")
         median, p05 = float(np.median(tps)), float(np.quantile(tps, 0.05))
         stats |= {"tokens_per_s_median": median, "tokens_per_s_p05": p05}
-        tps_dist = LogNormal(median, sigma=math.log(median / min(p05, median)) / _Z95)
+        tps_dist = LogNormal.through(tps, tail="lower")
     return Latency(ttft=ttft_dist, tokens_per_s=tps_dist), stats
 
 

@@ -13,7 +13,7 @@ the field in its error, so a typo in a notebook fails at the line that made it::
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -322,7 +322,7 @@ class HostPolicy(_Replaceable):
     backoff_max_s: float = 2.0
     retry_after_cap_s: float = 60.0
     timeout_s: float = 60.0
-    fallback_reasons: frozenset[FallbackReason] = frozenset(FallbackReason)
+    fallback_reasons: Collection[FallbackReason | str] = tuple(FallbackReason)
     allow_policy_fallback: bool = False
     cooldown_s: float = 5.0
     routing_fallback: bool = False
@@ -342,7 +342,10 @@ class HostPolicy(_Replaceable):
         _number(self.timeout_s, "timeout_s", low_open=True)
         _number(self.cooldown_s, "cooldown_s")
         try:
-            reasons = frozenset(FallbackReason(r) for r in self.fallback_reasons)
+            given = {FallbackReason(r) for r in self.fallback_reasons}
+            reasons = tuple(
+                r for r in FallbackReason if r in given
+            )  # canonical order: stable reprs
         except ValueError as exc:
             raise ValueError(
                 f"fallback_reasons: {exc}; known reasons: {', '.join(r.value for r in FallbackReason)}"

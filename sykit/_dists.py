@@ -94,6 +94,22 @@ class LogNormal:
         object.__setattr__(self, "sigma", sigma)
         object.__setattr__(self, "_mu", math.log(self.median))
 
+    @classmethod
+    def through(cls, samples: Iterable[float], *, tail: str = "upper") -> LogNormal:
+        """The log-normal through the samples' median and their 95th percentile (``tail="upper"``,
+        for latencies whose slow tail is high) or 5th percentile (``tail="lower"``, for speeds whose
+        slow tail is low). Samples must be positive."""
+        values = sorted(float(x) for x in samples)
+        if not values or values[0] <= 0 or any(math.isnan(x) for x in values):
+            raise ValueError("LogNormal.through needs positive samples")
+        median = _sample_quantile(values, 0.5)
+        if tail == "upper":
+            return cls(median, p95=max(_sample_quantile(values, 0.95), median))
+        if tail == "lower":
+            p5 = min(_sample_quantile(values, 0.05), median)
+            return cls(median, sigma=math.log(median / p5) / _Z95)
+        raise ValueError(f"tail must be 'upper' or 'lower', got {tail!r}")
+
     def quantile(self, u: float) -> float:
         return math.exp(self._mu + self.sigma * _inv_cdf(u))  # type: ignore[attr-defined,operator]
 
@@ -159,12 +175,7 @@ class Empirical:
         return f"Empirical(n={n}, median={self.quantile(0.5):.4g}, p95={self.quantile(0.95):.4g})"
 
     def quantile(self, u: float) -> float:
-        xs = self.samples
-        pos = u * (len(xs) - 1)
-        lo = int(pos)
-        if lo >= len(xs) - 1:
-            return xs[-1]
-        return xs[lo] + (xs[lo + 1] - xs[lo]) * (pos - lo)
+        return _sample_quantile(self.samples, u)  # type: ignore[arg-type]
 
     def cdf(self, x: float) -> float:
         return bisect_left(self.samples, x) / len(self.samples)
@@ -172,6 +183,15 @@ class Empirical:
     @property
     def mean(self) -> float:
         return sum(self.samples) / len(self.samples)
+
+
+def _sample_quantile(ordered: list[float], q: float) -> float:
+    """Linear-interpolation quantile of sorted values (numpy's default method)."""
+    pos = q * (len(ordered) - 1)
+    lo = int(pos)
+    if lo >= len(ordered) - 1:
+        return ordered[-1]
+    return ordered[lo] + (ordered[lo + 1] - ordered[lo]) * (pos - lo)
 
 
 def as_distribution(value: object, name: str) -> Distribution:

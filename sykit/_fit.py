@@ -39,7 +39,6 @@ from ._dists import Constant, Distribution, Empirical, LogNormal
 
 __all__ = ["compare_quantiles", "fit"]
 
-_Z95 = 1.6448536269514722
 _INSTANT_TOKENS_PER_S = 1e6
 #: error_kind → the Faults field whose random rate it measures (structural 400s are not random).
 _FAULT_FIELDS = {
@@ -109,12 +108,7 @@ def _distribution(samples: np.ndarray, shape: Shape, *, tail: str = "upper") -> 
         return Constant(high)
     if shape == "empirical" or low <= 0:
         return Empirical(values.tolist())
-    median = float(np.quantile(values, 0.5))
-    if tail == "upper":
-        p95 = float(np.quantile(values, 0.95))
-        return LogNormal(median, p95=max(p95, median))
-    p5 = float(np.quantile(values, 0.05))
-    return LogNormal(median, sigma=math.log(median / min(p5, median)) / _Z95)
+    return LogNormal.through(values, tail=tail)
 
 
 def fit(

@@ -4,6 +4,7 @@
     host = sy.SimHost(sy.profiles.from_catalog(sy.datasets.load("routellm").models))
     sy.profiles.describe(["gpt-4-1106-preview", "llama-2-70b"])   # where every number came from
     sy.profiles.search("mixtral")                                  # catalogue names containing a text
+    sy.profiles.fit(result.attempts)                               # profiles from a measured run
 
 Prices (USD per 1M tokens), context window, vision and tool support come from the shipped LiteLLM
 price tables. Latency is fitted from two public benchmarks, LLMPerf and TheFastest.ai, when the
@@ -21,8 +22,19 @@ import pandas as pd
 
 from . import _catalog
 from ._config import Latency, ModelProfile
+from ._fit import compare_quantiles as compare_quantiles
+from ._fit import fit as fit
 
-__all__ = ["describe", "fit_latency", "from_catalog", "measurements", "names", "search"]
+__all__ = [
+    "compare_quantiles",
+    "describe",
+    "fit",
+    "fit_latency",
+    "from_catalog",
+    "measurements",
+    "names",
+    "search",
+]
 
 _MODES = ("auto", "llmperf", "thefastest", "default")
 
