@@ -30,7 +30,7 @@ from ._race import timeout as _timeout
 from ._results import Result
 from ._runner import run
 
-__all__ = ["Scenario", "ScenarioOutcome", "catalogue", "run_catalogue"]
+__all__ = ["Scenario", "ScenarioOutcome", "catalogue", "realistic", "run_catalogue", "with_faults"]
 
 Algorithm = Callable[[Request, Driver], Awaitable[Outcome]]
 Check = Callable[[Result], list[str]]
@@ -101,6 +101,31 @@ async def _catching_router(request: Request, driver: Driver) -> Outcome:
     except ModelError:
         return route_to("secondary", request)
     return answered("primary", response)
+
+
+# -- presets -----------------------------------------------------------------------------------
+
+
+def realistic(**changes: Any) -> Faults:
+    """A fault profile in the range public APIs show on a normal day: 2% rate limits (Retry-After
+    1 s), 1% server errors, 0.2% connection resets, 0.2% hangs until the client deadline, and 2% of
+    answers ten times slower than usual. Override any field: ``realistic(rate_limit=0.1)``."""
+    settings: dict[str, Any] = {
+        "rate_limit": 0.02,
+        "retry_after_s": 1.0,
+        "unavailable": 0.01,
+        "reset": 0.002,
+        "timeout": 0.002,
+        "spike_p": 0.02,
+        "spike_factor": 10.0,
+    }
+    settings.update(changes)
+    return Faults(**settings)
+
+
+def with_faults(profiles: dict[str, ModelProfile], faults: Faults) -> dict[str, ModelProfile]:
+    """The same profiles, every one with ``faults``."""
+    return {name: profile.replace(faults=faults) for name, profile in profiles.items()}
 
 
 # -- checks ------------------------------------------------------------------------------------

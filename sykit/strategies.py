@@ -290,8 +290,8 @@ def calibrate(
 def speculative(weak: str, strong: str, *, judge: str, threshold: float = 0.5) -> Algorithm:
     """Start the strong call and ask the judge whether the weak model is enough, both at once
     (Switchyard's "decision racing a speculative strong call"): if the judge says yes first, cancel
-    the strong call and call weak; if it says no, keep the strong call; if strong finishes first,
-    cancel the judge."""
+    the strong call and route to weak (strong as its fallback); if it says no, keep the strong
+    call; if strong finishes first, cancel the judge."""
     _models([weak, strong, judge], "speculative()")
     question = DecisionRequest(
         {
@@ -327,7 +327,7 @@ def speculative(weak: str, strong: str, *, judge: str, threshold: float = 0.5) -
         if weak_is_enough:
             await _cancel_and_settle([strong_call], "lost_race")
             driver.evidence(source="judge_weak")
-            return answered(weak, await driver.call_model(request, [weak]))
+            return route_to(weak, request, fallbacks=[strong])
         driver.evidence(source="judge_strong")
         return answered(strong, await strong_call)
 
@@ -530,8 +530,9 @@ def litellm_like(
 
 def oracle(models: Sequence[str], *, threshold: float = 0.5) -> Algorithm:
     """The upper bound: per request, the cheapest model whose answer is correct (quality ≥
-    ``threshold``); if none is, the best one (the cheapest among equals). It reads the
-    simulation's ground truth, so it only runs on a SimHost, and no real router can match it."""
+    ``threshold``); if none is, the best one (the cheapest among equals); if that call fails, the
+    next in the same order. It reads the simulation's ground truth, so it only runs on a SimHost,
+    and no real router can match it."""
     names = _models(models, "oracle()")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
@@ -548,12 +549,21 @@ def oracle(models: Sequence[str], *, threshold: float = 0.5) -> Algorithm:
             return profile.cost_usd(request.input_tokens, int(out))
 
         qualities = {m: view.quality(m) for m in names}
-        correct = [m for m in names if _good(qualities[m], threshold)]
-        if correct:
-            choice = min(correct, key=expected_cost)
-        else:
-            choice = min(names, key=lambda m: (-(qualities[m] or 0.0), expected_cost(m)))
-        # No fallbacks: a cooling-down choice must not be skipped for a worse model.
-        return route_to(choice, request)
+        correct = sorted((m for m in names if _good(qualities[m], threshold)), key=expected_cost)
+        rest = sorted(
+            (m for m in names if m not in correct),
+            key=lambda m: (-(qualities[m] or 0.0), expected_cost(m)),
+        )
+        ranked = correct + rest
+        # It knows the answers, not the outages: on a failure it tries its next-best model itself
+        # (routing-phase calls are never skipped by a cooldown, unlike answer-phase fallbacks).
+        last_error: ModelError | None = None
+        for model in ranked:
+            try:
+                return answered(model, await driver.call_model(request, [model]))
+            except ModelError as error:
+                last_error = error
+        assert last_error is not None
+        raise last_error
 
     return _named("oracle(" + ",".join(names) + ")", algorithm)
