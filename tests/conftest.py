@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
-
-# Progress bars would write to notebook outputs and test logs; keep the automatic ones off, also in
-# the kernels nbval starts (they inherit this environment).
-os.environ["SYKIT_PROGRESS"] = "0"
 
 import sykit as sy
 
