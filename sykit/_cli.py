@@ -27,6 +27,21 @@ from ._runner import compare
 __all__ = ["demo_host", "demo_requests", "main"]
 
 
+#: The summary columns the command prints.
+TABLE_COLUMNS = (
+    "strategy",
+    "success_rate",
+    "mean_quality",
+    "cost_per_request_usd",
+    "latency_p50_s",
+    "latency_p99_s",
+    "attempts_per_request",
+    "wasted_share",
+    "fallbacks",
+    "retries",
+)
+
+
 def demo_host() -> SimHost:
     """Three models and a judge with realistic prices (USD per 1M tokens), latencies and faults."""
     return SimHost(
@@ -92,18 +107,7 @@ def _demo(args: argparse.Namespace) -> int:
     )
     elapsed = time.perf_counter() - started
     summary = comparison.summary()
-    columns = [
-        "strategy",
-        "success_rate",
-        "mean_quality",
-        "cost_per_request_usd",
-        "latency_p50_s",
-        "latency_p99_s",
-        "attempts_per_request",
-        "wasted_share",
-        "fallbacks",
-        "retries",
-    ]
+    columns = list(TABLE_COLUMNS)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(
             f"sykit demo: {args.requests} synthetic requests, seed {args.seed}, "
@@ -202,20 +206,7 @@ def _compare(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         progress=progress,
     )
-    columns = [
-        "strategy",
-        "success_rate",
-        "mean_quality",
-        "cost_per_request_usd",
-        "latency_p50_s",
-        "latency_p99_s",
-        "attempts_per_request",
-        "wasted_share",
-        "fallbacks",
-        "retries",
-        "d_quality",
-        "d_cost_usd",
-    ]
+    columns = [*TABLE_COLUMNS, "d_quality", "d_cost_usd"]
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(
             f"sykit compare: {len(data)} requests from {data.name!r} "

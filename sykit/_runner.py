@@ -26,7 +26,7 @@ from ._driver import Driver, RequestState, RunState
 from ._errors import ModelError, NoTargets, SimDeadlock, UnknownModel
 from ._hosts.base import Host
 from ._models import GroundTruth, Outcome, Request, Response, truth_of
-from ._records import RequestRow, attempts_frame, requests_frame
+from ._records import REQUEST_COLUMNS, RequestRow, attempts_frame, requests_frame
 from ._results import Comparison, Result
 from ._rng import uniforms
 
@@ -411,32 +411,8 @@ class _Runner:
 
 
 _RESERVED = frozenset(
-    (
-        "strategy",
-        "request_id",
-        "status",
-        "error_kind",
-        "error_message",
-        "selected_model",
-        "served_model",
-        "arrival_s",
-        "start_s",
-        "end_s",
-        "latency_s",
-        "queue_s",
-        "ttft_s",
-        "routing_s",
-        "n_attempts",
-        "n_cancelled",
-        "n_fallbacks",
-        "n_retries",
-        "cost_usd",
-        "wasted_usd",
-        "routing_usd",
-        "quality",
-        "seed",
-    )
-)
+    (*REQUEST_COLUMNS, "seed")
+)  # metadata keys that would clash get a meta_ prefix
 
 
 def _track_task(task: asyncio.Task[Any], context: contextvars.Context | None) -> None:

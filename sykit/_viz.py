@@ -761,22 +761,9 @@ def plot_outcomes(
     x = np.arange(len(names))
     width = 0.7
     used: dict[str, dict[str, Any]] = {}
-    bottom = np.zeros(len(names))
-    for category in order:
-        heights = per[category].to_numpy(dtype=float)
-        axes[0].bar(
-            x,
-            heights,
-            width,
-            bottom=bottom,
-            edgecolor=EDGE_COLOR,
-            linewidth=0.5,
-            label=category,
-            gid=f"outcome:{category}",
-            **styles[category],
-        )
-        bottom += heights
-        used[category] = styles[category]
+    _stack_bars(
+        axes[0], x, width, {c: per[c].to_numpy(dtype=float) for c in order}, styles, used, "outcome"
+    )
     pad = max(0.0, (3 - len(names)) * 0.5)
     axes[0].set_xlim(-0.5 - pad, len(names) - 0.5 + pad)
     axes[0].set_xticks(x, names, rotation=25, ha="right")
@@ -804,24 +791,13 @@ def plot_outcomes(
         )
         parts = {c: cancelled[c] for c in styles if c in cancelled.columns}
         parts["unused answers"] = (total - cancelled_total).clip(lower=0.0)
-        bottom = np.zeros(len(names))
-        for category, values in parts.items():
-            heights = (values / n_requests.replace(0, np.nan)).fillna(0.0).to_numpy(dtype=float)
-            if not heights.any():
-                continue
-            axes[1].bar(
-                x,
-                heights,
-                width,
-                bottom=bottom,
-                edgecolor=EDGE_COLOR,
-                linewidth=0.5,
-                label=category,
-                gid=f"wasted:{category}",
-                **styles[category],
-            )
-            bottom += heights
-            used[category] = styles[category]
+        heights = {
+            category: (values / n_requests.replace(0, np.nan)).fillna(0.0).to_numpy(dtype=float)
+            for category, values in parts.items()
+        }
+        bottom = _stack_bars(
+            axes[1], x, width, {c: h for c, h in heights.items() if h.any()}, styles, used, "wasted"
+        )
         for xi, top, share in zip(
             x, bottom, (total / spend.replace(0, np.nan)).fillna(0.0), strict=True
         ):
@@ -871,6 +847,34 @@ def plot_outcomes(
     ]
     _legend_outside(axes[-1], handles, title="outcome")
     return axes[0].figure
+
+
+def _stack_bars(
+    ax: Axes,
+    x: np.ndarray,
+    width: float,
+    heights: dict[str, np.ndarray],
+    styles: dict[str, dict[str, Any]],
+    used: dict[str, dict[str, Any]],
+    prefix: str,
+) -> np.ndarray:
+    """Stack one bar segment per category, in order; record the styles used; return the tops."""
+    bottom = np.zeros(len(x))
+    for category, values in heights.items():
+        ax.bar(
+            x,
+            values,
+            width,
+            bottom=bottom,
+            edgecolor=EDGE_COLOR,
+            linewidth=0.5,
+            label=category,
+            gid=f"{prefix}:{category}",
+            **styles[category],
+        )
+        bottom = bottom + values
+        used[category] = styles[category]
+    return bottom
 
 
 def _outcome_axes(ax: Any, wasted: bool, n: int) -> list[Axes]:
