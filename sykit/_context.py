@@ -35,10 +35,15 @@ _fallback_race_ids = itertools.count()
 
 
 def cancel_with_cause(task: asyncio.Task[Any], cause: str | None) -> None:
-    """Cancel ``task``, recording why (None: no particular reason, recorded as "cancelled")."""
+    """Cancel ``task``, recording why (None: no particular reason, recorded as "cancelled").
+
+    A task already being cancelled keeps the cause of whoever cancelled it first (e.g. the
+    algorithm's own ``task.cancel()`` just before it returned stays ``cancelled``, not
+    ``abandoned``); it is cancelled again in case it swallowed the first cancellation.
+    """
     if task.done():
         return
-    if cause is not None:
+    if cause is not None and not task.cancelling() and task not in CAUSES:
         CAUSES[task] = cause
     task.cancel()
 

@@ -65,7 +65,7 @@ CAUSE_LABELS: dict[str, str] = {
     "timeout": "timeout",
     "abandoned": "abandoned",
     "request_failed": "request failed",
-    "cancelled": "cancelled",
+    "cancelled": "by the algorithm",
 }
 #: Fallback reason → colour (oranges: an error the candidate loop moved past).
 FALLBACK_COLORS: dict[str, str] = {
@@ -315,9 +315,11 @@ def plot_timeline(
         last = max(last, float(request["end_s"]))
     span = max(last - first, 0.05)
     served = _served_lane(lanes, request)
-    failed_lane = (
-        n - 1 if served is None and request is not None and request["status"] != "ok" else None
-    )
+    failed_lane = None
+    if served is None and request is not None and request["status"] != "ok":
+        # the error that failed the request: the last attempt to end in an error, else the last lane
+        errors = lanes.index[lanes["status"] == "error"]
+        failed_lane = int(lanes.loc[errors, "end_s"].idxmax()) if len(errors) else n - 1
     marked = served if served is not None else failed_lane
 
     for y, row in enumerate(lanes.itertuples(index=False)):

@@ -25,7 +25,6 @@ import inspect
 import io
 import math
 import sys
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
@@ -450,7 +449,6 @@ class _PlaygroundLogic:
         if not selected:
             self.status.value = "<i>Select at least one strategy.</i>"
             return
-        started = time.perf_counter()
         try:
             knobs = self.knobs
             host = apply_knobs(self._base_host, knobs)
@@ -475,7 +473,7 @@ class _PlaygroundLogic:
         self.table.value = _summary_html(self.summary)
         self.status.value = (
             f"<small>run {self.runs}: {len(self._requests)} requests × {len(lineup)} "
-            f"strategies, seed {self._seed}, {time.perf_counter() - started:.2f} s</small>"
+            f"strategies, seed {self._seed}</small>"
         )
         self.redraw()
 

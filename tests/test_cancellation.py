@@ -361,3 +361,16 @@ def test_generated_tokens_grow_with_the_cancel_instant(profiles):
         for s in (0.5, 1.0, 1.5, 2.98)
     }
     assert produced == {0.5: 0, 1.0: 1, 1.5: 26, 2.98: 100}
+
+
+def test_cancelling_a_call_just_before_returning_keeps_the_cause_cancelled(host):
+    async def algorithm(request, driver):
+        fast = asyncio.ensure_future(driver.call_model(request, ["fast"]))
+        strong = asyncio.ensure_future(driver.call_model(request, ["strong"]))
+        answer = await fast
+        strong.cancel()  # not awaited: the runner finishes the cancellation after we return
+        return sy.answered("fast", answer)
+
+    res = sy.run(algorithm, [REQUEST], host=host)
+    strong = one(res, model="strong")
+    assert (strong["status"], strong["cancel_cause"], strong["end_s"]) == ("cancelled", "cancelled", 1.0)
