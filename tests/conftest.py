@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from helpers import constant_profile
 
 import sykit as sy
-
-
-def constant_profile(ttft: float, tokens: int, tps: float, **kwargs) -> sy.ModelProfile:
-    """A profile whose every answer takes exactly ttft + tokens / tps seconds."""
-    return sy.ModelProfile(
-        latency=sy.Latency(ttft=ttft, tokens_per_s=tps), output_tokens=tokens, **kwargs
-    )
 
 
 @pytest.fixture
@@ -32,11 +26,3 @@ def profiles() -> dict[str, sy.ModelProfile]:
 @pytest.fixture
 def host(profiles) -> sy.SimHost:
     return sy.SimHost(profiles, judge=sy.Judge(accuracy=1.0))
-
-
-def rows(result: sy.Result, **where) -> list[dict]:
-    """Attempt rows matching column == value filters, as dicts in start order."""
-    frame = result.attempts
-    for column, value in where.items():
-        frame = frame[frame[column] == value]
-    return frame.to_dict("records")

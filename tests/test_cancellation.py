@@ -9,7 +9,7 @@ import contextlib
 
 import anyio
 import pytest
-from conftest import rows
+from helpers import rows
 
 import sykit as sy
 
@@ -373,4 +373,8 @@ def test_cancelling_a_call_just_before_returning_keeps_the_cause_cancelled(host)
 
     res = sy.run(algorithm, [REQUEST], host=host)
     strong = one(res, model="strong")
-    assert (strong["status"], strong["cancel_cause"], strong["end_s"]) == ("cancelled", "cancelled", 1.0)
+    assert (strong["status"], strong["cancel_cause"], strong["end_s"]) == (
+        "cancelled",
+        "cancelled",
+        1.0,
+    )

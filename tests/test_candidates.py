@@ -9,7 +9,7 @@ import itertools
 
 import pandas as pd
 import pytest
-from conftest import rows
+from helpers import rows
 
 import sykit as sy
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from conftest import rows
+from helpers import rows
 
 import sykit as sy
 

@@ -10,7 +10,7 @@ import threading
 
 import pandas as pd
 import pytest
-from conftest import rows as all_rows
+from helpers import rows as all_rows
 
 import sykit as sy
 from sykit._hosts.http import HttpHost, HttpModel

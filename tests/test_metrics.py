@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import constant_profile
+from helpers import constant_profile
 
 import sykit as sy
 from sykit import strategies as st

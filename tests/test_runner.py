@@ -10,7 +10,7 @@ import textwrap
 import pandas as pd
 import pandas.testing as pdt
 import pytest
-from conftest import rows
+from helpers import rows
 
 import sykit as sy
 

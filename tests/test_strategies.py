@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas.testing as pdt
 import pytest
-from conftest import constant_profile, rows
+from helpers import constant_profile, rows
 
 import sykit as sy
 from sykit import strategies as st
