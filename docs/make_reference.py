@@ -101,9 +101,13 @@ def _doc(obj: object) -> str:
 
 
 def _entry(name: str, obj: object, prefix: str = "sy.") -> list[str]:
+    if not callable(obj):
+        value = repr(obj)
+        value = value if len(value) <= 300 else value[:297] + "..."
+        return [f"### `{prefix}{name}`", "", "*constant*", "", f"`{value}`", ""]
     kind = "class" if inspect.isclass(obj) else "function"
     lines = [
-        f"### `{prefix}{name}{_signature(obj) if callable(obj) else ''}`",
+        f"### `{prefix}{name}{_signature(obj)}`",
         "",
         f"*{kind}*",
         "",

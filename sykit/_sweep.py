@@ -137,8 +137,9 @@ class Sweep:
         """The cost–quality curve with the weak, strong and oracle references; returns the Axes."""
         from ._viz import plot_cost_quality_curve
 
-        curve = self.curve.rename(columns={"strategy": "label"})
-        return plot_cost_quality_curve(curve, references=self.references, ax=ax)
+        return plot_cost_quality_curve(
+            self.curve.drop(columns=["strategy"]), references=self.references, ax=ax
+        )
 
     def __repr__(self) -> str:
         return (

@@ -141,18 +141,20 @@ def _usd(value: float, _pos: Any = None) -> str:
     return ("-$" if value < 0 else "$") + text
 
 
-def _plain_axis(axis: Any, formatter: Any, log: bool) -> None:
-    """Readable ticks: 0.2, 0.5, 1, 2, 5 on a log axis rather than powers of ten."""
+def _plain_axis(axis: Any, formatter: Any, log: bool, *, decades: float = 0.0) -> None:
+    """Readable ticks: 0.2, 0.5, 1, 2, 5 on a log axis rather than powers of ten (only powers of
+    ten when the data span more than two and a half decades, so labels do not collide)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     if log:
-        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        subs = (1.0,) if decades > 2.5 else (1.0, 2.0, 5.0)
+        axis.set_major_locator(LogLocator(base=10, subs=subs))
     axis.set_major_formatter(FuncFormatter(formatter))
     axis.set_minor_formatter(NullFormatter())
 
 
-def _usd_axis(axis: Any, *, log: bool = False) -> None:
-    _plain_axis(axis, _usd, log)
+def _usd_axis(axis: Any, *, log: bool = False, decades: float = 0.0) -> None:
+    _plain_axis(axis, _usd, log, decades=decades)
 
 
 def _legend_outside(ax: Axes, handles: list[Any] | None = None, **kwargs: Any) -> Any:
@@ -512,7 +514,8 @@ def _cost_axis(ax: Axes, costs: np.ndarray, log_cost: bool | None) -> None:
         log_cost = len(positive) > 1 and positive.max() / positive.min() >= 20
     if log_cost:
         ax.set_xscale("log")
-    _usd_axis(ax.xaxis, log=bool(log_cost))
+    decades = float(np.log10(positive.max() / positive.min())) if len(positive) > 1 else 0.0
+    _usd_axis(ax.xaxis, log=bool(log_cost), decades=decades)
 
 
 def plot_cost_quality(
@@ -647,7 +650,17 @@ def plot_cost_quality_curve(
                 )
     if "weak" in points and "strong" in points:
         (wx, wy), (sx, sy) = points["weak"], points["strong"]
-        ax.plot([wx, sx], [wy, sy], color="0.5", ls=":", lw=1.2, label="random mix", zorder=1)
+        # a random mix is linear in cost, so sample it densely: on a log cost axis it curves
+        share = np.linspace(0.0, 1.0, 101)
+        ax.plot(
+            wx + (sx - wx) * share,
+            wy + (sy - wy) * share,
+            color="0.5",
+            ls=":",
+            lw=1.2,
+            label="random mix",
+            zorder=1,
+        )
     for label, (cost, quality) in points.items():
         style = {"marker": "P", "color": "#666666", "ms": 9}
         style.update(_REFERENCE_STYLES.get(label, {}))

@@ -439,3 +439,16 @@ def test_synthetic_traffic_runs_on_catalogue_profiles():
     assert (result.requests["status"] == "ok").all()
     assert not math.isnan(result.requests["quality"].mean())
     assert result.requests["has_image"].sum() == 30
+
+
+def test_from_frame_estimates_input_tokens_into_the_frame_and_keeps_prompts_as_str():
+    import numpy as np
+
+    frame = pd.DataFrame(
+        {"q": np.array(["How do I export my data to CSV?", "hi"]), "a": [1.0, 0.0]}
+    )
+    data = sy.datasets.from_frame(frame, prompt="q", quality={"m": "a"})
+    requests = list(data)
+    assert data.frame["input_tokens"].tolist() == [r.input_tokens for r in requests] == [12, 5]
+    assert all(type(r.prompt) is str for r in requests)
+    assert len(data.filter(lambda f: f["input_tokens"] > 5)) == 1

@@ -39,3 +39,18 @@ def test_guides_exist():
         "plots.md",
     ):
         assert (DOCS / page).stat().st_size > 500, page
+
+
+def test_the_plots_page_runs_as_written(monkeypatch):
+    """docs/plots.md is a walk-through meant to be pasted into a notebook: every block runs."""
+    import re
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    namespace: dict = {}
+    blocks = re.findall(r"```python\n(.*?)```", (DOCS / "plots.md").read_text(), re.S)
+    assert len(blocks) >= 5
+    for block in blocks:
+        exec(compile(block, "docs/plots.md", "exec"), namespace)
+    assert namespace["sweep"].apgr() > 0

@@ -127,3 +127,20 @@ def test_a_sweep_of_the_random_router_is_the_straight_line(host):
     assert refs["oracle"][1] >= curve["mean_quality"].max()
     assert set(refs) == {"weak", "strong", "oracle"}
     assert 0 < result.aiq() <= 1
+
+
+def test_a_sweep_plot_draws_one_curve_through_its_settings(host):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    result = sy.sweep(
+        lambda p: st.weighted_random({"weak": 1 - p, "strong": p}),
+        [0.25, 0.5, 0.75],
+        REQUESTS[:60],
+        host=host,
+        weak="weak",
+        strong="strong",
+    )
+    lines = {line.get_label(): len(line.get_xdata()) for line in result.plot().get_lines()}
+    assert lines["sweep"] == 3
+    assert lines["random mix"] > 2  # sampled densely, so it bends on a log cost axis

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._models import Request
 from ._dataset import OUTPUT_PREFIX, QUALITY_PREFIX, Dataset
 
 __all__ = ["from_frame"]
@@ -97,7 +98,7 @@ def from_frame(
         need(input_tokens, "input_tokens")
         tokens = _token_counts(frame[input_tokens], "input_tokens")
     else:
-        tokens = pd.Series(pd.NA, index=frame.index, dtype="Int64")
+        tokens = None  # estimated below from each prompt and its images, as sy.Request does
 
     if id is not None:
         need(id, "id")
@@ -145,7 +146,14 @@ def from_frame(
                 f"from_frame: metadata column {column!r} must hold scalars (text, numbers, bools)"
             )
 
-    canonical = {"id": ids, "prompt": prompts.tolist(), "input_tokens": tokens.to_numpy()}
+    texts = [str(p) for p in prompts.tolist()]  # numpy strings become plain str
+    if tokens is None:
+        counts = [
+            Request(text, images=image_lists[i] if image_lists is not None else ()).input_tokens
+            for i, text in enumerate(texts)
+        ]
+        tokens = pd.Series(counts, index=frame.index, dtype="Int64")
+    canonical = {"id": ids, "prompt": texts, "input_tokens": tokens.to_numpy()}
     if image_lists is not None:
         canonical["images"] = image_lists
     out = pd.DataFrame(canonical, index=pd.RangeIndex(n))
