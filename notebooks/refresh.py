@@ -21,7 +21,14 @@ HERE = Path(__file__).resolve().parent
 def refresh(path: Path) -> float:
     notebook = nbformat.read(path, as_version=4)
     started = time.perf_counter()
-    NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()
+    NotebookClient(
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}
+    ).execute()
+    # Keep diffs to what a reader sees: no execution timestamps, no widget model state (its ids
+    # are random on every run; the widget's text form stays in the cell output).
+    notebook.metadata.pop("widgets", None)
+    for cell in notebook.cells:
+        cell.metadata.pop("execution", None)
     nbformat.write(notebook, path)
     return time.perf_counter() - started
 
