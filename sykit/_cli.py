@@ -173,38 +173,32 @@ def _compare(args: argparse.Namespace) -> int:
     host = SimHost(catalog, judge=Judge(accuracy=0.85))
     lineup = routellm_lineup(weak, strong, JUDGE, data)
     progress = None if not args.quiet else False
-    comparison = compare(
-        lineup, data, host=host, seeds=[args.seed], concurrency=args.concurrency, progress=progress
-    )
+    runs: dict[str, Any] = {
+        "host": host,
+        "seeds": [args.seed],
+        "concurrency": args.concurrency,
+        "progress": progress,
+    }
+    comparison = compare(lineup, data, **runs)
     summary = comparison.summary(baseline="strong only")
+    score = strategies.simulated_score(weak, strong, noise=0.5)
     thresholds_sweep = sweep(
         lambda share: strategies.threshold_router(
-            weak,
-            strong,
-            score=strategies.simulated_score(weak, strong, noise=0.5),
-            threshold=strategies.calibrate(
-                strategies.simulated_score(weak, strong, noise=0.5), data, share
-            ),
+            weak, strong, score=score, threshold=strategies.calibrate(score, data, share)
         ),
         [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
         data,
-        host=host,
         weak=weak,
         strong=strong,
-        seeds=[args.seed],
-        concurrency=args.concurrency,
-        progress=progress,
+        **runs,
     )
     random_sweep = sweep(
         lambda share: strategies.weighted_random({weak: 1 - share, strong: share}),
         [0.1, 0.3, 0.5, 0.7, 0.9],
         data,
-        host=host,
         weak=weak,
         strong=strong,
-        seeds=[args.seed],
-        concurrency=args.concurrency,
-        progress=progress,
+        **runs,
     )
     columns = [*TABLE_COLUMNS, "d_quality", "d_cost_usd"]
     with pd.option_context("display.width", 250, "display.max_columns", 30):
