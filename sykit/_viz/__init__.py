@@ -1,0 +1,49 @@
+"""Plots of runs and comparisons: what each attempt did, and what each strategy costs and earns.
+
+Matplotlib loads only when a plot is drawn. Like seaborn, every plot draws on the Axes it is given
+(or on a new figure) and returns it. Colours mean the same thing everywhere: status and cause
+colours are fixed, and a strategy keeps its colour in every plot of a comparison because colours
+follow the comparison's strategy order (:func:`strategy_colors`).
+
+    res.plot.timeline()              # the request with the most attempts
+    cmp.plot.cost_quality()          # scatter + Pareto frontier
+    cmp.plot.latency_cdf()           # per strategy, log x, p50/p99 marked
+    cmp.plot.outcomes()              # attempt outcomes and wasted spend per strategy
+
+One module per job: ``style`` (fixed colours, strategy colours, axis and legend helpers),
+``timeline``, ``latency_cdf``, ``cost_quality``, ``outcomes`` (attempt outcomes and wasted spend)
+and ``accessors`` (``res.plot``, ``cmp.plot``). This file only re-exports their names.
+"""
+
+from .accessors import ComparisonPlots as ComparisonPlots
+from .accessors import ResultPlots as ResultPlots
+from .cost_quality import plot_cost_quality as plot_cost_quality
+from .cost_quality import plot_cost_quality_curve as plot_cost_quality_curve
+from .latency_cdf import plot_latency_cdf as plot_latency_cdf
+from .outcomes import outcome_categories as outcome_categories
+from .outcomes import plot_outcomes as plot_outcomes
+from .style import CAUSE_HATCHES as CAUSE_HATCHES
+from .style import CAUSE_LABELS as CAUSE_LABELS
+from .style import EDGE_COLOR as EDGE_COLOR
+from .style import FALLBACK_COLORS as FALLBACK_COLORS
+from .style import RACE_COLOR as RACE_COLOR
+from .style import RETRIED_COLOR as RETRIED_COLOR
+from .style import STATUS_COLORS as STATUS_COLORS
+from .style import UNUSED_COLOR as UNUSED_COLOR
+from .style import strategy_colors as strategy_colors
+from .timeline import plot_timeline as plot_timeline
+
+__all__ = [
+    "CAUSE_HATCHES",
+    "FALLBACK_COLORS",
+    "STATUS_COLORS",
+    "ComparisonPlots",
+    "ResultPlots",
+    "outcome_categories",
+    "plot_cost_quality",
+    "plot_cost_quality_curve",
+    "plot_latency_cdf",
+    "plot_outcomes",
+    "plot_timeline",
+    "strategy_colors",
+]

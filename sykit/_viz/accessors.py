@@ -1,0 +1,119 @@
+"""``res.plot`` and ``cmp.plot``: every plot of a Result or a Comparison, one call away.
+
+The accessors pass a run's frames to the plot functions and fix the strategy colours from the
+comparison's strategy order, so a strategy looks the same in each of its plots.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .cost_quality import plot_cost_quality
+from .latency_cdf import plot_latency_cdf
+from .outcomes import plot_outcomes
+from .style import strategy_colors
+from .timeline import plot_timeline
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from .._results import Comparison, Result
+
+
+class ResultPlots:
+    """``res.plot``: plots of one run."""
+
+    def __init__(self, result: Result) -> None:
+        self._result = result
+
+    @property
+    def colors(self) -> dict[str, str]:
+        return strategy_colors([self._result.strategy])
+
+    def timeline(self, request_id: Any = None, ax: Axes | None = None) -> Axes:
+        """One request's attempts on the run clock (default: the request with the most attempts)."""
+        r = self._result
+        return plot_timeline(r.attempts, r.requests, request_id, strategy=r.strategy, ax=ax)
+
+    def latency_cdf(self, ax: Axes | None = None, *, log: bool = True) -> Axes:
+        """The latency CDF of the successful requests, p50 and p99 marked."""
+        return plot_latency_cdf(
+            self._result.requests,
+            strategies=[self._result.strategy],
+            colors=self.colors,
+            log=log,
+            ax=ax,
+        )
+
+    def outcomes(self, ax: Any = None, *, wasted: bool = True) -> Figure:
+        """Attempts per request by outcome, and wasted spend by cause; returns the Figure."""
+        r = self._result
+        return plot_outcomes(
+            r.attempts,
+            r.requests,
+            strategies=[r.strategy],
+            colors=self.colors,
+            ax=ax,
+            wasted=wasted,
+        )
+
+
+class ComparisonPlots:
+    """``cmp.plot``: plots of a comparison, one colour per strategy throughout."""
+
+    def __init__(self, comparison: Comparison) -> None:
+        self._comparison = comparison
+
+    @property
+    def colors(self) -> dict[str, str]:
+        """Strategy → colour, as every plot of this comparison uses them."""
+        return strategy_colors(self._comparison.strategies)
+
+    def cost_quality(self, ax: Axes | None = None, *, log_cost: bool | None = None) -> Axes:
+        """Cost per request vs mean quality per strategy, with the Pareto frontier."""
+        summary = self._comparison.summary()
+        return plot_cost_quality(summary, colors=self.colors, log_cost=log_cost, ax=ax)
+
+    def latency_cdf(self, ax: Axes | None = None, *, log: bool = True) -> Axes:
+        """Latency CDFs of the successful requests, p50 and p99 marked."""
+        return plot_latency_cdf(
+            self._comparison.requests,
+            strategies=self._comparison.strategies,
+            colors=self.colors,
+            log=log,
+            ax=ax,
+        )
+
+    def outcomes(self, ax: Any = None, *, wasted: bool = True) -> Figure:
+        """Attempts per request by outcome and wasted spend, per strategy; returns the Figure."""
+        c = self._comparison
+        return plot_outcomes(
+            c.attempts,
+            c.requests,
+            strategies=c.strategies,
+            colors=self.colors,
+            ax=ax,
+            wasted=wasted,
+        )
+
+    def timeline(
+        self,
+        strategy: str,
+        request_id: Any = None,
+        *,
+        seed: int | None = None,
+        ax: Axes | None = None,
+    ) -> Axes:
+        """One request's attempts under one strategy (and seed; default: the first run)."""
+        c = self._comparison
+        if strategy not in c.strategies:
+            raise ValueError(f"strategy {strategy!r} is not in this comparison: {c.strategies}")
+        runs = [r for r in c.results if r.strategy == strategy]
+        if seed is not None:
+            runs = [r for r in runs if r.seed == seed]
+            if not runs:
+                seeds = sorted({r.seed for r in c.results})
+                raise ValueError(f"seed {seed!r} is not in this comparison: {seeds}")
+        result = runs[0]
+        return plot_timeline(result.attempts, result.requests, request_id, strategy=strategy, ax=ax)

@@ -1,0 +1,260 @@
+"""Attempt outcomes and wasted spend per strategy: where the extra calls and the money go.
+
+Each attempt gets one outcome (ok, retried, fell back: reason, failed, cancelled: cause, skipped),
+stacked as attempts per request; beside it, the spend on answers nobody was served, by cause, with
+its share of all spend. Together they show what a strategy's retries, races and fallbacks cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from .style import (
+    CAUSE_HATCHES,
+    CAUSE_LABELS,
+    EDGE_COLOR,
+    FALLBACK_COLORS,
+    RETRIED_COLOR,
+    STATUS_COLORS,
+    UNUSED_COLOR,
+    _check_frame,
+    _legend_outside,
+    _strategy_order,
+    _usd_axis,
+    strategy_colors,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+
+def outcome_categories(attempts: pd.DataFrame) -> pd.Series:
+    """Each attempt's outcome: ``ok``, ``retried``, ``fell back: <reason>``, ``failed``,
+    ``cancelled: <cause>`` or ``skipped (cooldown)``."""
+    status = attempts["status"].astype(str).to_numpy()
+    reason = attempts["fallback_reason"].astype(object).to_numpy()
+    cause = attempts["cancel_cause"].astype(object).to_numpy()
+    retried = attempts["retried"].to_numpy(dtype=bool)
+    out = np.empty(len(attempts), dtype=object)
+    for i in range(len(attempts)):
+        s = status[i]
+        if s == "error":
+            if isinstance(reason[i], str):
+                out[i] = f"fell back: {reason[i]}"
+            elif retried[i]:
+                out[i] = "retried"
+            else:
+                out[i] = "failed"
+        elif s == "cancelled":
+            c = cause[i] if isinstance(cause[i], str) else "cancelled"
+            out[i] = f"cancelled: {CAUSE_LABELS.get(c, c)}"
+        elif s == "skipped":
+            out[i] = "skipped (cooldown)"
+        else:
+            out[i] = s
+    return pd.Series(out, index=attempts.index, name="outcome")
+
+
+def _category_styles() -> dict[str, dict[str, Any]]:
+    styles: dict[str, dict[str, Any]] = {"ok": {"color": STATUS_COLORS["ok"]}}
+    styles["retried"] = {"color": RETRIED_COLOR}
+    for reason, color in FALLBACK_COLORS.items():
+        styles[f"fell back: {reason}"] = {"color": color}
+    styles["failed"] = {"color": STATUS_COLORS["error"]}
+    for cause, hatch in CAUSE_HATCHES.items():
+        styles[f"cancelled: {CAUSE_LABELS[cause]}"] = {
+            "color": STATUS_COLORS["cancelled"],
+            "hatch": hatch,
+        }
+    styles["skipped (cooldown)"] = {"color": STATUS_COLORS["skipped"]}
+    styles["unused answers"] = {"color": UNUSED_COLOR}
+    return styles
+
+
+def _color_ticklabels(ax: Axes, names: list[str], colors: Mapping[str, str]) -> None:
+    for label, name in zip(ax.get_xticklabels(), names, strict=True):
+        label.set_color(colors.get(name, "black"))
+
+
+def plot_outcomes(
+    attempts: pd.DataFrame,
+    requests: pd.DataFrame,
+    *,
+    strategies: Sequence[str] | None = None,
+    colors: Mapping[str, str] | None = None,
+    ax: Any = None,
+    wasted: bool = True,
+) -> Figure:
+    """Attempts per request by outcome, stacked per strategy, and (``wasted=True``) the spend on
+    answers nobody was served, by cause: where a strategy's extra calls and money go.
+
+    ``ax`` is None (a new figure), one Axes (outcomes only) or two (outcomes, wasted spend).
+    Returns the Figure.
+    """
+    from matplotlib.patches import Patch
+
+    _check_frame(
+        attempts, "attempts", ("strategy", "status", "fallback_reason", "cancel_cause", "retried")
+    )
+    _check_frame(requests, "requests", ("strategy", "cost_usd", "wasted_usd"))
+    names = _strategy_order(requests, strategies)
+    colors = dict(colors) if colors is not None else strategy_colors(names)
+    axes = _outcome_axes(ax, wasted, len(names))
+    styles = _category_styles()
+
+    n_requests = requests["strategy"].astype(str).value_counts().reindex(names).fillna(0)
+    per = pd.crosstab(attempts["strategy"].astype(str), outcome_categories(attempts))
+    per = per.reindex(index=names, fill_value=0)
+    order = [c for c in styles if c in per.columns and per[c].sum() > 0]
+    per = per[order].div(n_requests.replace(0, np.nan), axis=0).fillna(0.0)
+
+    x = np.arange(len(names))
+    width = 0.7
+    used: dict[str, dict[str, Any]] = {}
+    _stack_bars(
+        axes[0], x, width, {c: per[c].to_numpy(dtype=float) for c in order}, styles, used, "outcome"
+    )
+    pad = max(0.0, (3 - len(names)) * 0.5)
+    axes[0].set_xlim(-0.5 - pad, len(names) - 0.5 + pad)
+    axes[0].set_xticks(x, names, rotation=25, ha="right")
+    _color_ticklabels(axes[0], names, colors)
+    axes[0].set_ylabel("attempts per request")
+    axes[0].set_title("Attempt outcomes", fontsize=10, loc="left")
+    axes[0].grid(axis="y", color="0.92")
+    axes[0].set_axisbelow(True)
+
+    if wasted:
+        model = attempts[(attempts["kind"] == "model") & (attempts["status"] == "cancelled")]
+        model_cause = outcome_categories(model)
+        cancelled = (
+            model.groupby([model["strategy"].astype(str), model_cause])["cost_usd"]
+            .sum()
+            .unstack(fill_value=0.0)
+            .reindex(index=names, fill_value=0.0)
+        )
+        total = requests.groupby(requests["strategy"].astype(str))["wasted_usd"].sum()
+        total = total.reindex(names).fillna(0.0)
+        spend = requests.groupby(requests["strategy"].astype(str))["cost_usd"].sum()
+        spend = spend.reindex(names).fillna(0.0)
+        cancelled_total = (
+            cancelled.sum(axis=1) if len(cancelled.columns) else pd.Series(0.0, index=names)
+        )
+        parts = {c: cancelled[c] for c in styles if c in cancelled.columns}
+        parts["unused answers"] = (total - cancelled_total).clip(lower=0.0)
+        heights = {
+            category: (values / n_requests.replace(0, np.nan)).fillna(0.0).to_numpy(dtype=float)
+            for category, values in parts.items()
+        }
+        bottom = _stack_bars(
+            axes[1], x, width, {c: h for c, h in heights.items() if h.any()}, styles, used, "wasted"
+        )
+        for xi, top, share in zip(
+            x, bottom, (total / spend.replace(0, np.nan)).fillna(0.0), strict=True
+        ):
+            axes[1].annotate(
+                f"{share:.0%}",
+                (xi, top),
+                xytext=(0, 2),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color="0.3",
+                gid="wasted_share",
+            )
+        axes[1].set_xlim(-0.5 - pad, len(names) - 0.5 + pad)
+        axes[1].set_xticks(x, names, rotation=25, ha="right")
+        _color_ticklabels(axes[1], names, colors)
+        axes[1].set_ylabel("wasted spend per request (USD)")
+        _usd_axis(axes[1].yaxis)
+        axes[1].set_title("Wasted spend (share of spend on top)", fontsize=10, loc="left")
+        axes[1].grid(axis="y", color="0.92")
+        axes[1].set_axisbelow(True)
+        if bottom.max() > 0:
+            axes[1].set_ylim(0, bottom.max() * 1.12)
+        else:
+            axes[1].set_ylim(0, 1e-4)
+            axes[1].text(
+                0.5,
+                0.5,
+                "no wasted spend",
+                transform=axes[1].transAxes,
+                ha="center",
+                va="center",
+                color="0.4",
+                fontsize=9,
+            )
+
+    handles = [
+        Patch(
+            facecolor=style["color"],
+            edgecolor=EDGE_COLOR,
+            linewidth=0.5,
+            hatch=style.get("hatch"),
+            label=category,
+        )
+        for category, style in used.items()
+    ]
+    _legend_outside(axes[-1], handles, title="outcome")
+    return axes[0].figure
+
+
+def _stack_bars(
+    ax: Axes,
+    x: np.ndarray,
+    width: float,
+    heights: dict[str, np.ndarray],
+    styles: dict[str, dict[str, Any]],
+    used: dict[str, dict[str, Any]],
+    prefix: str,
+) -> np.ndarray:
+    """Stack one bar segment per category, in order; record the styles used; return the tops."""
+    bottom = np.zeros(len(x))
+    for category, values in heights.items():
+        ax.bar(
+            x,
+            values,
+            width,
+            bottom=bottom,
+            edgecolor=EDGE_COLOR,
+            linewidth=0.5,
+            label=category,
+            gid=f"{prefix}:{category}",
+            **styles[category],
+        )
+        bottom = bottom + values
+        used[category] = styles[category]
+    return bottom
+
+
+def _outcome_axes(ax: Any, wasted: bool, n: int) -> list[Axes]:
+    from matplotlib.axes import Axes
+
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        width = min(16.0, max(10.0 if wasted else 6.0, 5.5 + 1.1 * n * (2 if wasted else 1)))
+        if wasted:
+            _, pair = plt.subplots(1, 2, figsize=(width, 4.3), layout="constrained")
+            return list(pair)
+        _, one = plt.subplots(figsize=(width, 4.3), layout="constrained")
+        return [one]
+    given = (
+        [ax]
+        if isinstance(ax, Axes)
+        else list(ax)
+        if isinstance(ax, Sequence | np.ndarray)
+        else None
+    )
+    need = 2 if wasted else 1
+    if given is None or len(given) != need or not all(isinstance(a, Axes) for a in given):
+        raise TypeError(
+            f"ax must be None or {'two Axes (outcomes, wasted spend)' if wasted else 'one Axes'}"
+            f" with wasted={wasted}, got {ax!r}"
+        )
+    return given
