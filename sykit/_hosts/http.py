@@ -19,15 +19,15 @@ What an HTTP exchange becomes:
 
 Cancelling the awaiting task (a lost race, ``sy.timeout``, an abandoned call) closes the HTTP
 request at once: httpx drops the connection of a response that was not read to the end.
+
+This module is the transport, and the only one that imports httpx: the chat-completions wire
+format (request bodies, responses, SSE streams, verdicts) is in ``_openai_wire``, and API-key
+handling (reading, masking, scrubbing) in ``_secrets``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import math
-import os
-import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,22 +36,23 @@ from typing import Any, Literal
 import httpx
 
 from .._config import HostPolicy, ModelProfile
-from .._errors import (
-    InvalidResponseError,
-    ModelError,
-    ModelTimeout,
-    UnavailableError,
+from .._errors import InvalidResponseError, ModelTimeout, UnavailableError
+from .._models import DecisionRequest, Request
+from ._openai_wire import (
+    ChatStream,
+    Endpoint,
+    StreamBroken,
+    completion_reply,
+    decision_body,
+    model_body,
 )
-from .._models import Answer, Boolean, Choice, DecisionRequest, Request, Score, Usage
+from ._secrets import Secret, read_key, scrub
 from .base import Attempt, Reply
 
 __all__ = ["HttpHost", "HttpModel"]
 
-_CHARS_PER_TOKEN = 4
-_SNIPPET = 120
 # Streamed tokens are counted as they arrive: "generated so far" is exactly what has been received.
 _RECEIVED_RATE = 1e9
-_FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 _DNS_MARKERS = (
     "name or service not known",
     "nodename nor servname",
@@ -65,23 +66,6 @@ _DNS_MARKERS = (
     "errno 8]",
     "errno 11001]",
 )
-
-
-class _Secret:
-    """An API key: its repr and str are ``'***'``, so it cannot slip into a log line or a DataFrame."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "'***'"
-
-    __str__ = __repr__
 
 
 def _check_url(url: object, name: str) -> str:
@@ -98,31 +82,6 @@ def _check_url(url: object, name: str) -> str:
     if parsed.userinfo:
         raise ValueError(f"{name} must not contain credentials; pass the key as api_key instead")
     return url.rstrip("/")
-
-
-def _key(value: object, env: object, name: str) -> _Secret | None:
-    """The key from ``value``, else from the environment variable ``env``, else None."""
-    if value is not None:
-        if isinstance(value, _Secret):
-            return value
-        if not isinstance(value, str) or not value:
-            raise TypeError(f"{name} must be a non-empty string or None")
-        return _Secret(_clean_key(value, name))
-    if env is None:
-        return None
-    if not isinstance(env, str) or not env:
-        raise TypeError(
-            f"{name}_env must be the name of an environment variable or None, got {env!r}"
-        )
-    found = os.environ.get(env, "").strip()  # a trailing newline from `export KEY=$(cat file)`
-    return _Secret(_clean_key(found, f"the environment variable {env}")) if found else None
-
-
-def _clean_key(key: str, name: str) -> str:
-    # A header with a control character would fail inside httpx, quoting the key in its message.
-    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in key):
-        raise ValueError(f"{name} contains whitespace or control characters; check how it was set")
-    return key
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,20 +115,11 @@ class HttpModel:
         if self.base_url is not None:
             object.__setattr__(self, "base_url", _check_url(self.base_url, "base_url"))
         if self.api_key is not None:
-            object.__setattr__(self, "api_key", _key(self.api_key, None, "api_key"))
+            object.__setattr__(self, "api_key", read_key(self.api_key, None, "api_key"))
         if not isinstance(self.extra_body, Mapping):
             raise TypeError("extra_body must be a dict of request fields")
         if self.stream is not None and not isinstance(self.stream, bool):
             raise TypeError("stream must be True, False or None")
-
-
-@dataclass(frozen=True, slots=True)
-class _Endpoint:
-    url: str
-    model_id: str
-    key: _Secret | None
-    extra_body: Mapping[str, Any]
-    stream: bool
 
 
 class HttpHost:
@@ -236,10 +186,10 @@ class HttpHost:
         self.decision_format = decision_format
         self.connect_timeout_s = float(connect_timeout_s)
         self.max_connections = max_connections
-        self._api_key = _key(api_key, api_key_env, "api_key")
+        self._api_key = read_key(api_key, api_key_env, "api_key")
         self._models = self._check_models(models)
         self.profiles: dict[str, ModelProfile] = {}
-        self._endpoints: dict[str, _Endpoint] = {}
+        self._endpoints: dict[str, Endpoint] = {}
         keys = {self._api_key.reveal()} if self._api_key is not None else set()
         for name, spec in self._models.items():
             endpoint, profile = self._resolve(name, spec)
@@ -248,7 +198,7 @@ class HttpHost:
             if endpoint.key is not None:
                 keys.add(endpoint.key.reveal())
         # Longest first, so a key that contains another is replaced whole.
-        self._secrets = tuple(_Secret(k) for k in sorted(keys, key=len, reverse=True) if k)
+        self._secrets = tuple(Secret(k) for k in sorted(keys, key=len, reverse=True) if k)
 
     @staticmethod
     def _check_models(
@@ -281,7 +231,7 @@ class HttpHost:
 
     def _resolve(
         self, name: str, spec: ModelProfile | HttpModel | None
-    ) -> tuple[_Endpoint, ModelProfile]:
+    ) -> tuple[Endpoint, ModelProfile]:
         config = spec if isinstance(spec, HttpModel) else HttpModel(profile=spec)
         base = config.base_url or self.base_url
         if base is None:
@@ -292,12 +242,12 @@ class HttpHost:
         if config.api_key is not None:
             key = config.api_key
         elif config.api_key_env is not None:
-            key = _key(None, config.api_key_env, f"models[{name!r}].api_key")
+            key = read_key(None, config.api_key_env, f"models[{name!r}].api_key")
         elif base == self.base_url:
             key = self._api_key
         else:
             key = None  # the host's key is for the host's server: never send it elsewhere
-        endpoint = _Endpoint(
+        endpoint = Endpoint(
             url=f"{base}/chat/completions",
             model_id=config.model_id or name,
             key=key,  # type: ignore[arg-type]
@@ -342,11 +292,7 @@ class HttpHost:
 
     def scrub(self, text: str) -> str:
         """``text`` with every API key this host holds replaced by ``***``."""
-        for secret in self._secrets:
-            key = secret.reveal()
-            if key in text:
-                text = text.replace(key, "***")
-        return text
+        return scrub(text, self._secrets)
 
 
 class _Clock:
@@ -413,11 +359,11 @@ class _HttpSession:
         stream = False
         if attempt.kind == "decision":
             assert isinstance(request, DecisionRequest)
-            body = _decision_body(request, endpoint, host.decision_format)
+            body = decision_body(request, endpoint, host.decision_format)
         else:
             assert isinstance(request, Request)
             stream = bool(request.metadata.get("stream", endpoint.stream))
-            body = _model_body(request, endpoint, stream)
+            body = model_body(request, endpoint, stream)
         headers = dict(self.run_header)
         if endpoint.key is not None:
             headers["Authorization"] = f"Bearer {endpoint.key.reveal()}"
@@ -438,9 +384,9 @@ class _HttpSession:
             return Reply(
                 None, error=UnavailableError(self._describe(exc, endpoint), model=attempt.model)
             )
-        return self._complete(attempt, status, raw)
+        return completion_reply(attempt, status, host.scrub(raw.decode("utf-8", "replace")))
 
-    def _describe(self, exc: httpx.HTTPError, endpoint: _Endpoint) -> str:
+    def _describe(self, exc: httpx.HTTPError, endpoint: Endpoint) -> str:
         url = httpx.URL(endpoint.url)
         where = f"{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
         text = str(exc) or type(exc).__name__
@@ -466,98 +412,34 @@ class _HttpSession:
             message = f"{type(exc).__name__} talking to {where}: {text}"
         return self.host.scrub(message)
 
-    # -- a complete (non-streamed) body --------------------------------------------------------
-    def _complete(self, attempt: Attempt, status: int, raw: bytes) -> Reply:
-        model = attempt.model
-        text = self.host.scrub(raw.decode("utf-8", "replace"))
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return _invalid(f"the 2xx body is not valid JSON: {_snippet(text)}", model, status)
-        message = _message(data)
-        if message is None:
-            return _invalid(
-                f"the 2xx body is not a chat completion (no choices[0].message): {_snippet(text)}",
-                model,
-                status,
-            )
-        content = message.get("content")
-        content = content if isinstance(content, str) else ""
-        tool_text = _tool_arguments(message.get("tool_calls"))
-        request = attempt.request
-        if attempt.kind == "decision":
-            assert isinstance(request, DecisionRequest)
-            answers = _parse_verdict(request, tool_text or content, model, status)
-            if isinstance(answers, ModelError):
-                return Reply(status, error=answers)
-            usage = _usage(data.get("usage"), request.input_tokens, tool_text or content)
-            return Reply(status, usage=usage, answers=answers)
-        usage = _usage(data.get("usage"), request.input_tokens, content or tool_text)
-        return Reply(status, text=content or tool_text, usage=usage)
-
     # -- a streamed body -----------------------------------------------------------------------
     async def _read_stream(
         self, attempt: Attempt, response: httpx.Response, clock: _Clock
     ) -> Reply:
         row = attempt.row
-        pieces: list[str] = []
-        tool_pieces: list[str] = []
-        tokens = 0
+        sse = ChatStream()
         ttft: float | None = None
-        finished = done = False
-        usage: Any = None
         try:
             async for line in response.aiter_lines():
-                if not line.startswith("data:"):
-                    continue  # blank separators, comments, event:/id:/retry: fields
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    done = True
-                    break
-                try:
-                    chunk = json.loads(data)
-                except ValueError:
-                    chunk = None
-                if not isinstance(chunk, dict):
-                    return self._broken(
-                        attempt, tokens, f"malformed stream chunk {_snippet(data)}", invalid=True
-                    )
-                if "error" in chunk and not chunk.get("choices"):
-                    return self._broken(
-                        attempt, tokens, f"error event in the stream: {_snippet(data)}"
-                    )
-                if chunk.get("usage"):
-                    usage = chunk["usage"]
-                choices = chunk.get("choices")
-                if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
-                    continue
-                choice = choices[0]
-                delta = choice.get("delta") or {}
-                piece = delta.get("content") if isinstance(delta, dict) else None
-                tool_piece = (
-                    _tool_arguments(delta.get("tool_calls")) if isinstance(delta, dict) else ""
-                )
-                if piece or tool_piece:
+                if sse.feed(line):
                     if ttft is None:
                         ttft = clock.elapsed()
                         row.bill_first_token_at = clock.now()
                         row.bill_tokens_per_s = _RECEIVED_RATE
-                    if isinstance(piece, str):
-                        pieces.append(piece)
-                    if tool_piece:
-                        tool_pieces.append(tool_piece)
-                    tokens += 1
-                    row.bill_planned_out = tokens
-                if choice.get("finish_reason"):
-                    finished = True
+                    row.bill_planned_out = sse.tokens
+                if sse.done:
+                    break
+        except StreamBroken as exc:
+            return self._broken(attempt, sse.tokens, exc.message, invalid=exc.invalid)
         except httpx.HTTPError as exc:
             endpoint = self.host._endpoints[attempt.model]
-            return self._broken(attempt, tokens, self._describe(exc, endpoint))
-        if not (done or finished):
-            return self._broken(attempt, tokens, "the stream ended without finish_reason or [DONE]")
-        text = "".join(pieces) or "".join(tool_pieces)
-        usage = _usage(usage, attempt.request.input_tokens, None, tokens)
-        return Reply(200, text=text, usage=usage, ttft_s=ttft)
+            return self._broken(attempt, sse.tokens, self._describe(exc, endpoint))
+        if not (sse.done or sse.finished):
+            return self._broken(
+                attempt, sse.tokens, "the stream ended without finish_reason or [DONE]"
+            )
+        usage = sse.usage_of(attempt.request.input_tokens)
+        return Reply(200, text=sse.text(), usage=usage, ttft_s=ttft)
 
     def _broken(
         self, attempt: Attempt, tokens: int, message: str, *, invalid: bool = False
@@ -581,247 +463,3 @@ class _HttpSession:
         row.input_tokens = attempt.request.input_tokens
         row.output_tokens = tokens
         row.cost_usd = self.host.profiles[attempt.model].cost_usd(row.input_tokens, tokens)
-
-
-# -- request bodies ------------------------------------------------------------------------------
-
-
-def _plain(value: Any) -> Any:
-    """Messages are frozen mappings; JSON wants dicts and lists."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _messages(request: Request) -> list[dict[str, Any]]:
-    messages = [_plain(m) for m in request.messages]
-    if request.images:
-        index = max(
-            (i for i, m in enumerate(messages) if m.get("role") == "user"),
-            default=len(messages) - 1,
-        )
-        message = messages[index]
-        content = message.get("content")
-        parts = (
-            list(content)
-            if isinstance(content, list)
-            else [{"type": "text", "text": str(content or "")}]
-        )
-        parts += [{"type": "image_url", "image_url": {"url": url}} for url in request.images]
-        messages[index] = {**message, "content": parts}
-    return messages
-
-
-def _tool(tool: Mapping[str, Any]) -> dict[str, Any]:
-    if "type" in tool:
-        return _plain(tool)  # type: ignore[no-any-return]
-    function = {"name": str(tool.get("name", "tool"))}
-    if "description" in tool:
-        function["description"] = tool["description"]
-    function["parameters"] = _plain(tool.get("parameters", {"type": "object", "properties": {}}))
-    return {"type": "function", "function": function}
-
-
-def _model_body(request: Request, endpoint: _Endpoint, stream: bool) -> dict[str, Any]:
-    body: dict[str, Any] = {"model": endpoint.model_id, "messages": _messages(request)}
-    if request.max_output_tokens is not None:
-        body["max_tokens"] = request.max_output_tokens
-    if request.tools:
-        body["tools"] = [_tool(t) for t in request.tools]
-    if stream:
-        body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
-    body.update(endpoint.extra_body)
-    body["model"] = endpoint.model_id
-    return body
-
-
-def _question_schema(question: Any) -> dict[str, Any]:
-    if isinstance(question, Boolean):
-        return {"type": "boolean"}
-    if isinstance(question, Choice):
-        return {"type": "string", "enum": list(question.options)}
-    return {"type": "integer", "enum": list(range(len(question.levels)))}
-
-
-def _question_text(qid: str, question: Any) -> str:
-    hint = f": {question.instructions}" if question.instructions else ""
-    if isinstance(question, Boolean):
-        meaning = ""
-        if question.true_description:
-            meaning += f" true means {question.true_description}."
-        if question.false_description:
-            meaning += f" false means {question.false_description}."
-        return f'- "{qid}" (true or false){hint}{meaning}'
-    if isinstance(question, Choice):
-        return f'- "{qid}" (one of {", ".join(map(repr, question.options))}){hint}'
-    levels = ", ".join(f"{i} = {level}" for i, level in enumerate(question.levels))
-    return f'- "{qid}" (an integer level, low to high: {levels}){hint}'
-
-
-def _decision_body(request: DecisionRequest, endpoint: _Endpoint, fmt: str) -> dict[str, Any]:
-    schema = {
-        "type": "object",
-        "properties": {qid: _question_schema(q) for qid, q in request.questions.items()},
-        "required": list(request.questions),
-        "additionalProperties": False,
-    }
-    system = (
-        "You are a careful judge. Read the context and answer every question. Reply with a JSON "
-        "object only, one key per question id:\n"
-        + "\n".join(_question_text(qid, q) for qid, q in request.questions.items())
-    )
-    context = request.context
-    user = context if isinstance(context, str) else json.dumps(_plain(context), default=str)
-    body: dict[str, Any] = {
-        "model": endpoint.model_id,
-        "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-    }
-    if fmt == "tool":
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": "answer",
-                    "description": "Record the answer to every question.",
-                    "parameters": schema,
-                    "strict": True,
-                },
-            }
-        ]
-        body["tool_choice"] = {"type": "function", "function": {"name": "answer"}}
-    else:
-        body["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {"name": "decision", "strict": True, "schema": schema},
-        }
-    body.update(endpoint.extra_body)
-    body["model"] = endpoint.model_id
-    return body
-
-
-# -- response bodies -----------------------------------------------------------------------------
-
-
-def _snippet(text: str) -> str:
-    return repr(text if len(text) <= _SNIPPET else text[: _SNIPPET - 1] + "…")
-
-
-def _invalid(message: str, model: str, status: int) -> Reply:
-    return Reply(status, error=InvalidResponseError(message, model=model, http_status=status))
-
-
-def _message(data: Any) -> Mapping[str, Any] | None:
-    if not isinstance(data, Mapping):
-        return None
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
-        return None
-    message = choices[0].get("message")
-    return message if isinstance(message, Mapping) else None
-
-
-def _tool_arguments(tool_calls: Any) -> str:
-    if not isinstance(tool_calls, list):
-        return ""
-    parts = []
-    for call in tool_calls:
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if isinstance(function, Mapping) and isinstance(function.get("arguments"), str):
-            parts.append(function["arguments"])
-    return "".join(parts)
-
-
-def _usage(raw: Any, input_estimate: int, text: str | None, tokens: int | None = None) -> Usage:
-    """The provider's token counts; an estimate (≈4 characters a token) where it gives none."""
-    prompt = completion = None
-    if isinstance(raw, Mapping):
-        prompt = raw.get("prompt_tokens", raw.get("input_tokens"))
-        completion = raw.get("completion_tokens", raw.get("output_tokens"))
-    if not isinstance(prompt, int) or isinstance(prompt, bool) or prompt < 0:
-        prompt = input_estimate
-    if not isinstance(completion, int) or isinstance(completion, bool) or completion < 0:
-        completion = tokens if tokens is not None else math.ceil(len(text or "") / _CHARS_PER_TOKEN)
-    return Usage(prompt, completion)
-
-
-_TRUE = frozenset(("true", "yes", "y", "1"))
-_FALSE = frozenset(("false", "no", "n", "0"))
-
-
-def _parse_verdict(
-    request: DecisionRequest, text: str, model: str, status: int
-) -> dict[str, Answer] | ModelError:
-    """The judge's answers by question id, or the InvalidResponseError saying what is wrong."""
-
-    def bad(reason: str) -> ModelError:
-        return InvalidResponseError(
-            f"unparseable verdict: {reason}; the judge said {_snippet(text)}",
-            model=model,
-            http_status=status,
-        )
-
-    fenced = _FENCE.match(text)
-    stripped = fenced.group(1) if fenced else text.strip()
-    try:
-        data = json.loads(stripped)
-    except ValueError:
-        return bad("not JSON")
-    if not isinstance(data, Mapping):
-        return bad("not a JSON object")
-    questions = request.questions
-    if not any(qid in data for qid in questions) and len(data) == 1:
-        (inner,) = data.values()
-        if isinstance(inner, Mapping):
-            data = inner  # {"answers": {...}}
-    answers = {}
-    for qid, question in questions.items():
-        if qid not in data:
-            return bad(f"no answer to {qid!r}")
-        value = data[qid]
-        parsed = _answer(question, value)
-        if parsed is None:
-            return bad(f"{value!r} is not a valid answer to {qid!r} ({_expected(question)})")
-        answers[qid] = Answer(parsed)
-    return answers
-
-
-def _expected(question: Any) -> str:
-    if isinstance(question, Boolean):
-        return "expected true or false"
-    if isinstance(question, Choice):
-        return f"expected one of {list(question.options)}"
-    return f"expected a level index from 0 to {len(question.levels) - 1}"
-
-
-def _answer(question: Any, value: Any) -> bool | str | float | None:
-    if isinstance(question, Boolean):
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int | str):
-            word = str(value).strip().lower()
-            if word in _TRUE:
-                return True
-            if word in _FALSE:
-                return False
-        return None
-    if isinstance(question, Choice):
-        if isinstance(value, str) and value.strip() in question.options:
-            return value.strip()
-        return None
-    assert isinstance(question, Score)
-    levels = question.levels
-    if not isinstance(value, bool) and isinstance(value, int | float) and float(value).is_integer():
-        index = int(value)
-        return float(index) if 0 <= index < len(levels) else None
-    if isinstance(value, str):
-        text = value.strip()
-        if text.lstrip("-").isdigit():
-            index = int(text)
-            return float(index) if 0 <= index < len(levels) else None
-    for index, level in enumerate(levels):
-        if value == level:
-            return float(index)
-    return None

@@ -1,0 +1,69 @@
+"""``FakeModel``: the configuration of one fake model (latency, output length, fault, limits).
+
+Kept apart from the server so that the server module is only about serving: a ``FakeModel`` is a
+frozen value checked once at construction, and everything the server draws from it per request
+goes through the distributions it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._dists import Distribution, as_distribution
+from ._faults import parse_fault
+
+__all__ = ["FakeModel"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FakeModel:
+    """How one fake model answers.
+
+    Latency follows the simulated host's rule: the first token after ``ttft_s``, then one token
+    every ``1 / tokens_per_s`` s, the answer complete at ``ttft_s + output_tokens / tokens_per_s``.
+    Each may be a number or a distribution (``sy.LogNormal(0.05, p95=0.2)``), drawn per request
+    from the provider's seed. ``fault`` is a name from :data:`FAULTS` (with ``-once`` / ``-x<N>``).
+    ``vision=False`` rejects images with a capability 400, ``context_window`` rejects longer
+    requests with an overflow 400. ``verdict`` fixes decision answers by question id (default:
+    ``true``, the first option, the highest level).
+    """
+
+    ttft_s: float | Distribution = 0.01
+    tokens_per_s: float | Distribution = 2000.0
+    output_tokens: int | Distribution = 16
+    fault: str | None = None
+    retry_after_s: float | None = 0.05
+    vision: bool = True
+    context_window: int | None = None
+    verdict: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ttft_s", as_distribution(self.ttft_s, "ttft_s"))
+        tps = as_distribution(self.tokens_per_s, "tokens_per_s")
+        if tps.quantile(0.5) <= 0:
+            raise ValueError("tokens_per_s must be > 0")
+        object.__setattr__(self, "tokens_per_s", tps)
+        object.__setattr__(
+            self, "output_tokens", as_distribution(self.output_tokens, "output_tokens")
+        )
+        fault, times = parse_fault(self.fault, "fault")
+        object.__setattr__(self, "_fault", fault)
+        object.__setattr__(self, "_fault_times", times)
+        if self.retry_after_s is not None and not (
+            isinstance(self.retry_after_s, int | float) and self.retry_after_s >= 0
+        ):
+            raise ValueError(
+                f"retry_after_s must be a number ≥ 0 or None, got {self.retry_after_s!r}"
+            )
+        if self.context_window is not None and (
+            isinstance(self.context_window, bool)
+            or not isinstance(self.context_window, int)
+            or self.context_window <= 0
+        ):
+            raise ValueError(
+                f"context_window must be an int > 0 or None, got {self.context_window!r}"
+            )
+        if not isinstance(self.verdict, Mapping):
+            raise TypeError("verdict must be a dict of question id → answer")
