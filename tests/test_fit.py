@@ -69,7 +69,7 @@ def test_a_csv_path_and_empirical_distributions_work_too(tmp_path):
 def test_an_http_run_against_the_fault_server_is_reproduced_in_simulation():
     models = {
         "jittery": FakeModel(
-            ttft_s=sy.LogNormal(0.03, p95=0.08), tokens_per_s=400, output_tokens=sy.Uniform(8, 16)
+            ttft_s=sy.LogNormal(0.03, p95=0.08), tokens_per_s=4000, output_tokens=sy.Uniform(8, 16)
         )
     }
     with FakeProvider(models) as fake:
