@@ -162,3 +162,30 @@ def test_nest_asyncio_applied_by_the_user_changes_nothing():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["(2.0, [0, 1, 2, 3, 4])", "(2.0, [0, 1, 2, 3, 4])"]
+
+
+def test_an_interrupt_stops_a_simulation_running_in_a_worker_thread():
+    # A notebook cell runs sy.run while the kernel's loop runs; Ctrl-C arrives in the main thread.
+    # The simulation below never ends on its own, so only a working interrupt lets the script exit.
+    script = textwrap.dedent(
+        """
+        import asyncio, signal, threading
+        from sykit import _engine
+
+        async def forever():
+            while True:
+                await asyncio.sleep(1.0)
+
+        async def cell():
+            return _engine.run(forever)
+
+        signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        try:
+            asyncio.run(cell())
+        except KeyboardInterrupt:
+            print("interrupted; sim threads left:", sum(t.name.startswith("sykit-sim") for t in threading.enumerate()))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "interrupted; sim threads left: 0", out.stderr
