@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ._classify import FallbackReason
-from ._dists import Distribution, LogNormal, as_distribution
+from ._dists import Distribution, LogNormal, as_distribution, check_number
 
 __all__ = [
     "Faults",
@@ -32,21 +32,8 @@ __all__ = [
 ]
 
 
-def _number(
-    value: Any, name: str, *, low: float = 0.0, high: float = math.inf, low_open: bool = False
-) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    bad = math.isnan(value) or value > high or value < low or (low_open and value == low)
-    if bad:
-        lo = f"> {low:g}" if low_open else f"≥ {low:g}"
-        hi = "" if high == math.inf else f" and ≤ {high:g}"
-        raise ValueError(f"{name} must be {lo}{hi}, got {value!r}")
-    return float(value)
-
-
 def _probability(value: Any, name: str) -> float:
-    return _number(value, name, low=0.0, high=1.0)
+    return check_number(value, name, low=0.0, high=1.0)
 
 
 class _Replaceable:
@@ -86,10 +73,10 @@ class Flapping(_Replaceable):
     status: int = 503
 
     def __post_init__(self) -> None:
-        _number(self.up_s, "up_s", low_open=True)
-        _number(self.down_s, "down_s", low_open=True)
-        _number(self.start_s, "start_s")
-        _number(self.until_s, "until_s")
+        check_number(self.up_s, "up_s", low_open=True)
+        check_number(self.down_s, "down_s", low_open=True)
+        check_number(self.start_s, "start_s")
+        check_number(self.until_s, "until_s")
         if self.until_s < self.start_s:
             raise ValueError(f"until_s ({self.until_s}) must be ≥ start_s ({self.start_s})")
 
@@ -157,13 +144,13 @@ class Faults(_Replaceable):
         if total > 1.0 + 1e-12:
             raise ValueError(f"{' + '.join(RANDOM_FAULTS)} must be ≤ 1, got {total:g}")
         if self.retry_after_s is not None:
-            _number(self.retry_after_s, "retry_after_s")
+            check_number(self.retry_after_s, "retry_after_s")
         if not (500 <= self.unavailable_status <= 599 or self.unavailable_status in (403, 408)):
             raise ValueError(
                 f"unavailable_status must be 403, 408 or 5xx, got {self.unavailable_status}"
             )
         _probability(self.spike_p, "spike_p")
-        _number(self.spike_factor, "spike_factor", low=1.0)
+        check_number(self.spike_factor, "spike_factor", low=1.0)
         windows = []
         for i, window in enumerate(self.outages):
             try:
@@ -172,8 +159,8 @@ class Faults(_Replaceable):
                 raise TypeError(
                     f"outages[{i}] must be a (start_s, end_s) pair, got {window!r}"
                 ) from None
-            _number(t0, f"outages[{i}] start")
-            _number(t1, f"outages[{i}] end")
+            check_number(t0, f"outages[{i}] start")
+            check_number(t1, f"outages[{i}] end")
             if t1 <= t0:
                 raise ValueError(f"outages[{i}] ends ({t1}) before it starts ({t0})")
             windows.append((float(t0), float(t1)))
@@ -214,9 +201,9 @@ class RateLimit(_Replaceable):
         if self.requests_per_min is None and self.tokens_per_min is None:
             raise ValueError("RateLimit needs requests_per_min and/or tokens_per_min")
         if self.requests_per_min is not None:
-            _number(self.requests_per_min, "requests_per_min", low_open=True)
+            check_number(self.requests_per_min, "requests_per_min", low_open=True)
         if self.tokens_per_min is not None:
-            _number(self.tokens_per_min, "tokens_per_min", low_open=True)
+            check_number(self.tokens_per_min, "tokens_per_min", low_open=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -242,8 +229,8 @@ class ModelProfile(_Replaceable):
     reject_delay_s: float | Distribution = 0.05
 
     def __post_init__(self) -> None:
-        _number(self.price_in, "price_in")
-        _number(self.price_out, "price_out")
+        check_number(self.price_in, "price_in")
+        check_number(self.price_out, "price_out")
         if (
             isinstance(self.context_window, bool)
             or not isinstance(self.context_window, int)
@@ -336,11 +323,11 @@ class HostPolicy(_Replaceable):
             or not 0 <= self.max_retries <= 10
         ):
             raise ValueError(f"max_retries must be an int from 0 to 10, got {self.max_retries!r}")
-        _number(self.backoff_initial_s, "backoff_initial_s")
-        _number(self.backoff_max_s, "backoff_max_s")
-        _number(self.retry_after_cap_s, "retry_after_cap_s")
-        _number(self.timeout_s, "timeout_s", low_open=True)
-        _number(self.cooldown_s, "cooldown_s")
+        check_number(self.backoff_initial_s, "backoff_initial_s")
+        check_number(self.backoff_max_s, "backoff_max_s")
+        check_number(self.retry_after_cap_s, "retry_after_cap_s")
+        check_number(self.timeout_s, "timeout_s", low_open=True)
+        check_number(self.cooldown_s, "cooldown_s")
         try:
             given = {FallbackReason(r) for r in self.fallback_reasons}
             reasons = tuple(
@@ -378,7 +365,7 @@ class Poisson:
     rate_per_s: float
 
     def __post_init__(self) -> None:
-        _number(self.rate_per_s, "rate_per_s", low_open=True)
+        check_number(self.rate_per_s, "rate_per_s", low_open=True)
 
 
 def check_profiles(

@@ -18,7 +18,7 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "Constant",
@@ -44,13 +44,22 @@ class Distribution(Protocol):
     def mean(self) -> float: ...
 
 
-def _check_positive(value: float, name: str, *, allow_zero: bool = False) -> float:
+def check_number(
+    value: Any, name: str, *, low: float = 0.0, high: float = math.inf, low_open: bool = False
+) -> float:
+    """``value`` as a float if it is a number in range, else an error naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    if math.isnan(value) or value < 0 or (value == 0 and not allow_zero):
-        bound = "≥ 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be {bound}, got {value!r}")
+    bad = math.isnan(value) or value > high or value < low or (low_open and value == low)
+    if bad:
+        lo = f"> {low:g}" if low_open else f"≥ {low:g}"
+        hi = "" if high == math.inf else f" and ≤ {high:g}"
+        raise ValueError(f"{name} must be {lo}{hi}, got {value!r}")
     return float(value)
+
+
+def _check_positive(value: float, name: str, *, allow_zero: bool = False) -> float:
+    return check_number(value, name, low_open=not allow_zero)
 
 
 @dataclass(frozen=True)
