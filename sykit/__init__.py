@@ -31,6 +31,8 @@ from ._dists import LogNormal as LogNormal
 from ._dists import Uniform as Uniform
 from ._driver import Driver as Driver
 from ._driver import RequestClosed as RequestClosed
+from ._errors import ArgumentError as ArgumentError
+from ._errors import ArgumentTypeError as ArgumentTypeError
 from ._errors import CapabilityError as CapabilityError
 from ._errors import ContextWindowError as ContextWindowError
 from ._errors import InvalidRequestError as InvalidRequestError
@@ -78,6 +80,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Answer",
+    "ArgumentError",
+    "ArgumentTypeError",
     "Boolean",
     "CapabilityError",
     "Choice",

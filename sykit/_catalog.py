@@ -20,6 +20,7 @@ import pandas as pd
 
 from ._config import Latency
 from ._dists import LogNormal
+from ._errors import ArgumentError
 from .datasets._files import read_table
 
 __all__ = [
@@ -326,7 +327,7 @@ def _find_key(name: str) -> str:
     dated = _dated().get(name)
     if dated is not None:
         return dated
-    raise ValueError(unknown_message([name]))
+    raise ArgumentError(unknown_message([name]))
 
 
 def unknown_message(unknown: list[str]) -> str:
@@ -464,7 +465,7 @@ def _clean(values: np.ndarray, what: str) -> np.ndarray:
     array = np.asarray(values, dtype=float)
     array = array[np.isfinite(array) & (array > 0)]
     if len(array) < 5:
-        raise ValueError(
+        raise ArgumentError(
             f"fitting latency needs at least 5 positive {what} samples, got {len(array)}"
         )
     return array

@@ -26,6 +26,7 @@ from enum import StrEnum
 from typing import Any
 
 from ._errors import (
+    ArgumentTypeError,
     CapabilityError,
     ContextWindowError,
     InvalidRequestError,
@@ -162,7 +163,7 @@ def classify(
     an HTTP-date Retry-After into seconds (default: the current time).
     """
     if isinstance(status, bool) or not isinstance(status, int):
-        raise TypeError(f"status must be an int HTTP status, got {status!r}")
+        raise ArgumentTypeError(f"status must be an int HTTP status, got {status!r}")
     if 200 <= status < 300:
         return None
     code, message, was_json = _error_fields(body)

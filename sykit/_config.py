@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from ._classify import FallbackReason
 from ._dists import Distribution, LogNormal, as_distribution, check_number
+from ._errors import ArgumentError, ArgumentTypeError
 
 __all__ = [
     "Faults",
@@ -57,7 +58,7 @@ class Latency(_Replaceable):
         object.__setattr__(self, "ttft", as_distribution(self.ttft, "ttft"))
         tps = as_distribution(self.tokens_per_s, "tokens_per_s")
         if tps.quantile(0.5) <= 0:
-            raise ValueError("tokens_per_s must be > 0")
+            raise ArgumentError("tokens_per_s must be > 0")
         object.__setattr__(self, "tokens_per_s", tps)
 
 
@@ -78,7 +79,7 @@ class Flapping(_Replaceable):
         check_number(self.start_s, "start_s")
         check_number(self.until_s, "until_s")
         if self.until_s < self.start_s:
-            raise ValueError(f"until_s ({self.until_s}) must be ≥ start_s ({self.start_s})")
+            raise ArgumentError(f"until_s ({self.until_s}) must be ≥ start_s ({self.start_s})")
 
     def is_down(self, t: float) -> bool:
         if t < self.start_s or t >= self.until_s:
@@ -142,11 +143,11 @@ class Faults(_Replaceable):
         for name in RANDOM_FAULTS:
             total += _probability(getattr(self, name), name)
         if total > 1.0 + 1e-12:
-            raise ValueError(f"{' + '.join(RANDOM_FAULTS)} must be ≤ 1, got {total:g}")
+            raise ArgumentError(f"{' + '.join(RANDOM_FAULTS)} must be ≤ 1, got {total:g}")
         if self.retry_after_s is not None:
             check_number(self.retry_after_s, "retry_after_s")
         if not (500 <= self.unavailable_status <= 599 or self.unavailable_status in (403, 408)):
-            raise ValueError(
+            raise ArgumentError(
                 f"unavailable_status must be 403, 408 or 5xx, got {self.unavailable_status}"
             )
         _probability(self.spike_p, "spike_p")
@@ -156,13 +157,13 @@ class Faults(_Replaceable):
             try:
                 t0, t1 = window
             except (TypeError, ValueError):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"outages[{i}] must be a (start_s, end_s) pair, got {window!r}"
                 ) from None
             check_number(t0, f"outages[{i}] start")
             check_number(t1, f"outages[{i}] end")
             if t1 <= t0:
-                raise ValueError(f"outages[{i}] ends ({t1}) before it starts ({t0})")
+                raise ArgumentError(f"outages[{i}] ends ({t1}) before it starts ({t0})")
             windows.append((float(t0), float(t1)))
         object.__setattr__(self, "outages", tuple(windows))
         if (
@@ -170,16 +171,16 @@ class Faults(_Replaceable):
             or not isinstance(self.fail_first, int)
             or self.fail_first < 0
         ):
-            raise ValueError(f"fail_first must be an int ≥ 0, got {self.fail_first!r}")
+            raise ArgumentError(f"fail_first must be an int ≥ 0, got {self.fail_first!r}")
         status = self.fail_first_status
         if status not in ("timeout", "reset") and not (
             isinstance(status, int) and (status == 429 or 500 <= status <= 599)
         ):
-            raise ValueError(
+            raise ArgumentError(
                 f"fail_first_status must be 429, 5xx, 'timeout' or 'reset', got {status!r}"
             )
         if self.flapping is not None and not isinstance(self.flapping, Flapping):
-            raise TypeError("flapping must be a sy.Flapping(up_s=..., down_s=...)")
+            raise ArgumentTypeError("flapping must be a sy.Flapping(up_s=..., down_s=...)")
         object.__setattr__(self, "random_total", total)
         scripted = bool(self.outages) or self.flapping is not None or self.fail_first > 0
         object.__setattr__(self, "scripted", scripted)
@@ -199,7 +200,7 @@ class RateLimit(_Replaceable):
 
     def __post_init__(self) -> None:
         if self.requests_per_min is None and self.tokens_per_min is None:
-            raise ValueError("RateLimit needs requests_per_min and/or tokens_per_min")
+            raise ArgumentError("RateLimit needs requests_per_min and/or tokens_per_min")
         if self.requests_per_min is not None:
             check_number(self.requests_per_min, "requests_per_min", low_open=True)
         if self.tokens_per_min is not None:
@@ -236,21 +237,21 @@ class ModelProfile(_Replaceable):
             or not isinstance(self.context_window, int)
             or self.context_window <= 0
         ):
-            raise ValueError(f"context_window must be an int > 0, got {self.context_window!r}")
+            raise ArgumentError(f"context_window must be an int > 0, got {self.context_window!r}")
         for flag in ("vision", "tools"):
             if not isinstance(getattr(self, flag), bool):
-                raise TypeError(f"{flag} must be True or False")
+                raise ArgumentTypeError(f"{flag} must be True or False")
         if not isinstance(self.latency, Latency):
-            raise TypeError("latency must be a sy.Latency(ttft=..., tokens_per_s=...)")
+            raise ArgumentTypeError("latency must be a sy.Latency(ttft=..., tokens_per_s=...)")
         object.__setattr__(
             self, "output_tokens", as_distribution(self.output_tokens, "output_tokens")
         )
         if self.quality is not None:
             _probability(self.quality, "quality")
         if not isinstance(self.faults, Faults):
-            raise TypeError("faults must be a sy.Faults(...)")
+            raise ArgumentTypeError("faults must be a sy.Faults(...)")
         if self.rate_limit is not None and not isinstance(self.rate_limit, RateLimit):
-            raise TypeError("rate_limit must be a sy.RateLimit(...) or None")
+            raise ArgumentTypeError("rate_limit must be a sy.RateLimit(...) or None")
         object.__setattr__(
             self, "reject_delay_s", as_distribution(self.reject_delay_s, "reject_delay_s")
         )
@@ -279,7 +280,7 @@ class Judge(_Replaceable):
             or not isinstance(self.output_tokens, int)
             or self.output_tokens < 0
         ):
-            raise ValueError(f"output_tokens must be an int ≥ 0, got {self.output_tokens!r}")
+            raise ArgumentError(f"output_tokens must be an int ≥ 0, got {self.output_tokens!r}")
 
 
 BillCancelled = Literal["generated", "none", "full"]
@@ -322,7 +323,9 @@ class HostPolicy(_Replaceable):
             or not isinstance(self.max_retries, int)
             or not 0 <= self.max_retries <= 10
         ):
-            raise ValueError(f"max_retries must be an int from 0 to 10, got {self.max_retries!r}")
+            raise ArgumentError(
+                f"max_retries must be an int from 0 to 10, got {self.max_retries!r}"
+            )
         check_number(self.backoff_initial_s, "backoff_initial_s")
         check_number(self.backoff_max_s, "backoff_max_s")
         check_number(self.retry_after_cap_s, "retry_after_cap_s")
@@ -334,15 +337,15 @@ class HostPolicy(_Replaceable):
                 r for r in FallbackReason if r in given
             )  # canonical order: stable reprs
         except ValueError as exc:
-            raise ValueError(
+            raise ArgumentError(
                 f"fallback_reasons: {exc}; known reasons: {', '.join(r.value for r in FallbackReason)}"
             ) from None
         object.__setattr__(self, "fallback_reasons", reasons)
         for flag in ("allow_policy_fallback", "routing_fallback", "recover_errors"):
             if not isinstance(getattr(self, flag), bool):
-                raise TypeError(f"{flag} must be True or False")
+                raise ArgumentTypeError(f"{flag} must be True or False")
         if self.bill_cancelled not in ("generated", "none", "full"):
-            raise ValueError(
+            raise ArgumentError(
                 f"bill_cancelled must be 'generated', 'none' or 'full', got {self.bill_cancelled!r}"
             )
 
@@ -373,15 +376,15 @@ def check_profiles(
 ) -> dict[str, ModelProfile]:
     """Validate a name → profile map, naming the bad entry."""
     if not isinstance(models, Mapping):
-        raise TypeError("models must be a dict of model name → sy.ModelProfile")
+        raise ArgumentTypeError("models must be a dict of model name → sy.ModelProfile")
     if not models:
-        raise ValueError("models must name at least one model")
+        raise ArgumentError("models must name at least one model")
     checked = {}
     for name, profile in models.items():
         if not isinstance(name, str) or not name:
-            raise TypeError(f"model names must be non-empty strings, got {name!r}")
+            raise ArgumentTypeError(f"model names must be non-empty strings, got {name!r}")
         if not isinstance(profile, ModelProfile):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"models[{name!r}] must be a sy.ModelProfile, got {type(profile).__name__}"
             )
         checked[name] = profile

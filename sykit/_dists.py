@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any, Protocol, runtime_checkable
 
+from ._errors import ArgumentError, ArgumentTypeError
+
 __all__ = [
     "Constant",
     "Distribution",
@@ -49,12 +51,12 @@ def check_number(
 ) -> float:
     """``value`` as a float if it is a number in range, else an error naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+        raise ArgumentTypeError(f"{name} must be a number, got {type(value).__name__}")
     bad = math.isnan(value) or value > high or value < low or (low_open and value == low)
     if bad:
         lo = f"> {low:g}" if low_open else f"≥ {low:g}"
         hi = "" if high == math.inf else f" and ≤ {high:g}"
-        raise ValueError(f"{name} must be {lo}{hi}, got {value!r}")
+        raise ArgumentError(f"{name} must be {lo}{hi}, got {value!r}")
     return float(value)
 
 
@@ -90,11 +92,11 @@ class LogNormal:
     def __post_init__(self) -> None:
         _check_positive(self.median, "median")
         if self.p95 is not None and self.sigma is not None:
-            raise ValueError("give LogNormal either p95 or sigma, not both")
+            raise ArgumentError("give LogNormal either p95 or sigma, not both")
         if self.p95 is not None:
             _check_positive(self.p95, "p95")
             if self.p95 < self.median:
-                raise ValueError(f"p95 ({self.p95}) must be ≥ median ({self.median})")
+                raise ArgumentError(f"p95 ({self.p95}) must be ≥ median ({self.median})")
             sigma = math.log(self.p95 / self.median) / _Z95
         else:
             sigma = (
@@ -110,14 +112,14 @@ class LogNormal:
         slow tail is low). Samples must be positive."""
         values = sorted(float(x) for x in samples)
         if not values or values[0] <= 0 or any(math.isnan(x) for x in values):
-            raise ValueError("LogNormal.through needs positive samples")
+            raise ArgumentError("LogNormal.through needs positive samples")
         median = _sample_quantile(values, 0.5)
         if tail == "upper":
             return cls(median, p95=max(_sample_quantile(values, 0.95), median))
         if tail == "lower":
             p5 = min(_sample_quantile(values, 0.05), median)
             return cls(median, sigma=math.log(median / p5) / _Z95)
-        raise ValueError(f"tail must be 'upper' or 'lower', got {tail!r}")
+        raise ArgumentError(f"tail must be 'upper' or 'lower', got {tail!r}")
 
     def quantile(self, u: float) -> float:
         return math.exp(self._mu + self.sigma * _inv_cdf(u))  # type: ignore[attr-defined,operator]
@@ -138,7 +140,7 @@ class Uniform:
         _check_positive(self.low, "low", allow_zero=True)
         _check_positive(self.high, "high", allow_zero=True)
         if self.high < self.low:
-            raise ValueError(f"high ({self.high}) must be ≥ low ({self.low})")
+            raise ArgumentError(f"high ({self.high}) must be ≥ low ({self.low})")
 
     def quantile(self, u: float) -> float:
         return self.low + (self.high - self.low) * u
@@ -174,9 +176,9 @@ class Empirical:
     def __init__(self, samples: Iterable[float]) -> None:
         values = sorted(float(x) for x in samples)
         if not values:
-            raise ValueError("Empirical needs at least one sample")
+            raise ArgumentError("Empirical needs at least one sample")
         if values[0] < 0 or any(math.isnan(x) for x in values):
-            raise ValueError("Empirical samples must be finite and ≥ 0")
+            raise ArgumentError("Empirical samples must be finite and ≥ 0")
         object.__setattr__(self, "samples", tuple(values))
 
     def __repr__(self) -> str:
@@ -206,12 +208,12 @@ def _sample_quantile(ordered: list[float], q: float) -> float:
 def as_distribution(value: object, name: str) -> Distribution:
     """A number becomes :class:`Constant`; a distribution passes; anything else is a TypeError."""
     if isinstance(value, bool):
-        raise TypeError(f"{name} must be a number or a distribution, got bool")
+        raise ArgumentTypeError(f"{name} must be a number or a distribution, got bool")
     if isinstance(value, int | float):
         return Constant(_check_positive(value, name, allow_zero=True))
     if isinstance(value, Distribution):
         return value
-    raise TypeError(
+    raise ArgumentTypeError(
         f"{name} must be a number or a distribution such as sy.LogNormal(median, p95=...), "
         f"got {type(value).__name__}"
     )

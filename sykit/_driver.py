@@ -26,7 +26,14 @@ from typing import Any
 from ._classify import classify, fallback_reason, is_retryable
 from ._config import HostPolicy, ModelProfile
 from ._context import CURRENT_RACE, cancel_with_cause, cause_of_current
-from ._errors import ModelError, NoTargets, SykitError, UnknownModel
+from ._errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    ModelError,
+    NoTargets,
+    SykitError,
+    UnknownModel,
+)
 from ._hosts.base import Attempt, Host, HostSession, Reply
 from ._models import DecisionRequest, DecisionResponse, GroundTruth, Request, Response
 from ._records import AttemptRow, RequestRow
@@ -69,7 +76,9 @@ class RunState:
         if isinstance(models, str):
             models = (models,)
         if not isinstance(models, Sequence):
-            raise TypeError(f"{name} must be a list of model names, got {type(models).__name__}")
+            raise ArgumentTypeError(
+                f"{name} must be a list of model names, got {type(models).__name__}"
+            )
         names = tuple(models)
         if not names:
             raise NoTargets(f"{name} is empty: a call needs at least one model")
@@ -361,7 +370,7 @@ class Driver:
         """
         state = self._check_open()
         if not isinstance(request, Request):
-            raise TypeError(f"request must be a sy.Request, got {type(request).__name__}")
+            raise ArgumentTypeError(f"request must be a sy.Request, got {type(request).__name__}")
         run = state.run
         names = run.check_models(models, "models")
         candidates = names if run.policy.routing_fallback else names[:1]
@@ -380,9 +389,13 @@ class Driver:
         """
         state = self._check_open()
         if not isinstance(request, DecisionRequest):
-            raise TypeError(f"request must be a sy.DecisionRequest, got {type(request).__name__}")
+            raise ArgumentTypeError(
+                f"request must be a sy.DecisionRequest, got {type(request).__name__}"
+            )
         if not isinstance(model, str):
-            raise TypeError(f"model must be one model name (str), got {type(model).__name__}")
+            raise ArgumentTypeError(
+                f"model must be one model name (str), got {type(model).__name__}"
+            )
         run = state.run
         names = run.check_models(model, "model")
         return await run.serve(state, request, names, "routing", "decision")  # type: ignore[no-any-return]
@@ -394,7 +407,7 @@ class Driver:
     async def sleep(self, seconds: float) -> None:
         """Wait on the host clock."""
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
-            raise ValueError(f"seconds must be a number ≥ 0, got {seconds!r}")
+            raise ArgumentError(f"seconds must be a number ≥ 0, got {seconds!r}")
         await asyncio.sleep(seconds)
 
     def evidence(self, **values: Any) -> None:

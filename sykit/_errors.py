@@ -14,6 +14,8 @@ builtin they resemble, so ``except ValueError`` keeps working::
     │   ├── UnavailableError            kind "unavailable"     403, 408, 5xx and transport failures
     │   ├── ModelTimeout                kind "timeout"         no answer before the per-call deadline
     │   └── InvalidResponseError        kind "invalid_response" a 2xx whose body is not usable
+    ├── ArgumentError (ValueError)      an argument or setting has a value sykit cannot use
+    ├── ArgumentTypeError (TypeError)   an argument or setting has the wrong type
     ├── NoTargets (ValueError)          call_model() was given no model
     ├── UnknownModel (ValueError)       a model name the host does not have
     ├── SimDeadlock (RuntimeError)      every simulated task waits and no timer is pending
@@ -26,6 +28,8 @@ Cancellation is never an error: a cancelled call raises ``asyncio.CancelledError
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentError",
+    "ArgumentTypeError",
     "CapabilityError",
     "ContextWindowError",
     "InvalidRequestError",
@@ -142,6 +146,16 @@ class InvalidResponseError(ModelError):
     """The provider answered 2xx with a body that is not a usable completion or verdict."""
 
     kind = "invalid_response"
+
+
+class ArgumentError(SykitError, ValueError):
+    """An argument or configuration value sykit cannot use (out of range, infinite, unknown name).
+
+    The message names the argument; ``except ValueError`` catches it too."""
+
+
+class ArgumentTypeError(SykitError, TypeError):
+    """An argument or configuration value of the wrong type; ``except TypeError`` catches it too."""
 
 
 class NoTargets(SykitError, ValueError):

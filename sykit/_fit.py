@@ -36,6 +36,7 @@ import pandas as pd
 
 from ._config import Latency, ModelProfile
 from ._dists import Constant, Distribution, Empirical, LogNormal
+from ._errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["compare_quantiles", "fit"]
 
@@ -60,7 +61,7 @@ def _frame(data: Any, name: str) -> pd.DataFrame:
     attempts = getattr(data, "attempts", None)
     if isinstance(attempts, pd.DataFrame):
         return attempts
-    raise TypeError(
+    raise ArgumentTypeError(
         f"{name} must be a DataFrame, a CSV path, or a sy.Result / sy.Comparison; "
         f"got {type(data).__name__}"
     )
@@ -73,13 +74,13 @@ def _base_profiles(base: Any) -> tuple[Mapping[str, ModelProfile], ModelProfile]
         return {}, base
     profiles = getattr(base, "profiles", base)
     if not isinstance(profiles, Mapping):
-        raise TypeError(
+        raise ArgumentTypeError(
             "base must be a sy.ModelProfile, a dict of model → sy.ModelProfile, or a host; "
             f"got {type(base).__name__}"
         )
     for name, profile in profiles.items():
         if not isinstance(profile, ModelProfile):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"base[{name!r}] must be a sy.ModelProfile, got {type(profile).__name__}"
             )
     return profiles, ModelProfile()
@@ -87,7 +88,7 @@ def _base_profiles(base: Any) -> tuple[Mapping[str, ModelProfile], ModelProfile]
 
 def _check_shape(value: object, name: str) -> Shape:
     if value not in ("lognormal", "empirical"):
-        raise ValueError(f"{name} must be 'lognormal' or 'empirical', got {value!r}")
+        raise ArgumentError(f"{name} must be 'lognormal' or 'empirical', got {value!r}")
     return value  # type: ignore[return-value]
 
 
@@ -137,13 +138,13 @@ def fit(
     """
     frame = _frame(data, "data")
     if "model" not in frame:
-        raise ValueError(
+        raise ArgumentError(
             f"data needs a 'model' column; it has {list(frame.columns)} "
             "(see sykit._fit for the accepted columns)"
         )
     has_timing = any(c in frame for c in ("ttft_s", "latency_s", "tokens_per_s"))
     if not has_timing:
-        raise ValueError(
+        raise ArgumentError(
             "data needs measured timings: a 'ttft_s' column, 'tokens_per_s', or 'latency_s' with "
             f"'output_tokens'; it has {list(frame.columns)}"
         )
@@ -151,7 +152,7 @@ def fit(
     tokens_per_s = _check_shape(tokens_per_s, "tokens_per_s")
     output_tokens = _check_shape(output_tokens, "output_tokens")
     if isinstance(min_samples, bool) or not isinstance(min_samples, int) or min_samples < 1:
-        raise ValueError(f"min_samples must be an int ≥ 1, got {min_samples!r}")
+        raise ArgumentError(f"min_samples must be an int ≥ 1, got {min_samples!r}")
     by_model, default = _base_profiles(base)
     fitted: dict[str, ModelProfile] = {}
     models = pd.unique(frame["model"].dropna().astype(str))
@@ -263,7 +264,7 @@ def _successes(data: Any, name: str, table: str) -> pd.DataFrame:
     else:
         frame = getattr(data, table, None)
         if not isinstance(frame, pd.DataFrame):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{name} must be a DataFrame, a CSV path, or a sy.Result / sy.Comparison; "
                 f"got {type(data).__name__}"
             )
@@ -292,19 +293,19 @@ def compare_quantiles(
     request tables instead (e.g. end-to-end ``latency_s``).
     """
     if table not in ("attempts", "requests"):
-        raise ValueError(f"table must be 'attempts' or 'requests', got {table!r}")
+        raise ArgumentError(f"table must be 'attempts' or 'requests', got {table!r}")
     qs = [float(q) for q in quantiles]
     if not qs or any(not 0.0 <= q <= 1.0 for q in qs):
-        raise ValueError(f"quantiles must be numbers between 0 and 1, got {qs!r}")
+        raise ArgumentError(f"quantiles must be numbers between 0 and 1, got {qs!r}")
     frames = {
         "measured": _successes(measured, "measured", table),
         "simulated": _successes(simulated, "simulated", table),
     }
     for side, frame in frames.items():
         if column not in frame:
-            raise ValueError(f"{side} has no column {column!r}; it has {list(frame.columns)}")
+            raise ArgumentError(f"{side} has no column {column!r}; it has {list(frame.columns)}")
         if by is not None and by not in frame:
-            raise ValueError(f"{side} has no column {by!r} to group by (pass by=None)")
+            raise ArgumentError(f"{side} has no column {by!r} to group by (pass by=None)")
     groups: list[Any] = [None]
     if by is not None:
         groups = list(pd.unique(frames["measured"][by].dropna().astype(str)))

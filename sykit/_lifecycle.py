@@ -19,7 +19,7 @@ from typing import Any
 from . import _engine
 from ._context import CURRENT_REQUEST
 from ._driver import Driver, RequestState, RunState
-from ._errors import ModelError, NoTargets, SimDeadlock, UnknownModel
+from ._errors import ArgumentTypeError, ModelError, NoTargets, SimDeadlock, UnknownModel
 from ._models import GroundTruth, Outcome, Request, Response
 from ._records import REQUEST_COLUMNS, RequestRow
 
@@ -156,7 +156,7 @@ class StrategyRun:
         try:
             pending = self.fn(state.request, Driver(state))
             if not inspect.isawaitable(pending):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"the algorithm returned {type(pending).__name__} instead of a coroutine; define it with `async def`"
                 )
             outcome = await pending

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._errors import ArgumentError
+
 __all__ = [
     "SUMMARY_COLUMNS",
     "bootstrap_mean_ci",
@@ -162,10 +164,10 @@ def paired_differences(
     95% bootstrap interval. Latency pairs only requests both served successfully."""
     names = list(dict.fromkeys(requests["strategy"].astype(str)))
     if baseline not in names:
-        raise ValueError(f"baseline {baseline!r} is not one of the strategies {names}")
+        raise ArgumentError(f"baseline {baseline!r} is not one of the strategies {names}")
     for metric in metrics:
         if metric not in _PAIRED_METRICS:
-            raise ValueError(f"unknown metric {metric!r}; choose from {list(_PAIRED_METRICS)}")
+            raise ArgumentError(f"unknown metric {metric!r}; choose from {list(_PAIRED_METRICS)}")
     frame = requests.assign(
         _strategy=requests["strategy"].astype(str),
         _seed=requests.get("seed", 0),

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from ._errors import ArgumentError, ArgumentTypeError
+
 __all__ = [
     "IMAGE_TOKENS",
     "Answer",
@@ -63,19 +65,19 @@ def _freeze_messages(messages: object) -> tuple[Mapping[str, Any], ...]:
     if isinstance(messages, str):
         return (MappingProxyType({"role": "user", "content": messages}),)
     if isinstance(messages, Mapping) or not isinstance(messages, Iterable):
-        raise TypeError(
+        raise ArgumentTypeError(
             "messages must be a prompt string or a list of {'role': ..., 'content': ...} dicts, "
             f"got {type(messages).__name__}"
         )
     frozen = []
     for i, message in enumerate(messages):
         if not isinstance(message, Mapping) or "role" not in message or "content" not in message:
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"messages[{i}] must be a dict with 'role' and 'content', got {message!r}"
             )
         frozen.append(MappingProxyType(dict(message)))
     if not frozen:
-        raise ValueError("messages must not be empty")
+        raise ArgumentError("messages must not be empty")
     return tuple(frozen)
 
 
@@ -125,13 +127,13 @@ class Request:
     ) -> None:
         frozen = _freeze_messages(messages)
         if id is not None and (isinstance(id, bool) or not isinstance(id, str | int)):
-            raise TypeError(f"id must be a str or int, got {type(id).__name__}")
+            raise ArgumentTypeError(f"id must be a str or int, got {type(id).__name__}")
         if isinstance(images, str) or not isinstance(images, Sequence):
-            raise TypeError("images must be a list of image URLs or data URIs")
+            raise ArgumentTypeError("images must be a list of image URLs or data URIs")
         if not all(isinstance(x, str) for x in images):
-            raise TypeError("images must contain only strings (image URLs or data URIs)")
+            raise ArgumentTypeError("images must contain only strings (image URLs or data URIs)")
         if isinstance(tools, str | Mapping) or not isinstance(tools, Sequence):
-            raise TypeError("tools must be a list of tool definitions (dicts)")
+            raise ArgumentTypeError("tools must be a list of tool definitions (dicts)")
         tools_frozen = tuple(
             MappingProxyType(dict(t))
             if isinstance(t, Mapping)
@@ -148,17 +150,17 @@ class Request:
         elif (
             isinstance(input_tokens, bool) or not isinstance(input_tokens, int) or input_tokens < 0
         ):
-            raise ValueError(f"input_tokens must be an int ≥ 0, got {input_tokens!r}")
+            raise ArgumentError(f"input_tokens must be an int ≥ 0, got {input_tokens!r}")
         if max_output_tokens is not None and (
             isinstance(max_output_tokens, bool)
             or not isinstance(max_output_tokens, int)
             or max_output_tokens <= 0
         ):
-            raise ValueError(
+            raise ArgumentError(
                 f"max_output_tokens must be a positive int or None, got {max_output_tokens!r}"
             )
         if metadata is not None and not isinstance(metadata, Mapping):
-            raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+            raise ArgumentTypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
         setattr_ = object.__setattr__
         setattr_(self, "messages", frozen)
         setattr_(self, "id", id)
@@ -268,10 +270,10 @@ class Choice:
         self, options: Sequence[str], instructions: str | None = None, *, oracle: _Oracle = None
     ) -> None:
         if isinstance(options, str) or not isinstance(options, Sequence) or not options:
-            raise ValueError("Choice options must be a non-empty list of option ids")
+            raise ArgumentError("Choice options must be a non-empty list of option ids")
         opts = tuple(str(o) for o in options)
         if len(set(opts)) != len(opts):
-            raise ValueError(f"Choice options must be unique, got {list(opts)}")
+            raise ArgumentError(f"Choice options must be unique, got {list(opts)}")
         object.__setattr__(self, "options", opts)
         object.__setattr__(self, "instructions", instructions)
         object.__setattr__(self, "oracle", oracle)
@@ -289,7 +291,7 @@ class Score:
         self, levels: Sequence[Any], instructions: str | None = None, *, oracle: _Oracle = None
     ) -> None:
         if isinstance(levels, str) or not isinstance(levels, Sequence) or len(levels) < 2:
-            raise ValueError("Score needs at least two levels, ordered low to high")
+            raise ArgumentError("Score needs at least two levels, ordered low to high")
         object.__setattr__(self, "levels", tuple(levels))
         object.__setattr__(self, "instructions", instructions)
         object.__setattr__(self, "oracle", oracle)
@@ -317,12 +319,12 @@ class DecisionRequest:
         input_tokens: int | None = None,
     ) -> None:
         if not isinstance(questions, Mapping) or not questions:
-            raise ValueError(
+            raise ArgumentError(
                 "questions must be a non-empty mapping of question id to sy.Boolean/Choice/Score"
             )
         for qid, question in questions.items():
             if not isinstance(question, Boolean | Choice | Score):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"questions[{qid!r}] must be sy.Boolean, sy.Choice or sy.Score, got {type(question).__name__}"
                 )
         if input_tokens is None:
@@ -422,14 +424,14 @@ class Outcome:
 
 def _model_name(value: object, name: str) -> str:
     if not isinstance(value, str) or not value:
-        raise TypeError(f"{name} must be a non-empty model name (str), got {value!r}")
+        raise ArgumentTypeError(f"{name} must be a non-empty model name (str), got {value!r}")
     return value
 
 
 def route_to(model: str, request: Request, fallbacks: Sequence[str] = ()) -> Outcome:
     """Serve ``request`` from ``model``; on an eligible failure the runner tries ``fallbacks`` in order."""
     if not isinstance(request, Request):
-        raise TypeError(f"request must be a sy.Request, got {type(request).__name__}")
+        raise ArgumentTypeError(f"request must be a sy.Request, got {type(request).__name__}")
     if isinstance(fallbacks, str):
         fallbacks = [fallbacks]
     models = (_model_name(model, "model"), *(_model_name(f, "fallbacks[]") for f in fallbacks))
@@ -439,5 +441,5 @@ def route_to(model: str, request: Request, fallbacks: Sequence[str] = ()) -> Out
 def answered(model: str, response: Response) -> Outcome:
     """The algorithm already has the answer (e.g. from a routing-phase call): serve it as is."""
     if not isinstance(response, Response):
-        raise TypeError(f"response must be a sy.Response, got {type(response).__name__}")
+        raise ArgumentTypeError(f"response must be a sy.Response, got {type(response).__name__}")
     return Outcome(models=(_model_name(model, "model"),), response=response)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ._errors import ArgumentTypeError
+
 __all__ = ["make_progress"]
 
 
@@ -12,7 +14,7 @@ def _progress_enabled(progress: bool | None) -> bool:
     if progress is None:
         return os.environ.get("SYKIT_PROGRESS", "1").lower() not in ("0", "false", "no", "off")
     if not isinstance(progress, bool):
-        raise TypeError(f"progress must be True, False or None, got {progress!r}")
+        raise ArgumentTypeError(f"progress must be True, False or None, got {progress!r}")
     return progress
 
 

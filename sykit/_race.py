@@ -22,6 +22,7 @@ from types import CoroutineType
 from typing import Any, TypeVar, overload
 
 from ._context import CAUSES, CURRENT_RACE, cancel_with_cause, cause_of_current, new_race_id
+from ._errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["first", "first_ok", "hedge", "timeout"]
 
@@ -35,11 +36,11 @@ TIMEOUT = "timeout"
 def _spawn(awaitable: Awaitable[Any], race_id: int, what: str) -> asyncio.Task[Any]:
     if type(awaitable) is not CoroutineType and not isinstance(awaitable, Awaitable):
         if isinstance(awaitable, Callable):  # type: ignore[arg-type]
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{what} must be awaitable (e.g. driver.call_model(...)), got a callable; "
                 "call it first or pass it to sy.hedge"
             )
-        raise TypeError(f"{what} must be awaitable, got {type(awaitable).__name__}")
+        raise ArgumentTypeError(f"{what} must be awaitable, got {type(awaitable).__name__}")
     context = contextvars.copy_context()
     context.run(CURRENT_RACE.set, race_id)
     coro = (
@@ -110,7 +111,7 @@ async def first(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
     argument order.
     """
     if not awaitables:
-        raise ValueError("first() needs at least one awaitable")
+        raise ArgumentError("first() needs at least one awaitable")
     race_id = new_race_id()
     tasks = [_spawn(a, race_id, f"awaitables[{i}]") for i, a in enumerate(awaitables)]
     done = await _wait_first(tasks)
@@ -128,7 +129,7 @@ async def first_ok(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
     fail is raised. Losers are cancelled with cause ``lost_race``.
     """
     if not awaitables:
-        raise ValueError("first_ok() needs at least one awaitable")
+        raise ArgumentError("first_ok() needs at least one awaitable")
     race_id = new_race_id()
     tasks = [_spawn(a, race_id, f"awaitables[{i}]") for i, a in enumerate(awaitables)]
     return await _first_success(tasks)
@@ -158,7 +159,7 @@ def _check_seconds(seconds: Any, name: str) -> float:
         or math.isnan(seconds)
         or seconds < 0
     ):
-        raise ValueError(f"{name} must be a number of seconds ≥ 0, got {seconds!r}")
+        raise ArgumentError(f"{name} must be a number of seconds ≥ 0, got {seconds!r}")
     return float(seconds)
 
 
@@ -171,7 +172,7 @@ async def timeout(seconds: float, awaitable: Awaitable[T], default: D = None) ->
     """
     seconds = _check_seconds(seconds, "seconds")
     if type(awaitable) is not CoroutineType and not isinstance(awaitable, Awaitable):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"awaitable must be awaitable (e.g. driver.call_model(...)), got {type(awaitable).__name__}"
         )
     task = asyncio.current_task()
@@ -216,12 +217,12 @@ async def hedge(
     delay starts the next copy at once.
     """
     if not callable(make_call):
-        raise TypeError(
+        raise ArgumentTypeError(
             "make_call must be a function that starts the call, e.g. lambda: driver.call_model(...)"
         )
     after = _check_seconds(after, "after")
     if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
-        raise ValueError(f"copies must be an int ≥ 1, got {copies!r}")
+        raise ArgumentError(f"copies must be an int ≥ 1, got {copies!r}")
     race_id = new_race_id()
     tasks: list[asyncio.Task[Any]] = [_spawn(make_call(), race_id, "make_call()")]
     last_error: BaseException | None = None

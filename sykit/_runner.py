@@ -18,6 +18,7 @@ import anyio
 from . import _engine
 from ._config import Poisson
 from ._driver import RunState
+from ._errors import ArgumentError, ArgumentTypeError
 from ._hosts.base import Host
 from ._inputs import (
     Algorithm,
@@ -58,7 +59,7 @@ class _Plan:
         self.strategies = strategies
         self.seeds = seeds
         if not isinstance(strict, bool):
-            raise TypeError("strict must be True or False")
+            raise ArgumentTypeError("strict must be True or False")
         self.strict = strict
 
     @property
@@ -209,17 +210,19 @@ def compare(
     elif isinstance(strategies, Sequence) and not isinstance(strategies, str):
         named = [as_algorithm(algo, None) for algo in strategies]
     else:
-        raise TypeError("strategies must be a dict of name → algorithm or a list of algorithms")
+        raise ArgumentTypeError(
+            "strategies must be a dict of name → algorithm or a list of algorithms"
+        )
     if not named:
-        raise ValueError("strategies is empty")
+        raise ArgumentError("strategies is empty")
     names = [n for n, _ in named]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise ValueError(
+        raise ArgumentError(
             f"strategy names must be unique; repeated: {duplicates} (pass a dict to name them)"
         )
     if isinstance(seeds, int) or not isinstance(seeds, Sequence) or not seeds:
-        raise TypeError("seeds must be a non-empty list of ints")
+        raise ArgumentTypeError("seeds must be a non-empty list of ints")
     plan = _Plan(
         named, requests, host, concurrency, arrivals, [check_seed(s) for s in seeds], strict
     )

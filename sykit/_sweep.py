@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._errors import ArgumentError, ArgumentTypeError
 from ._metrics import request_quality
 from ._results import Comparison
 from ._runner import compare
@@ -168,15 +169,15 @@ def sweep(
               thresholds, dataset, host=host, weak="weak", strong="strong")
     """
     if not callable(make_strategy):
-        raise TypeError(
+        raise ArgumentTypeError(
             "make_strategy must be a function of the swept value returning an algorithm"
         )
     settings = [float(v) for v in values]
     if not settings:
-        raise ValueError("values is empty")
+        raise ArgumentError("values is empty")
     labels = [f"{v:g}" for v in settings]
     if len(set(labels)) != len(labels):
-        raise ValueError("values must be distinct")
+        raise ArgumentError("values must be distinct")
     lineup: dict[str, Any] = {
         label: make_strategy(value) for label, value in zip(labels, settings, strict=True)
     }

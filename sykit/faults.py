@@ -22,7 +22,7 @@ import pandas as pd
 
 from ._config import Faults, Flapping, HostPolicy, Latency, ModelProfile
 from ._driver import Driver
-from ._errors import ModelError
+from ._errors import ArgumentError, ModelError
 from ._hosts.sim import SimHost
 from ._models import Outcome, Request, answered, route_to
 from ._race import first_ok
@@ -485,7 +485,7 @@ def run_catalogue(
     if ids is not None:
         unknown = [i for i in ids if i not in scenarios]
         if unknown:
-            raise ValueError(f"unknown scenario ids {unknown}; known: {list(scenarios)}")
+            raise ArgumentError(f"unknown scenario ids {unknown}; known: {list(scenarios)}")
         scenarios = {i: scenarios[i] for i in ids}
     rows = []
     for scenario in scenarios.values():

@@ -22,6 +22,7 @@ import pandas as pd
 
 from . import _catalog
 from ._config import Latency, ModelProfile
+from ._errors import ArgumentError, ArgumentTypeError
 from ._fit import compare_quantiles as compare_quantiles
 from ._fit import fit as fit
 
@@ -49,7 +50,7 @@ def names() -> tuple[str, ...]:
 def search(text: str, *, limit: int | None = 50) -> list[str]:
     """Catalogue names containing ``text`` (case-insensitive), shortest first."""
     if not isinstance(text, str):
-        raise TypeError(f"search text must be a string, got {type(text).__name__}")
+        raise ArgumentTypeError(f"search text must be a string, got {type(text).__name__}")
     needle = text.lower()
     found = sorted((n for n in _catalog.names() if needle in n.lower()), key=lambda n: (len(n), n))
     return found if limit is None else found[:limit]
@@ -75,12 +76,12 @@ def from_catalog(
     pairs = _pairs(names)
     if isinstance(latency, str):
         if latency not in _MODES:
-            raise ValueError(
+            raise ArgumentError(
                 f"latency must be one of {', '.join(map(repr, _MODES))} or a sy.Latency, "
                 f"got {latency!r}"
             )
     elif not isinstance(latency, Latency):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"latency must be a mode string or a sy.Latency, got {type(latency).__name__}"
         )
     profiles = {}
@@ -114,7 +115,9 @@ def describe(
     median and p5 the fit goes through, and a note on any stand-in.
     """
     if latency not in _MODES:
-        raise ValueError(f"latency must be one of {', '.join(map(repr, _MODES))}, got {latency!r}")
+        raise ArgumentError(
+            f"latency must be one of {', '.join(map(repr, _MODES))}, got {latency!r}"
+        )
     rows = []
     for key, name in _pairs(names):
         entry = _catalog.resolve(name)
@@ -169,15 +172,17 @@ def _pairs(names: object) -> list[tuple[str, str]]:
     elif isinstance(names, Iterable):
         pairs = [(n, n) for n in names]
     else:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"names must be a list of catalogue names or a dict of host name → catalogue name, "
             f"got {type(names).__name__}"
         )
     if not pairs:
-        raise ValueError("names is empty; give at least one catalogue name")
+        raise ArgumentError("names is empty; give at least one catalogue name")
     for key, name in pairs:
         if not isinstance(key, str) or not isinstance(name, str) or not key or not name:
-            raise TypeError(f"model names must be non-empty strings, got {key!r} → {name!r}")
+            raise ArgumentTypeError(
+                f"model names must be non-empty strings, got {key!r} → {name!r}"
+            )
     unknown = []
     for _, name in pairs:
         try:
@@ -185,5 +190,5 @@ def _pairs(names: object) -> list[tuple[str, str]]:
         except ValueError:
             unknown.append(name)
     if unknown:
-        raise ValueError(_catalog.unknown_message(unknown))
+        raise ArgumentError(_catalog.unknown_message(unknown))
     return pairs

@@ -35,7 +35,7 @@ from typing import Any
 
 from ._context import new_race_id
 from ._driver import Driver
-from ._errors import ModelError, UnavailableError
+from ._errors import ArgumentError, ArgumentTypeError, ModelError, UnavailableError
 from ._hosts.sim import TruthView, truth_view
 from ._models import (
     Boolean,
@@ -83,7 +83,7 @@ def _named(name: str, algorithm: Algorithm) -> Algorithm:
 def _models(models: Sequence[str] | str, what: str, *, at_least: int = 1) -> list[str]:
     names = [models] if isinstance(models, str) else list(models)
     if len(names) < at_least or not all(isinstance(m, str) and m for m in names):
-        raise ValueError(f"{what} needs at least {at_least} model name(s), got {models!r}")
+        raise ArgumentError(f"{what} needs at least {at_least} model name(s), got {models!r}")
     return names
 
 
@@ -117,7 +117,7 @@ def weighted_random(weights: Mapping[str, float] | Sequence[str], *, seed: int =
         or any(not math.isfinite(w) or w < 0 for _, w in items)
         or sum(w for _, w in items) <= 0
     ):
-        raise ValueError(f"weights must be finite, ≥ 0 and not all 0, got {weights!r}")
+        raise ArgumentError(f"weights must be finite, ≥ 0 and not all 0, got {weights!r}")
     total = sum(w for _, w in items)
     names = [m for m, _ in items]
     edges = []
@@ -200,7 +200,7 @@ class SimulatedScore:
         if not (
             isinstance(self.noise, int | float) and math.isfinite(self.noise) and self.noise >= 0
         ):
-            raise ValueError(f"noise must be a number ≥ 0, got {self.noise!r}")
+            raise ArgumentError(f"noise must be a number ≥ 0, got {self.noise!r}")
 
     def value(self, view: TruthView, request_id: Any) -> float:
         strong_q = view.quality(self.strong)
@@ -231,7 +231,7 @@ def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) ->
     :func:`calibrate`."""
     _models([weak, strong], "threshold_router()")
     if not (isinstance(score, SimulatedScore) or callable(score)):
-        raise TypeError(
+        raise ArgumentTypeError(
             "score must be a function of the request or sy.strategies.simulated_score(...)"
         )
     if (
@@ -239,7 +239,7 @@ def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) ->
         or not isinstance(threshold, int | float)
         or math.isnan(threshold)
     ):
-        raise TypeError(f"threshold must be a number, got {threshold!r}")
+        raise ArgumentTypeError(f"threshold must be a number, got {threshold!r}")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         value = await _score_of(score, request, driver)
@@ -262,7 +262,7 @@ def calibrate(
         or not isinstance(target_share, int | float)
         or not 0 <= target_share <= 1
     ):
-        raise ValueError(f"target_share must be between 0 and 1, got {target_share!r}")
+        raise ArgumentError(f"target_share must be between 0 and 1, got {target_share!r}")
     values = []
     for index, request in enumerate(requests):
         request_id = index if request.id is None else request.id
@@ -273,10 +273,10 @@ def calibrate(
         else:
             value = score(request)
             if inspect.isawaitable(value):
-                raise TypeError("calibrate() needs a synchronous score function")
+                raise ArgumentTypeError("calibrate() needs a synchronous score function")
             values.append(float(value))
     if not values:
-        raise ValueError("requests is empty")
+        raise ArgumentError("requests is empty")
     values.sort()
     if target_share <= 0:
         return math.inf
@@ -412,10 +412,10 @@ def hedge(
     if isinstance(after, str):
         text = after.strip().lower()
         if not (text.startswith("p") and text[1:].replace(".", "", 1).isdigit()):
-            raise ValueError(f"after must be seconds or a quantile like 'p95', got {after!r}")
+            raise ArgumentError(f"after must be seconds or a quantile like 'p95', got {after!r}")
         q = float(text[1:]) / 100
         if not 0 < q < 1:
-            raise ValueError(f"after quantile must be between p0 and p100, got {after!r}")
+            raise ArgumentError(f"after quantile must be between p0 and p100, got {after!r}")
         return _QuantileHedge(model, q, copies, warmup, initial_after)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
@@ -524,10 +524,10 @@ def litellm_like(
     deployment cooldowns, done by the algorithm itself in the routing phase."""
     names = _models(models, "litellm_like()")
     if isinstance(allowed_fails, bool) or not isinstance(allowed_fails, int) or allowed_fails < 1:
-        raise ValueError(f"allowed_fails must be an int ≥ 1, got {allowed_fails!r}")
+        raise ArgumentError(f"allowed_fails must be an int ≥ 1, got {allowed_fails!r}")
     for name, value in (("cooldown_s", cooldown_s), ("window_s", window_s)):
         if not isinstance(value, int | float) or value < 0:
-            raise ValueError(f"{name} must be a number ≥ 0, got {value!r}")
+            raise ArgumentError(f"{name} must be a number ≥ 0, got {value!r}")
     return _LiteLLMLike(names, allowed_fails, float(cooldown_s), float(window_s))
 
 

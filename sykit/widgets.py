@@ -34,6 +34,7 @@ import pandas as pd
 from . import strategies as _strategies
 from ._config import Faults, ModelProfile
 from ._dists import Constant, Distribution, Empirical, Exponential, LogNormal, Uniform
+from ._errors import ArgumentError, ArgumentTypeError
 from ._hosts.sim import SimHost
 from ._results import Comparison
 from ._runner import compare
@@ -76,11 +77,11 @@ def scale_distribution(dist: Distribution, factor: float) -> Distribution:
     """The distribution of ``factor × X`` for X ~ ``dist``, of the same kind where there is one
     (a LogNormal stays a LogNormal with the same sigma), so scaled profiles still read well."""
     if isinstance(factor, bool) or not isinstance(factor, int | float):
-        raise TypeError(f"factor must be a number, got {type(factor).__name__}")
+        raise ArgumentTypeError(f"factor must be a number, got {type(factor).__name__}")
     if not (math.isfinite(factor) and factor > 0):
-        raise ValueError(f"factor must be a finite number > 0, got {factor!r}")
+        raise ArgumentError(f"factor must be a finite number > 0, got {factor!r}")
     if not isinstance(dist, Distribution):
-        raise TypeError(f"dist must be a distribution such as sy.LogNormal, got {dist!r}")
+        raise ArgumentTypeError(f"dist must be a distribution such as sy.LogNormal, got {dist!r}")
     if factor == 1:
         return dist
     if isinstance(dist, Constant):
@@ -130,23 +131,23 @@ class Knobs:
         for name in ("fault_scale", "latency_scale", "hedge_after_s"):
             value = _real(getattr(self, name), name)
             if value < 0 or (value == 0 and name != "fault_scale"):
-                raise ValueError(f"{name} must be > 0, got {value!r}")
+                raise ArgumentError(f"{name} must be > 0, got {value!r}")
         for name in ("rate_limit", "unavailable", "timeout", "judge_error_rate"):
             value = _real(getattr(self, name), name)
             if not 0 <= value <= 1:
-                raise ValueError(f"{name} must be a probability from 0 to 1, got {value!r}")
+                raise ArgumentError(f"{name} must be a probability from 0 to 1, got {value!r}")
         if (
             isinstance(self.concurrency, bool)
             or not isinstance(self.concurrency, int)
             or self.concurrency < 1
         ):
-            raise ValueError(f"concurrency must be an int ≥ 1, got {self.concurrency!r}")
+            raise ArgumentError(f"concurrency must be an int ≥ 1, got {self.concurrency!r}")
 
     def replace(self, **changes: Any) -> Knobs:
         """A copy with some knobs changed (checked like the original)."""
         unknown = sorted(set(changes) - set(KNOBS))
         if unknown:
-            raise TypeError(f"unknown knob(s) {unknown}; the knobs are {list(KNOBS)}")
+            raise ArgumentTypeError(f"unknown knob(s) {unknown}; the knobs are {list(KNOBS)}")
         return Knobs(**{**asdict(self), **changes})
 
 
@@ -156,7 +157,7 @@ KNOBS: tuple[str, ...] = tuple(f.name for f in fields(Knobs))
 
 def _real(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-        raise TypeError(f"{name} must be a number, got {value!r}")
+        raise ArgumentTypeError(f"{name} must be a number, got {value!r}")
     return float(value)
 
 
@@ -186,9 +187,9 @@ def _profile(profile: ModelProfile, knobs: Knobs) -> ModelProfile:
 def apply_knobs(host: SimHost, knobs: Knobs) -> SimHost:
     """``host`` with the knobs' faults, latency scale and judge error rate on every model."""
     if not isinstance(host, SimHost):
-        raise TypeError(f"host must be a sy.SimHost, got {type(host).__name__}")
+        raise ArgumentTypeError(f"host must be a sy.SimHost, got {type(host).__name__}")
     if not isinstance(knobs, Knobs):
-        raise TypeError(f"knobs must be a sy.widgets.Knobs, got {type(knobs).__name__}")
+        raise ArgumentTypeError(f"knobs must be a sy.widgets.Knobs, got {type(knobs).__name__}")
     models = {name: _profile(p, knobs) for name, p in host.profiles.items()}
     accuracy = 1.0 - knobs.judge_error_rate
     judges = {name: j.replace(accuracy=accuracy) for name, j in host.judges.items()}
@@ -216,17 +217,17 @@ def _factory_knobs(name: str, spec: Any) -> tuple[str, ...] | None:
         f"factory taking knob values by name ({', '.join(KNOBS)})"
     )
     if not callable(spec):
-        raise TypeError(f"{hint}; got {type(spec).__name__}")
+        raise ArgumentTypeError(f"{hint}; got {type(spec).__name__}")
     try:
         parameters = inspect.signature(spec).parameters.values()
     except (TypeError, ValueError):
-        raise TypeError(f"{hint}; its signature cannot be read") from None
+        raise ArgumentTypeError(f"{hint}; its signature cannot be read") from None
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return None
     names = [p.name for p in parameters if p.kind is not inspect.Parameter.VAR_POSITIONAL]
     unknown = [n for n in names if n not in KNOBS]
     if unknown:
-        raise TypeError(f"{hint}; it takes {unknown}")
+        raise ArgumentTypeError(f"{hint}; it takes {unknown}")
     return tuple(names)
 
 
@@ -237,20 +238,20 @@ def _as_lineup(strategies: Any) -> dict[str, StrategySpec]:
         lineup = {}
         for i, spec in enumerate(strategies):
             if not _is_algorithm(spec):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"strategies[{i}] is not an algorithm; pass a dict to name factories"
                 )
             name = getattr(spec, "name", None) or getattr(spec, "__name__", f"strategy {i}")
             if name in lineup:
-                raise ValueError(f"two strategies are named {name!r}; pass a dict to name them")
+                raise ArgumentError(f"two strategies are named {name!r}; pass a dict to name them")
             lineup[str(name)] = spec
     else:
-        raise TypeError(
+        raise ArgumentTypeError(
             "strategies must be a dict of name → algorithm or factory, a list of algorithms, "
             f"or None; got {type(strategies).__name__}"
         )
     if not lineup:
-        raise ValueError("strategies is empty")
+        raise ArgumentError("strategies is empty")
     for name, spec in lineup.items():
         if not _is_algorithm(spec):
             _factory_knobs(name, spec)
@@ -266,7 +267,7 @@ def build_lineup(
     names = list(lineup) if selected is None else [str(s) for s in selected]
     unknown = [n for n in names if n not in lineup]
     if unknown:
-        raise ValueError(f"selected names unknown strategies {unknown}; known: {list(lineup)}")
+        raise ArgumentError(f"selected names unknown strategies {unknown}; known: {list(lineup)}")
     values = asdict(knobs)
     built = {}
     for name in (n for n in lineup if n in names):
@@ -277,7 +278,7 @@ def build_lineup(
         wanted = _factory_knobs(name, spec)
         made = spec(**(values if wanted is None else {k: values[k] for k in wanted}))
         if not (_is_algorithm(made) or callable(made)):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"strategies[{name!r}] is a factory but returned {type(made).__name__}, "
                 "not an algorithm"
             )
@@ -288,7 +289,7 @@ def build_lineup(
 def _judge_model(host: SimHost, judge: str | None) -> str | None:
     if judge is not None:
         if judge not in host.models:
-            raise ValueError(f"judge {judge!r} is not a model of the host: {list(host.models)}")
+            raise ArgumentError(f"judge {judge!r} is not a model of the host: {list(host.models)}")
         return judge
     return "judge" if "judge" in host.models else None
 
@@ -301,7 +302,7 @@ def default_strategies(host: SimHost, *, judge: str | None = None) -> dict[str, 
     Weak and strong are chosen among the models other than the judge, preferring those with a
     ``quality`` (the others are likely judges or helpers)."""
     if not isinstance(host, SimHost):
-        raise TypeError(f"host must be a sy.SimHost, got {type(host).__name__}")
+        raise ArgumentTypeError(f"host must be a sy.SimHost, got {type(host).__name__}")
     judge = _judge_model(host, judge)
     answering = [m for m in host.models if m != judge] or list(host.models)
     answering = [m for m in answering if host.profiles[m].quality is not None] or answering
@@ -423,7 +424,9 @@ class _PlaygroundLogic:
         """Set several controls at once and re-run once: ``pg.set(concurrency=8, timeout=0.1)``."""
         unknown = sorted(set(values) - set(self.controls))
         if unknown:
-            raise TypeError(f"unknown control(s) {unknown}; the controls are {list(self.controls)}")
+            raise ArgumentTypeError(
+                f"unknown control(s) {unknown}; the controls are {list(self.controls)}"
+            )
         self._holding = True
         try:
             for name, value in values.items():
@@ -516,7 +519,7 @@ def _draw(
     from . import _viz
 
     if plot not in PLOTS:
-        raise ValueError(f"plot must be one of {list(PLOTS)}, got {plot!r}")
+        raise ArgumentError(f"plot must be one of {list(PLOTS)}, got {plot!r}")
     colors = dict(colors) if colors is not None else _viz.strategy_colors(comparison.strategies)
     if plot == "outcomes":
         figure = Figure(figsize=(11, 3.8), layout="constrained")
@@ -680,15 +683,17 @@ def playground(
     Keep the requests to a few thousand so every change re-runs in well under a second.
     """
     if not isinstance(host, SimHost):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"host must be a sy.SimHost (the playground re-runs on every change), got "
             f"{type(host).__name__}"
         )
     if isinstance(requests, str) or not isinstance(requests, Iterable):
-        raise TypeError(f"requests must be a list of sy.Request, got {type(requests).__name__}")
+        raise ArgumentTypeError(
+            f"requests must be a list of sy.Request, got {type(requests).__name__}"
+        )
     requests = list(requests)
     if plot not in PLOTS:
-        raise ValueError(f"plot must be one of {list(PLOTS)}, got {plot!r}")
+        raise ArgumentError(f"plot must be one of {list(PLOTS)}, got {plot!r}")
     lineup = default_strategies(host, judge=judge) if strategies is None else _as_lineup(strategies)
     if judge_error_rate is None:
         reference = _judge_model(host, judge) or host.models[0]
@@ -705,11 +710,13 @@ def playground(
         chosen = names
     else:
         if isinstance(selected, str):
-            raise TypeError("selected must be a list of strategy names, not a single string")
+            raise ArgumentTypeError(
+                "selected must be a list of strategy names, not a single string"
+            )
         chosen = [str(s) for s in selected]
         unknown = [s for s in chosen if s not in lineup]
         if unknown:
-            raise ValueError(f"selected names unknown strategies {unknown}; known: {names}")
+            raise ArgumentError(f"selected names unknown strategies {unknown}; known: {names}")
 
     import ipywidgets as w
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from .._errors import ArgumentError, ArgumentTypeError
+
 __all__ = ["Secret", "read_key", "scrub"]
 
 
@@ -37,12 +39,12 @@ def read_key(value: object, env: object, name: str) -> Secret | None:
         if isinstance(value, Secret):
             return value
         if not isinstance(value, str) or not value:
-            raise TypeError(f"{name} must be a non-empty string or None")
+            raise ArgumentTypeError(f"{name} must be a non-empty string or None")
         return Secret(_clean_key(value, name))
     if env is None:
         return None
     if not isinstance(env, str) or not env:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{name}_env must be the name of an environment variable or None, got {env!r}"
         )
     found = os.environ.get(env, "").strip()  # a trailing newline from `export KEY=$(cat file)`
@@ -52,7 +54,9 @@ def read_key(value: object, env: object, name: str) -> Secret | None:
 def _clean_key(key: str, name: str) -> str:
     # A header with a control character would fail inside httpx, quoting the key in its message.
     if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in key):
-        raise ValueError(f"{name} contains whitespace or control characters; check how it was set")
+        raise ArgumentError(
+            f"{name} contains whitespace or control characters; check how it was set"
+        )
     return key
 
 

@@ -36,7 +36,13 @@ from typing import Any, Literal
 import httpx
 
 from .._config import HostPolicy, ModelProfile
-from .._errors import InvalidResponseError, ModelTimeout, UnavailableError
+from .._errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    InvalidResponseError,
+    ModelTimeout,
+    UnavailableError,
+)
 from .._models import DecisionRequest, Request
 from ._openai_wire import (
     ChatStream,
@@ -70,17 +76,17 @@ _DNS_MARKERS = (
 
 def _check_url(url: object, name: str) -> str:
     if not isinstance(url, str) or not url:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{name} must be a URL string such as 'https://api.openai.com/v1', got {url!r}"
         )
     try:
         parsed = httpx.URL(url)
     except Exception:
-        raise ValueError(f"{name} is not a valid URL: {url!r}") from None
+        raise ArgumentError(f"{name} is not a valid URL: {url!r}") from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ValueError(f"{name} must be an http:// or https:// URL with a host, got {url!r}")
+        raise ArgumentError(f"{name} must be an http:// or https:// URL with a host, got {url!r}")
     if parsed.userinfo:
-        raise ValueError(f"{name} must not contain credentials; pass the key as api_key instead")
+        raise ArgumentError(f"{name} must not contain credentials; pass the key as api_key instead")
     return url.rstrip("/")
 
 
@@ -107,19 +113,21 @@ class HttpModel:
 
     def __post_init__(self) -> None:
         if self.profile is not None and not isinstance(self.profile, ModelProfile):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"profile must be a sy.ModelProfile or None, got {type(self.profile).__name__}"
             )
         if self.model_id is not None and (not isinstance(self.model_id, str) or not self.model_id):
-            raise TypeError(f"model_id must be a non-empty string or None, got {self.model_id!r}")
+            raise ArgumentTypeError(
+                f"model_id must be a non-empty string or None, got {self.model_id!r}"
+            )
         if self.base_url is not None:
             object.__setattr__(self, "base_url", _check_url(self.base_url, "base_url"))
         if self.api_key is not None:
             object.__setattr__(self, "api_key", read_key(self.api_key, None, "api_key"))
         if not isinstance(self.extra_body, Mapping):
-            raise TypeError("extra_body must be a dict of request fields")
+            raise ArgumentTypeError("extra_body must be a dict of request fields")
         if self.stream is not None and not isinstance(self.stream, bool):
-            raise TypeError("stream must be True, False or None")
+            raise ArgumentTypeError("stream must be True, False or None")
 
 
 class HttpHost:
@@ -160,14 +168,14 @@ class HttpHost:
         if policy is None:
             policy = HostPolicy()
         if not isinstance(policy, HostPolicy):
-            raise TypeError(f"policy must be a sy.HostPolicy, got {type(policy).__name__}")
+            raise ArgumentTypeError(f"policy must be a sy.HostPolicy, got {type(policy).__name__}")
         if timeout_s is not None:
             policy = policy.replace(timeout_s=timeout_s)
         self.policy = policy
         if not isinstance(stream, bool):
-            raise TypeError("stream must be True or False")
+            raise ArgumentTypeError("stream must be True or False")
         if decision_format not in ("json_schema", "tool"):
-            raise ValueError(
+            raise ArgumentError(
                 f"decision_format must be 'json_schema' or 'tool', got {decision_format!r}"
             )
         if (
@@ -175,13 +183,15 @@ class HttpHost:
             or not isinstance(connect_timeout_s, int | float)
             or not connect_timeout_s > 0
         ):
-            raise ValueError(f"connect_timeout_s must be a number > 0, got {connect_timeout_s!r}")
+            raise ArgumentError(
+                f"connect_timeout_s must be a number > 0, got {connect_timeout_s!r}"
+            )
         if (
             isinstance(max_connections, bool)
             or not isinstance(max_connections, int)
             or max_connections < 1
         ):
-            raise ValueError(f"max_connections must be an int ≥ 1, got {max_connections!r}")
+            raise ArgumentError(f"max_connections must be an int ≥ 1, got {max_connections!r}")
         self.stream = stream
         self.decision_format = decision_format
         self.connect_timeout_s = float(connect_timeout_s)
@@ -205,7 +215,7 @@ class HttpHost:
         models: Mapping[str, ModelProfile | HttpModel | None] | Sequence[str],
     ) -> dict[str, ModelProfile | HttpModel | None]:
         if isinstance(models, str):
-            raise TypeError(
+            raise ArgumentTypeError(
                 "models must be a dict of name → profile (or a list of names), not a str"
             )
         if isinstance(models, Mapping):
@@ -213,17 +223,17 @@ class HttpHost:
         elif isinstance(models, Sequence):
             checked = dict.fromkeys(models)
         else:
-            raise TypeError(
+            raise ArgumentTypeError(
                 "models must be a dict of model name → sy.ModelProfile / sy.HttpModel / None, "
                 f"got {type(models).__name__}"
             )
         if not checked:
-            raise ValueError("models must name at least one model")
+            raise ArgumentError("models must name at least one model")
         for name, spec in checked.items():
             if not isinstance(name, str) or not name:
-                raise TypeError(f"model names must be non-empty strings, got {name!r}")
+                raise ArgumentTypeError(f"model names must be non-empty strings, got {name!r}")
             if spec is not None and not isinstance(spec, ModelProfile | HttpModel):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"models[{name!r}] must be a sy.ModelProfile, a sy.HttpModel or None, "
                     f"got {type(spec).__name__}"
                 )
@@ -235,7 +245,7 @@ class HttpHost:
         config = spec if isinstance(spec, HttpModel) else HttpModel(profile=spec)
         base = config.base_url or self.base_url
         if base is None:
-            raise ValueError(
+            raise ArgumentError(
                 f"models[{name!r}] has no base_url and the host has none: give HttpHost(base_url, ...) "
                 "or sy.HttpModel(base_url=...)"
             )

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._config import RANDOM_FAULTS, HostPolicy, Judge, ModelProfile, check_profiles
-from .._errors import InvalidResponseError, ModelTimeout, UnavailableError
+from .._errors import ArgumentTypeError, InvalidResponseError, ModelTimeout, UnavailableError
 from .._models import Answer, Boolean, Choice, DecisionRequest, GroundTruth, Request, Score, Usage
 from .._rng import SLOT, uniforms
 from .base import Attempt, Reply
@@ -62,7 +62,7 @@ class SimHost:
         if policy is None:
             policy = HostPolicy()
         if not isinstance(policy, HostPolicy):
-            raise TypeError(f"policy must be a sy.HostPolicy, got {type(policy).__name__}")
+            raise ArgumentTypeError(f"policy must be a sy.HostPolicy, got {type(policy).__name__}")
         self.policy = policy
         default_judge = Judge()
         if judge is None:
@@ -76,12 +76,12 @@ class SimHost:
 
                     raise UnknownModel(name, list(self.profiles), where="judge")
                 if not isinstance(value, Judge):
-                    raise TypeError(
+                    raise ArgumentTypeError(
                         f"judge[{name!r}] must be a sy.Judge, got {type(value).__name__}"
                     )
             self.judges = {name: judge.get(name, default_judge) for name in self.profiles}
         else:
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"judge must be a sy.Judge or a dict of model → sy.Judge, got {type(judge).__name__}"
             )
 

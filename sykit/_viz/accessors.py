@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._errors import ArgumentError
 from .cost_quality import plot_cost_quality
 from .latency_cdf import plot_latency_cdf
 from .outcomes import plot_outcomes
@@ -108,12 +109,12 @@ class ComparisonPlots:
         """One request's attempts under one strategy (and seed; default: the first run)."""
         c = self._comparison
         if strategy not in c.strategies:
-            raise ValueError(f"strategy {strategy!r} is not in this comparison: {c.strategies}")
+            raise ArgumentError(f"strategy {strategy!r} is not in this comparison: {c.strategies}")
         runs = [r for r in c.results if r.strategy == strategy]
         if seed is not None:
             runs = [r for r in runs if r.seed == seed]
             if not runs:
                 seeds = sorted({r.seed for r in c.results})
-                raise ValueError(f"seed {seed!r} is not in this comparison: {seeds}")
+                raise ArgumentError(f"seed {seed!r} is not in this comparison: {seeds}")
         result = runs[0]
         return plot_timeline(result.attempts, result.requests, request_id, strategy=strategy, ax=ax)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .._errors import ArgumentError, ArgumentTypeError
 from .._metrics import pareto_frontier
 from .style import _axes, _check_frame, _legend_outside, _usd_axis, strategy_colors
 
@@ -43,7 +44,7 @@ def plot_cost_quality(
     _check_frame(summary, "summary", ("strategy", "cost_per_request_usd", "mean_quality"))
     known = summary.dropna(subset=["cost_per_request_usd", "mean_quality"])
     if known.empty:
-        raise ValueError(
+        raise ArgumentError(
             "no strategy has both a cost and a quality: give models a `quality` or the requests "
             "ground truth, so answers can be scored"
         )
@@ -95,7 +96,7 @@ def _check_references(references: Any) -> dict[str, tuple[float, float]]:
     if references is None:
         return {}
     if not isinstance(references, Mapping):
-        raise TypeError(
+        raise ArgumentTypeError(
             "references must map a label to a (cost_per_request_usd, mean_quality) pair, "
             f"got {type(references).__name__}"
         )
@@ -105,7 +106,7 @@ def _check_references(references: Any) -> dict[str, tuple[float, float]]:
             cost, quality = point
             checked[str(label)] = (float(cost), float(quality))
         except (TypeError, ValueError):
-            raise ValueError(
+            raise ArgumentError(
                 f"references[{label!r}] must be a (cost_per_request_usd, mean_quality) pair, "
                 f"got {point!r}"
             ) from None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .._errors import ArgumentTypeError
 from .style import (
     CAUSE_HATCHES,
     CAUSE_LABELS,
@@ -253,7 +254,7 @@ def _outcome_axes(ax: Any, wasted: bool, n: int) -> list[Axes]:
     )
     need = 2 if wasted else 1
     if given is None or len(given) != need or not all(isinstance(a, Axes) for a in given):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"ax must be None or {'two Axes (outcomes, wasted spend)' if wasted else 'one Axes'}"
             f" with wasted={wasted}, got {ax!r}"
         )

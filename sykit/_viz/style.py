@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .._errors import ArgumentError, ArgumentTypeError
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
@@ -87,11 +89,11 @@ def strategy_colors(names: Sequence[str]) -> dict[str, str]:
     """One colour per strategy, by position: the same ordered names always get the same colours,
     so a strategy looks the same in every plot of one comparison."""
     if isinstance(names, str):
-        raise TypeError("names must be a list of strategy names, not a single string")
+        raise ArgumentTypeError("names must be a list of strategy names, not a single string")
     names = [str(n) for n in names]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
-        raise ValueError(f"names must be unique; repeated: {repeated}")
+        raise ArgumentError(f"names must be unique; repeated: {repeated}")
     return {name: _PALETTE[i % len(_PALETTE)] for i, name in enumerate(names)}
 
 
@@ -108,7 +110,7 @@ def _axes(ax: Any, figsize: tuple[float, float]) -> Axes:
     from matplotlib.axes import Axes
 
     if not isinstance(ax, Axes):
-        raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
+        raise ArgumentTypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
     return ax
 
 
@@ -162,8 +164,8 @@ def _strategy_order(frame: pd.DataFrame, strategies: Sequence[str] | None) -> li
 
 def _check_frame(frame: Any, name: str, columns: Sequence[str]) -> pd.DataFrame:
     if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"{name} must be a pandas DataFrame, got {type(frame).__name__}")
+        raise ArgumentTypeError(f"{name} must be a pandas DataFrame, got {type(frame).__name__}")
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise ValueError(f"{name} lacks the column(s) {missing}; it has {list(frame.columns)}")
+        raise ArgumentError(f"{name} lacks the column(s) {missing}; it has {list(frame.columns)}")
     return frame

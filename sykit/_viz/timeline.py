@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .._errors import ArgumentError
 from .style import (
     CAUSE_HATCHES,
     CAUSE_LABELS,
@@ -128,7 +129,7 @@ def plot_timeline(
 
     _check_frame(attempts, "attempts", ("request_id", "start_s", "end_s", "status"))
     if attempts.empty:
-        raise ValueError("attempts is empty: this run made no attempts to draw")
+        raise ArgumentError("attempts is empty: this run made no attempts to draw")
     if request_id is None:
         counts = attempts.groupby("request_id", observed=True, sort=False).size()
         request_id = counts.idxmax()
@@ -138,7 +139,9 @@ def plot_timeline(
     if rows.empty:
         known = list(dict.fromkeys(attempts["request_id"].tolist()))
         sample = ", ".join(repr(k) for k in known[:5]) + (", …" if len(known) > 5 else "")
-        raise ValueError(f"request_id {request_id!r} has no attempts in this run (ids: {sample})")
+        raise ArgumentError(
+            f"request_id {request_id!r} has no attempts in this run (ids: {sample})"
+        )
     match = requests[requests["request_id"] == request_id]
     request = match.iloc[0] if len(match) else None
     lanes = _lanes(rows)

@@ -18,6 +18,7 @@ from typing import Any, overload
 import numpy as np
 import pandas as pd
 
+from .._errors import ArgumentError, ArgumentTypeError
 from .._models import GroundTruth, Request
 
 __all__ = ["OUTPUT_PREFIX", "QUALITY_PREFIX", "Dataset"]
@@ -154,7 +155,9 @@ class Dataset:
         if isinstance(key, slice):
             return self._derive(self._frame.iloc[key])
         if isinstance(key, bool) or not isinstance(key, int | np.integer):
-            raise TypeError(f"dataset indices must be int or slice, got {type(key).__name__}")
+            raise ArgumentTypeError(
+                f"dataset indices must be int or slice, got {type(key).__name__}"
+            )
         n = len(self._frame)
         if not -n <= key < n:
             raise IndexError(f"dataset index {key} out of range for {n} requests")
@@ -178,7 +181,7 @@ class Dataset:
         mask = pd.Series(True, index=frame.index)
         for column, value in equals.items():
             if column not in frame.columns:
-                raise ValueError(
+                raise ArgumentError(
                     f"filter: no column {column!r}; columns are: {', '.join(map(str, frame.columns))}"
                 )
             series = frame[column]
@@ -190,7 +193,7 @@ class Dataset:
                 mask &= series == value
         if predicate is not None:
             if not callable(predicate):
-                raise TypeError(
+                raise ArgumentTypeError(
                     "filter's positional argument must be a function of the frame returning a "
                     f"boolean mask, got {type(predicate).__name__}"
                 )
@@ -198,7 +201,7 @@ class Dataset:
             result = predicate(view)
             values = np.asarray(result)
             if values.dtype != bool or values.shape != (len(frame),):
-                raise ValueError(
+                raise ArgumentError(
                     f"filter's predicate must return one boolean per request ({len(frame)}), "
                     f"got {type(result).__name__} of shape {values.shape} and dtype {values.dtype}"
                 )
@@ -213,16 +216,16 @@ class Dataset:
         """
         n = _count(n, "n")
         if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+            raise ArgumentTypeError(f"seed must be an int, got {type(seed).__name__}")
         total = len(self._frame)
         if n > total:
-            raise ValueError(f"sample: n={n} is more than the {total} requests in the dataset")
+            raise ArgumentError(f"sample: n={n} is more than the {total} requests in the dataset")
         rng = np.random.default_rng(int(seed))
         if stratify is None:
             picked = np.sort(rng.choice(total, size=n, replace=False))
             return self._derive(self._frame.iloc[picked])
         if stratify not in self._frame.columns:
-            raise ValueError(
+            raise ArgumentError(
                 f"sample: stratify column {stratify!r} is not in the dataset; columns are: "
                 f"{', '.join(map(str, self._frame.columns))}"
             )
@@ -247,16 +250,16 @@ class Dataset:
         """The same requests with models renamed, e.g. to the names of your ``SimHost``:
         ``ds.rename_models({"gpt-4-1106-preview": "strong", "mixtral-8x7b-instruct-v0.1": "weak"})``."""
         if not isinstance(names, Mapping):
-            raise TypeError("rename_models takes a dict of old model name → new name")
+            raise ArgumentTypeError("rename_models takes a dict of old model name → new name")
         unknown = [old for old in names if old not in self._models]
         if unknown:
-            raise ValueError(
+            raise ArgumentError(
                 f"rename_models: {', '.join(map(repr, unknown))} not among the dataset's models "
                 f"{list(self._models)}"
             )
         models = [names.get(m, m) for m in self._models]
         if len(set(models)) != len(models):
-            raise ValueError(f"rename_models would give two models the same name: {models}")
+            raise ArgumentError(f"rename_models would give two models the same name: {models}")
         columns = {}
         for old, new in names.items():
             columns[QUALITY_PREFIX + old] = QUALITY_PREFIX + new
@@ -346,7 +349,7 @@ class Dataset:
 
 def _count(n: object, name: str) -> int:
     if isinstance(n, bool) or not isinstance(n, int | np.integer):
-        raise TypeError(f"{name} must be an int, got {type(n).__name__}")
+        raise ArgumentTypeError(f"{name} must be an int, got {type(n).__name__}")
     if n < 0:
-        raise ValueError(f"{name} must be ≥ 0, got {n}")
+        raise ArgumentError(f"{name} must be ≥ 0, got {n}")
     return int(n)

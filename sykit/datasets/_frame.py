@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._errors import ArgumentError, ArgumentTypeError
 from .._models import Request
 from ._dataset import OUTPUT_PREFIX, QUALITY_PREFIX, Dataset
 
@@ -50,16 +51,18 @@ def from_frame(
     (default: every column not named above).
     """
     if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"from_frame needs a pandas DataFrame, got {type(frame).__name__}")
+        raise ArgumentTypeError(f"from_frame needs a pandas DataFrame, got {type(frame).__name__}")
     if not isinstance(name, str) or not name:
-        raise TypeError(f"name must be a non-empty string, got {name!r}")
+        raise ArgumentTypeError(f"name must be a non-empty string, got {name!r}")
     columns = list(frame.columns)
 
     def need(column: object, role: str) -> str:
         if not isinstance(column, str):
-            raise TypeError(f"{role} must be a column name (str), got {type(column).__name__}")
+            raise ArgumentTypeError(
+                f"{role} must be a column name (str), got {type(column).__name__}"
+            )
         if column not in frame.columns:
-            raise ValueError(
+            raise ArgumentError(
                 f"from_frame: {role} column {column!r} is not in the frame; columns are: "
                 f"{', '.join(map(str, columns))}"
             )
@@ -70,18 +73,20 @@ def from_frame(
     missing_prompt = prompts.isna()
     if missing_prompt.any():
         rows = list(np.flatnonzero(missing_prompt.to_numpy())[:5])
-        raise ValueError(
+        raise ArgumentError(
             f"from_frame: prompt column {prompt!r} is empty in {int(missing_prompt.sum())} row(s), "
             f"first at positions {rows}"
         )
     if not all(isinstance(p, str) for p in prompts.tolist()):
-        raise ValueError(f"from_frame: prompt column {prompt!r} must hold text (str) in every row")
+        raise ArgumentError(
+            f"from_frame: prompt column {prompt!r} must hold text (str) in every row"
+        )
 
     quality = _mapping(quality, "quality")
     output_tokens = _mapping(output_tokens, "output_tokens")
     for model in output_tokens:
         if model not in quality:
-            raise ValueError(
+            raise ArgumentError(
                 f"from_frame: model {model!r} has an output_tokens column but no quality column; "
                 f"add quality={{{model!r}: <column>}}"
             )
@@ -105,13 +110,13 @@ def from_frame(
         ids = frame[id].tolist()
         for value in ids:
             if isinstance(value, bool) or not isinstance(value, str | int):
-                raise ValueError(
+                raise ArgumentError(
                     f"from_frame: id column {id!r} must hold str or int ids, got {value!r}"
                 )
         seen: set[Any] = set()
         for value in ids:
             if value in seen:
-                raise ValueError(f"from_frame: id column {id!r} repeats the id {value!r}")
+                raise ArgumentError(f"from_frame: id column {id!r} repeats the id {value!r}")
             seen.add(value)
     else:
         ids = list(range(n))
@@ -127,7 +132,7 @@ def from_frame(
         metadata = rest
     else:
         if isinstance(metadata, str) or not isinstance(metadata, Sequence):
-            raise TypeError("metadata must be a list of column names")
+            raise ArgumentTypeError("metadata must be a list of column names")
         for column in metadata:
             need(column, "metadata")
     metadata = list(metadata)
@@ -135,14 +140,14 @@ def from_frame(
         if column in ("id", "prompt", "input_tokens", "images") or str(column).startswith(
             (QUALITY_PREFIX, OUTPUT_PREFIX)
         ):
-            raise ValueError(
+            raise ArgumentError(
                 f"from_frame: metadata column {column!r} clashes with a column the dataset makes"
             )
         values = frame[column]
         if values.dtype == object and not all(
             v is None or isinstance(v, _SCALARS) for v in values.tolist()
         ):
-            raise ValueError(
+            raise ArgumentError(
                 f"from_frame: metadata column {column!r} must hold scalars (text, numbers, bools)"
             )
 
@@ -171,12 +176,12 @@ def _mapping(value: object, what: str) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{what} must be a dict of model name → column name, got {type(value).__name__}"
         )
     for model in value:
         if not isinstance(model, str) or not model:
-            raise TypeError(f"{what}: model names must be non-empty strings, got {model!r}")
+            raise ArgumentTypeError(f"{what}: model names must be non-empty strings, got {model!r}")
     return dict(value)
 
 
@@ -187,14 +192,14 @@ def _scores(series: pd.Series, column: str, model: str) -> pd.Series:
     bad = numeric.isna() & series.notna()
     if bad.any():
         first = series[bad].iloc[0]
-        raise ValueError(
+        raise ArgumentError(
             f"from_frame: quality column {column!r} (model {model!r}) must be numeric, "
             f"got {first!r}"
         )
     numeric = numeric.astype(float)
     outside = (numeric < 0) | (numeric > 1)
     if outside.any():
-        raise ValueError(
+        raise ArgumentError(
             f"from_frame: quality column {column!r} (model {model!r}) must lie in [0, 1], got "
             f"{float(numeric[outside].iloc[0])!r}; divide grades by their maximum"
         )
@@ -205,7 +210,7 @@ def _token_counts(series: pd.Series, role: str) -> pd.Series:
     numeric = pd.to_numeric(series, errors="coerce")
     bad = (numeric.isna() & series.notna()) | (numeric < 0) | (numeric.notna() & (numeric % 1 != 0))
     if bad.any():
-        raise ValueError(
+        raise ArgumentError(
             f"from_frame: {role} column {series.name!r} must hold whole numbers ≥ 0, "
             f"got {series[bad].iloc[0]!r}"
         )
@@ -219,7 +224,7 @@ def _image_list(value: Any, column: str) -> tuple[str, ...]:
         return (value,)
     if isinstance(value, list | tuple | np.ndarray) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise ValueError(
+    raise ArgumentError(
         f"from_frame: images column {column!r} must hold an image URL or a list of them, "
         f"got {value!r}"
     )

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from .._errors import ArgumentError, ArgumentTypeError
 from ._dataset import Dataset
 from ._files import read_table
 from ._frame import from_frame
@@ -172,12 +173,12 @@ def load(name: str) -> Dataset:
     Parsed once per process; later calls return the same (immutable) dataset at once.
     """
     if not isinstance(name, str):
-        raise TypeError(f"dataset name must be a string, got {type(name).__name__}")
+        raise ArgumentTypeError(f"dataset name must be a string, got {type(name).__name__}")
     dataset = _LOADED.get(name)
     if dataset is None:
         builder = _BUILDERS.get(name)
         if builder is None:
-            raise ValueError(
+            raise ArgumentError(
                 f"unknown dataset {name!r}; shipped datasets: {', '.join(map(repr, names()))}"
             )
         dataset = _LOADED[name] = builder()

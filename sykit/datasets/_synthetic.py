@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .._dists import Distribution, LogNormal
+from .._errors import ArgumentError, ArgumentTypeError
 from .._models import IMAGE_TOKENS
 from ._dataset import Dataset
 from ._frame import from_frame
@@ -59,20 +60,20 @@ def synthetic(
     input also counts the earlier turns plus 200 tokens for each earlier answer.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be an int ≥ 1, got {n!r}")
+        raise ArgumentError(f"n must be an int ≥ 1, got {n!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        raise ArgumentTypeError(f"seed must be an int, got {type(seed).__name__}")
     classes = _size_classes(_DEFAULT_MIX if sizes is None else sizes)
     image_share = _share(image_share, "image_share")
     long_context_share = _share(long_context_share, "long_context_share")
     if not isinstance(long_context_tokens, Distribution):
-        raise TypeError(
+        raise ArgumentTypeError(
             "long_context_tokens must be a distribution such as sy.LogNormal(30_000, p95=120_000)"
         )
     if sessions is not None and (
         isinstance(sessions, bool) or not isinstance(sessions, int) or not 1 <= sessions <= n
     ):
-        raise ValueError(f"sessions must be an int from 1 to n ({n}) or None, got {sessions!r}")
+        raise ArgumentError(f"sessions must be an int from 1 to n ({n}) or None, got {sessions!r}")
 
     rng = np.random.default_rng(seed)
     labels = list(classes)
@@ -133,33 +134,33 @@ def _size_classes(
     sizes: Mapping[str, float | tuple[float, Distribution]],
 ) -> dict[str, tuple[float, Distribution]]:
     if not isinstance(sizes, Mapping) or not sizes:
-        raise ValueError("sizes must be a non-empty dict of size class → share")
+        raise ArgumentError("sizes must be a non-empty dict of size class → share")
     classes = {}
     for label, spec in sizes.items():
         if isinstance(spec, tuple):
             if len(spec) != 2 or not isinstance(spec[1], Distribution):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"sizes[{label!r}] must be a share or (share, distribution), got {spec!r}"
                 )
             share, dist = spec
         else:
             if label not in SIZES:
-                raise ValueError(
+                raise ArgumentError(
                     f"sizes: unknown size class {label!r}; built-in classes are "
                     f"{', '.join(map(repr, SIZES))}, or give (share, distribution)"
                 )
             share, dist = spec, SIZES[label]
         if isinstance(share, bool) or not isinstance(share, int | float) or not share >= 0:
-            raise ValueError(f"sizes[{label!r}]: share must be a number ≥ 0, got {share!r}")
+            raise ArgumentError(f"sizes[{label!r}]: share must be a number ≥ 0, got {share!r}")
         classes[str(label)] = (float(share), dist)
     if sum(share for share, _ in classes.values()) <= 0:
-        raise ValueError("sizes: the shares must not all be 0")
+        raise ArgumentError("sizes: the shares must not all be 0")
     return classes
 
 
 def _share(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ValueError(f"{name} must be a number from 0 to 1, got {value!r}")
+        raise ArgumentError(f"{name} must be a number from 0 to 1, got {value!r}")
     return float(value)
 
 

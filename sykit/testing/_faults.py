@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from .._errors import ArgumentError, ArgumentTypeError
+
 __all__ = ["FAULTS", "STATUS_FAULT", "fault_of_name", "parse_fault"]
 
 #: The built-in faults, by name: what the server does when a request selects one.
@@ -41,12 +43,12 @@ def parse_fault(spec: str | None, what: str) -> tuple[str | None, int | None]:
     if spec is None:
         return None, None
     if not isinstance(spec, str) or not spec:
-        raise TypeError(f"{what} must be a fault name (str) or None, got {spec!r}")
+        raise ArgumentTypeError(f"{what} must be a fault name (str) or None, got {spec!r}")
     for candidate, times in _fault_candidates(spec):
         if candidate in _PLAIN_FAULTS or STATUS_FAULT.match(candidate):
             return candidate, times
     known = ", ".join(sorted(_PLAIN_FAULTS))
-    raise ValueError(
+    raise ArgumentError(
         f"{what}: unknown fault {spec!r}; known faults: {known}, fail-<status> "
         "(each optionally with -once or -x<N>)"
     )

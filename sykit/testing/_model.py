@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._dists import Distribution, as_distribution
+from .._errors import ArgumentError, ArgumentTypeError
 from ._faults import parse_fault
 
 __all__ = ["FakeModel"]
@@ -43,7 +44,7 @@ class FakeModel:
         object.__setattr__(self, "ttft_s", as_distribution(self.ttft_s, "ttft_s"))
         tps = as_distribution(self.tokens_per_s, "tokens_per_s")
         if tps.quantile(0.5) <= 0:
-            raise ValueError("tokens_per_s must be > 0")
+            raise ArgumentError("tokens_per_s must be > 0")
         object.__setattr__(self, "tokens_per_s", tps)
         object.__setattr__(
             self, "output_tokens", as_distribution(self.output_tokens, "output_tokens")
@@ -54,7 +55,7 @@ class FakeModel:
         if self.retry_after_s is not None and not (
             isinstance(self.retry_after_s, int | float) and self.retry_after_s >= 0
         ):
-            raise ValueError(
+            raise ArgumentError(
                 f"retry_after_s must be a number ≥ 0 or None, got {self.retry_after_s!r}"
             )
         if self.context_window is not None and (
@@ -62,8 +63,8 @@ class FakeModel:
             or not isinstance(self.context_window, int)
             or self.context_window <= 0
         ):
-            raise ValueError(
+            raise ArgumentError(
                 f"context_window must be an int > 0 or None, got {self.context_window!r}"
             )
         if not isinstance(self.verdict, Mapping):
-            raise TypeError("verdict must be a dict of question id → answer")
+            raise ArgumentTypeError("verdict must be a dict of question id → answer")

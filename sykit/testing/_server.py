@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from .._errors import ArgumentError, ArgumentTypeError
 from .._rng import uniforms
 from ._answers import complete, stream
 from ._chat import answer_pieces, error_body, rejection
@@ -55,15 +56,15 @@ class FakeProvider:
         models = dict(models or {})
         for name, model in models.items():
             if not isinstance(name, str) or not name:
-                raise TypeError(f"model names must be non-empty strings, got {name!r}")
+                raise ArgumentTypeError(f"model names must be non-empty strings, got {name!r}")
             if not isinstance(model, FakeModel):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"models[{name!r}] must be a sy.testing.FakeModel, got {type(model).__name__}"
                 )
         if default is not None and not isinstance(default, FakeModel):
-            raise TypeError(f"default must be a FakeModel, got {type(default).__name__}")
+            raise ArgumentTypeError(f"default must be a FakeModel, got {type(default).__name__}")
         if isinstance(slow_s, bool) or not isinstance(slow_s, int | float) or slow_s < 0:
-            raise ValueError(f"slow_s must be a number of seconds ≥ 0, got {slow_s!r}")
+            raise ArgumentError(f"slow_s must be a number of seconds ≥ 0, got {slow_s!r}")
         self.models = models
         self.default = default or FakeModel()
         self._api_key = api_key
