@@ -75,6 +75,7 @@ from ._runner import compare as compare
 from ._runner import run as run
 from ._sweep import Sweep as Sweep
 from ._sweep import sweep as sweep
+from ._truth import peek_truth as peek_truth
 
 __version__ = "0.1.0"
 
@@ -139,6 +140,7 @@ __all__ = [
     "first",
     "first_ok",
     "hedge",
+    "peek_truth",
     "profiles",
     "route_to",
     "run",

@@ -228,8 +228,8 @@ class RunState:
         if kind == "decision":
             return DecisionResponse(reply.answers or {}, model, usage, call_id)
         if reply.quality is not None:
-            row.quality = reply.quality
-        return Response(model, reply.text, usage, reply.ttft_s, latency, reply.quality, call_id)
+            row.quality = reply.quality  # for the records only: the algorithm gets no grade
+        return Response(model, reply.text, usage, reply.ttft_s, latency, call_id)
 
     def _fail(self, row: AttemptRow, error: ModelError) -> None:
         row.end_s = self.clock()
@@ -264,6 +264,7 @@ class RequestState:
         "arrival_s",
         "closed",
         "evidence",
+        "reads_truth",
         "request",
         "request_id",
         "root",
@@ -296,6 +297,7 @@ class RequestState:
         self.root: asyncio.Task[Any] | None = None
         self.root_cancelled = False
         self.closed = False
+        self.reads_truth = False  # set by sy.peek_truth: the strategy is not realizable
         self._attempts_by_model: dict[str, int] = {}
         self._race_ids = itertools.count()
 

@@ -239,7 +239,9 @@ class StrategyRun:
         ok = failure is None
         extra: dict[str, Any] = {}
         for key, value in state.request.metadata.items() if state.request.metadata else ():
-            if value is None or isinstance(value, str | int | float | bool):
+            extra[key if key not in _RESERVED else f"meta_{key}"] = value
+        if state.truth is not None:  # the dataset's own columns, hidden from the algorithm
+            for key, value in state.truth.columns.items():
                 extra[key if key not in _RESERVED else f"meta_{key}"] = value
         for key, value in state.evidence.items():
             extra[f"evidence_{key}"] = value
@@ -266,11 +268,10 @@ class StrategyRun:
             cost_usd=model_cost + routing_usd,
             wasted_usd=model_cost - (served.cost_usd if served is not None and ok else 0.0),
             routing_usd=routing_usd,
-            quality=(
-                response.quality
-                if ok and response is not None and response.quality is not None
-                else math.nan
-            ),
+            # the served answer's grade: NaN when it failed (summaries count that as 0) or when
+            # the dataset has no grade for it (summaries leave it out and count it)
+            quality=served.quality if ok and served is not None else math.nan,
+            reads_truth=state.reads_truth,
             extra=extra,
         )
 

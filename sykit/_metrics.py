@@ -32,6 +32,7 @@ BOOTSTRAP_SEED = 20_240_601
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "strategy",
+    "realizable",
     "requests",
     "success_rate",
     "mean_quality",
@@ -105,6 +106,10 @@ def summarize_one(strategy: str, requests: pd.DataFrame, attempts: pd.DataFrame)
     reasons = attempts["fallback_reason"].astype("string").value_counts()
     row = {
         "strategy": strategy,
+        # False when the algorithm read the ground truth (sy.peek_truth): a bound, not a router
+        "realizable": not bool(requests["reads_truth"].any())
+        if "reads_truth" in requests
+        else True,
         "requests": n,
         "success_rate": float(len(ok) / n) if n else math.nan,
         "mean_quality": mean_quality,

@@ -7,6 +7,7 @@ rewritten request is always a new object (``dataclasses.replace(request, max_out
 from __future__ import annotations
 
 import copy as _copy
+import inspect
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -85,13 +86,17 @@ def _freeze_messages(messages: object) -> tuple[Mapping[str, Any], ...]:
 class GroundTruth:
     """What a dataset knows about a request and an algorithm must not see.
 
-    ``quality[model]`` is the score the model's answer earned (e.g. 1.0 correct, 0.0 wrong);
-    ``output_tokens[model]`` the length of that answer. The simulated host uses both; algorithms
-    only see them through responses.
+    ``quality[model]`` is the score the model's answer earned (e.g. 1.0 correct, 0.0 wrong; NaN
+    when the dataset has the model but no grade for this request); ``output_tokens[model]`` the
+    length of that answer; ``columns`` the dataset's other columns for this row, which reach the
+    ``requests`` frame for analysis but not the algorithm. The simulated host uses the truth for
+    answers and its judge; algorithms never see it (see :func:`sykit.peek_truth` for the
+    simulation-only exception).
     """
 
     quality: Mapping[str, float] = field(default_factory=dict)
     output_tokens: Mapping[str, int] = field(default_factory=dict)
+    columns: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, init=False)
@@ -227,8 +232,9 @@ class Usage:
 class Response:
     """A model's answer.
 
-    ``ttft_s`` and ``latency_s`` are measured from the start of the attempt that answered;
-    ``quality`` is the evaluation score the dataset gives this model's answer (None when unknown).
+    ``ttft_s`` and ``latency_s`` are measured from the start of the attempt that answered. A
+    response carries no grade: how good the answer was is ground truth, which reaches the results
+    (the ``quality`` columns) but never the algorithm.
     """
 
     model: str
@@ -236,7 +242,6 @@ class Response:
     usage: Usage = field(default_factory=Usage)
     ttft_s: float | None = None
     latency_s: float | None = None
-    quality: float | None = None
     call_id: int | None = field(default=None, repr=False, compare=False)
 
 
@@ -382,11 +387,20 @@ def ask_good_enough(
 ) -> DecisionRequest:
     """Ask a judge whether ``response`` answers ``request`` well enough to serve it.
 
-    The question id is ``"good_enough"``. A simulated judge aims for the truth
-    ``response.quality >= threshold`` and errs as often as its accuracy says.
+    The question id is ``"good_enough"``. A simulated judge aims for the truth (the dataset's grade
+    of ``response.model``'s answer is at least ``threshold``) and errs as often as its accuracy
+    says; an ungraded answer gets a coin flip.
     """
-    quality = response.quality
-    oracle = None if quality is None else bool(quality >= threshold)
+    if not isinstance(response, Response):
+        raise ArgumentTypeError(
+            f"response must be a sy.Response, got {type(response).__name__}" + _await_hint(response)
+        )
+    model = response.model
+
+    def oracle(view: Any) -> bool | None:
+        quality = view.quality(model)
+        return None if quality is None or math.isnan(quality) else bool(quality >= threshold)
+
     return DecisionRequest(
         {
             "good_enough": Boolean(
@@ -428,6 +442,15 @@ def _model_name(value: object, name: str) -> str:
     return value
 
 
+def _await_hint(value: object) -> str:
+    """A hint for the commonest slip: a call passed on without ``await``. The coroutine is closed
+    so Python does not also warn that it was never awaited."""
+    if inspect.iscoroutine(value):
+        value.close()
+        return " (did you forget `await`? e.g. `response = await driver.call_model(...)`)"
+    return ""
+
+
 def route_to(model: str, request: Request, fallbacks: Sequence[str] = ()) -> Outcome:
     """Serve ``request`` from ``model``; on an eligible failure the runner tries ``fallbacks`` in order."""
     if not isinstance(request, Request):
@@ -441,5 +464,7 @@ def route_to(model: str, request: Request, fallbacks: Sequence[str] = ()) -> Out
 def answered(model: str, response: Response) -> Outcome:
     """The algorithm already has the answer (e.g. from a routing-phase call): serve it as is."""
     if not isinstance(response, Response):
-        raise ArgumentTypeError(f"response must be a sy.Response, got {type(response).__name__}")
+        raise ArgumentTypeError(
+            f"response must be a sy.Response, got {type(response).__name__}" + _await_hint(response)
+        )
     return Outcome(models=(_model_name(model, "model"),), response=response)

@@ -76,6 +76,7 @@ REQUEST_COLUMNS: tuple[str, ...] = (
     "wasted_usd",
     "routing_usd",
     "quality",
+    "reads_truth",
 )
 
 STATUSES = ("ok", "error", "cancelled", "skipped")
@@ -254,6 +255,7 @@ def requests_frame(strategy: str, rows: list[RequestRow]) -> pd.DataFrame:
         columns[name] = ints(name)
     for name in ("cost_usd", "wasted_usd", "routing_usd", "quality"):
         columns[name] = floats(name)
+    columns["reads_truth"] = np.array([bool(r.reads_truth) for r in rows], dtype=np.bool_)
     frame = pd.DataFrame(columns, columns=list(REQUEST_COLUMNS))
     extra_names: dict[str, None] = {}
     for row in rows:

@@ -17,6 +17,7 @@ example of the technique it names.
     sy.strategies.capability_aware(["small", "large"], vision={"large"})
     sy.strategies.litellm_like(["small", "medium", "large"])     # retries, cooldown, fallbacks
     sy.strategies.oracle(["small", "large"])               # the upper bound (simulation only)
+    sy.strategies.cheapest_good_enough(["small", "large"]) # a perfect "good enough?" router (simulation only)
 
 A strategy object with state across requests (``hedge(after="p95")``, ``litellm_like``) also has
 ``start_run()``, which the runner calls before every run so that runs stay independent.
@@ -25,18 +26,16 @@ A strategy object with state across requests (``hedge(after="p95")``, ``litellm_
 from __future__ import annotations
 
 import asyncio
-import inspect
 import math
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from statistics import NormalDist
 from typing import Any
 
 from ._context import new_race_id
+from ._dists import check_number
 from ._driver import Driver
 from ._errors import ArgumentError, ArgumentTypeError, ModelError, UnavailableError
-from ._hosts.sim import TruthView, truth_view
 from ._models import (
     Boolean,
     DecisionRequest,
@@ -45,18 +44,20 @@ from ._models import (
     answered,
     ask_good_enough,
     route_to,
-    truth_of,
 )
 from ._race import _cancel_and_settle, _spawn, first, first_ok
 from ._race import hedge as _hedge
 from ._race import timeout as _timeout
 from ._rng import uniforms
+from ._router_score import SimulatedScore, calibrate, score_of, simulated_score
+from ._truth import graded, peek_truth
 
 __all__ = [
     "SimulatedScore",
     "calibrate",
     "capability_aware",
     "cascade",
+    "cheapest_good_enough",
     "fallback_chain",
     "first_success",
     "hedge",
@@ -88,7 +89,7 @@ def _models(models: Sequence[str] | str, what: str, *, at_least: int = 1) -> lis
 
 
 def _good(quality: float | None, threshold: float) -> bool | None:
-    return None if quality is None else quality >= threshold
+    return quality >= threshold if graded(quality) else None  # type: ignore[operator]
 
 
 # -- one model, random, ordered --------------------------------------------------------------------
@@ -184,46 +185,6 @@ def cascade(
     return _named(f"cascade({weak}>{strong})", algorithm)
 
 
-@dataclass(frozen=True)
-class SimulatedScore:
-    """A stand-in for a learned router (RouteLLM's matrix factorisation, a BERT classifier): the true
-    quality gain of ``strong`` over ``weak`` plus Gaussian noise of standard deviation ``noise``.
-    Higher means "the strong model is needed". It reads the simulation's truth view, so it only
-    works on a SimHost; ``noise`` sets how good the simulated router is (0: perfect)."""
-
-    weak: str
-    strong: str
-    noise: float = 0.5
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if not (
-            isinstance(self.noise, int | float) and math.isfinite(self.noise) and self.noise >= 0
-        ):
-            raise ArgumentError(f"noise must be a number ≥ 0, got {self.noise!r}")
-
-    def value(self, view: TruthView, request_id: Any) -> float:
-        strong_q = view.quality(self.strong)
-        weak_q = view.quality(self.weak)
-        gain = 0.0 if strong_q is None or weak_q is None else strong_q - weak_q
-        u_noise, u_tie = uniforms(self.seed, request_id, "router_score")[:2]
-        return gain + self.noise * _inv_cdf(u_noise) + 1e-9 * u_tie  # tiny tie-break, keyed
-
-
-def simulated_score(weak: str, strong: str, *, noise: float = 0.5, seed: int = 0) -> SimulatedScore:
-    """A simulated router score (see :class:`SimulatedScore`)."""
-    return SimulatedScore(weak, strong, noise, seed)
-
-
-async def _score_of(score: Any, request: Request, driver: Driver) -> float:
-    if isinstance(score, SimulatedScore):
-        return score.value(truth_view(driver), driver.request_id)
-    value = score(request)
-    if inspect.isawaitable(value):
-        value = await value
-    return float(value)
-
-
 def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) -> Algorithm:
     """Route to ``strong`` when ``score`` is at least ``threshold``, else to ``weak`` (RouteLLM-style;
     the other model is the fallback). ``score`` is a function of the request (sync or async) or a
@@ -242,49 +203,13 @@ def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) ->
         raise ArgumentTypeError(f"threshold must be a number, got {threshold!r}")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
-        value = await _score_of(score, request, driver)
+        value = await score_of(score, request, driver)
         driver.evidence(score=value, threshold=threshold)
         if value >= threshold:
             return route_to(strong, request, fallbacks=[weak])
         return route_to(weak, request, fallbacks=[strong])
 
     return _named(f"threshold({weak}|{strong}@{threshold:.3g})", algorithm)
-
-
-def calibrate(
-    score: Any, requests: Iterable[Request], target_share: float, *, host: Any = None, seed: int = 0
-) -> float:
-    """The threshold at which ``score`` sends about ``target_share`` of ``requests`` to the strong
-    model (RouteLLM's calibration on a sample of traffic). A simulated score needs the requests'
-    ground truth (dataset requests carry it) or, for synthetic requests, the ``host``'s profiles."""
-    if (
-        isinstance(target_share, bool)
-        or not isinstance(target_share, int | float)
-        or not 0 <= target_share <= 1
-    ):
-        raise ArgumentError(f"target_share must be between 0 and 1, got {target_share!r}")
-    values = []
-    for index, request in enumerate(requests):
-        request_id = index if request.id is None else request.id
-        if isinstance(score, SimulatedScore):
-            profiles = getattr(host, "profiles", {}) if host is not None else {}
-            view = TruthView(truth_of(request), profiles, seed, request_id)
-            values.append(score.value(view, request_id))
-        else:
-            value = score(request)
-            if inspect.isawaitable(value):
-                raise ArgumentTypeError("calibrate() needs a synchronous score function")
-            values.append(float(value))
-    if not values:
-        raise ArgumentError("requests is empty")
-    values.sort()
-    if target_share <= 0:
-        return math.inf
-    if target_share >= 1:
-        return values[0]
-    cut = len(values) - round(target_share * len(values))
-    cut = min(max(cut, 0), len(values) - 1)
-    return values[cut]
 
 
 def speculative(weak: str, strong: str, *, judge: str, threshold: float = 0.5) -> Algorithm:
@@ -531,34 +456,9 @@ def litellm_like(
     return _LiteLLMLike(names, allowed_fails, float(cooldown_s), float(window_s))
 
 
-def oracle(models: Sequence[str], *, threshold: float = 0.5) -> Algorithm:
-    """The upper bound: per request, the cheapest model whose answer is correct (quality ≥
-    ``threshold``); if none is, the best one (the cheapest among equals); if that call fails, the
-    next in the same order. It reads the simulation's ground truth, so it only runs on a SimHost,
-    and no real router can match it."""
-    names = _models(models, "oracle()")
-
-    async def algorithm(request: Request, driver: Driver) -> Outcome:
-        view = truth_view(driver)
-        profiles = driver._state.run.profiles
-
-        def expected_cost(model: str) -> float:
-            profile = profiles[model]
-            out = view.output_tokens(model)
-            if out is None:
-                out = profile.output_tokens.mean  # type: ignore[union-attr]
-            if request.max_output_tokens is not None:
-                out = min(out, request.max_output_tokens)
-            return profile.cost_usd(request.input_tokens, int(out))
-
-        qualities = {m: view.quality(m) for m in names}
-        correct = sorted((m for m in names if _good(qualities[m], threshold)), key=expected_cost)
-        rest = sorted(
-            (m for m in names if m not in correct),
-            key=lambda m: (-(qualities[m] or 0.0), expected_cost(m)),
-        )
-        ranked = correct + rest
-        # It knows the answers, not the outages: on a failure it tries its next-best model itself
+def _serve_in_order(ranked: list[str], request: Request, driver: Driver) -> Any:
+    async def serve() -> Outcome:
+        # It knows the answers, not the outages: on a failure it tries its next choice itself
         # (routing-phase calls are never skipped by a cooldown, unlike answer-phase fallbacks).
         last_error: ModelError | None = None
         for model in ranked:
@@ -569,4 +469,62 @@ def oracle(models: Sequence[str], *, threshold: float = 0.5) -> Algorithm:
         assert last_error is not None
         raise last_error
 
+    return serve()
+
+
+def oracle(models: Sequence[str]) -> Algorithm:
+    """The upper bound: per request, the model whose answer the dataset grades best (the cheapest
+    among equals; ungraded answers last); if that call fails, the next in the same order.
+
+    No strategy choosing among ``models`` can earn a higher grade on a request it serves, so on the
+    same requests and faults the oracle's mean quality bounds every router's. It reads the ground
+    truth (:func:`sykit.peek_truth`), so it runs only on a SimHost and is marked not realizable.
+    """
+    names = _models(models, "oracle()")
+
+    async def algorithm(request: Request, driver: Driver) -> Outcome:
+        view = peek_truth(driver)
+        qualities = {m: view.quality(m) for m in names}
+
+        def rank(model: str) -> tuple[int, float, float]:
+            quality = qualities[model]
+            cost = view.expected_cost_usd(model, request.input_tokens, request.max_output_tokens)
+            if graded(quality):
+                return (0, -quality, cost)  # type: ignore[operator]
+            return (1, 0.0, cost)
+
+        return await _serve_in_order(sorted(names, key=rank), request, driver)
+
     return _named("oracle(" + ",".join(names) + ")", algorithm)
+
+
+def cheapest_good_enough(models: Sequence[str], *, threshold: float = 0.5) -> Algorithm:
+    """Per request, the cheapest model whose answer the dataset grades at least ``threshold``; if
+    none is, the best graded one (cheapest among equals); on a failure, the next in that order.
+
+    What a perfect "is the cheap answer good enough?" router would do: cheaper than :func:`oracle`
+    but not an upper bound on quality. It reads the ground truth, so it runs only on a SimHost and is
+    marked not realizable.
+    """
+    names = _models(models, "cheapest_good_enough()")
+    threshold = check_number(threshold, "threshold", low=-math.inf)
+
+    async def algorithm(request: Request, driver: Driver) -> Outcome:
+        view = peek_truth(driver)
+        qualities = {m: view.quality(m) for m in names}
+
+        def cost(model: str) -> float:
+            return view.expected_cost_usd(model, request.input_tokens, request.max_output_tokens)
+
+        good = sorted((m for m in names if _good(qualities[m], threshold)), key=cost)
+        rest = sorted(
+            (m for m in names if m not in good),
+            key=lambda m: (
+                0 if graded(qualities[m]) else 1,
+                -(qualities[m] if graded(qualities[m]) else 0.0),  # type: ignore[operator]
+                cost(m),
+            ),
+        )
+        return await _serve_in_order(good + rest, request, driver)
+
+    return _named(f"cheapest_good_enough({','.join(names)}@{threshold:g})", algorithm)

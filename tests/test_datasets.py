@@ -149,13 +149,13 @@ def test_mmlu_pro_known_row(mmlu_pro):
     assert truth.output_tokens["jamba-1.5-large"] == 6
 
 
-def test_mmlu_pro_missing_cells_are_left_out_of_ground_truth(mmlu_pro):
+def test_mmlu_pro_missing_cells_are_ungraded_in_ground_truth(mmlu_pro):
     missing = mmlu_pro.filter(lambda f: f["quality:deepseek-coder-v2"].isna())
     assert len(missing) == 400
     truth = truth_of(missing[0])
-    assert "deepseek-coder-v2" not in truth.quality
+    assert math.isnan(truth.quality["deepseek-coder-v2"])  # covered by the dataset, not graded
     assert "deepseek-coder-v2" not in truth.output_tokens
-    assert len(truth.quality) == 28
+    assert sum(not math.isnan(q) for q in truth.quality.values()) == 28
 
 
 def test_mmlu_pro_stemez_text_is_not_shipped(mmlu_pro):
@@ -316,19 +316,27 @@ def test_from_frame(table):
         name="mine",
     )
     assert ds.name == "mine" and ds.models == ("small", "large") and len(ds) == 3
-    assert ds.metadata_columns == ("topic",)
+    # Only named columns reach the algorithm; the rest are kept for the results, hidden.
+    assert ds.metadata_columns == () and ds.analysis_columns == ("topic",)
     first, _, last = list(ds)
-    assert first.id == "a" and first.input_tokens == 9 and dict(first.metadata) == {"topic": "math"}
+    assert first.id == "a" and first.input_tokens == 9 and dict(first.metadata) == {}
+    assert dict(truth_of(first).columns) == {"topic": "math"}
     assert dict(truth_of(first).quality) == {"small": 1.0, "large": 1.0}
     assert dict(truth_of(first).output_tokens) == {"small": 12}
-    assert dict(truth_of(last).quality) == {"small": 0.5}
+    assert truth_of(last).quality["small"] == 0.5 and math.isnan(truth_of(last).quality["large"])
     assert dict(truth_of(last).output_tokens) == {}
+    named = datasets.from_frame(
+        table, prompt="question", quality={"small": "small_ok"}, metadata=["topic"]
+    )
+    assert named.metadata_columns == ("topic",) and dict(named[0].metadata) == {"topic": "math"}
 
 
 def test_from_frame_defaults(table):
     ds = datasets.from_frame(table[["question", "topic"]], prompt="question")
     assert ds.models == () and [r.id for r in ds] == [0, 1, 2]
-    assert truth_of(ds[0]) is None
+    truth = truth_of(ds[0])
+    assert dict(truth.quality) == {} and dict(truth.columns) == {"topic": "math"}
+    assert dict(ds[0].metadata) == {}
     assert ds[0].input_tokens == sy.Request("What is 2 + 2?").input_tokens
     assert ds.summary().empty
 

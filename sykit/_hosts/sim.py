@@ -19,6 +19,7 @@ from .._config import RANDOM_FAULTS, HostPolicy, Judge, ModelProfile, check_prof
 from .._errors import ArgumentTypeError, InvalidResponseError, ModelTimeout, UnavailableError
 from .._models import Answer, Boolean, Choice, DecisionRequest, GroundTruth, Request, Score, Usage
 from .._rng import SLOT, uniforms
+from .._truth import TruthView
 from .base import Attempt, Reply
 
 __all__ = ["SimHost"]
@@ -395,54 +396,6 @@ class _SimSession:
             target = oracle(view) if callable(oracle) else oracle
             answers[qid] = _answer(question, target, accuracy, u_right, u_pick)
         return answers
-
-
-class TruthView:
-    """What the simulation knows about one request: the quality each model's answer would earn and
-    its length. From the dataset's ground truth where it has it; otherwise from each profile's
-    ``quality`` with one keyed difficulty draw per request (so a stronger model is right whenever a
-    weaker one is). Simulated judges, simulated router scores and the oracle strategy read this;
-    algorithms do not."""
-
-    __slots__ = ("_profiles", "_request_id", "_seed", "truth")
-
-    def __init__(
-        self,
-        truth: GroundTruth | None,
-        profiles: Mapping[str, ModelProfile],
-        seed: int,
-        request_id: Any,
-    ) -> None:
-        self.truth = truth
-        self._profiles = profiles
-        self._seed = seed
-        self._request_id = request_id
-
-    def quality(self, model: str) -> float | None:
-        """The quality of ``model``'s answer to this request (None when nothing says)."""
-        if self.truth is not None:
-            known = self.truth.quality.get(model)
-            if known is not None:
-                return float(known)
-        profile = self._profiles.get(model)
-        if profile is None or profile.quality is None:
-            return None
-        difficulty = uniforms(self._seed, self._request_id, "difficulty")[0]
-        return 1.0 if difficulty < profile.quality else 0.0
-
-    def output_tokens(self, model: str) -> int | None:
-        """The dataset's answer length for ``model``, when it has one."""
-        if self.truth is None:
-            return None
-        known = self.truth.output_tokens.get(model)
-        return None if known is None else int(known)
-
-
-def truth_view(driver: Any) -> TruthView:
-    """The truth view of the request a driver serves (for simulated scores and oracles only)."""
-    state = driver._state
-    run = state.run
-    return TruthView(state.truth, run.profiles, run.seed, state.request_id)
 
 
 def _answer(question: Any, target: Any, accuracy: float, u_right: float, u_pick: float) -> Answer:

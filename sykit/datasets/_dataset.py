@@ -46,9 +46,11 @@ class Dataset:
         ds.frame                               # one row per request, with quality:<model> columns
         sy.run(algorithm, ds, host=host)       # iterating yields sy.Request objects
 
-    Each request carries the dataset's descriptive columns as ``metadata`` (so they become columns of
-    ``result.requests``) and its ground truth (``quality`` and, where known, ``output_tokens`` per
-    model), which the runner hands to the simulated host and hides from the algorithm.
+    Each request carries the columns named as metadata (:attr:`metadata_columns`), which the
+    algorithm sees, and hidden from the algorithm its ground truth (``quality`` and, where known,
+    ``output_tokens`` per model) and the table's other descriptive columns
+    (:attr:`analysis_columns`). The runner hands the truth to the simulated host; metadata and
+    analysis columns both become columns of ``result.requests``.
 
     Datasets are immutable: every method returns a new dataset over a subset of the rows. Build one
     with :func:`sykit.datasets.load`, :func:`sykit.datasets.from_frame` or
@@ -89,6 +91,17 @@ class Dataset:
     def metadata_columns(self) -> tuple[str, ...]:
         """Columns copied into each request's ``metadata`` (and so into run results)."""
         return self._metadata
+
+    @property
+    def analysis_columns(self) -> tuple[str, ...]:
+        """The table's other descriptive columns: they reach ``result.requests`` for analysis but
+        not the algorithm (only :attr:`metadata_columns` do)."""
+        made = {"id", "prompt", "input_tokens", "images", *self._metadata}
+        return tuple(
+            c
+            for c in self._frame.columns
+            if c not in made and not str(c).startswith((QUALITY_PREFIX, OUTPUT_PREFIX))
+        )
 
     @property
     def info(self) -> Mapping[str, str]:
@@ -294,6 +307,7 @@ class Dataset:
         tokens = rows["input_tokens"].tolist()
         images = rows["images"].tolist() if "images" in rows.columns else None
         meta = [(c, rows[c].tolist()) for c in self._metadata]
+        hidden = [(c, rows[c].tolist()) for c in self.analysis_columns]
         quality = [
             (m, rows[QUALITY_PREFIX + m].to_numpy(dtype=float, na_value=np.nan).tolist())
             for m in self._models
@@ -313,12 +327,14 @@ class Dataset:
                 images=() if images is None or images[i] is None else tuple(images[i]),
                 metadata={column: _native(values[i]) for column, values in meta},
             )
-            if quality:
+            if quality or hidden:
                 truth = GroundTruth(
-                    quality=MappingProxyType({m: q[i] for m, q in quality if not math.isnan(q[i])}),
+                    # NaN kept: the dataset covers the model but has no grade for this request
+                    quality=MappingProxyType({m: q[i] for m, q in quality}),
                     output_tokens=MappingProxyType(
                         {m: int(v) for m, o in out if (v := _native(o[i])) is not None}
                     ),
+                    columns=MappingProxyType({c: _native(values[i]) for c, values in hidden}),
                 )
                 request = request.with_truth(truth)
             built.append(request)

@@ -44,11 +44,15 @@ def from_frame(
         )
 
     ``quality`` columns hold a score in [0, 1] per model (1/0 for correct/wrong; divide grades by
-    their maximum); empty cells mean "unknown" and the host falls back to the profile. Without
-    ``quality`` the requests carry no ground truth. ``input_tokens`` is estimated from the prompt
-    when not given, ``id`` defaults to the row position, ``images`` names a column of image URLs
-    (one URL or a list), and ``metadata`` lists the descriptive columns copied into each request
-    (default: every column not named above).
+    their maximum); an empty cell means the answer is ungraded: its quality is NaN in the results,
+    left out of quality means and counted (``n_ungraded``). Without ``quality`` the requests carry
+    no ground truth. ``input_tokens`` is estimated from the prompt when not given, ``id`` defaults
+    to the row position, ``images`` names a column of image URLs (one URL or a list).
+
+    ``metadata`` lists the columns the *algorithm* may read (``request.metadata``); none by default,
+    and never a column used for quality or output tokens. Every other column still reaches
+    ``result.requests`` for analysis, hidden from the algorithm: a raw grade column (e.g. the 1–10
+    score you divided by 10) would otherwise let a router read the answer key.
     """
     if not isinstance(frame, pd.DataFrame):
         raise ArgumentTypeError(f"from_frame needs a pandas DataFrame, got {type(frame).__name__}")
@@ -128,13 +132,19 @@ def from_frame(
 
     used = {prompt, input_tokens, id, images, *quality.values(), *output_tokens.values()}
     rest = [c for c in columns if c not in used]
+    truth_columns = {*quality.values(), *output_tokens.values()}
     if metadata is None:
-        metadata = rest
+        metadata = []
     else:
         if isinstance(metadata, str) or not isinstance(metadata, Sequence):
             raise ArgumentTypeError("metadata must be a list of column names")
         for column in metadata:
             need(column, "metadata")
+            if column in truth_columns:
+                raise ArgumentError(
+                    f"from_frame: metadata column {column!r} is a quality or output_tokens column; "
+                    "algorithms must not see the ground truth (it reaches result.requests anyway)"
+                )
     metadata = list(metadata)
     for column in metadata:
         if column in ("id", "prompt", "input_tokens", "images") or str(column).startswith(

@@ -120,12 +120,14 @@ def synthetic(
         frame["session_id"] = [f"synthetic/{seed}/session/{s}" for s in session]
         frame["turn"] = turn
     frame["input_tokens"] = tokens
+    descriptive = [c for c in frame.columns if c not in ("id", "prompt", "images", "input_tokens")]
     return from_frame(
         frame,
         prompt="prompt",
         id="id",
         images="images",
         input_tokens="input_tokens",
+        metadata=descriptive,  # nothing here is ground truth: a router may read all of it
         name="synthetic",
     )
 
