@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ._billing import Generation, unserved_tokens
 from ._classify import classify, fallback_reason, is_retryable
 from ._config import HostPolicy, ModelProfile
 from ._context import CURRENT_RACE, cancel_with_cause, cause_of_current
@@ -121,13 +122,14 @@ class RunState:
                 )
                 self.rows.append(row)
                 state.rows.append(row)
-                reply = await self._attempt(state, row, request, model, kind)
+                generation = Generation()
+                reply = await self._attempt(state, row, request, model, kind, generation)
                 error = reply.error
                 if error is None and reply.status is not None:
                     error = classify(reply.status, reply.body, reply.headers, model=model)
                 if error is None:
-                    return self._succeed(row, reply, model, kind, call_id, request)
-                self._fail(row, error)
+                    return self._succeed(row, reply, model, kind, call_id)
+                self._fail(row, error, request, generation)
                 if is_retryable(error) and policy.cooldown_s > 0:
                     self.cooling_until[model] = self.clock() + policy.cooldown_s
                 if is_retryable(error) and retry < policy.max_retries:
@@ -180,6 +182,7 @@ class RunState:
         request: Request | DecisionRequest,
         model: str,
         kind: str,
+        generation: Generation,
     ) -> Reply:
         attempt = Attempt(
             request,
@@ -190,13 +193,18 @@ class RunState:
             self.seed,
             row.start_s + self.policy.timeout_s,
             state.truth,
-            row,
+            row.start_s,
+            generation,
         )
         assert self.session is not None
         try:
             return await self.session.send(attempt)
         except asyncio.CancelledError:
-            self._cancelled(row, request, model)
+            now = self.clock()
+            row.end_s = now
+            row.status = "cancelled"
+            row.cancel_cause = cause_of_current() or "cancelled"
+            self._bill_unserved(row, request, generation, now)
             raise
         except BaseException as exc:
             row.end_s = self.clock()
@@ -206,13 +214,7 @@ class RunState:
             raise
 
     def _succeed(
-        self,
-        row: AttemptRow,
-        reply: Reply,
-        model: str,
-        kind: str,
-        call_id: int,
-        request: Request | DecisionRequest,
+        self, row: AttemptRow, reply: Reply, model: str, kind: str, call_id: int
     ) -> Response | DecisionResponse:
         now = self.clock()
         usage = reply.usage
@@ -220,9 +222,7 @@ class RunState:
         row.status = "ok"
         if reply.ttft_s is not None:
             row.ttft_s = reply.ttft_s
-        row.input_tokens = usage.input_tokens
-        row.output_tokens = usage.output_tokens
-        row.cost_usd = self.profiles[model].cost_usd(usage.input_tokens, usage.output_tokens)
+        self._bill(row, usage.input_tokens, usage.output_tokens)
         self.cooling_until.pop(model, None)
         latency = now - row.start_s
         if kind == "decision":
@@ -231,27 +231,41 @@ class RunState:
             row.quality = reply.quality  # for the records only: the algorithm gets no grade
         return Response(model, reply.text, usage, reply.ttft_s, latency, call_id)
 
-    def _fail(self, row: AttemptRow, error: ModelError) -> None:
-        row.end_s = self.clock()
+    def _fail(
+        self,
+        row: AttemptRow,
+        error: ModelError,
+        request: Request | DecisionRequest,
+        generation: Generation,
+    ) -> None:
+        now = self.clock()
+        row.end_s = now
         row.status = "error"
         row.error_kind = error.kind
         row.error_message = (error.message or "")[:_MESSAGE_LIMIT]
         row.http_status = error.http_status
+        # A timeout stops an answer in flight, as a cancellation would; a broken answer had
+        # produced tokens. Any other error was a rejection: nothing was generated, nothing billed.
+        if error.kind == "timeout" or generation.tokens_at(now) > 0:
+            self._bill_unserved(row, request, generation, now)
 
-    def _cancelled(self, row: AttemptRow, request: Request | DecisionRequest, model: str) -> None:
-        now = self.clock()
-        row.end_s = now
-        row.status = "cancelled"
-        row.cancel_cause = cause_of_current() or "cancelled"
-        bill = self.policy.bill_cancelled
-        if bill == "none":
-            return
-        generated = row.generated_tokens(now) if bill == "generated" else row.bill_planned_out
-        if bill == "full" and row.bill_first_token_at == math.inf:
-            generated = 0  # the host had not planned an answer yet (e.g. cancelled during a reject)
-        row.input_tokens = request.input_tokens
-        row.output_tokens = generated
-        row.cost_usd = self.profiles[model].cost_usd(request.input_tokens, generated)
+    def _bill_unserved(
+        self,
+        row: AttemptRow,
+        request: Request | DecisionRequest,
+        generation: Generation,
+        now: float,
+    ) -> None:
+        tokens_in, tokens_out = unserved_tokens(
+            self.policy.bill_cancelled, generation, request.input_tokens, now
+        )
+        self._bill(row, tokens_in, tokens_out)
+
+    def _bill(self, row: AttemptRow, input_tokens: int, output_tokens: int) -> None:
+        """The one place an attempt is priced: tokens at the model's prices (USD per 1M)."""
+        row.input_tokens = input_tokens
+        row.output_tokens = output_tokens
+        row.cost_usd = self.profiles[row.model].cost_usd(input_tokens, output_tokens)
 
 
 class RequestState:

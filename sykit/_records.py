@@ -90,9 +90,6 @@ class AttemptRow:
     """One attempt at one model (or a cooldown skip), filled in while it runs."""
 
     __slots__ = (
-        "bill_first_token_at",
-        "bill_planned_out",
-        "bill_tokens_per_s",
         "call_id",
         "cancel_cause",
         "candidate_index",
@@ -153,17 +150,6 @@ class AttemptRow:
         self.cost_usd = 0.0
         self.quality = NAN
         self.served = False  # set when this attempt's answer is the one the request served
-        # What a host knows in advance, so a cancelled call can be billed for what it generated.
-        self.bill_first_token_at = math.inf
-        self.bill_tokens_per_s = 0.0
-        self.bill_planned_out = 0
-
-    def generated_tokens(self, now: float) -> int:
-        """Output tokens produced by ``now`` (one at the first token, then at tokens_per_s)."""
-        if now < self.bill_first_token_at:
-            return 0
-        produced = 1 + int((now - self.bill_first_token_at) * self.bill_tokens_per_s + 1e-9)
-        return min(self.bill_planned_out, produced)
 
 
 class RequestRow:

@@ -179,7 +179,10 @@ def _check_s01(result: Result) -> list[str]:
     return problems
 
 
-def _retries_then_fallback(reason: str, kind: str) -> Check:
+def _retries_then_fallback(reason: str, kind: str, *, generated: int = 0) -> Check:
+    """Three failed attempts at the primary, then the secondary serves. Each failed attempt is
+    billed for the ``generated`` output tokens it produced before it broke (0: rejected, free)."""
+
     def check(result: Result) -> list[str]:
         problems: list[str] = []
         _served(result, "secondary", problems=problems)
@@ -189,7 +192,15 @@ def _retries_then_fallback(reason: str, kind: str) -> Check:
                 f"expected 3 attempts at primary failing with {kind}, got {len(primary)}"
             )
         _fell_back(result, reason, problems)
-        _failed_attempts_cost_nothing(result, problems)
+        if generated:
+            failed = _rows(result, status="error")
+            if failed["output_tokens"].tolist() != [generated] * len(failed):
+                problems.append(
+                    f"broken answers billed for {failed['output_tokens'].tolist()} output tokens, "
+                    f"expected the {generated} each generated"
+                )
+        else:
+            _failed_attempts_cost_nothing(result, problems)
         return problems
 
     return check
@@ -240,7 +251,7 @@ def _check_s07(result: Result) -> list[str]:
 
 
 def _check_s08(result: Result) -> list[str]:
-    problems = _retries_then_fallback("unavailable", "unavailable")(result)
+    problems = _retries_then_fallback("unavailable", "unavailable", generated=40)(result)
     cut = _rows(result, model="primary")
     if not cut["error_message"].astype(str).str.contains("40 of 60").all():
         problems.append("the cut streams were not reported as cut after 40 of 60 tokens")
@@ -297,7 +308,7 @@ def _check_s13(result: Result) -> list[str]:
 
 
 def _check_s14(result: Result) -> list[str]:
-    problems = _retries_then_fallback("unavailable", "unavailable")(result)
+    problems = _retries_then_fallback("unavailable", "unavailable", generated=33)(result)
     secondary = _rows(result, model="secondary", status="ok")
     if len(secondary) and secondary["input_tokens"].iloc[0] != _TEXT.input_tokens:
         problems.append(
@@ -426,7 +437,8 @@ def catalogue() -> dict[str, Scenario]:
                  single, _hedge_router, _check_s07),
         Scenario("S08", "stream cut after 40 of 60 tokens",
                  "Every answer from the primary stops after 40 of its 60 tokens (a 502). A truncated "
-                 "answer is never served: retry, then fall back.",
+                 "answer is never served: retry, then fall back. Each cut attempt is billed for the "
+                 "40 tokens it generated.",
                  _host(_primary(output_tokens=60, faults=Faults(cut_stream=1.0))),
                  single, _fallback_router, _check_s08),
         Scenario("S09", "30 s stall",

@@ -105,9 +105,11 @@ def test_rate_limit_fault_sends_retry_after():
 def test_cut_stream_fails_after_two_thirds_of_the_tokens():
     h = sy.SimHost({"m": model(faults=sy.Faults(cut_stream=1.0))}, policy=no_retries())
     row = rows(sy.run(to_m, many(1), host=h))[0]
-    # 0.5 s to the first token, then 33 of 50 tokens at 100 tokens/s
-    assert row["end_s"] == pytest.approx(0.83)
+    # 0.5 s to the first token, then tokens 2..33 of 50 at 100 tokens/s: the 33rd at 0.82 s
+    assert row["end_s"] == pytest.approx(0.82)
     assert "33 of 50" in row["error_message"]
+    # a broken answer is billed, like a cancelled one, for what it generated
+    assert (row["input_tokens"], row["output_tokens"]) == (sy.Request("q0").input_tokens, 33)
 
 
 def test_a_timeout_fault_hangs_until_the_client_deadline():

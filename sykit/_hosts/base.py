@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .._billing import Generation
 from .._config import HostPolicy, ModelProfile
 from .._errors import ModelError
 from .._models import Answer, DecisionRequest, GroundTruth, Request, Usage
-from .._records import AttemptRow
 
 __all__ = ["Attempt", "Host", "HostSession", "Reply"]
 
@@ -23,7 +23,9 @@ __all__ = ["Attempt", "Host", "HostSession", "Reply"]
 @dataclass(slots=True)
 class Attempt:
     """One try at one model. ``n`` counts earlier attempts at this model within this request
-    (retries included); with ``seed`` and ``request_id`` it keys every random draw."""
+    (retries included); with ``seed`` and ``request_id`` it keys every random draw. The host
+    reports what it accepted and produced in ``generation`` (for billing an attempt that ends
+    unserved) and never touches the records."""
 
     request: Request | DecisionRequest
     model: str
@@ -33,7 +35,8 @@ class Attempt:
     seed: int
     deadline_s: float
     truth: GroundTruth | None
-    row: AttemptRow
+    start_s: float
+    generation: Generation
 
 
 @dataclass(slots=True)

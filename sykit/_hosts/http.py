@@ -14,7 +14,7 @@ What an HTTP exchange becomes:
 * a 2xx that is not a usable completion (bad JSON, not chat-completions, a malformed chunk, an
   unparseable verdict) → ``InvalidResponseError`` (terminal);
 * a stream that breaks after its first token → ``InvalidResponseError``: an answer that has started
-  is not retried or sent elsewhere (the tokens received are billed on the attempt row). A stream
+  is not retried or sent elsewhere (billed per ``bill_cancelled`` for the tokens received). A stream
   that breaks before its first token → ``UnavailableError``.
 
 Cancelling the awaiting task (a lost race, ``sy.timeout``, an abandoned call) closes the HTTP
@@ -58,7 +58,6 @@ from .base import Attempt, Reply
 __all__ = ["HttpHost", "HttpModel"]
 
 # Streamed tokens are counted as they arrive: "generated so far" is exactly what has been received.
-_RECEIVED_RATE = 1e9
 _DNS_MARKERS = (
     "name or service not known",
     "nodename nor servname",
@@ -342,16 +341,15 @@ class _HttpSession:
         await self.client.aclose()
 
     async def send(self, attempt: Attempt) -> Reply:
-        clock = _Clock(asyncio.get_running_loop(), attempt.row.start_s)
-        remaining = attempt.deadline_s - attempt.row.start_s
+        clock = _Clock(asyncio.get_running_loop(), attempt.start_s)
+        remaining = attempt.deadline_s - attempt.start_s
         try:
             async with asyncio.timeout(max(0.0, remaining)):
                 return await self._exchange(attempt, clock)
         except TimeoutError:
             message = f"no answer within {self.host.policy.timeout_s:g} s"
-            received = attempt.row.bill_planned_out  # content chunks of a stream cut short
+            received = attempt.generation.received  # content chunks of a stream cut short
             if received:
-                self._bill_received(attempt, received)
                 message += f" (after {received} tokens)"
             return Reply(None, error=ModelTimeout(message, model=attempt.model))
         except Exception as exc:
@@ -377,6 +375,9 @@ class _HttpSession:
         headers = dict(self.run_header)
         if endpoint.key is not None:
             headers["Authorization"] = f"Bearer {endpoint.key.reveal()}"
+        # A real host cannot see whether the provider started on a request: once it is sent, an
+        # attempt that ends unserved (cancelled, timed out) is billed per the policy.
+        attempt.generation.receive(0)
         try:
             async with self.client.stream(
                 "POST", endpoint.url, json=body, headers=headers
@@ -426,7 +427,7 @@ class _HttpSession:
     async def _read_stream(
         self, attempt: Attempt, response: httpx.Response, clock: _Clock
     ) -> Reply:
-        row = attempt.row
+        generation = attempt.generation
         sse = ChatStream()
         ttft: float | None = None
         try:
@@ -434,9 +435,7 @@ class _HttpSession:
                 if sse.feed(line):
                     if ttft is None:
                         ttft = clock.elapsed()
-                        row.bill_first_token_at = clock.now()
-                        row.bill_tokens_per_s = _RECEIVED_RATE
-                    row.bill_planned_out = sse.tokens
+                    generation.receive(sse.tokens)
                 if sse.done:
                     break
         except StreamBroken as exc:
@@ -455,7 +454,8 @@ class _HttpSession:
         self, attempt: Attempt, tokens: int, message: str, *, invalid: bool = False
     ) -> Reply:
         """A stream that failed: before its first token the target is unavailable; after, the
-        answer is broken (terminal) and the tokens received are billed."""
+        answer is broken (terminal) and, like any answer that ends unserved, billed per the
+        policy for the tokens received."""
         model = attempt.model
         message = self.host.scrub(message)
         if tokens == 0 and not invalid:
@@ -463,13 +463,5 @@ class _HttpSession:
                 None, error=UnavailableError(f"{message} (before the first token)", model=model)
             )
         if tokens:
-            self._bill_received(attempt, tokens)
             message = f"{message} (after {tokens} tokens)"
         return Reply(200, error=InvalidResponseError(message, model=model, http_status=200))
-
-    def _bill_received(self, attempt: Attempt, tokens: int) -> None:
-        """A failed stream is billed, like a cancelled one, for the tokens that arrived."""
-        row = attempt.row
-        row.input_tokens = attempt.request.input_tokens
-        row.output_tokens = tokens
-        row.cost_usd = self.host.profiles[attempt.model].cost_usd(row.input_tokens, tokens)

@@ -320,24 +320,8 @@ class _SimSession:
         factor = profile.faults.spike_factor if u[SLOT.SPIKE] < profile.faults.spike_p else 1.0
         ttft *= factor
         total = ttft + (out / tps) * factor
-        if now + total > attempt.deadline_s:
-            await asyncio.sleep(max(0.0, attempt.deadline_s - now))
-            return Reply(None, error=ModelTimeout("no answer before the deadline", model=model))
-        row = attempt.row
-        row.bill_first_token_at = now + ttft
-        row.bill_tokens_per_s = tps / factor
-        row.bill_planned_out = out
-        if broken == "cut_stream":
-            produced = (2 * out) // 3
-            await asyncio.sleep(ttft + (produced / tps) * factor)
-            return Reply(
-                502,
-                _error_body(
-                    f"upstream stream ended early after {produced} of {out} tokens",
-                    type_="server_error",
-                ),
-            )
-        if broken == "malformed":
+        if broken == "malformed" and now + ttft <= attempt.deadline_s:
+            # The first chunk is garbage: no usable token arrived, as over HTTP; nothing billed.
             await asyncio.sleep(ttft)
             return Reply(
                 None,
@@ -345,6 +329,23 @@ class _SimSession:
                     "malformed stream chunk: 'data: {\"choices\": [' is not valid JSON",
                     model=model,
                     http_status=200,
+                ),
+            )
+        generation = attempt.generation
+        generation.plan(now + ttft, tps / factor, out)  # accepted: from now on it is billable
+        if now + total > attempt.deadline_s:
+            # The client gives up at its deadline with the answer still in flight.
+            await asyncio.sleep(max(0.0, attempt.deadline_s - now))
+            return Reply(None, error=ModelTimeout("no answer before the deadline", model=model))
+        if broken == "cut_stream":
+            produced = max(1, (2 * out) // 3)
+            cut_at = ttft + ((produced - 1) / tps) * factor  # the instant its last token came
+            await asyncio.sleep(cut_at)
+            return Reply(
+                502,
+                _error_body(
+                    f"upstream stream ended early after {produced} of {out} tokens",
+                    type_="server_error",
                 ),
             )
         await asyncio.sleep(total)

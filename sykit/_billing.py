@@ -1,0 +1,78 @@
+"""What an attempt costs: one rule for every host, computed in one place.
+
+A provider bills the tokens it processed. sykit applies one rule to every attempt, on a SimHost and
+an HttpHost alike:
+
+* served (or answered, even if the algorithm then discards it): the usage the provider reported;
+* rejected before generating anything (a 4xx, a 5xx, a 429, a connection failure, a hang the
+  provider never started on): nothing;
+* ended without being served after the provider accepted it (cancelled, timed out at the client's
+  deadline, broken mid-answer): per ``HostPolicy(bill_cancelled=...)`` — ``"generated"`` bills the
+  input plus the output generated until that instant, ``"full"`` the input plus the whole answer
+  the provider meant to produce, ``"none"`` nothing.
+
+Hosts do not price anything. While an attempt runs, a host fills in its :class:`Generation` (what it
+has accepted and produced so far); when the attempt ends, the driver decides the billed tokens (the
+reported usage, or :func:`unserved_tokens`) and prices them at the model's ``ModelProfile`` prices,
+in one method.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["Generation", "unserved_tokens"]
+
+
+class Generation:
+    """What the provider has done with one attempt so far, as far as billing goes.
+
+    A simulated host knows its plan in advance (:meth:`plan`: when the first token comes, at what
+    rate the rest follow, how many); a real host counts what it received (:meth:`receive`).
+    ``accepted`` means the provider took the request and is working on an answer: from then on,
+    an attempt that ends unserved is billed per the policy.
+    """
+
+    __slots__ = ("accepted", "first_token_at", "planned", "received", "tokens_per_s")
+
+    def __init__(self) -> None:
+        self.accepted = False
+        self.first_token_at = math.inf
+        self.tokens_per_s = 0.0
+        self.planned = 0
+        self.received: int | None = None  # counted by a real host; None when planned
+
+    def plan(self, first_token_at: float, tokens_per_s: float, planned: int) -> None:
+        """A simulated answer: ``planned`` tokens, the first at ``first_token_at``, then
+        ``tokens_per_s`` of them a second."""
+        self.accepted = True
+        self.first_token_at = first_token_at
+        self.tokens_per_s = tokens_per_s
+        self.planned = planned
+
+    def receive(self, tokens: int) -> None:
+        """A real answer: ``tokens`` content tokens have arrived so far."""
+        self.accepted = True
+        self.received = tokens
+        self.planned = max(self.planned, tokens)
+
+    def tokens_at(self, now: float) -> int:
+        """Output tokens produced by ``now``: one at the first token, then at the planned rate; for
+        a real host, the tokens received."""
+        if self.received is not None:
+            return self.received
+        if now < self.first_token_at:
+            return 0
+        produced = 1 + int((now - self.first_token_at) * self.tokens_per_s + 1e-9)
+        return min(self.planned, produced)
+
+
+def unserved_tokens(
+    policy: str, generation: Generation, input_tokens: int, now: float
+) -> tuple[int, int]:
+    """(input, output) tokens billed for an attempt that ended at ``now`` without being served."""
+    if policy == "none" or not generation.accepted:
+        return 0, 0
+    if policy == "full":
+        return input_tokens, generation.planned
+    return input_tokens, generation.tokens_at(now)
