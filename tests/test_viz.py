@@ -10,6 +10,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import constant_profile
 from matplotlib.colors import to_hex
 
 import sykit as sy
@@ -18,11 +19,18 @@ from sykit._viz import (
     CAUSE_HATCHES,
     STATUS_COLORS,
     outcome_categories,
+    plot_cost_quality,
     plot_cost_quality_curve,
+    plot_latency_cdf,
     strategy_colors,
 )
+from sykit._viz.latency_cdf import _label, _percent, percentile_over_all
 
 REQUESTS = [sy.Request(f"question {i}", id=i) for i in range(6)]
+# one request in five carries an image: a text-only model answers it with a fast 400
+WITH_IMAGES = [
+    sy.Request(f"question {i}", id=i, images=["cat.png"] if i % 5 == 0 else ()) for i in range(10)
+]
 
 
 @pytest.fixture(autouse=True)
@@ -57,6 +65,31 @@ async def judged(request, driver):
 async def abandons(request, driver):
     asyncio.ensure_future(driver.call_model(request, ["strong"]))  # noqa: RUF006
     return sy.answered("fast", await driver.call_model(request, ["fast"]))
+
+
+@pytest.fixture
+def vision_host() -> sy.SimHost:
+    """text answers in 0.5 s but rejects images; vision answers everything in 3.0 s."""
+    return sy.SimHost(
+        {
+            "text": constant_profile(0.25, 1, 4.0, price_in=1.0, price_out=2.0, quality=0.5),
+            "vision": constant_profile(
+                1.0, 100, 50.0, price_in=10.0, price_out=30.0, quality=0.9, vision=True
+            ),
+        }
+    )
+
+
+@pytest.fixture
+def failing_race(vision_host):
+    """A race whose text model's 400 wins on the image requests (20 % fail), over two seeds,
+    next to the vision model alone and the oracle (a bound)."""
+    lineup = {
+        "race": sy.strategies.race(["text", "vision"]),
+        "vision": sy.strategies.single("vision"),
+        "oracle": sy.strategies.oracle(["text", "vision"]),
+    }
+    return sy.compare(lineup, WITH_IMAGES, host=vision_host, seeds=[0, 1])
 
 
 @pytest.fixture
@@ -177,9 +210,11 @@ def test_cost_quality_draws_each_strategy_and_the_pareto_frontier(comparison):
     (line,) = [line for line in ax.lines if line.get_gid() == "pareto"]
     assert list(line.get_xdata()) == frontier["cost_per_request_usd"].tolist()
     assert list(line.get_ydata()) == frontier["mean_quality"].tolist()
-    points = {c.get_gid(): c.get_offsets()[0].tolist() for c in ax.collections}
     for row in summary.itertuples():
-        assert points[f"point:{row.strategy}"] == [row.cost_per_request_usd, row.mean_quality]
+        (point,) = [line for line in ax.lines if line.get_gid() == f"point:{row.strategy}"]
+        assert list(point.get_xdata()) == [row.cost_per_request_usd]
+        assert list(point.get_ydata()) == [row.mean_quality]
+        assert point.get_marker() == "o"
     assert legend_texts(ax) == [*comparison.strategies, "Pareto frontier"]
     assert ax.get_xlabel() == "cost per request (USD)"
     assert "quality" in ax.get_ylabel()
@@ -189,6 +224,56 @@ def test_cost_quality_without_quality_says_why(host):
     no_quality = sy.compare({"judge": sy.strategies.single("judge")}, REQUESTS[:2], host=host)
     with pytest.raises(ValueError, match="quality"):
         no_quality.plot.cost_quality()
+
+
+def test_cost_quality_uses_the_summary_quality_with_failures_as_zero_and_its_ci(failing_race):
+    ax = failing_race.plot.cost_quality()
+    summary = failing_race.summary().set_index("strategy")
+    for name in ("race", "vision"):
+        row = summary.loc[name]
+        (point,) = [line for line in ax.lines if line.get_gid() == f"point:{name}"]
+        assert list(point.get_ydata()) == [row["mean_quality"]]
+        (ci,) = [c for c in ax.collections if c.get_gid() == f"ci:{name}"]
+        x = row["cost_per_request_usd"]
+        assert [s.tolist() for s in ci.get_segments()] == [
+            [[x, row["quality_ci_low"]], [x, row["quality_ci_high"]]]
+        ]
+    # the race's failures pull its point down: served answers alone would flatter it
+    race = failing_race.requests.query("strategy == 'race'")
+    assert summary.loc["race", "success_rate"] == 0.8
+    assert summary.loc["race", "mean_quality"] < race["quality"].mean()
+    assert "95 % CI" in ax.get_title(loc="left")
+
+
+def test_cost_quality_draws_bounds_apart_and_off_the_pareto_frontier(failing_race):
+    ax = failing_race.plot.cost_quality()
+    summary = failing_race.summary()
+    assert summary.set_index("strategy")["realizable"].to_dict() == {
+        "race": True,
+        "vision": True,
+        "oracle": False,
+    }
+    # the oracle would be on the frontier if it counted: as good as vision and cheaper
+    assert "oracle" in pareto_frontier(summary)["strategy"].tolist()
+    (bound,) = [line for line in ax.lines if line.get_gid() == "bound:oracle"]
+    oracle = summary.set_index("strategy").loc["oracle"]
+    assert list(bound.get_xdata()) == [oracle["cost_per_request_usd"]]
+    assert list(bound.get_ydata()) == [oracle["mean_quality"]]
+    assert bound.get_marker() == "*" and bound.get_label() == "oracle (bound)"
+    assert not [line for line in ax.lines if line.get_gid() == "point:oracle"]
+    (line,) = [line for line in ax.lines if line.get_gid() == "pareto"]
+    realizable = pareto_frontier(summary[summary["realizable"]])
+    assert realizable["strategy"].tolist() == ["race", "vision"]
+    assert list(line.get_xdata()) == realizable["cost_per_request_usd"].tolist()
+    assert list(line.get_ydata()) == realizable["mean_quality"].tolist()
+    assert legend_texts(ax) == ["race", "vision", "oracle (bound)", "Pareto frontier"]
+
+
+def test_cost_quality_with_only_bounds_draws_no_frontier(failing_race):
+    summary = failing_race.summary().query("strategy == 'oracle'")
+    ax = plot_cost_quality(summary)
+    assert not [line for line in ax.lines if line.get_gid() == "pareto"]
+    assert legend_texts(ax) == ["oracle (bound)"]
 
 
 def test_cost_quality_curve_with_references(comparison):
@@ -204,12 +289,67 @@ def test_cost_quality_curve_with_references(comparison):
     (line,) = [line for line in ax.lines if line.get_gid() == "curve:sweep"]
     assert list(line.get_xdata()) == [0.001, 0.002, 0.003]
     assert list(line.get_ydata()) == [0.5, 0.8, 0.9]
+    kinds = {"weak": "reference", "strong": "reference", "oracle": "bound"}
     for label, (cost, quality) in refs.items():
-        (point,) = [line for line in ax.lines if line.get_gid() == f"reference:{label}"]
+        (point,) = [line for line in ax.lines if line.get_gid() == f"{kinds[label]}:{label}"]
         assert (list(point.get_xdata()), list(point.get_ydata())) == ([cost], [quality])
-    assert legend_texts(ax) == ["sweep", "random mix", "weak", "strong", "oracle"]
+    assert legend_texts(ax) == ["sweep", "random mix", "weak", "strong", "oracle (bound)"]
     assert sorted(t.get_text() for t in ax.texts if t.get_gid() == "threshold") == ["0", "0.5", "1"]
     assert ax.get_xlabel() == "cost per request (USD)"
+
+
+def test_cost_quality_curve_draws_each_named_bound_apart():
+    curve = pd.DataFrame(
+        {"value": [0.2, 0.8], "cost_per_request_usd": [0.001, 0.002], "mean_quality": [0.6, 0.7]}
+    )
+    refs = {
+        "weak": (0.001, 0.5),
+        "strong": (0.003, 0.9),
+        "oracle": (0.0012, 0.95),
+        "router score": (0.0015, 0.92),
+    }
+    ax = plot_cost_quality_curve(curve, references=refs, bounds=["oracle", "router score"])
+    marks = {}
+    for label in ("oracle", "router score"):
+        (point,) = [line for line in ax.lines if line.get_gid() == f"bound:{label}"]
+        assert (point.get_xdata()[0], point.get_ydata()[0]) == refs[label]
+        marks[label] = (point.get_marker(), to_hex(point.get_color()))
+    assert len(set(marks.values())) == 2
+    assert legend_texts(ax) == [
+        "sweep",
+        "random mix",
+        "weak",
+        "strong",
+        "oracle (bound)",
+        "router score (bound)",
+    ]
+    # the setting column may be called value as well as threshold
+    assert sorted(texts(ax, "threshold")) == ["0.2", "0.8"]
+    assert ax.get_title(loc="left").endswith("(points labelled with their value)")
+    ax = plot_cost_quality_curve(curve, references=refs, bounds=[])
+    assert [line.get_gid() for line in ax.lines if "oracle" in str(line.get_gid())] == [
+        "reference:oracle"
+    ]
+    with pytest.raises(ValueError, match=r"bounds \['best'\] are not labels of references"):
+        plot_cost_quality_curve(curve, references=refs, bounds=["best"])
+    with pytest.raises(TypeError, match="bounds must be a list of reference labels"):
+        plot_cost_quality_curve(curve, references=refs, bounds="oracle")
+
+
+def test_sweep_plot_draws_its_oracle_as_a_bound(host):
+    result = sy.sweep(
+        lambda p: sy.strategies.weighted_random({"fast": 1 - p, "strong": p}),
+        [0.5],
+        REQUESTS,
+        host=host,
+        weak="fast",
+        strong="strong",
+    )
+    ax = result.plot()
+    (bound,) = [line for line in ax.lines if line.get_gid() == "bound:oracle"]
+    assert bound.get_label() == "oracle (bound)"
+    assert (bound.get_xdata()[0], bound.get_ydata()[0]) == result.references["oracle"]
+    assert "oracle (bound)" in legend_texts(ax)
 
 
 def test_cost_quality_curve_one_line_per_label_and_clear_errors():
@@ -250,7 +390,81 @@ def test_latency_cdf_plots_sorted_latencies_with_p50_and_p99(comparison):
             (mark,) = [line for line in ax.lines if line.get_gid() == f"p{q}:{name}"]
             assert mark.get_xdata()[0] == pytest.approx(summary.loc[name, column])
             assert mark.get_ydata()[0] == q / 100
-    assert legend_texts(ax) == comparison.strategies
+    assert legend_texts(ax) == [f"{name} (100 % ok)" for name in comparison.strategies]
+
+
+def test_latency_cdf_counts_failed_requests_as_never_served(failing_race):
+    ax = failing_race.plot.latency_cdf()
+    requests = failing_race.requests
+    summary = failing_race.summary().set_index("strategy")
+    race = requests[requests["strategy"] == "race"]  # both seeds pooled
+    assert len(race) == 20 and (race["status"] == "failed").sum() == 4
+    # the failed requests are the fastest: they must not make the race look quick
+    assert race.loc[race["status"] == "failed", "latency_s"].max() < 0.5
+    (line,) = [line for line in ax.lines if line.get_gid() == "cdf:race"]
+    served = np.sort(race.loc[race["status"] == "ok", "latency_s"].to_numpy())
+    assert list(line.get_xdata()) == served.tolist() == [0.5] * 16
+    assert list(line.get_ydata()) == (np.arange(1, 17) / 20).tolist()
+    assert line.get_ydata()[-1] == summary.loc["race", "success_rate"] == 0.8
+    (plateau,) = [line for line in ax.lines if line.get_gid() == "plateau:race"]
+    assert list(plateau.get_ydata()) == [0.8, 0.8]
+    assert list(plateau.get_xdata()) == [0.5, ax.get_xlim()[1]]
+    (vision,) = [line for line in ax.lines if line.get_gid() == "plateau:vision"]
+    assert list(vision.get_ydata()) == [1.0, 1.0]
+    assert legend_texts(ax) == [
+        "race (80 % ok; p99 not reached)",
+        "vision (100 % ok)",
+        "oracle (100 % ok)",
+    ]
+    # p50 over all 20 requests is served; p99 falls among the failures: no marker
+    (p50,) = [line for line in ax.lines if line.get_gid() == "p50:race"]
+    assert (list(p50.get_xdata()), list(p50.get_ydata())) == ([0.5], [0.5])
+    assert not [line for line in ax.lines if line.get_gid() == "p99:race"]
+    (p99,) = [line for line in ax.lines if line.get_gid() == "p99:vision"]
+    assert list(p99.get_xdata()) == [3.0]
+    assert ax.get_ylabel() == "share of all requests served"
+
+
+def test_latency_cdf_of_a_mostly_failing_strategy(vision_host):
+    mostly_images = [sy.Request(f"q {i}", id=i, images=["cat.png"] if i else ()) for i in range(4)]
+    res = sy.run(sy.strategies.single("text"), mostly_images, host=vision_host)
+    ax = res.plot.latency_cdf()
+    (line,) = [line for line in ax.lines if line.get_gid() == "cdf:single(text)"]
+    assert (list(line.get_xdata()), list(line.get_ydata())) == ([0.5], [0.25])
+    assert legend_texts(ax) == ["single(text) (25 % ok; p50, p99 not reached)"]
+    assert not [line for line in ax.lines if str(line.get_gid()).startswith(("p50:", "p99:"))]
+    images_only = [sy.Request("q", id=0, images=["cat.png"])]
+    res = sy.run(sy.strategies.single("text"), images_only, host=vision_host)
+    ax = plot_latency_cdf(res.requests)
+    (line,) = [line for line in ax.lines if line.get_gid() == "cdf:single(text)"]
+    assert len(line.get_xdata()) == 0
+    (plateau,) = [line for line in ax.lines if line.get_gid() == "plateau:single(text)"]
+    assert list(plateau.get_ydata()) == [0.0, 0.0]
+    assert legend_texts(ax) == ["single(text) (0 % ok; p50, p99 not reached)"]
+
+
+def test_percentiles_over_all_requests_put_failures_at_infinity():
+    served = np.array([1.0, 2.0, 3.0])
+    assert percentile_over_all(served, 3, 0.5) == np.quantile(served, 0.5) == 2.0
+    assert percentile_over_all(served, 3, 0.99) == np.quantile(served, 0.99)
+    # a fourth request failed: the median lies between 2 and 3, the p99 among the failures
+    assert percentile_over_all(served, 4, 0.5) == 2.5
+    assert percentile_over_all(served, 4, 0.99) == np.inf
+    assert percentile_over_all(served, 4, 2 / 3) == 3.0  # exactly the last served one
+    assert percentile_over_all(np.array([]), 2, 0.5) == np.inf
+    assert np.isnan(percentile_over_all(np.array([]), 0, 0.5))
+
+
+def test_success_shares_round_down_and_never_to_all_or_nothing():
+    assert [_percent(*p) for p in [(4, 5), (2, 3), (1999, 2000), (1, 2000), (0, 7), (7, 7)]] == [
+        "80",
+        "66.6",
+        "99.9",
+        "0.05",
+        "0",
+        "100",
+    ]
+    assert _label("x", 0, 0, []) == "x (no requests)"
 
 
 def test_one_colour_per_strategy_across_plots(comparison):
@@ -261,8 +475,10 @@ def test_one_colour_per_strategy_across_plots(comparison):
     scatter = comparison.plot.cost_quality()
     for name, color in colors.items():
         (line,) = [line for line in cdf.lines if line.get_gid() == f"cdf:{name}"]
-        (points,) = [c for c in scatter.collections if c.get_gid() == f"point:{name}"]
-        assert to_hex(line.get_color()) == to_hex(points.get_facecolor()[0]) == color
+        (point,) = [line for line in scatter.lines if line.get_gid() == f"point:{name}"]
+        (ci,) = [c for c in scatter.collections if c.get_gid() == f"ci:{name}"]
+        assert to_hex(line.get_color()) == to_hex(point.get_color()) == color
+        assert to_hex(ci.get_color()[0]) == color
     fig = comparison.plot.outcomes()
     ticks = fig.axes[0].get_xticklabels()
     assert [to_hex(t.get_color()) for t in ticks] == list(colors.values())
@@ -318,7 +534,7 @@ def test_outcomes_accepts_given_axes_and_names_bad_ones(comparison):
 def test_result_plots_work_alone(comparison):
     res = comparison["race"]
     ax = res.plot.latency_cdf(log=False)
-    assert ax.get_xscale() == "linear" and legend_texts(ax) == ["race"]
+    assert ax.get_xscale() == "linear" and legend_texts(ax) == ["race (100 % ok)"]
 
 
 def test_importing_sykit_does_not_load_matplotlib_or_ipywidgets():

@@ -156,7 +156,7 @@ def test_plot_choice_redraws_without_rerunning(pg):
     assert pg.runs == runs
     assert pg.figure.axes[0].get_xlabel() == "latency (s, log scale)"
     legend = [t.get_text() for t in pg.figure.axes[0].get_legend().get_texts()]
-    assert legend == LINEUP
+    assert legend == [f"{name} (100 % ok)" for name in LINEUP]
     pg.controls["plot"].value = "outcomes"
     assert len(pg.figure.axes) == 2
 

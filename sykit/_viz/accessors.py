@@ -38,7 +38,8 @@ class ResultPlots:
         return plot_timeline(r.attempts, r.requests, request_id, strategy=r.strategy, ax=ax)
 
     def latency_cdf(self, ax: Axes | None = None, *, log: bool = True) -> Axes:
-        """The latency CDF of the successful requests, p50 and p99 marked."""
+        """The latency CDF over all requests (a failed one never arrives, so the curve levels off at
+        the success rate, given in the legend), p50 and p99 marked."""
         return plot_latency_cdf(
             self._result.requests,
             strategies=[self._result.strategy],
@@ -72,12 +73,14 @@ class ComparisonPlots:
         return strategy_colors(self._comparison.strategies)
 
     def cost_quality(self, ax: Axes | None = None, *, log_cost: bool | None = None) -> Axes:
-        """Cost per request vs mean quality per strategy, with the Pareto frontier."""
+        """Cost per request vs mean quality per strategy with 95 % CIs, and the Pareto frontier of
+        the realizable ones (strategies that read the truth are drawn as bounds)."""
         summary = self._comparison.summary()
         return plot_cost_quality(summary, colors=self.colors, log_cost=log_cost, ax=ax)
 
     def latency_cdf(self, ax: Axes | None = None, *, log: bool = True) -> Axes:
-        """Latency CDFs of the successful requests, p50 and p99 marked."""
+        """Latency CDFs over all requests of each strategy, seeds pooled (failed = never served),
+        p50 and p99 marked; the legend gives each success rate."""
         return plot_latency_cdf(
             self._comparison.requests,
             strategies=self._comparison.strategies,
