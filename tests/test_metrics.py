@@ -66,11 +66,14 @@ def test_paired_differences_against_a_baseline(host):
     paired = cmp.paired("weak").set_index("strategy")
     assert paired.loc["weak", "d_quality"] == 0.0
     assert paired.loc["again", ["d_quality_ci_low", "d_quality_ci_high"]].tolist() == [0.0, 0.0]
-    assert paired.loc["again", "n_pairs_quality"] == 600  # 300 requests × 2 seeds
+    # 300 requests, each averaged over its 2 seeds: the interval resamples requests, not rows
+    assert paired.loc["again", "n_requests_quality"] == 300
+    assert paired["seeds"].tolist() == [2, 2, 2]
     gain = paired.loc["strong"]
     assert gain["d_quality_ci_low"] > 0.3  # strong is right on every request weak is, and more
     assert gain["d_cost_usd"] > 0 and gain["d_latency_s"] > 0
     summary = cmp.summary(baseline="weak")
+    assert summary["requests"].tolist() == [300] * 3 and summary["seeds"].tolist() == [2] * 3
     assert "d_quality" in summary.columns and summary["strategy"].tolist() == [
         "weak",
         "strong",
@@ -90,6 +93,36 @@ def test_pareto_frontier_keeps_only_undominated_points():
     )
     frontier = sy._metrics.pareto_frontier(points)
     assert frontier["strategy"].tolist() == ["e", "a", "b"]
+
+
+def test_a_bound_is_never_on_the_pareto_frontier():
+    points = pd.DataFrame(
+        {
+            "strategy": ["cheap", "good", "oracle", "mid"],
+            "realizable": [True, True, False, True],
+            "cost_per_request_usd": [1.0, 3.0, 1.5, 2.0],
+            "mean_quality": [0.5, 0.8, 0.95, 0.6],
+        }
+    )
+    # the oracle beats "mid" on both, but it read the truth: it neither joins nor shapes the frontier
+    frontier = sy._metrics.pareto_frontier(points)
+    assert frontier["strategy"].tolist() == ["cheap", "mid", "good"]
+
+
+def test_comparison_pareto_leaves_out_the_oracle(host):
+    cmp = sy.compare(
+        {
+            "weak": st.single("weak"),
+            "strong": st.single("strong"),
+            "oracle": st.oracle(["weak", "strong"]),
+        },
+        REQUESTS[:50],
+        host=host,
+    )
+    summary = cmp.summary().set_index("strategy")
+    assert not summary.loc["oracle", "realizable"]
+    assert summary.loc["oracle", "mean_quality"] >= summary["mean_quality"].max()
+    assert cmp.pareto()["strategy"].tolist() == ["weak", "strong"]
 
 
 def test_apgr_of_the_straight_line_is_one_half():
