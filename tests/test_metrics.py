@@ -1,4 +1,4 @@
-"""Comparison metrics: bootstrap intervals, paired differences, Pareto frontier, sweeps, APGR, AIQ."""
+"""Comparison metrics: bootstrap intervals, paired differences, the Pareto frontier."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from helpers import constant_profile
 import sykit as sy
 from sykit import strategies as st
 from sykit._metrics import bootstrap_mean_ci
-from sykit._sweep import aiq, apgr
 
 
 @pytest.fixture
@@ -123,57 +122,3 @@ def test_comparison_pareto_leaves_out_the_oracle(host):
     assert not summary.loc["oracle", "realizable"]
     assert summary.loc["oracle", "mean_quality"] >= summary["mean_quality"].max()
     assert cmp.pareto()["strategy"].tolist() == ["weak", "strong"]
-
-
-def test_apgr_of_the_straight_line_is_one_half():
-    shares = np.linspace(0, 1, 11)
-    assert apgr(shares, 0.4 + 0.5 * shares, weak_quality=0.4, strong_quality=0.9) == pytest.approx(
-        0.5
-    )
-    assert apgr([0.2], [0.9], weak_quality=0.4, strong_quality=0.9) == pytest.approx(0.9)
-    assert math.isnan(apgr([0.5], [0.5], weak_quality=0.5, strong_quality=0.5))
-
-
-def test_aiq_is_the_area_under_the_nondecreasing_hull():
-    # hull of (0,0), (1,1), (2,1): area 0.5 + 1 over a cost range of 2
-    assert aiq([0, 1, 2], [0, 1, 1]) == pytest.approx(0.75)
-    # a dominated point below the hull changes nothing; a drop in quality is flattened
-    assert aiq([0, 0.5, 1, 2], [0, 0.1, 1, 0.5]) == pytest.approx(0.75)
-    assert aiq([1.0], [0.7]) == 0.7
-
-
-def test_a_sweep_of_the_random_router_is_the_straight_line(host):
-    shares = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
-    result = sy.sweep(
-        lambda p: st.weighted_random({"weak": 1 - p, "strong": p}),
-        shares,
-        REQUESTS,
-        host=host.replace(policy=sy.HostPolicy()),
-        weak="weak",
-        strong="strong",
-    )
-    curve = result.curve
-    refs = result.references
-    line = refs["weak"][1] + (refs["strong"][1] - refs["weak"][1]) * curve["strong_share"]
-    assert np.abs(curve["mean_quality"] - line).max() < 0.06
-    assert result.apgr() == pytest.approx(0.5, abs=0.05)
-    assert refs["oracle"][1] >= curve["mean_quality"].max()
-    assert set(refs) == {"weak", "strong", "oracle"}
-    assert 0 < result.aiq() <= 1
-
-
-def test_a_sweep_plot_draws_one_curve_through_its_settings(host):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    result = sy.sweep(
-        lambda p: st.weighted_random({"weak": 1 - p, "strong": p}),
-        [0.25, 0.5, 0.75],
-        REQUESTS[:60],
-        host=host,
-        weak="weak",
-        strong="strong",
-    )
-    lines = {line.get_label(): len(line.get_xdata()) for line in result.plot().get_lines()}
-    assert lines["sweep"] == 3
-    assert lines["random mix"] > 2  # sampled densely, so it bends on a log cost axis
