@@ -222,3 +222,20 @@ def test_the_paired_interval_covers_a_known_difference_about_95_percent_of_the_t
         covered += row["d_quality_ci_low"] <= truth <= row["d_quality_ci_high"]
     coverage = covered / repetitions
     assert 0.92 <= coverage <= 0.98, coverage
+
+
+# -- the statistics page --------------------------------------------------------------------------
+
+
+def test_the_statistics_page_defines_every_summary_column_and_is_linked():
+    from pathlib import Path
+
+    from sykit._metrics import FALLBACK_REASONS, SUMMARY_COLUMNS
+
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "statistics.md").read_text()
+    reasons = {f"fallbacks_{reason}" for reason in FALLBACK_REASONS}
+    missing = [c for c in SUMMARY_COLUMNS if c not in reasons and f"`{c}`" not in page]
+    assert missing == []
+    assert "(docs/statistics.md)" in (root / "README.md").read_text()
+    assert "(statistics.md)" in (root / "docs" / "guide.md").read_text()
