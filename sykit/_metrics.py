@@ -1,14 +1,22 @@
 """Summary metrics over the ``requests`` and ``attempts`` frames of one or more runs.
 
-Quality counts a failed request as 0 (it served nothing). Confidence intervals are percentile
-bootstraps over requests with a fixed generator seed, so the same frames always give the same
-intervals; paired differences resample the *same* requests for both strategies, which is what makes
-them tight when strategies see the same faults.
+Quality counts a failed request as 0 (it served nothing) and leaves out a served answer the dataset
+has no grade for (it is *ungraded*: counted in ``n_ungraded``, with an :class:`UngradedWarning`).
+
+Seeds replay the same requests, so rows of different seeds are not independent samples. Quality
+means and their intervals are taken over *requests*: each request's mean over seeds first, then a
+percentile bootstrap of the mean of those per-request means, with a fixed generator seed so the same
+frames always give the same intervals. Paired differences resample the *same* requests for both
+strategies, which is what makes them tight when strategies see the same faults. The interval covers
+the sampling of requests, not simulation noise across seeds (docs/statistics.md).
 """
 
 from __future__ import annotations
 
 import math
+import os
+import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,11 +27,15 @@ from ._errors import ArgumentError
 
 __all__ = [
     "SUMMARY_COLUMNS",
+    "UngradedWarning",
     "bootstrap_mean_ci",
+    "mean_quality",
     "paired_differences",
     "pareto_frontier",
+    "per_request_means",
     "request_quality",
     "summarize",
+    "ungraded",
 ]
 
 FALLBACK_REASONS = ("context_window", "capability", "unavailable", "rate_limit", "policy")
@@ -34,10 +46,12 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "strategy",
     "realizable",
     "requests",
+    "seeds",
     "success_rate",
     "mean_quality",
     "quality_ci_low",
     "quality_ci_high",
+    "n_ungraded",
     "cost_usd",
     "cost_per_request_usd",
     "latency_p50_s",
@@ -56,23 +70,79 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 )
 
 
+class UngradedWarning(UserWarning):
+    """Some served answers have no grade in the dataset: quality means and intervals leave them out
+    (the summary's ``n_ungraded`` counts them). A mean over the graded answers only can flatter a
+    strategy that serves ungraded answers more often; grade them, or compare on graded requests."""
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _stacklevel_outside_package() -> int:
+    """The ``stacklevel`` that points a warning issued by our caller at the first frame outside
+    sykit (the user's ``summary()`` call, however many sykit frames lie in between)."""
+    frame = sys._getframe(2)  # the caller of the function that calls warnings.warn
+    level = 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
 def _quantile(values: pd.Series, q: float) -> float:
     clean = values.dropna()
     return float(np.quantile(clean.to_numpy(), q)) if len(clean) else math.nan
 
 
+def _strategy_key(requests: pd.DataFrame) -> pd.Series:
+    if "strategy" in requests:
+        return requests["strategy"].astype(str)
+    return pd.Series("", index=requests.index)
+
+
+def ungraded(requests: pd.DataFrame) -> pd.Series:
+    """True for a request that was served (status ok) but whose answer has no grade (NaN quality)."""
+    return (requests["status"] == "ok") & requests["quality"].isna()
+
+
 def request_quality(requests: pd.DataFrame) -> pd.Series:
-    """Per-request quality with failed requests counted as 0; all NaN when no quality is known."""
-    quality = requests["quality"]
-    if not quality.notna().any():
-        return quality
-    return quality.where(requests["status"] == "ok", 0.0).fillna(0.0)
+    """Per-row quality as summaries count it: a failed request 0 (it served nothing), a served and
+    graded one its grade, a served but ungraded one NaN (left out of every quality mean).
+
+    A strategy none of whose served answers has a grade has no quality at all: all NaN, so its
+    failures alone do not make a mean of 0. A strategy whose every request failed has quality 0.
+    """
+    ok = requests["status"] == "ok"
+    quality = requests["quality"].astype(float).where(ok, 0.0)
+    key = _strategy_key(requests)
+    served_any = ok.groupby(key).transform("any")
+    graded_any = (ok & requests["quality"].notna()).groupby(key).transform("any")
+    return quality.mask(served_any & ~graded_any)
+
+
+def per_request_means(requests: pd.DataFrame, values: pd.Series) -> pd.Series:
+    """Per ``request_id``, the mean over seeds of the finite ``values`` (one strategy's rows);
+    requests with no finite value are left out. These are the units intervals resample."""
+    finite = values.astype(float).where(np.isfinite(values.astype(float)))
+    means = finite.groupby(requests["request_id"], sort=False, observed=True).mean()
+    return means.dropna()
+
+
+def mean_quality(requests: pd.DataFrame) -> float:
+    """One strategy's mean quality: the mean over requests of each request's mean over seeds
+    (failed = 0, ungraded left out); NaN when no quality is known."""
+    means = per_request_means(requests, request_quality(requests))
+    return float(means.mean()) if len(means) else math.nan
 
 
 def bootstrap_mean_ci(
     values: np.ndarray, *, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean (NaN, NaN for fewer than two finite values)."""
+    """Percentile bootstrap interval of the mean (NaN, NaN for fewer than two finite values).
+
+    Each value is one independent unit (a request's mean over seeds, not a seed × request row)."""
+    values = np.asarray(values, dtype=float)
     clean = values[np.isfinite(values)]
     if len(clean) < 2:
         return math.nan, math.nan
@@ -89,17 +159,21 @@ def bootstrap_mean_ci(
 
 
 def summarize_one(strategy: str, requests: pd.DataFrame, attempts: pd.DataFrame) -> dict[str, Any]:
-    """One summary row. Latency percentiles are over successful requests; ``mean_quality`` counts a
-    failed request as quality 0 and is NaN when no request has a known quality."""
+    """One summary row over all of a strategy's rows (every seed). See docs/statistics.md.
+
+    ``requests`` counts distinct requests and ``seeds`` the seeds they were replayed with; rates and
+    per-request figures (``success_rate``, ``cost_per_request_usd``, ``attempts_per_request``)
+    average over rows (each request appears once per seed); ``cost_usd``, ``wasted_usd``,
+    ``routing_usd``, ``cancelled_attempts``, ``fallbacks`` and ``retries`` are totals over all rows.
+    ``mean_quality`` is the mean over requests of each request's mean over seeds (failed = 0,
+    ungraded left out and counted in ``n_ungraded``), with a 95% bootstrap interval over requests.
+    Latency percentiles are over successful rows.
+    """
     n = len(requests)
     ok = requests[requests["status"] == "ok"]
-    quality = request_quality(requests)
-    mean_quality = float(quality.mean()) if quality.notna().any() else math.nan
-    low, high = (
-        bootstrap_mean_ci(quality.to_numpy(dtype=float))
-        if quality.notna().any()
-        else (math.nan,) * 2
-    )
+    quality_by_request = per_request_means(requests, request_quality(requests))
+    quality = float(quality_by_request.mean()) if len(quality_by_request) else math.nan
+    low, high = bootstrap_mean_ci(quality_by_request.to_numpy(dtype=float))
     cost = float(requests["cost_usd"].sum())
     wasted = float(requests["wasted_usd"].sum())
     attempted = attempts[attempts["status"] != "skipped"]
@@ -110,11 +184,13 @@ def summarize_one(strategy: str, requests: pd.DataFrame, attempts: pd.DataFrame)
         "realizable": not bool(requests["reads_truth"].any())
         if "reads_truth" in requests
         else True,
-        "requests": n,
+        "requests": int(requests["request_id"].nunique()),
+        "seeds": int(requests["seed"].nunique()) if "seed" in requests else 1 if n else 0,
         "success_rate": float(len(ok) / n) if n else math.nan,
-        "mean_quality": mean_quality,
+        "mean_quality": quality,
         "quality_ci_low": low,
         "quality_ci_high": high,
+        "n_ungraded": int(ungraded(requests).sum()),
         "cost_usd": cost,
         "cost_per_request_usd": cost / n if n else math.nan,
         "latency_p50_s": _quantile(ok["latency_s"], 0.50),
@@ -141,8 +217,27 @@ def _by_strategy(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return dict(iter(frame.groupby(frame["strategy"].astype(str), sort=False)))
 
 
+def _warn_ungraded(requests: pd.DataFrame, table: pd.DataFrame) -> None:
+    """One :class:`UngradedWarning` for the strategies with ungraded answers, unless no served
+    answer has a grade at all (no ground truth: every ``mean_quality`` is NaN and says so)."""
+    if not ((requests["status"] == "ok") & requests["quality"].notna()).any():
+        return
+    counted = table[table["n_ungraded"] > 0]
+    if counted.empty:
+        return
+    rows = [f"{row.strategy!r}: {row.n_ungraded}" for row in counted.itertuples(index=False)]
+    total = int(counted["n_ungraded"].sum())
+    warnings.warn(
+        f"{total} served {'answer has' if total == 1 else 'answers have'} no grade in the dataset "
+        f"({', '.join(rows)}); quality means and intervals leave them out (n_ungraded counts them)",
+        UngradedWarning,
+        stacklevel=_stacklevel_outside_package(),
+    )
+
+
 def summarize(requests: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
-    """One row per strategy, in the order strategies first appear."""
+    """One row per strategy, in the order strategies first appear; warns once
+    (:class:`UngradedWarning`) when some served answers have no grade."""
     order = list(dict.fromkeys(requests["strategy"].astype(str)))
     requests_by = _by_strategy(requests)
     attempts_by = _by_strategy(attempts)
@@ -150,11 +245,13 @@ def summarize(requests: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
         summarize_one(name, requests_by[name], attempts_by.get(name, attempts.iloc[0:0]))
         for name in order
     ]
-    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    table = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    _warn_ungraded(requests, table)
+    return table
 
 
 _PAIRED_METRICS = {
-    "quality": "mean quality (failed = 0)",
+    "quality": "mean quality (failed = 0, ungraded left out)",
     "cost_usd": "cost per request",
     "latency_s": "latency of successful requests",
 }
@@ -165,35 +262,53 @@ def paired_differences(
     baseline: str,
     metrics: Sequence[str] = ("quality", "cost_usd", "latency_s"),
 ) -> pd.DataFrame:
-    """Per strategy: the mean of (strategy − baseline) over the same requests (and seeds), with a
-    95% bootstrap interval. Latency pairs only requests both served successfully."""
+    """Per strategy, the mean over requests of (strategy − baseline), with a 95% bootstrap interval
+    that resamples requests.
+
+    Each request contributes the mean over seeds of its differences, taken on the rows where both
+    values are known: quality counts a failed request as 0 and leaves out ungraded answers, latency
+    pairs only rows both served successfully. Columns per metric: ``d_<metric>``,
+    ``d_<metric>_ci_low``, ``d_<metric>_ci_high`` and ``n_requests_<metric>`` (requests with at
+    least one pair); ``seeds`` counts the seeds both strategies ran.
+    """
     names = list(dict.fromkeys(requests["strategy"].astype(str)))
     if baseline not in names:
         raise ArgumentError(f"baseline {baseline!r} is not one of the strategies {names}")
     for metric in metrics:
         if metric not in _PAIRED_METRICS:
             raise ArgumentError(f"unknown metric {metric!r}; choose from {list(_PAIRED_METRICS)}")
-    frame = requests.assign(
-        _strategy=requests["strategy"].astype(str),
-        _seed=requests.get("seed", 0),
-        quality=request_quality(requests),
-        latency_s=requests["latency_s"].where(requests["status"] == "ok"),
+    frame = pd.DataFrame(
+        {
+            "_strategy": requests["strategy"].astype(str),
+            "_seed": requests.get("seed", 0),
+            "request_id": requests["request_id"],
+            "quality": request_quality(requests),
+            "cost_usd": requests["cost_usd"],
+            "latency_s": requests["latency_s"].where(requests["status"] == "ok"),
+        }
     )
     keys = ["_seed", "request_id"]
-    base = frame[frame["_strategy"] == baseline].set_index(keys)
+    columns = list(dict.fromkeys(metrics))
+    base = frame.loc[frame["_strategy"] == baseline, [*keys, *columns]]
+    base_seeds = set(base["_seed"])
     rows = []
     for name in names:
-        mine = frame[frame["_strategy"] == name].set_index(keys)
+        mine = frame.loc[frame["_strategy"] == name, [*keys, *columns]]
+        joined = mine.merge(base, on=keys, how="inner", suffixes=("", "_base"))
+        diffs = pd.DataFrame(
+            {m: joined[m].astype(float) - joined[f"{m}_base"].astype(float) for m in columns}
+        )
+        # each request's mean over seeds (NaN pairs skipped): the units the interval resamples
+        by_request = diffs.groupby(joined["request_id"], sort=False, observed=True).mean()
         row: dict[str, Any] = {"strategy": name, "baseline": baseline}
         for metric in metrics:
-            joined = mine[[metric]].join(base[[metric]].add_suffix("_base"), how="inner")
-            diff = (joined[metric] - joined[f"{metric}_base"]).to_numpy(dtype=float)
-            diff = diff[np.isfinite(diff)]
-            low, high = bootstrap_mean_ci(diff)
-            row[f"d_{metric}"] = float(diff.mean()) if len(diff) else math.nan
+            values = by_request[metric].dropna().to_numpy(dtype=float)
+            low, high = bootstrap_mean_ci(values)
+            row[f"d_{metric}"] = float(values.mean()) if len(values) else math.nan
             row[f"d_{metric}_ci_low"] = low
             row[f"d_{metric}_ci_high"] = high
-            row[f"n_pairs_{metric}"] = len(diff)
+            row[f"n_requests_{metric}"] = len(values)
+        row["seeds"] = len(set(mine["_seed"]) & base_seeds)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -204,9 +319,14 @@ def pareto_frontier(
     """The rows no other row beats on both cost (lower) and quality (higher), sorted by cost.
 
     A row is dominated if another costs no more and has at least its quality, and is strictly
-    better on one of the two. Rows with a missing cost or quality are left out.
+    better on one of the two. Rows with a missing cost or quality are left out, and so are rows
+    whose ``realizable`` column (when there is one) is False: a bound that read the ground truth
+    (the oracle) is not a router you could deploy, so it neither joins nor shapes the frontier.
     """
-    clean = points.dropna(subset=[cost, quality]).sort_values(
+    candidates = points
+    if "realizable" in points.columns:
+        candidates = points[points["realizable"].fillna(True).astype(bool)]
+    clean = candidates.dropna(subset=[cost, quality]).sort_values(
         [cost, quality], ascending=[True, False]
     )
     keep = []

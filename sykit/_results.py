@@ -74,23 +74,29 @@ class Comparison:
         return _concat([r.requests.assign(seed=r.seed) for r in self.results], self.strategies)
 
     def summary(self, baseline: str | None = None) -> pd.DataFrame:
-        """One row per strategy, over all seeds. With ``baseline``, also the paired differences
-        (strategy − baseline, same requests and seeds) of quality, cost and latency with 95% CIs."""
+        """One row per strategy, over all seeds: ``requests`` distinct requests replayed with
+        ``seeds`` seeds; quality means and 95% intervals over requests (each request's mean over
+        seeds; failed = 0, ungraded left out and counted in ``n_ungraded``). With ``baseline``,
+        also the paired differences (strategy − baseline, same requests and seeds) of quality,
+        cost and latency with 95% CIs. docs/statistics.md defines every column."""
         table = summarize(self.requests, self.attempts)
         if baseline is None:
             return table
-        paired = self.paired(baseline).drop(columns=["baseline"])
+        paired = self.paired(baseline).drop(columns=["baseline", "seeds"])
         return table.merge(paired, on="strategy", how="left")
 
     def paired(
         self, baseline: str, metrics: Sequence[str] = ("quality", "cost_usd", "latency_s")
     ) -> pd.DataFrame:
-        """Paired differences against ``baseline``: per strategy the mean of (strategy − baseline)
-        over the same requests, with a 95% bootstrap interval."""
+        """Paired differences against ``baseline``: per strategy the mean over requests of
+        (strategy − baseline), each request averaged over seeds, with a 95% bootstrap interval
+        that resamples requests; ``n_requests_<metric>`` requests had a pair, over ``seeds``
+        seeds."""
         return paired_differences(self.requests, baseline, metrics)
 
     def pareto(self) -> pd.DataFrame:
-        """The summary rows on the cost–quality Pareto frontier (cheaper and better than the rest)."""
+        """The summary rows on the cost–quality Pareto frontier (cheaper and better than the rest);
+        bounds that read the ground truth (``realizable`` False) are never on it."""
         return pareto_frontier(self.summary())
 
     @property

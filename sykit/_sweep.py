@@ -1,4 +1,7 @@
-"""Threshold sweeps: one parametric strategy at many settings, its cost–quality curve, APGR and AIQ.
+"""Sweeps: one parametric strategy at many settings, its cost–quality curve, APGR and AIQ.
+
+Quality on the curve and at the reference points is counted as in summaries: a failed request is 0,
+a served but ungraded answer is left out, and each request is averaged over seeds first.
 
 * APGR (RouteLLM): performance gap recovered, ``(q − q_weak) / (q_strong − q_weak)``, averaged over
   the share of requests sent to the strong model from 0 to 1 (trapezoids, with the weak model at
@@ -10,7 +13,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+import numbers
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ._errors import ArgumentError, ArgumentTypeError
-from ._metrics import request_quality
+from ._metrics import mean_quality, ungraded
 from ._results import Comparison
 from ._runner import compare
 from .strategies import oracle, single
@@ -70,7 +74,8 @@ def aiq(cost: Sequence[float], quality: Sequence[float]) -> float:
 
 @dataclass(frozen=True, repr=False)
 class Sweep:
-    """A parametric strategy run at several settings, next to the weak, strong and oracle references."""
+    """A parametric strategy run at several settings, next to reference strategies: the weak and
+    the strong model alone, and the bounds (by default the oracle on a SimHost)."""
 
     comparison: Comparison
     values: tuple[float, ...]
@@ -85,30 +90,33 @@ class Sweep:
         names = [*self.labels, *self.reference_labels.values()]
         for name in names:
             frame = requests[requests["strategy"].astype(str) == name]
-            quality = request_quality(frame)
             rows.append(
                 {
                     "strategy": name,
                     "cost_per_request_usd": float(frame["cost_usd"].mean()),
-                    "mean_quality": float(quality.mean()),
+                    "mean_quality": mean_quality(frame),
                     "strong_share": float(
                         (frame["served_model"].astype(str) == self.strong).mean()
                     ),
                     "success_rate": float((frame["status"] == "ok").mean()),
+                    "n_ungraded": int(ungraded(frame).sum()),
                 }
             )
         return pd.DataFrame(rows)
 
     @property
     def curve(self) -> pd.DataFrame:
-        """One row per setting: threshold, cost per request, mean quality, share served by strong."""
+        """One row per setting: the swept ``value``, the strategy's label, cost per request, mean
+        quality (failed = 0, ungraded left out), share served by the strong model, success rate
+        and the number of ungraded answers."""
         points = self._points().iloc[: len(self.labels)].reset_index(drop=True)
-        points.insert(0, "threshold", list(self.values))
+        points.insert(0, "value", list(self.values))
         return points
 
     @property
     def references(self) -> dict[str, tuple[float, float]]:
-        """(cost per request, mean quality) of the weak and strong models alone and of the oracle."""
+        """(cost per request, mean quality) of the weak and strong models alone and of every
+        bound (``"oracle"`` by default on a SimHost)."""
         points = self._points().set_index("strategy")
         return {
             label: (
@@ -135,17 +143,68 @@ class Sweep:
         return aiq(curve["cost_per_request_usd"], curve["mean_quality"])
 
     def plot(self, ax: Any = None) -> Any:
-        """The cost–quality curve with the weak, strong and oracle references; returns the Axes."""
+        """The cost–quality curve with the weak, strong and bound references; returns the Axes."""
         from ._viz import plot_cost_quality_curve
 
-        return plot_cost_quality_curve(
-            self.curve.drop(columns=["strategy"]), references=self.references, ax=ax
-        )
+        # the plot labels points from a ``threshold`` column
+        curve = self.curve.drop(columns=["strategy"]).rename(columns={"value": "threshold"})
+        return plot_cost_quality_curve(curve, references=self.references, ax=ax)
 
     def __repr__(self) -> str:
         return (
             f"<sykit.Sweep {len(self.values)} settings, weak={self.weak!r}, strong={self.strong!r}>"
         )
+
+
+def _check_values(values: Any) -> list[float]:
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise ArgumentTypeError(
+            f"values must be a list of numbers to sweep, got {type(values).__name__} {values!r}"
+        )
+    settings = list(values)
+    if not settings:
+        raise ArgumentError("values is empty: give at least one setting to sweep")
+    for value in settings:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ArgumentTypeError(
+                f"values must be numbers; got {value!r} ({type(value).__name__}) among them"
+            )
+        if not math.isfinite(float(value)):
+            raise ArgumentError(f"values must be finite numbers; got {value!r} among them")
+    return [float(v) for v in settings]
+
+
+def _check_models(host: Any, weak: Any, strong: Any) -> None:
+    for name, model in (("weak", weak), ("strong", strong)):
+        if not isinstance(model, str):
+            raise ArgumentTypeError(f"{name} must be a model name, got {type(model).__name__}")
+    if weak == strong:
+        raise ArgumentError(
+            f"weak and strong are both {weak!r}: a sweep needs two different models"
+        )
+    models = list(getattr(host, "profiles", None) or ())
+    for name, model in (("weak", weak), ("strong", strong)):
+        if models and model not in models:
+            raise ArgumentError(f"{name}={model!r} is not a model of the host; it has {models}")
+
+
+def _check_bounds(bounds: Any, taken: Sequence[str]) -> dict[str, Any]:
+    if not isinstance(bounds, Mapping):
+        raise ArgumentTypeError(
+            f"bounds must map a name to an algorithm (e.g. {{'oracle': oracle([weak, strong])}}), "
+            f"got {type(bounds).__name__}"
+        )
+    checked: dict[str, Any] = {}
+    for name, algorithm in bounds.items():
+        if not isinstance(name, str) or not name:
+            raise ArgumentTypeError(f"bounds names must be non-empty strings, got {name!r}")
+        if name in ("weak", "strong") or name in taken:
+            raise ArgumentError(
+                f"bounds name {name!r} is already used by the sweep ({['weak', 'strong', *taken]}); "
+                "rename it"
+            )
+        checked[name] = algorithm
+    return checked
 
 
 def sweep(
@@ -159,34 +218,54 @@ def sweep(
     seeds: Sequence[int] = (0,),
     concurrency: int | None = None,
     arrivals: Any = None,
+    bounds: Mapping[str, Any] | None = None,
     with_oracle: bool = True,
     progress: bool | None = None,
 ) -> Sweep:
-    """Run ``make_strategy(value)`` for every value, plus ``weak`` alone, ``strong`` alone and (on a
-    SimHost) the oracle, all on the same requests and draws; return the :class:`Sweep`.
+    """Run ``make_strategy(value)`` for every value, plus ``weak`` alone, ``strong`` alone and the
+    ``bounds``, all on the same requests and draws; return the :class:`Sweep`.
 
         sweep(lambda t: sy.strategies.threshold_router("weak", "strong", score=s, threshold=t),
               thresholds, dataset, host=host, weak="weak", strong="strong")
+
+    ``bounds`` names extra reference strategies drawn as bounds next to the curve; by default,
+    on a SimHost, ``{"oracle": sy.strategies.oracle([weak, strong])}`` (``with_oracle=False`` or
+    ``bounds={}`` for none).
     """
     if not callable(make_strategy):
         raise ArgumentTypeError(
-            "make_strategy must be a function of the swept value returning an algorithm"
+            "make_strategy must be a function of the swept value returning an algorithm, "
+            f"got {type(make_strategy).__name__}"
         )
-    settings = [float(v) for v in values]
-    if not settings:
-        raise ArgumentError("values is empty")
+    settings = _check_values(values)
     labels = [f"{v:g}" for v in settings]
-    if len(set(labels)) != len(labels):
-        raise ArgumentError("values must be distinct")
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        raise ArgumentError(f"values must be distinct; repeated: {repeated}")
+    _check_models(host, weak, strong)
+    if isinstance(seeds, Sequence) and not isinstance(seeds, str):
+        doubled = sorted({s for s in seeds if list(seeds).count(s) > 1}, key=repr)
+        if doubled:
+            raise ArgumentError(
+                f"seeds must be distinct; repeated: {doubled} (a repeated seed replays the same "
+                "draws and counts them twice)"
+            )
+    references = {"weak": f"{weak} only", "strong": f"{strong} only"}
+    if bounds is None:
+        bounds = (
+            {"oracle": oracle([weak, strong])}
+            if with_oracle and getattr(host, "virtual", False)
+            else {}
+        )
+    extra = _check_bounds(bounds, [*labels, *references.values()])
     lineup: dict[str, Any] = {
         label: make_strategy(value) for label, value in zip(labels, settings, strict=True)
     }
-    references = {"weak": f"{weak} only", "strong": f"{strong} only"}
     lineup[references["weak"]] = single(weak)
     lineup[references["strong"]] = single(strong)
-    if with_oracle and getattr(host, "virtual", False):
-        references["oracle"] = "oracle"
-        lineup["oracle"] = oracle([weak, strong])
+    for name, algorithm in extra.items():
+        references[name] = name
+        lineup[name] = algorithm
     comparison = compare(
         lineup,
         requests,

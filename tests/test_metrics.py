@@ -1,4 +1,4 @@
-"""Comparison metrics: bootstrap intervals, paired differences, Pareto frontier, sweeps, APGR, AIQ."""
+"""Comparison metrics: bootstrap intervals, paired differences, the Pareto frontier."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from helpers import constant_profile
 import sykit as sy
 from sykit import strategies as st
 from sykit._metrics import bootstrap_mean_ci
-from sykit._sweep import aiq, apgr
 
 
 @pytest.fixture
@@ -66,11 +65,14 @@ def test_paired_differences_against_a_baseline(host):
     paired = cmp.paired("weak").set_index("strategy")
     assert paired.loc["weak", "d_quality"] == 0.0
     assert paired.loc["again", ["d_quality_ci_low", "d_quality_ci_high"]].tolist() == [0.0, 0.0]
-    assert paired.loc["again", "n_pairs_quality"] == 600  # 300 requests × 2 seeds
+    # 300 requests, each averaged over its 2 seeds: the interval resamples requests, not rows
+    assert paired.loc["again", "n_requests_quality"] == 300
+    assert paired["seeds"].tolist() == [2, 2, 2]
     gain = paired.loc["strong"]
     assert gain["d_quality_ci_low"] > 0.3  # strong is right on every request weak is, and more
     assert gain["d_cost_usd"] > 0 and gain["d_latency_s"] > 0
     summary = cmp.summary(baseline="weak")
+    assert summary["requests"].tolist() == [300] * 3 and summary["seeds"].tolist() == [2] * 3
     assert "d_quality" in summary.columns and summary["strategy"].tolist() == [
         "weak",
         "strong",
@@ -92,55 +94,31 @@ def test_pareto_frontier_keeps_only_undominated_points():
     assert frontier["strategy"].tolist() == ["e", "a", "b"]
 
 
-def test_apgr_of_the_straight_line_is_one_half():
-    shares = np.linspace(0, 1, 11)
-    assert apgr(shares, 0.4 + 0.5 * shares, weak_quality=0.4, strong_quality=0.9) == pytest.approx(
-        0.5
+def test_a_bound_is_never_on_the_pareto_frontier():
+    points = pd.DataFrame(
+        {
+            "strategy": ["cheap", "good", "oracle", "mid"],
+            "realizable": [True, True, False, True],
+            "cost_per_request_usd": [1.0, 3.0, 1.5, 2.0],
+            "mean_quality": [0.5, 0.8, 0.95, 0.6],
+        }
     )
-    assert apgr([0.2], [0.9], weak_quality=0.4, strong_quality=0.9) == pytest.approx(0.9)
-    assert math.isnan(apgr([0.5], [0.5], weak_quality=0.5, strong_quality=0.5))
+    # the oracle beats "mid" on both, but it read the truth: it neither joins nor shapes the frontier
+    frontier = sy._metrics.pareto_frontier(points)
+    assert frontier["strategy"].tolist() == ["cheap", "mid", "good"]
 
 
-def test_aiq_is_the_area_under_the_nondecreasing_hull():
-    # hull of (0,0), (1,1), (2,1): area 0.5 + 1 over a cost range of 2
-    assert aiq([0, 1, 2], [0, 1, 1]) == pytest.approx(0.75)
-    # a dominated point below the hull changes nothing; a drop in quality is flattened
-    assert aiq([0, 0.5, 1, 2], [0, 0.1, 1, 0.5]) == pytest.approx(0.75)
-    assert aiq([1.0], [0.7]) == 0.7
-
-
-def test_a_sweep_of_the_random_router_is_the_straight_line(host):
-    shares = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
-    result = sy.sweep(
-        lambda p: st.weighted_random({"weak": 1 - p, "strong": p}),
-        shares,
-        REQUESTS,
-        host=host.replace(policy=sy.HostPolicy()),
-        weak="weak",
-        strong="strong",
-    )
-    curve = result.curve
-    refs = result.references
-    line = refs["weak"][1] + (refs["strong"][1] - refs["weak"][1]) * curve["strong_share"]
-    assert np.abs(curve["mean_quality"] - line).max() < 0.06
-    assert result.apgr() == pytest.approx(0.5, abs=0.05)
-    assert refs["oracle"][1] >= curve["mean_quality"].max()
-    assert set(refs) == {"weak", "strong", "oracle"}
-    assert 0 < result.aiq() <= 1
-
-
-def test_a_sweep_plot_draws_one_curve_through_its_settings(host):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    result = sy.sweep(
-        lambda p: st.weighted_random({"weak": 1 - p, "strong": p}),
-        [0.25, 0.5, 0.75],
-        REQUESTS[:60],
+def test_comparison_pareto_leaves_out_the_oracle(host):
+    cmp = sy.compare(
+        {
+            "weak": st.single("weak"),
+            "strong": st.single("strong"),
+            "oracle": st.oracle(["weak", "strong"]),
+        },
+        REQUESTS[:50],
         host=host,
-        weak="weak",
-        strong="strong",
     )
-    lines = {line.get_label(): len(line.get_xdata()) for line in result.plot().get_lines()}
-    assert lines["sweep"] == 3
-    assert lines["random mix"] > 2  # sampled densely, so it bends on a log cost axis
+    summary = cmp.summary().set_index("strategy")
+    assert not summary.loc["oracle", "realizable"]
+    assert summary.loc["oracle", "mean_quality"] >= summary["mean_quality"].max()
+    assert cmp.pareto()["strategy"].tolist() == ["weak", "strong"]

@@ -321,7 +321,8 @@ def test_compare_summary_has_one_row_per_strategy_over_all_seeds(host):
     cmp = sy.compare({"fast": fast_only, "strong": strong_only}, REQUESTS, host=host, seeds=[0, 1])
     summary = cmp.summary()
     assert summary["strategy"].tolist() == ["fast", "strong"]
-    assert summary["requests"].tolist() == [12, 12]
+    assert summary["requests"].tolist() == [6, 6]  # distinct requests, each replayed per seed
+    assert summary["seeds"].tolist() == [2, 2]
     assert summary.set_index("strategy").loc["strong", "latency_p50_s"] == 3.0
     assert sorted(cmp.requests["seed"].unique()) == [0, 1]
     assert isinstance(cmp.attempts["strategy"].dtype, pd.CategoricalDtype)

@@ -220,4 +220,4 @@ def test_oracle_is_the_upper_bound(two_tier):
     best = summary.drop(index="oracle")["mean_quality"].max()
     assert summary.loc["oracle", "mean_quality"] >= best
     assert summary.loc["oracle", "cost_usd"] < summary.loc["strong", "cost_usd"]
-    assert list(cmp.pareto()["strategy"])[-1] == "oracle"
+    assert "oracle" not in list(cmp.pareto()["strategy"])  # a bound, not a router to choose
