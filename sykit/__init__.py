@@ -50,6 +50,7 @@ from ._errors import UnknownModel as UnknownModel
 from ._hosts.http import HttpHost as HttpHost
 from ._hosts.http import HttpModel as HttpModel
 from ._hosts.sim import SimHost as SimHost
+from ._metrics import UngradedWarning as UngradedWarning
 from ._models import Answer as Answer
 from ._models import Boolean as Boolean
 from ._models import Choice as Choice
@@ -126,6 +127,7 @@ __all__ = [
     "Sweep",
     "SykitError",
     "UnavailableError",
+    "UngradedWarning",
     "Uniform",
     "UnknownModel",
     "Usage",

@@ -100,6 +100,7 @@ class Sweep:
                     ),
                     "success_rate": float((frame["status"] == "ok").mean()),
                     "n_ungraded": int(ungraded(frame).sum()),
+                    "realizable": not bool(frame["reads_truth"].any()),
                 }
             )
         return pd.DataFrame(rows)
@@ -107,8 +108,9 @@ class Sweep:
     @property
     def curve(self) -> pd.DataFrame:
         """One row per setting: the swept ``value``, the strategy's label, cost per request, mean
-        quality (failed = 0, ungraded left out), share served by the strong model, success rate
-        and the number of ungraded answers."""
+        quality (failed = 0, ungraded left out), share served by the strong model, success rate,
+        the number of ungraded answers, and ``realizable`` (False when the swept strategy read the
+        ground truth, e.g. a simulated router score: the curve is then a bound, not a router)."""
         points = self._points().iloc[: len(self.labels)].reset_index(drop=True)
         points.insert(0, "value", list(self.values))
         return points
@@ -146,9 +148,9 @@ class Sweep:
         """The cost–quality curve with the weak, strong and bound references; returns the Axes."""
         from ._viz import plot_cost_quality_curve
 
-        # the plot labels points from a ``threshold`` column
-        curve = self.curve.drop(columns=["strategy"]).rename(columns={"value": "threshold"})
-        return plot_cost_quality_curve(curve, references=self.references, ax=ax)
+        curve = self.curve.drop(columns=["strategy"])
+        bounds = [name for name in self.references if name not in ("weak", "strong")]
+        return plot_cost_quality_curve(curve, references=self.references, bounds=bounds, ax=ax)
 
     def __repr__(self) -> str:
         return (

@@ -76,6 +76,20 @@ def test_a_sweep_of_the_random_router_is_the_straight_line(host):
     assert refs["oracle"][1] >= curve["mean_quality"].max()
     assert set(refs) == {"weak", "strong", "oracle"}
     assert 0 < result.aiq() <= 1
+    assert curve["realizable"].all()  # a random router reads no truth
+
+
+def test_a_sweep_of_a_truth_reading_score_is_a_bound(host):
+    score = st.simulated_score("weak", "strong", noise=0.2)
+    result = sy.sweep(
+        lambda t: st.threshold_router("weak", "strong", score=score, threshold=t),
+        [0.0, 0.5],
+        REQUESTS[:40],
+        host=host,
+        weak="weak",
+        strong="strong",
+    )
+    assert not result.curve["realizable"].any()
 
 
 def test_a_sweep_plot_draws_one_curve_through_its_settings(host):
@@ -147,7 +161,7 @@ def test_named_bounds_are_run_and_drawn(host):
         )
         assert not summary.loc[name, "realizable"]
     drawn = {line.get_gid() for line in result.plot().get_lines()}
-    assert {"reference:oracle", "reference:good enough"} <= drawn
+    assert {"bound:oracle", "bound:good enough"} <= drawn
 
 
 def test_bounds_must_be_named_apart_from_the_sweep(host):
