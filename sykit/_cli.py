@@ -1,9 +1,9 @@
 """The ``sykit`` command.
 
 ``sykit compare`` compares the library's strategies on a shipped evaluation dataset (RouteLLM's GPT-4
-vs Mixtral table by default) under a realistic fault profile, prints the summary with paired
-differences, the APGR/AIQ of a threshold sweep, and writes CSVs and plots. ``sykit demo`` does a
-quick comparison on a synthetic workload.
+vs Mixtral table by default): routing quality on a fault-free host (with the APGR/AIQ of a threshold
+sweep), then robustness under the faults it prints (see :mod:`sykit._compare_job`). ``sykit demo``
+does a quick comparison on a synthetic workload.
 """
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from . import strategies
+from ._compare_job import add_arguments, run_job
 from ._config import Faults, Judge, Latency, ModelProfile
 from ._dists import LogNormal
 from ._hosts.sim import SimHost
@@ -120,140 +119,6 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-STRONG = "gpt-4-1106-preview"
-WEAK = "mixtral-8x7b-instruct-v0.1"
-JUDGE = "gpt-4o-mini"
-
-
-def routellm_lineup(weak: str, strong: str, judge: str, requests: Any) -> dict[str, Any]:
-    """The library's strategies set up for a weak/strong pair."""
-    score = strategies.simulated_score(weak, strong, noise=0.5)
-    threshold = strategies.calibrate(score, requests, 0.3)
-    return {
-        "weak only": strategies.single(weak),
-        "strong only": strategies.single(strong),
-        "random 30% strong": strategies.weighted_random({weak: 0.7, strong: 0.3}),
-        "fallback weak>strong": strategies.fallback_chain([weak, strong]),
-        "cascade (judge)": strategies.cascade(weak, strong, judge=judge, judge_timeout_s=5.0),
-        "threshold 30% strong": strategies.threshold_router(
-            weak, strong, score=score, threshold=threshold
-        ),
-        "speculative (judge)": strategies.speculative(weak, strong, judge=judge),
-        "race weak|strong": strategies.race([weak, strong]),
-        "hedge strong @p95": strategies.hedge(strong, after="p95"),
-        "litellm-like": strategies.litellm_like([weak, strong]),
-        "oracle": strategies.oracle([weak, strong]),
-    }
-
-
-def _compare(args: argparse.Namespace) -> int:
-    from . import datasets, profiles
-    from ._sweep import sweep
-    from .faults import realistic, with_faults
-
-    started = time.perf_counter()
-    data = datasets.load(args.dataset)
-    if args.benchmark:
-        data = data.filter(benchmark=args.benchmark)
-    if "contaminated" in data.frame.columns:
-        data = data.filter(contaminated=False)
-    if args.sample and args.sample < len(data):
-        data = data.sample(
-            args.sample, seed=args.seed, stratify="benchmark" if not args.benchmark else None
-        )
-    models = list(data.models)
-    if len(models) < 2:
-        raise SystemExit(f"dataset {args.dataset!r} needs at least two models with ground truth")
-    weak, strong = (WEAK, STRONG) if {WEAK, STRONG} <= set(models) else (models[-1], models[0])
-    catalog = profiles.from_catalog([weak, strong, JUDGE])
-    if args.faults == "realistic":
-        catalog = with_faults(catalog, realistic())
-        # and one bad minute: the weak model's provider is down from t=120 s to t=180 s
-        catalog[weak] = catalog[weak].replace(faults=realistic(outages=[(120.0, 180.0)]))
-    host = SimHost(catalog, judge=Judge(accuracy=0.85))
-    lineup = routellm_lineup(weak, strong, JUDGE, data)
-    progress = None if not args.quiet else False
-    runs: dict[str, Any] = {
-        "host": host,
-        "seeds": [args.seed],
-        "concurrency": args.concurrency,
-        "progress": progress,
-    }
-    comparison = compare(lineup, data, **runs)
-    summary = comparison.summary(baseline="strong only")
-    score = strategies.simulated_score(weak, strong, noise=0.5)
-    thresholds_sweep = sweep(
-        lambda share: strategies.threshold_router(
-            weak, strong, score=score, threshold=strategies.calibrate(score, data, share)
-        ),
-        [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
-        data,
-        weak=weak,
-        strong=strong,
-        **runs,
-    )
-    random_sweep = sweep(
-        lambda share: strategies.weighted_random({weak: 1 - share, strong: share}),
-        [0.1, 0.3, 0.5, 0.7, 0.9],
-        data,
-        weak=weak,
-        strong=strong,
-        **runs,
-    )
-    columns = [*TABLE_COLUMNS, "d_quality", "d_cost_usd"]
-    with pd.option_context("display.width", 250, "display.max_columns", 30):
-        print(
-            f"sykit compare: {len(data)} requests from {data.name!r} "
-            f"({'all benchmarks' if not args.benchmark else args.benchmark}), weak={weak}, strong={strong}, "
-            f"judge={JUDGE}, faults={args.faults}, seed {args.seed}, simulated host\n"
-        )
-        print(summary[columns].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
-        print("\nd_* = paired difference against 'strong only' on the same requests and faults.")
-        print(
-            f"threshold router (simulated learned score): APGR {thresholds_sweep.apgr():.3f}, "
-            f"AIQ {thresholds_sweep.aiq():.3f}; random router: APGR {random_sweep.apgr():.3f}"
-        )
-    if args.out:
-        written = _write_outputs(
-            Path(args.out), comparison, summary, thresholds_sweep, random_sweep
-        )
-        print(f"\nwrote {len(written)} files to {args.out}/: {', '.join(written)}")
-    print(f"done in {time.perf_counter() - started:.1f} s of wall time")
-    return 0
-
-
-def _write_outputs(
-    out: Path, comparison: Any, summary: pd.DataFrame, thresholds: Any, random: Any
-) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out.mkdir(parents=True, exist_ok=True)
-    summary.to_csv(out / "summary.csv", index=False)
-    comparison.requests.to_csv(out / "requests.csv", index=False)
-    comparison.attempts.to_csv(out / "attempts.csv", index=False)
-    curves = pd.concat(
-        [thresholds.curve.assign(router="threshold"), random.curve.assign(router="random")]
-    )
-    curves.to_csv(out / "sweeps.csv", index=False)
-    written = ["summary.csv", "requests.csv", "attempts.csv", "sweeps.csv"]
-    figures = {
-        "cost_quality.png": lambda: comparison.plot.cost_quality().figure,
-        "latency_cdf.png": lambda: comparison.plot.latency_cdf().figure,
-        "outcomes.png": lambda: comparison.plot.outcomes(),
-        "threshold_curve.png": lambda: thresholds.plot().figure,
-        "race_timeline.png": lambda: comparison.plot.timeline("race weak|strong").figure,
-    }
-    for name, draw in figures.items():
-        figure = draw()
-        figure.savefig(out / name, dpi=110)
-        plt.close(figure)
-        written.append(name)
-    return written
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="sykit", description="Prototype and compare LLM routing strategies."
@@ -266,23 +131,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--quiet", action="store_true", help="no progress bar")
     demo.set_defaults(handler=_demo)
     cmp = commands.add_parser(
-        "compare", help="compare the library's strategies on a shipped dataset"
+        "compare",
+        help="compare the library's strategies on a shipped dataset: routing quality without "
+        "faults, then robustness under faults",
     )
-    cmp.add_argument(
-        "--dataset", default="routellm", help="a shipped dataset (sy.datasets.names())"
-    )
-    cmp.add_argument(
-        "--benchmark", default=None, help="keep one benchmark of the dataset (e.g. gsm8k)"
-    )
-    cmp.add_argument(
-        "--sample", type=int, default=None, help="sample this many requests (stratified)"
-    )
-    cmp.add_argument("--faults", choices=("realistic", "none"), default="realistic")
-    cmp.add_argument("--seed", type=int, default=0)
-    cmp.add_argument("--concurrency", type=int, default=64)
-    cmp.add_argument("--out", default=None, help="folder for CSVs and PNG plots")
-    cmp.add_argument("--quiet", action="store_true", help="no progress bar")
-    cmp.set_defaults(handler=_compare)
+    add_arguments(cmp)
+    cmp.set_defaults(handler=run_job)
     args = parser.parse_args(argv)
     return int(args.handler(args))
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
+import pytest
 
 from sykit._cli import main
 
@@ -28,10 +31,15 @@ def test_demo_is_deterministic(capsys):
     assert capsys.readouterr().out.split("\n\n")[1] == first
 
 
-def test_compare_on_a_shipped_dataset_prints_the_table_and_writes_files(capsys, tmp_path):
+def test_compare_prints_routing_quality_without_faults_then_robustness_and_writes_files(
+    capsys, tmp_path
+):
     out = tmp_path / "results"
-    assert main(["compare", "--sample", "150", "--quiet", "--out", str(out)]) == 0
+    args = ["compare", "--sample", "150", "--quiet", "--out", str(out), "--outage", "weak:10-20"]
+    assert main(args) == 0
     printed = capsys.readouterr().out
+    routing, robustness = printed.split("\n2. Robustness")
+    assert "1. Routing quality: no faults injected" in routing
     for strategy in (
         "weak only",
         "strong only",
@@ -39,10 +47,45 @@ def test_compare_on_a_shipped_dataset_prints_the_table_and_writes_files(capsys, 
         "threshold 30% strong",
         "oracle",
     ):
-        assert strategy in printed
-    assert "APGR" in printed and "d_quality" in printed
+        assert strategy in routing and strategy in robustness
+    assert "APGR" in routing and "d_quality" in routing and "realizable" in routing
+    assert "APGR" not in robustness
+    # every injected fault is named, the outage included
+    assert "2.0% 429 rate limits, Retry-After 1 s" in robustness
+    assert "outage (503) from t=10 s to t=20 s" in robustness
     written = {p.name for p in out.iterdir()}
-    assert {"summary.csv", "requests.csv", "attempts.csv", "sweeps.csv"} <= written
+    assert {"routing_summary.csv", "robustness_summary.csv", "sweeps.csv", "run.json"} <= written
     assert {"cost_quality.png", "latency_cdf.png", "outcomes.png", "threshold_curve.png"} <= written
-    summary = pd.read_csv(out / "summary.csv")
+    summary = pd.read_csv(out / "routing_summary.csv")
     assert len(summary) == 11 and summary["requests"].eq(150).all()
+    assert (
+        summary.set_index("strategy")["realizable"].to_dict()["oracle"] is False
+        or not (summary.set_index("strategy")["realizable"]["oracle"])
+    )
+    run = json.loads((out / "run.json").read_text())
+    assert run["seeds"] == [0] and run["dataset"]["requests"] == 150
+    assert len(run["dataset"]["request_ids"]) == 150
+    assert {"python", "sykit", "pandas", "numpy"} <= set(run["versions"])
+    weak = run["weak"]
+    outages = run["robustness_host"]["models"][weak]["faults"]["outages"]
+    assert outages == [[10.0, 20.0]]
+    assert run["routing_host"]["models"][weak]["faults"]["rate_limit"] == 0.0
+
+
+def test_compare_without_faults_says_there_is_no_robustness_run(capsys):
+    assert main(["compare", "--sample", "60", "--quiet", "--faults", "none"]) == 0
+    printed = capsys.readouterr().out
+    assert "no faults injected (--faults none and no --outage)" in printed
+
+
+@pytest.mark.parametrize(
+    ("outage", "words"),
+    [
+        ("weak:30", "expected MODEL:START-END"),
+        ("nobody:1-2", "unknown model"),
+        ("weak:5-1", "before END"),
+    ],
+)
+def test_a_bad_outage_is_refused_with_its_reason(outage, words, capsys):
+    with pytest.raises(SystemExit, match=words):
+        main(["compare", "--sample", "20", "--quiet", "--outage", outage])

@@ -1,0 +1,412 @@
+"""``sykit compare``: the library's strategies on a shipped evaluation table, in two honest parts.
+
+1. **Routing quality**, on a host with no faults: which strategy gives the best answers for the
+   money. APGR and AIQ of a threshold sweep and of a random router come from these fault-free runs,
+   so an outage cannot pass for routing skill.
+2. **Robustness**, on the same requests and host with the faults printed in the header (and the
+   outages asked for with ``--outage``): who still answers, how fast, at what waste.
+
+Everything needed to reproduce the run (settings, seeds, faults, package versions) is written to
+``run.json`` next to the CSVs and plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import platform
+import re
+import sys
+import time
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import strategies
+from ._config import Faults, Judge, ModelProfile
+from ._hosts.sim import SimHost
+from ._runner import compare
+
+__all__ = ["ROBUSTNESS_COLUMNS", "ROUTING_COLUMNS", "add_arguments", "routellm_lineup", "run_job"]
+
+STRONG = "gpt-4-1106-preview"
+WEAK = "mixtral-8x7b-instruct-v0.1"
+JUDGE = "gpt-4o-mini"
+JUDGE_ACCURACY = 0.85
+
+#: The columns of the routing-quality table (fault-free run).
+ROUTING_COLUMNS = (
+    "strategy",
+    "realizable",
+    "mean_quality",
+    "quality_ci_low",
+    "quality_ci_high",
+    "cost_per_request_usd",
+    "strong_share",
+    "d_quality",
+    "d_cost_usd",
+)
+#: The columns of the robustness table (run under faults).
+ROBUSTNESS_COLUMNS = (
+    "strategy",
+    "success_rate",
+    "mean_quality",
+    "cost_per_request_usd",
+    "latency_p50_s",
+    "latency_p99_s",
+    "attempts_per_request",
+    "retries",
+    "fallbacks",
+    "wasted_share",
+)
+_FAULT_WORDS = {
+    "rate_limit": "429 rate limits",
+    "unavailable": "5xx errors",
+    "timeout": "hangs until the client deadline",
+    "policy": "content-policy 400s",
+    "invalid": "plain 400s",
+    "reset": "connection resets",
+    "cut_stream": "answers cut mid-stream",
+    "malformed": "malformed answers",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dataset", default="routellm", help="a shipped dataset (sy.datasets.names())"
+    )
+    parser.add_argument(
+        "--benchmark", default=None, help="keep one benchmark of the dataset (e.g. gsm8k)"
+    )
+    parser.add_argument(
+        "--sample", type=int, default=None, help="sample this many requests (stratified)"
+    )
+    parser.add_argument(
+        "--faults",
+        choices=("realistic", "none"),
+        default="realistic",
+        help="random faults of the robustness run (default: realistic, see sy.faults.realistic)",
+    )
+    parser.add_argument(
+        "--outage",
+        action="append",
+        default=[],
+        metavar="MODEL:START-END",
+        help="a window of virtual seconds in which MODEL (a name, 'weak', 'strong' or 'judge') "
+        "answers 503 in the robustness run; repeatable",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--out", default=None, help="folder for CSVs, PNG plots and run.json")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def routellm_lineup(weak: str, strong: str, judge: str, requests: Any) -> dict[str, Any]:
+    """The library's strategies set up for a weak/strong pair."""
+    score = strategies.simulated_score(weak, strong)
+    threshold = strategies.calibrate(score, requests, 0.3)
+    return {
+        "weak only": strategies.single(weak),
+        "strong only": strategies.single(strong),
+        "random 30% strong": strategies.weighted_random({weak: 0.7, strong: 0.3}),
+        "fallback weak>strong": strategies.fallback_chain([weak, strong]),
+        "cascade (judge)": strategies.cascade(weak, strong, judge=judge, judge_timeout_s=5.0),
+        "threshold 30% strong": strategies.threshold_router(
+            weak, strong, score=score, threshold=threshold
+        ),
+        "speculative (judge)": strategies.speculative(weak, strong, judge=judge),
+        "race weak|strong": strategies.race([weak, strong]),
+        "hedge strong @p95": strategies.hedge(strong, after="p95"),
+        "litellm-like": strategies.litellm_like([weak, strong]),
+        "oracle": strategies.oracle([weak, strong]),
+    }
+
+
+def parse_outage(text: str, names: Mapping[str, str]) -> tuple[str, float, float]:
+    """``MODEL:START-END`` → (model, start, end); ``names`` maps aliases (weak, strong, judge)."""
+    match = re.fullmatch(r"\s*([^:]+):\s*([0-9.]+)\s*-\s*([0-9.]+)\s*", text)
+    if match is None:
+        raise SystemExit(f"--outage {text!r}: expected MODEL:START-END, e.g. weak:120-180")
+    model = names.get(match.group(1).strip(), match.group(1).strip())
+    if model not in names.values():
+        raise SystemExit(
+            f"--outage {text!r}: unknown model {model!r}; use weak, strong, judge or one of "
+            f"{sorted(set(names.values()))}"
+        )
+    start, end = float(match.group(2)), float(match.group(3))
+    if not (math.isfinite(start) and math.isfinite(end) and 0 <= start < end):
+        raise SystemExit(f"--outage {text!r}: START must be ≥ 0 and before END")
+    return model, start, end
+
+
+def describe_faults(faults: Faults) -> str:
+    """One line naming every fault a profile injects (empty when it injects none)."""
+    parts = []
+    for name, words in _FAULT_WORDS.items():
+        p = getattr(faults, name)
+        if p:
+            detail = ""
+            if name == "rate_limit" and faults.retry_after_s is not None:
+                detail = f", Retry-After {faults.retry_after_s:g} s"
+            if name == "unavailable":
+                detail = f", HTTP {faults.unavailable_status}"
+            parts.append(f"{p:.1%} {words}{detail}")
+    if faults.spike_p:
+        parts.append(f"{faults.spike_p:.1%} of answers {faults.spike_factor:g}× slower")
+    for start, end in faults.outages:
+        parts.append(f"outage (503) from t={start:g} s to t={end:g} s")
+    if faults.fail_first:
+        parts.append(f"first {faults.fail_first} attempts fail ({faults.fail_first_status})")
+    if faults.flapping is not None:
+        parts.append(f"flapping {faults.flapping}")
+    return "; ".join(parts)
+
+
+def _strong_share(comparison: Any, strong: str) -> pd.Series:
+    requests = comparison.requests
+    served = requests["served_model"].astype(str) == strong
+    return served.groupby(requests["strategy"].astype(str), sort=False).mean()
+
+
+def _table(frame: pd.DataFrame, columns: tuple[str, ...]) -> str:
+    shown = frame[[c for c in columns if c in frame.columns]]
+    return shown.to_string(index=False, float_format=lambda x: f"{x:.4g}")
+
+
+def run_job(args: argparse.Namespace) -> int:
+    """Run ``sykit compare`` with parsed arguments; print both tables; write files if asked."""
+    from . import datasets, profiles
+    from ._sweep import sweep
+    from .faults import realistic
+
+    started = time.perf_counter()
+    data = datasets.load(args.dataset)
+    filters = []
+    if args.benchmark:
+        data = data.filter(benchmark=args.benchmark)
+        filters.append(f"benchmark={args.benchmark}")
+    if "contaminated" in data.frame.columns:
+        data = data.filter(contaminated=False)
+        filters.append("contaminated prompts left out")
+    if args.sample and args.sample < len(data):
+        data = data.sample(
+            args.sample, seed=args.seed, stratify="benchmark" if not args.benchmark else None
+        )
+        filters.append(f"a stratified sample of {args.sample}")
+    models = list(data.models)
+    if len(models) < 2:
+        raise SystemExit(f"dataset {args.dataset!r} needs at least two models with ground truth")
+    weak, strong = (WEAK, STRONG) if {WEAK, STRONG} <= set(models) else (models[-1], models[0])
+    names = {"weak": weak, "strong": strong, "judge": JUDGE}
+    outages = [parse_outage(text, names) for text in args.outage]
+
+    clean = profiles.from_catalog([weak, strong, JUDGE])
+    judge = Judge(accuracy=JUDGE_ACCURACY)
+    random_faults = realistic() if args.faults == "realistic" else Faults()
+    faulty: dict[str, ModelProfile] = {}
+    for name, profile in clean.items():
+        windows = tuple((start, end) for model, start, end in outages if model == name)
+        faulty[name] = profile.replace(faults=random_faults.replace(outages=windows))
+    routing_host = SimHost(clean, judge=judge)
+    robustness_host = SimHost(faulty, judge=judge)
+    injected = {name: describe_faults(p.faults) for name, p in faulty.items()}
+    any_faults = any(injected.values())
+
+    runs: dict[str, Any] = {
+        "seeds": [args.seed],
+        "concurrency": args.concurrency,
+        "progress": False if args.quiet else None,
+    }
+    lineup = routellm_lineup(weak, strong, JUDGE, data)
+    routing = compare(lineup, data, host=routing_host, **runs)
+    routing_summary = routing.summary(baseline="strong only")
+    share = _strong_share(routing, strong)
+    routing_summary.insert(
+        routing_summary.columns.get_loc("cost_per_request_usd") + 1,
+        "strong_share",
+        routing_summary["strategy"].map(share),
+    )
+    score = strategies.simulated_score(weak, strong)
+    thresholds = sweep(
+        lambda target: strategies.threshold_router(
+            weak, strong, score=score, threshold=strategies.calibrate(score, data, target)
+        ),
+        [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
+        data,
+        host=routing_host,
+        weak=weak,
+        strong=strong,
+        **runs,
+    )
+    randoms = sweep(
+        lambda target: strategies.weighted_random({weak: 1 - target, strong: target}),
+        [0.1, 0.3, 0.5, 0.7, 0.9],
+        data,
+        host=routing_host,
+        weak=weak,
+        strong=strong,
+        **runs,
+    )
+    robustness = compare(lineup, data, host=robustness_host, **runs) if any_faults else None
+    robustness_summary = robustness.summary() if robustness is not None else None
+
+    scope = ", ".join(filters) if filters else "all rows"
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
+        print(
+            f"sykit compare: {len(data)} requests from {data.name!r} ({scope}), seed {args.seed}, "
+            f"{args.concurrency} in flight, simulated host (virtual time)"
+        )
+        print(
+            f"models: weak={weak}, strong={strong}, judge={JUDGE} (simulated, right "
+            f"{JUDGE_ACCURACY:.0%} of the time); prices and latencies from the shipped catalogue"
+        )
+        print("\n1. Routing quality: no faults injected")
+        print(_table(routing_summary, ROUTING_COLUMNS))
+        print(
+            "d_* = paired difference against 'strong only' on the same requests. "
+            "realizable=False: reads the ground truth (a bound, not a router you can deploy)."
+        )
+        print(
+            f"threshold router on a simulated router score ({_score_label(score)}; reads the "
+            f"ground truth): APGR {thresholds.apgr():.3f}, AIQ {thresholds.aiq():.3f}; "
+            f"random router: APGR {randoms.apgr():.3f} (0.5 expected)"
+        )
+        print("\n2. Robustness: the same strategies under injected faults")
+        if robustness_summary is None:
+            print("no faults injected (--faults none and no --outage): nothing to show")
+        else:
+            for name, words in injected.items():
+                print(f"  {name}: {words or 'no faults'}")
+            if not outages:
+                print("  outages: none (add one with --outage MODEL:START-END)")
+            print(_table(robustness_summary, ROBUSTNESS_COLUMNS))
+    if args.out:
+        out = Path(args.out)
+        written = _write_outputs(out, routing, routing_summary, robustness, robustness_summary)
+        written += _write_sweeps(out, thresholds, randoms)
+        _write_run_json(out, args, data, weak, strong, routing_host, robustness_host, started)
+        written.append("run.json")
+        print(f"\nwrote {len(written)} files to {args.out}/: {', '.join(written)}")
+    print(f"done in {time.perf_counter() - started:.1f} s of wall time")
+    return 0
+
+
+def _score_label(score: Any) -> str:
+    preset = getattr(score, "preset", None)
+    if preset:
+        return f"preset {preset!r}"
+    return repr(score)
+
+
+def _write_outputs(
+    out: Path,
+    routing: Any,
+    routing_summary: pd.DataFrame,
+    robustness: Any,
+    robustness_summary: pd.DataFrame | None,
+) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    routing_summary.to_csv(out / "routing_summary.csv", index=False)
+    routing.requests.to_csv(out / "routing_requests.csv", index=False)
+    written = ["routing_summary.csv", "routing_requests.csv"]
+    figures = {"cost_quality.png": lambda: routing.plot.cost_quality().figure}
+    if robustness is not None and robustness_summary is not None:
+        robustness_summary.to_csv(out / "robustness_summary.csv", index=False)
+        robustness.requests.to_csv(out / "robustness_requests.csv", index=False)
+        robustness.attempts.to_csv(out / "robustness_attempts.csv", index=False)
+        written += ["robustness_summary.csv", "robustness_requests.csv", "robustness_attempts.csv"]
+        figures["latency_cdf.png"] = lambda: robustness.plot.latency_cdf().figure
+        figures["outcomes.png"] = lambda: robustness.plot.outcomes()
+        figures["race_timeline.png"] = lambda: robustness.plot.timeline("race weak|strong").figure
+    for name, draw in figures.items():
+        figure = draw()
+        figure.savefig(out / name, dpi=110, bbox_inches="tight")
+        plt.close(figure)
+        written.append(name)
+    return written
+
+
+def _write_sweeps(out: Path, thresholds: Any, randoms: Any) -> list[str]:
+    import matplotlib.pyplot as plt
+
+    curves = pd.concat(
+        [thresholds.curve.assign(router="threshold"), randoms.curve.assign(router="random")]
+    )
+    curves.to_csv(out / "sweeps.csv", index=False)
+    figure = thresholds.plot().figure
+    figure.savefig(out / "threshold_curve.png", dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return ["sweeps.csv", "threshold_curve.png"]
+
+
+def _plain(value: Any) -> Any:
+    """Configuration objects as JSON-friendly values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {"type": type(value).__name__, **fields}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for package in ("sykit", "pandas", "numpy", "anyio", "httpx", "matplotlib"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+def _write_run_json(
+    out: Path,
+    args: argparse.Namespace,
+    data: Any,
+    weak: str,
+    strong: str,
+    routing_host: SimHost,
+    robustness_host: SimHost,
+    started: float,
+) -> None:
+    record = {
+        "command": ["sykit", *sys.argv[1:]] if sys.argv and "sykit" in sys.argv[0] else None,
+        "arguments": {k: v for k, v in vars(args).items() if k != "handler"},
+        "dataset": {
+            "name": data.name,
+            "requests": len(data),
+            "request_ids": [str(r.id) for r in data],
+        },
+        "weak": weak,
+        "strong": strong,
+        "judge": JUDGE,
+        "seeds": [args.seed],
+        "routing_host": {
+            "models": _plain(routing_host.profiles),
+            "policy": _plain(routing_host.policy),
+            "judges": _plain(routing_host.judges),
+        },
+        "robustness_host": {
+            "models": _plain(robustness_host.profiles),
+            "policy": _plain(robustness_host.policy),
+        },
+        "versions": _versions(),
+        "wall_s": round(time.perf_counter() - started, 3),
+    }
+    (out / "run.json").write_text(json.dumps(record, indent=2) + "\n")
