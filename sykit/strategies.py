@@ -9,6 +9,8 @@ example of the technique it names.
     sy.strategies.fallback_chain(["small", "large"])
     sy.strategies.cascade("small", "large", judge="judge")                  # FrugalGPT-style
     sy.strategies.threshold_router("small", "large", score=..., threshold=0.4)  # RouteLLM-style
+    score = sy.strategies.simulated_score("small", "large")  # RouteLLM's MF router (simulation only)
+    sy.strategies.calibrate(score, requests, 0.3)            # threshold sending 30 % to "large"
     sy.strategies.race(["small", "large"])                 # first completion wins
     sy.strategies.first_success(["small", "large"])        # first success wins
     sy.strategies.hedge("large", after=2.0)                # Tail-at-Scale hedged request
@@ -188,8 +190,9 @@ def cascade(
 def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) -> Algorithm:
     """Route to ``strong`` when ``score`` is at least ``threshold``, else to ``weak`` (RouteLLM-style;
     the other model is the fallback). ``score`` is a function of the request (sync or async) or a
-    :func:`simulated_score`; pick ``threshold`` for a target share of strong calls with
-    :func:`calibrate`."""
+    :func:`simulated_score` (a stand-in for a trained router, at a published router's quality by
+    default); pick ``threshold`` for a target share of strong calls with :func:`calibrate`, which
+    also fits a simulated score to the traffic."""
     _models([weak, strong], "threshold_router()")
     if not (isinstance(score, SimulatedScore) or callable(score)):
         raise ArgumentTypeError(
