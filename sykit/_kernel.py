@@ -1,0 +1,390 @@
+"""A trampoline kernel: sykit's own virtual-time scheduler for algorithms that await only sykit.
+
+Why not asyncio: an asyncio loop pays for handles, futures, tasks and a loop turn per wake-up; a
+simulation needs none of that. Here coroutines are driven directly with ``send``/``throw``, and a
+coroutine suspends by yielding a *trap* — a plain tuple saying "wake me after this many seconds" or
+"wake me when one of these tasks finishes". The same technique as simpy's, curio's and trio's cores.
+
+* Timers are a heap of plain tuples ``(when, seq, task)``: C tuple comparison, ties fire in the order
+  they were set, and a cancelled wait is deleted lazily (a stale ``seq`` is skipped when popped).
+* The clock is set to each timer's own deadline, so it stays exact at any time; waits must be
+  finite.
+* Children start eagerly, inside the parent's step; cancellation is thrown into the suspended
+  coroutine at once, so a race's loser is recorded at the instant it lost, without a loop turn.
+* A task that ends keeps its result, not its coroutine: nothing ties a finished request to its
+  frames, so no per-request reference cycle is left for the cyclic collector.
+
+Algorithms that await asyncio or anyio primitives cannot run here. While the kernel runs, the
+thread's "running loop" is a stand-in whose every use raises :class:`NeedsAsyncio`; the runner
+catches it and runs the whole simulation again on the asyncio engine (see :mod:`sykit._runner`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import math
+import types
+from collections import deque
+from collections.abc import Callable, Coroutine, Generator, Sequence
+from typing import Any
+
+from ._errors import ArgumentError, SimDeadlock
+
+__all__ = ["Kernel", "KTask", "NeedsAsyncio", "sleep", "wait_any"]
+
+_SLEEP = 0
+_WAIT_ANY = 1
+_YIELD = 2
+
+_CancelledError = asyncio.CancelledError
+
+
+class NeedsAsyncio(BaseException):
+    """An algorithm awaited something only an asyncio event loop can run (an asyncio or anyio
+    primitive). A BaseException, so an algorithm's ``except Exception`` cannot swallow it."""
+
+
+class KTask:
+    """A coroutine driven by the kernel, with the small part of ``asyncio.Task``'s API sykit uses."""
+
+    __slots__ = (
+        "_error",
+        "_result",
+        "cancel_cause",
+        "cancel_pending",
+        "cancelled_",
+        "coro",
+        "done_",
+        "name",
+        "owner",
+        "race_id",
+        "waiters",
+        "waiting",
+        "wake",
+    )
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], owner: Any, race_id: int | None) -> None:
+        self.coro: Coroutine[Any, Any, Any] | None = coro
+        self.owner = owner  # the request state this task works for (None: the runner's own)
+        self.race_id = race_id
+        self.done_ = False
+        self.cancelled_ = False
+        self._result: Any = None
+        self._error: BaseException | None = None
+        self.cancel_cause: str | None = None
+        self.cancel_pending = False
+        self.waiters: list[KTask] | None = None
+        self.waiting: Sequence[KTask] | None = None
+        self.wake = 0  # the seq of the timer that may wake it; 0: none
+        self.name = ""
+
+    # -- asyncio.Task-like -------------------------------------------------------------------
+    def done(self) -> bool:
+        return self.done_
+
+    def cancelled(self) -> bool:
+        return self.cancelled_
+
+    def result(self) -> Any:
+        if self.cancelled_:
+            raise _CancelledError()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def exception(self) -> BaseException | None:
+        if self.cancelled_:
+            raise _CancelledError()
+        return self._error
+
+    def __repr__(self) -> str:
+        state = "done" if self.done_ else "pending"
+        return f"<KTask {self.name or hex(id(self))} {state}>"
+
+
+@types.coroutine
+def sleep(seconds: float) -> Generator[Any, Any, None]:
+    """Suspend the calling kernel task for ``seconds`` of virtual time."""
+    yield (_SLEEP, seconds)
+
+
+@types.coroutine
+def wait_any(
+    tasks: Sequence[KTask], timeout: float | None = None
+) -> Generator[Any, Any, KTask | None]:
+    """Suspend until one of ``tasks`` is done (return it; the first in order if several are) or
+    ``timeout`` seconds pass (return None)."""
+    return (yield (_WAIT_ANY, tasks, timeout))
+
+
+@types.coroutine
+def checkpoint() -> Generator[Any, Any, None]:
+    """Let every other task that is ready at this instant run first."""
+    yield (_YIELD,)
+
+
+class _StandInLoop(asyncio.AbstractEventLoop):
+    """The thread's "running loop" while the kernel runs: any use means asyncio is needed."""
+
+    def __getattribute__(self, name: str) -> Any:
+        raise NeedsAsyncio(f"asyncio loop method {name!r} used on sykit's kernel")
+
+
+class _StandInTask:
+    """The thread's "current task" while the kernel runs (so anyio detects asyncio, then fails)."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise NeedsAsyncio(f"asyncio task attribute {name!r} used on sykit's kernel")
+
+
+class Kernel:
+    """Runs kernel tasks in virtual time from 0.0 until none is left.
+
+    ``deadlock_handler()``, when set, is called when tasks remain but none can ever wake; it returns
+    True if it made progress possible (e.g. cancelled the stuck tasks), otherwise
+    :class:`SimDeadlock` is raised.
+    """
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.current: KTask | None = None
+        self.deadlock_handler: Callable[[], bool] | None = None
+        self.interrupted = False
+        self._heap: list[tuple[float, int, KTask]] = []
+        self._ready: deque[tuple[KTask, Any]] = deque()
+        self._seq = 0
+        self._live: dict[KTask, None] = {}  # unfinished tasks, in the order they started
+
+    # -- tasks -------------------------------------------------------------------------------
+    def spawn(
+        self,
+        coro: Coroutine[Any, Any, Any],
+        *,
+        owner: Any = None,
+        race_id: int | None = None,
+        name: str = "",
+    ) -> KTask:
+        """Start ``coro`` as a task now: it runs until its first suspension before this returns."""
+        task = KTask(coro, owner, race_id)
+        task.name = name
+        self._live[task] = None
+        self._step(task, None, None)
+        return task
+
+    def cancel(self, task: KTask, cause: str | None) -> None:
+        """Cancel ``task``: the first cause given is kept. A suspended task gets the
+        ``CancelledError`` at once; a running one (the caller itself, or a task that started it)
+        at its next suspension."""
+        if task.done_:
+            return
+        if task.cancel_cause is None and cause is not None:
+            task.cancel_cause = cause
+        if task.waiting is None and task.wake == 0:
+            task.cancel_pending = True  # running now: delivered when it next suspends
+            return
+        self._unwait(task)
+        self._step(task, None, _CancelledError())
+
+    def live_tasks(self) -> list[KTask]:
+        return list(self._live)
+
+    # -- the trampoline ----------------------------------------------------------------------
+    def _step(self, task: KTask, value: Any, error: BaseException | None) -> None:
+        coro = task.coro
+        if coro is None:
+            return
+        previous = self.current
+        self.current = task
+        thrown: BaseException | None = None
+        try:
+            while True:
+                try:
+                    if error is None:
+                        trap = coro.send(value)
+                    else:
+                        thrown, error = error, None
+                        trap = coro.throw(thrown)
+                except StopIteration as stop:
+                    self._finish(task, stop.value, None, False)
+                    return
+                except _CancelledError:
+                    thrown = None  # the frame must not keep the exception: that would be a cycle
+                    self._finish(task, None, None, True)
+                    return
+                except NeedsAsyncio:
+                    raise
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except BaseException as exc:
+                    thrown = None
+                    # Keep the algorithm's frames for the traceback, not the kernel's own (which
+                    # holds the task that will hold the error: a cycle).
+                    if exc.__traceback__ is not None:
+                        exc.__traceback__ = exc.__traceback__.tb_next
+                    self._finish(task, None, exc, False)
+                    return
+                thrown = None
+                if task.cancel_pending:
+                    task.cancel_pending = False
+                    value, error = None, _CancelledError()
+                    continue
+                if type(trap) is not tuple:
+                    if trap is None:  # a bare yield (asyncio.sleep(0)): let others run first
+                        self._ready.append((task, None))
+                        return
+                    raise NeedsAsyncio(f"a coroutine awaited {type(trap).__name__} on the kernel")
+                kind = trap[0]
+                if kind == _SLEEP:
+                    seconds = trap[1]
+                    if not seconds > 0:
+                        if seconds == 0:
+                            self._ready.append((task, None))
+                            return
+                        value, error = None, ArgumentError(f"cannot sleep {seconds!r} seconds")
+                        continue
+                    if seconds == math.inf:
+                        value, error = None, ArgumentError("cannot sleep forever (seconds=inf)")
+                        continue
+                    self._seq += 1
+                    task.wake = self._seq
+                    heapq.heappush(self._heap, (self.now + seconds, self._seq, task))
+                    return
+                if kind == _WAIT_ANY:
+                    tasks = trap[1]
+                    for other in tasks:
+                        if other.done_:
+                            value = other
+                            break
+                    else:
+                        timeout = trap[2]
+                        if timeout is not None and timeout <= 0:
+                            value = None
+                            continue
+                        task.waiting = tasks
+                        for other in tasks:
+                            if other.waiters is None:
+                                other.waiters = [task]
+                            else:
+                                other.waiters.append(task)
+                        if timeout is not None:
+                            if timeout == math.inf:
+                                value, error = None, ArgumentError("cannot wait forever")
+                                self._unwait(task)
+                                continue
+                            self._seq += 1
+                            task.wake = self._seq
+                            heapq.heappush(self._heap, (self.now + timeout, self._seq, task))
+                        return
+                    continue
+                if kind == _YIELD:
+                    self._ready.append((task, None))
+                    return
+                raise NeedsAsyncio(f"unknown trap {trap!r}")
+        finally:
+            self.current = previous
+
+    def _finish(
+        self, task: KTask, result: Any, error: BaseException | None, cancelled: bool
+    ) -> None:
+        task.done_ = True
+        task.coro = None
+        task._result = result
+        task._error = error
+        task.cancelled_ = cancelled
+        self._live.pop(task, None)
+        waiters = task.waiters
+        if waiters:
+            task.waiters = None
+            ready = self._ready
+            for waiter in waiters:
+                if waiter.waiting is not None:
+                    self._unwait(waiter)
+                    ready.append((waiter, task))
+
+    def _unwait(self, task: KTask) -> None:
+        waiting = task.waiting
+        if waiting is not None:
+            task.waiting = None
+            for other in waiting:
+                waiters = other.waiters
+                if waiters:
+                    try:
+                        waiters.remove(task)
+                    except ValueError:
+                        pass
+        task.wake = 0
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run(self, main: Coroutine[Any, Any, Any]) -> Any:
+        """Run ``main`` and everything it starts until nothing is left; return ``main``'s result."""
+        previous_loop = asyncio._get_running_loop()
+        stand_in = _StandInLoop()
+        asyncio._set_running_loop(stand_in)
+        fake_task = _StandInTask()
+        asyncio._enter_task(stand_in, fake_task)  # type: ignore[attr-defined]
+        try:
+            root = self.spawn(main, name="main")
+            self._loop()
+        finally:
+            asyncio._leave_task(stand_in, fake_task)  # type: ignore[attr-defined]
+            asyncio._set_running_loop(previous_loop)
+        return root.result()
+
+    def _loop(self) -> None:
+        heap = self._heap
+        ready = self._ready
+        pop = heapq.heappop
+        step = self._step
+        while True:
+            while ready:
+                task, value = ready.popleft()
+                step(task, value, None)
+            if self.interrupted:
+                self.interrupted = False
+                for task in list(self._live):
+                    self.cancel(task, "cancelled")
+                continue
+            if not heap:
+                if not self._live:
+                    return
+                handler = self.deadlock_handler
+                if handler is not None and handler():
+                    continue
+                raise SimDeadlock(self.describe_deadlock())
+            when, seq, task = pop(heap)
+            if task.wake != seq:
+                continue  # a wait that was cancelled or already ended
+            self.now = when
+            if task.waiting is not None:  # a wait_any that timed out
+                self._unwait(task)
+            task.wake = 0
+            step(task, None, None)
+
+    def describe_deadlock(self) -> str:
+        """A readable account of what is stuck, for the SimDeadlock message."""
+        waiting = [t for t in self._live if t.waiting is not None or t.wake == 0]
+        lines = []
+        for task in waiting[:5]:
+            frame = _innermost_frame(task.coro)
+            where = ""
+            if frame is not None:
+                where = f" at {frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+            lines.append(f"  - task {task.name or 'unnamed'!r}{where}")
+        more = f"\n  … and {len(waiting) - 5} more" if len(waiting) > 5 else ""
+        return (
+            f"simulation deadlock at t={self.now:g} s: every task is waiting and no timer is "
+            "pending, so virtual time cannot move (e.g. a task waiting for another that waits for "
+            "it). Waiting tasks:\n" + "\n".join(lines) + more
+        )
+
+
+def _innermost_frame(coro: Any) -> Any:
+    frame = None
+    while coro is not None:
+        inner = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if inner is None:
+            break
+        frame = inner
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return frame
