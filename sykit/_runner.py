@@ -25,6 +25,7 @@ from ._inputs import (
     arrival_times,
     as_algorithm,
     as_requests,
+    check_arrivals,
     check_concurrency,
     check_host,
     check_seed,
@@ -54,8 +55,7 @@ class _Plan:
         self.host = check_host(host)
         self.items = as_requests(requests)
         self.concurrency = check_concurrency(concurrency, arrivals is not None)
-        self.arrivals = arrivals
-        arrival_times(arrivals, len(self.items), 0)  # validate now, not inside the simulation
+        self.arrivals = check_arrivals(arrivals, len(self.items))  # now, not inside the simulation
         self.strategies = strategies
         self.seeds = seeds
         if not isinstance(strict, bool):
@@ -185,11 +185,13 @@ async def arun(
     bar = make_progress(plan.total_requests, progress, name)
     try:
         if plan.host.virtual:
-            return await _engine.arun(lambda: plan.run_one(name, fn, plan.seeds[0], bar))
-        return await plan.run_one(name, fn, plan.seeds[0], bar)
+            result = await _engine.arun(lambda: plan.run_one(name, fn, plan.seeds[0], bar))
+        else:
+            result = await plan.run_one(name, fn, plan.seeds[0], bar)
     finally:
         if bar is not None:
             bar.close()
+    return result
 
 
 def compare(
@@ -223,7 +225,12 @@ def compare(
         )
     if isinstance(seeds, int) or not isinstance(seeds, Sequence) or not seeds:
         raise ArgumentTypeError("seeds must be a non-empty list of ints")
-    plan = _Plan(
-        named, requests, host, concurrency, arrivals, [check_seed(s) for s in seeds], strict
-    )
+    checked = [check_seed(s) for s in seeds]
+    repeated = sorted({s for s in checked if checked.count(s) > 1})
+    if repeated:
+        raise ArgumentError(
+            f"seeds must be distinct; repeated: {repeated} (a repeated seed repeats the same "
+            "draws, so every request would be counted twice)"
+        )
+    plan = _Plan(named, requests, host, concurrency, arrivals, checked, strict)
     return Comparison(_execute(plan, progress, "compare"))
