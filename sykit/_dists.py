@@ -181,13 +181,14 @@ class Uniform:
         _check_positive(self.high, "high", allow_zero=True)
         if self.high < self.low:
             raise ArgumentError(f"high ({self.high}) must be ≥ low ({self.low})")
+        check_draws(self, "Uniform")
 
     def quantile(self, u: float) -> float:
         return self.low + (self.high - self.low) * u
 
     @property
     def mean(self) -> float:
-        return (self.low + self.high) / 2
+        return self.low / 2 + self.high / 2  # (low + high) / 2 overflows near the largest float
 
 
 @dataclass(frozen=True)

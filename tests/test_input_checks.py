@@ -180,7 +180,9 @@ def test_an_unknown_fallback_reason_lists_the_valid_ones():
 
 # -- every constructor either builds or raises a SykitError --------------------------------------
 
+_SPECIAL = st.sampled_from([INF, -INF, NAN, 0, 0.0, -1, 1e308, 1e-300, 503, "1", True, b"1"])
 _ANYTHING = st.one_of(
+    _SPECIAL,
     st.none(),
     st.booleans(),
     st.integers(min_value=-(10**6), max_value=10**6),
@@ -233,6 +235,7 @@ _FIELDS = {
         "bill_cancelled",
     ),
     sy.Judge: ("accuracy", "output_tokens"),
+    sy.Flapping: ("up_s", "down_s", "start_s", "until_s", "status"),
     sy.RateLimit: ("requests_per_min", "tokens_per_min"),
 }
 
@@ -267,6 +270,8 @@ def test_configuration_builds_a_valid_object_or_raises_a_sykit_error(cls, data):
     kwargs = {name: data.draw(_ANYTHING, label=name) for name in fields}
     if cls is sy.RateLimit and all(kwargs.get(k) is None for k in _FIELDS[cls]):
         kwargs["requests_per_min"] = 60
+    if cls is sy.Flapping:
+        kwargs = {"up_s": 1.0, "down_s": 1.0, **kwargs}
     try:
         obj = cls(**kwargs)
     except sy.SykitError:
