@@ -7,6 +7,7 @@ a message saying what to change, never deep inside the simulation.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import itertools
 import math
@@ -45,9 +46,12 @@ def as_algorithm(algorithm: Algorithm, name: str | None) -> tuple[str, Callable[
         default_name = getattr(algorithm, "name", None) or type(algorithm).__name__
     elif callable(algorithm):
         fn = algorithm
+        inner = algorithm
+        while isinstance(inner, functools.partial):  # a partial is named after its function
+            inner = inner.func
         default_name = (
             getattr(algorithm, "name", None)
-            or getattr(algorithm, "__name__", None)
+            or getattr(inner, "__name__", None)
             or type(algorithm).__name__
         )
     else:
@@ -63,9 +67,56 @@ def as_algorithm(algorithm: Algorithm, name: str | None) -> tuple[str, Callable[
         ) from None
     except ValueError:
         pass  # builtins without signatures: trust them
+    why = _not_async(fn)
+    if why is not None:
+        raise ArgumentTypeError(f"algorithm {default_name!r} {why}")
     if name is not None and (not isinstance(name, str) or not name):
         raise ArgumentTypeError(f"strategy must be a non-empty string, got {name!r}")
     return name or str(default_name), fn
+
+
+def _not_async(fn: Callable[..., Any]) -> str | None:
+    """Why ``fn`` certainly cannot return an awaitable (and how to fix it), or None when it does
+    or may.
+
+    ``async def`` functions and methods, ``functools.partial`` of them and objects whose
+    ``__call__`` is ``async def`` pass. A plain ``def`` (a function, a method, an object's
+    ``__call__``) is refused, unless it wraps an async function (``functools.wraps``): such
+    wrappers, lambdas and other callables pass here and are checked when first called (the run
+    stops if the call returns something that is not awaitable).
+    """
+    target: Any = fn
+    while isinstance(target, functools.partial):
+        target = target.func
+    if inspect.iscoroutinefunction(target):
+        return None
+    if inspect.ismethod(target):
+        target = target.__func__
+        what = f"has a plain `def {target.__name__}` method"
+        fix = f"`async def {target.__name__}(self, request, driver): ...`"
+    elif inspect.isfunction(target):
+        label = target.__name__ if target.__name__.isidentifier() else "algorithm"
+        what = "is a plain function (`def`, not `async def`)"
+        fix = f"`async def {label}(request, driver): ...`"
+    elif not inspect.isroutine(target) and not inspect.isclass(target):
+        call = inspect.getattr_static(type(target), "__call__", None)
+        if not inspect.isfunction(call) or inspect.iscoroutinefunction(call):
+            return None
+        target = call
+        what = f"is a {type(fn).__name__} object whose `__call__` is a plain `def`"
+        fix = "`async def __call__(self, request, driver): ...`"
+    else:
+        return None  # builtins, classes, C callables: checked at the first call
+    if inspect.isasyncgenfunction(target):
+        return "is an async generator (it uses `yield`); an algorithm must `return` its outcome"
+    if target.__name__ == "<lambda>" or target.__code__.co_flags & inspect.CO_ITERABLE_COROUTINE:
+        return None  # a lambda may return a coroutine; checked at the first call
+    if inspect.iscoroutinefunction(inspect.unwrap(target)):
+        return None  # a sync wrapper of an async function returns its coroutine
+    return (
+        f"{what}; sykit awaits every algorithm, so define it with {fix} and `await` the "
+        "driver's calls inside"
+    )
 
 
 def as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None]]:

@@ -19,6 +19,7 @@ from . import _engine
 from ._config import Poisson
 from ._driver import RunState
 from ._errors import ArgumentError, ArgumentTypeError
+from ._health import check_algorithms
 from ._hosts.base import Host
 from ._inputs import (
     Algorithm,
@@ -156,14 +157,20 @@ def run(
     limited by ``concurrency`` only if it is given. ``seed`` keys every random draw. A progress bar
     appears for runs longer than a second (``progress=False`` silences it, ``True`` forces it; the
     ``SYKIT_PROGRESS=0`` environment variable turns the automatic one off). An algorithm's
-    exception fails only its request unless ``strict=True``, which re-raises it.
+    exception fails only its request unless ``strict=True``, which re-raises it. When more than
+    half the requests fail the same way on the algorithm's side (a misspelt model, a forgotten
+    ``await``), the run warns with an ``AlgorithmWarning`` quoting the first error
+    (``strict=True``: raises ``AlgorithmError``). An ``algorithm`` that is a plain ``def`` is
+    refused before the run.
 
     Works in scripts and in notebook cells: with a SimHost it runs on a fresh virtual-time loop,
     in a worker thread when the calling thread already runs an event loop.
     """
     name, fn = as_algorithm(algorithm, strategy)
     plan = _Plan([(name, fn)], requests, host, concurrency, arrivals, [check_seed(seed)], strict)
-    return _execute(plan, progress, name)[0]
+    result = _execute(plan, progress, name)[0]
+    _check_algorithms([result], strict)
+    return result
 
 
 async def arun(
@@ -191,6 +198,7 @@ async def arun(
     finally:
         if bar is not None:
             bar.close()
+    _check_algorithms([result], strict)
     return result
 
 
@@ -233,4 +241,13 @@ def compare(
             "draws, so every request would be counted twice)"
         )
     plan = _Plan(named, requests, host, concurrency, arrivals, checked, strict)
-    return Comparison(_execute(plan, progress, "compare"))
+    results = _execute(plan, progress, "compare")
+    _check_algorithms(results, strict)
+    return Comparison(results)
+
+
+def _check_algorithms(results: list[Result], strict: bool) -> None:
+    """Warn (strict: raise) when most requests of a strategy failed on the algorithm's side, so a
+    misspelt model or a forgotten ``await`` is not read as a router's results. The warning points
+    at the caller of run / arun / compare."""
+    check_algorithms(((r.strategy, r.requests) for r in results), strict=strict, stacklevel=3)
