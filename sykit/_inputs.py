@@ -40,6 +40,11 @@ DEFAULT_CONCURRENCY = 32
 
 
 def as_algorithm(algorithm: Algorithm, name: str | None) -> tuple[str, Callable[..., Any]]:
+    if inspect.isclass(algorithm):
+        raise ArgumentTypeError(
+            f"algorithm is the class {algorithm.__name__}; pass an instance: "
+            f"{algorithm.__name__}(...)"
+        )
     route = getattr(algorithm, "route", None)
     if route is not None and callable(route) and not inspect.isroutine(algorithm):
         fn = route

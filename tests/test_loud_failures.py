@@ -87,6 +87,16 @@ def test_a_plain_def_algorithm_is_refused_before_the_run(host, algorithm, phrase
         sy.compare({"x": algorithm}, REQUESTS, host=host)
 
 
+def test_a_strategy_class_instead_of_an_instance_says_so(host):
+    class RoundRobin:
+        async def route(self, request, driver):
+            return sy.route_to("fast", request)
+
+    with pytest.raises(sy.ArgumentTypeError, match=r"the class RoundRobin; pass an instance"):
+        sy.run(RoundRobin, REQUESTS, host=host)
+    assert run_quietly(RoundRobin(), host).requests["status"].eq("ok").all()
+
+
 async def routes_to(request, driver, model):
     return sy.route_to(model, request)
 
