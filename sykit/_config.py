@@ -13,12 +13,12 @@ the field in its error, so a typo in a notebook fails at the line that made it::
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ._classify import FallbackReason
-from ._dists import Distribution, LogNormal, as_distribution, check_number
+from ._dists import U_LOW, Distribution, LogNormal, as_distribution, check_number
 from ._errors import ArgumentError, ArgumentTypeError
 
 __all__ = [
@@ -35,6 +35,37 @@ __all__ = [
 
 def _probability(value: Any, name: str) -> float:
     return check_number(value, name, low=0.0, high=1.0)
+
+
+def _int(value: Any, name: str, *, low: int = 0, high: int | None = None) -> int:
+    """``value`` if it is an int in range: a float (even ``3.0``), a bool or a string is refused."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__} {value!r:.40}")
+    if value < low or (high is not None and value > high):
+        bound = f"from {low} to {high}" if high is not None else f"≥ {low}"
+        raise ArgumentError(f"{name} must be an int {bound}, got {value!r}")
+    return value
+
+
+def _flag(value: Any, name: str) -> None:
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(f"{name} must be True or False, got {value!r:.40}")
+
+
+def _http_status(value: Any, name: str, allowed: str, ok: Callable[[int], bool]) -> int:
+    """An int HTTP status accepted by ``ok``; ``"503"`` or ``503.0`` is a type error, not a 503."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(
+            f"{name} must be an int HTTP status ({allowed}), got {type(value).__name__} "
+            f"{value!r:.40}"
+        )
+    if not ok(value):
+        raise ArgumentError(f"{name} must be an int HTTP status ({allowed}), got {value}")
+    return value
+
+
+def _unavailable_status(status: int) -> bool:
+    return 500 <= status <= 599 or status in (403, 408)
 
 
 class _Replaceable:
@@ -57,8 +88,8 @@ class Latency(_Replaceable):
     def __post_init__(self) -> None:
         object.__setattr__(self, "ttft", as_distribution(self.ttft, "ttft"))
         tps = as_distribution(self.tokens_per_s, "tokens_per_s")
-        if tps.quantile(0.5) <= 0:
-            raise ArgumentError("tokens_per_s must be > 0")
+        if not tps.quantile(U_LOW) > 0:  # the slowest draw divides the output tokens
+            raise ArgumentError(f"tokens_per_s must be > 0 at every draw, got {tps!r}")
         object.__setattr__(self, "tokens_per_s", tps)
 
 
@@ -77,7 +108,8 @@ class Flapping(_Replaceable):
         check_number(self.up_s, "up_s", low_open=True)
         check_number(self.down_s, "down_s", low_open=True)
         check_number(self.start_s, "start_s")
-        check_number(self.until_s, "until_s")
+        check_number(self.until_s, "until_s", allow_inf=True)  # inf: flaps for the whole run
+        _http_status(self.status, "status", "429, 403, 408 or 5xx", _flapping_status)
         if self.until_s < self.start_s:
             raise ArgumentError(f"until_s ({self.until_s}) must be ≥ start_s ({self.start_s})")
 
@@ -85,6 +117,10 @@ class Flapping(_Replaceable):
         if t < self.start_s or t >= self.until_s:
             return False
         return (t - self.start_s) % (self.up_s + self.down_s) >= self.up_s
+
+
+def _flapping_status(status: int) -> bool:
+    return status == 429 or _unavailable_status(status)
 
 
 #: The per-attempt random faults, in the order a keyed uniform is partitioned among them.
@@ -146,14 +182,23 @@ class Faults(_Replaceable):
             raise ArgumentError(f"{' + '.join(RANDOM_FAULTS)} must be ≤ 1, got {total:g}")
         if self.retry_after_s is not None:
             check_number(self.retry_after_s, "retry_after_s")
-        if not (500 <= self.unavailable_status <= 599 or self.unavailable_status in (403, 408)):
-            raise ArgumentError(
-                f"unavailable_status must be 403, 408 or 5xx, got {self.unavailable_status}"
-            )
+        _http_status(self.unavailable_status, "unavailable_status", "5xx, 403 or 408",
+                     _unavailable_status)  # fmt: skip
         _probability(self.spike_p, "spike_p")
         check_number(self.spike_factor, "spike_factor", low=1.0)
+        if isinstance(self.outages, str | bytes | Mapping) or not isinstance(
+            self.outages, Iterable
+        ):
+            raise ArgumentTypeError(
+                "outages must be a list of (start_s, end_s) pairs, got "
+                f"{type(self.outages).__name__} {self.outages!r:.40}"
+            )
         windows = []
         for i, window in enumerate(self.outages):
+            if isinstance(window, str | bytes):
+                raise ArgumentTypeError(
+                    f"outages[{i}] must be a (start_s, end_s) pair, got {window!r}"
+                )
             try:
                 t0, t1 = window
             except (TypeError, ValueError):
@@ -161,24 +206,22 @@ class Faults(_Replaceable):
                     f"outages[{i}] must be a (start_s, end_s) pair, got {window!r}"
                 ) from None
             check_number(t0, f"outages[{i}] start")
-            check_number(t1, f"outages[{i}] end")
+            check_number(t1, f"outages[{i}] end", allow_inf=True)  # inf: never recovers
             if t1 <= t0:
                 raise ArgumentError(f"outages[{i}] ends ({t1}) before it starts ({t0})")
             windows.append((float(t0), float(t1)))
         object.__setattr__(self, "outages", tuple(windows))
-        if (
-            isinstance(self.fail_first, bool)
-            or not isinstance(self.fail_first, int)
-            or self.fail_first < 0
-        ):
-            raise ArgumentError(f"fail_first must be an int ≥ 0, got {self.fail_first!r}")
+        _int(self.fail_first, "fail_first")
         status = self.fail_first_status
-        if status not in ("timeout", "reset") and not (
-            isinstance(status, int) and (status == 429 or 500 <= status <= 599)
-        ):
-            raise ArgumentError(
-                f"fail_first_status must be 429, 5xx, 'timeout' or 'reset', got {status!r}"
-            )
+        if isinstance(status, str):
+            if status not in ("timeout", "reset"):
+                raise ArgumentError(
+                    f"fail_first_status must be an int HTTP status (429 or 5xx), 'timeout' or "
+                    f"'reset', got {status!r}"
+                )
+        else:
+            _http_status(status, "fail_first_status", "429 or 5xx, or 'timeout' / 'reset'",
+                         lambda s: s == 429 or 500 <= s <= 599)  # fmt: skip
         if self.flapping is not None and not isinstance(self.flapping, Flapping):
             raise ArgumentTypeError("flapping must be a sy.Flapping(up_s=..., down_s=...)")
         object.__setattr__(self, "random_total", total)
@@ -232,15 +275,9 @@ class ModelProfile(_Replaceable):
     def __post_init__(self) -> None:
         check_number(self.price_in, "price_in")
         check_number(self.price_out, "price_out")
-        if (
-            isinstance(self.context_window, bool)
-            or not isinstance(self.context_window, int)
-            or self.context_window <= 0
-        ):
-            raise ArgumentError(f"context_window must be an int > 0, got {self.context_window!r}")
+        _int(self.context_window, "context_window", low=1)
         for flag in ("vision", "tools"):
-            if not isinstance(getattr(self, flag), bool):
-                raise ArgumentTypeError(f"{flag} must be True or False")
+            _flag(getattr(self, flag), flag)
         if not isinstance(self.latency, Latency):
             raise ArgumentTypeError("latency must be a sy.Latency(ttft=..., tokens_per_s=...)")
         object.__setattr__(
@@ -275,12 +312,7 @@ class Judge(_Replaceable):
 
     def __post_init__(self) -> None:
         _probability(self.accuracy, "accuracy")
-        if (
-            isinstance(self.output_tokens, bool)
-            or not isinstance(self.output_tokens, int)
-            or self.output_tokens < 0
-        ):
-            raise ArgumentError(f"output_tokens must be an int ≥ 0, got {self.output_tokens!r}")
+        _int(self.output_tokens, "output_tokens")
 
 
 BillCancelled = Literal["generated", "none", "full"]
@@ -318,33 +350,20 @@ class HostPolicy(_Replaceable):
     bill_cancelled: BillCancelled = "generated"
 
     def __post_init__(self) -> None:
-        if (
-            isinstance(self.max_retries, bool)
-            or not isinstance(self.max_retries, int)
-            or not 0 <= self.max_retries <= 10
-        ):
-            raise ArgumentError(
-                f"max_retries must be an int from 0 to 10, got {self.max_retries!r}"
-            )
+        _int(self.max_retries, "max_retries", high=10)
         check_number(self.backoff_initial_s, "backoff_initial_s")
         check_number(self.backoff_max_s, "backoff_max_s")
         check_number(self.retry_after_cap_s, "retry_after_cap_s")
         check_number(self.timeout_s, "timeout_s", low_open=True)
         check_number(self.cooldown_s, "cooldown_s")
-        try:
-            given = {FallbackReason(r) for r in self.fallback_reasons}
-            reasons = tuple(
-                r for r in FallbackReason if r in given
-            )  # canonical order: stable reprs
-        except ValueError as exc:
-            raise ArgumentError(
-                f"fallback_reasons: {exc}; known reasons: {', '.join(r.value for r in FallbackReason)}"
-            ) from None
-        object.__setattr__(self, "fallback_reasons", reasons)
+        object.__setattr__(self, "fallback_reasons", _fallback_reasons(self.fallback_reasons))
         for flag in ("allow_policy_fallback", "routing_fallback", "recover_errors"):
-            if not isinstance(getattr(self, flag), bool):
-                raise ArgumentTypeError(f"{flag} must be True or False")
-        if self.bill_cancelled not in ("generated", "none", "full"):
+            _flag(getattr(self, flag), flag)
+        if not isinstance(self.bill_cancelled, str) or self.bill_cancelled not in (
+            "generated",
+            "none",
+            "full",
+        ):
             raise ArgumentError(
                 f"bill_cancelled must be 'generated', 'none' or 'full', got {self.bill_cancelled!r}"
             )
@@ -359,6 +378,26 @@ class HostPolicy(_Replaceable):
         if reason is None or reason not in self.fallback_reasons:
             return False
         return reason is not FallbackReason.POLICY or self.allow_policy_fallback
+
+
+def _fallback_reasons(value: object) -> tuple[FallbackReason, ...]:
+    """The reasons in canonical order (stable reprs); a single string is one reason."""
+    valid = ", ".join(repr(r.value) for r in FallbackReason)
+    if isinstance(value, str):
+        value = (value,)
+    if isinstance(value, bytes | Mapping) or not isinstance(value, Iterable):
+        raise ArgumentTypeError(
+            f"fallback_reasons must be a list of reasons ({valid}), got {type(value).__name__}"
+        )
+    given = set()
+    for reason in value:
+        try:
+            given.add(FallbackReason(reason))
+        except ValueError:
+            raise ArgumentError(
+                f"fallback_reasons: unknown reason {reason!r}; valid reasons: {valid}"
+            ) from None
+    return tuple(r for r in FallbackReason if r in given)
 
 
 @dataclass(frozen=True)

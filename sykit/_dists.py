@@ -14,6 +14,7 @@ gives the same percentile of whatever distribution a profile uses.
 from __future__ import annotations
 
 import math
+import numbers
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -47,21 +48,58 @@ class Distribution(Protocol):
 
 
 def check_number(
-    value: Any, name: str, *, low: float = 0.0, high: float = math.inf, low_open: bool = False
+    value: Any,
+    name: str,
+    *,
+    low: float = 0.0,
+    high: float = math.inf,
+    low_open: bool = False,
+    allow_inf: bool = False,
 ) -> float:
-    """``value`` as a float if it is a number in range, else an error naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ArgumentTypeError(f"{name} must be a number, got {type(value).__name__}")
-    bad = math.isnan(value) or value > high or value < low or (low_open and value == low)
+    """``value`` as a float if it is a finite number in range, else an error naming ``name``.
+
+    Infinity is refused unless ``allow_inf`` (an infinite price, rate or delay turns every cost or
+    time it touches into inf or NaN far from where it was written); NaN is always refused. Strings
+    and bools are not numbers here, even though ``float("1")`` and ``True + 1`` work.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ArgumentTypeError(
+            f"{name} must be a number, got {type(value).__name__} {value!r:.40}"
+        )
+    given, value = value, float(value)
+    finite = math.isfinite(value) or (allow_inf and not math.isnan(value))
+    bad = not finite or value > high or value < low or (low_open and value == low)
     if bad:
         lo = f"> {low:g}" if low_open else f"≥ {low:g}"
         hi = "" if high == math.inf else f" and ≤ {high:g}"
-        raise ArgumentError(f"{name} must be {lo}{hi}, got {value!r}")
-    return float(value)
+        finite_too = "" if finite else " and finite"
+        raise ArgumentError(f"{name} must be {lo}{hi}{finite_too}, got {given!r}")
+    return value
 
 
 def _check_positive(value: float, name: str, *, allow_zero: bool = False) -> float:
     return check_number(value, name, low_open=not allow_zero)
+
+
+#: The lowest uniform a keyed draw gives (see ``sykit._rng.uniforms``) and the largest float < 1.
+U_LOW = 2.0**-54
+U_HIGH = 1.0 - 2.0**-53
+
+
+def check_draws(dist: Any, name: str) -> None:
+    """Refuse a distribution whose extreme draws are not finite numbers ≥ 0 (e.g. a LogNormal with
+    a sigma so large that its 99.99…th percentile overflows), so a profile fails where it is
+    written rather than in the middle of a simulation."""
+    try:
+        values = (dist.quantile(U_LOW), dist.quantile(U_HIGH), dist.mean)
+        ok = all(isinstance(v, numbers.Real) and math.isfinite(v) and v >= 0 for v in values)
+    except (ArithmeticError, ValueError):
+        ok = False
+    if not ok:
+        raise ArgumentError(
+            f"{name} = {dist!r} draws values that are not finite numbers ≥ 0 "
+            "(its extreme quantiles or its mean overflow); use a smaller spread"
+        )
 
 
 @dataclass(frozen=True)
@@ -104,6 +142,7 @@ class LogNormal:
             )
         object.__setattr__(self, "sigma", sigma)
         object.__setattr__(self, "_mu", math.log(self.median))
+        check_draws(self, "LogNormal")
 
     @classmethod
     def through(cls, samples: Iterable[float], *, tail: str = "upper") -> LogNormal:
@@ -126,7 +165,8 @@ class LogNormal:
 
     @property
     def mean(self) -> float:
-        return self.median * math.exp(self.sigma**2 / 2)  # type: ignore[operator]
+        exponent = self.sigma**2 / 2  # type: ignore[operator]
+        return self.median * math.exp(exponent) if exponent < 700 else math.inf
 
 
 @dataclass(frozen=True)
@@ -141,13 +181,14 @@ class Uniform:
         _check_positive(self.high, "high", allow_zero=True)
         if self.high < self.low:
             raise ArgumentError(f"high ({self.high}) must be ≥ low ({self.low})")
+        check_draws(self, "Uniform")
 
     def quantile(self, u: float) -> float:
         return self.low + (self.high - self.low) * u
 
     @property
     def mean(self) -> float:
-        return (self.low + self.high) / 2
+        return self.low / 2 + self.high / 2  # (low + high) / 2 overflows near the largest float
 
 
 @dataclass(frozen=True)
@@ -158,6 +199,7 @@ class Exponential:
 
     def __init__(self, mean: float) -> None:
         object.__setattr__(self, "mean_value", _check_positive(mean, "mean"))
+        check_draws(self, "Exponential")
 
     def quantile(self, u: float) -> float:
         return -self.mean_value * math.log1p(-u)
@@ -174,11 +216,13 @@ class Empirical:
     samples: tuple[float, ...] = field(repr=False)
 
     def __init__(self, samples: Iterable[float]) -> None:
-        values = sorted(float(x) for x in samples)
+        if isinstance(samples, str | bytes) or not isinstance(samples, Iterable):
+            raise ArgumentTypeError(
+                f"Empirical samples must be a list of numbers, got {type(samples).__name__}"
+            )
+        values = sorted(check_number(x, f"Empirical samples[{i}]") for i, x in enumerate(samples))
         if not values:
             raise ArgumentError("Empirical needs at least one sample")
-        if values[0] < 0 or any(math.isnan(x) for x in values):
-            raise ArgumentError("Empirical samples must be finite and ≥ 0")
         object.__setattr__(self, "samples", tuple(values))
 
     def __repr__(self) -> str:
@@ -209,9 +253,10 @@ def as_distribution(value: object, name: str) -> Distribution:
     """A number becomes :class:`Constant`; a distribution passes; anything else is a TypeError."""
     if isinstance(value, bool):
         raise ArgumentTypeError(f"{name} must be a number or a distribution, got bool")
-    if isinstance(value, int | float):
+    if isinstance(value, numbers.Real):
         return Constant(_check_positive(value, name, allow_zero=True))
     if isinstance(value, Distribution):
+        check_draws(value, name)
         return value
     raise ArgumentTypeError(
         f"{name} must be a number or a distribution such as sy.LogNormal(median, p95=...), "

@@ -7,13 +7,16 @@ a message saying what to change, never deep inside the simulation.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import itertools
 import math
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from ._config import Poisson
+from ._dists import check_number
 from ._driver import Driver
 from ._errors import ArgumentError, ArgumentTypeError
 from ._hosts.base import Host
@@ -26,6 +29,7 @@ __all__ = [
     "arrival_times",
     "as_algorithm",
     "as_requests",
+    "check_arrivals",
     "check_concurrency",
     "check_host",
     "check_seed",
@@ -36,15 +40,23 @@ DEFAULT_CONCURRENCY = 32
 
 
 def as_algorithm(algorithm: Algorithm, name: str | None) -> tuple[str, Callable[..., Any]]:
+    if inspect.isclass(algorithm):
+        raise ArgumentTypeError(
+            f"algorithm is the class {algorithm.__name__}; pass an instance: "
+            f"{algorithm.__name__}(...)"
+        )
     route = getattr(algorithm, "route", None)
     if route is not None and callable(route) and not inspect.isroutine(algorithm):
         fn = route
         default_name = getattr(algorithm, "name", None) or type(algorithm).__name__
     elif callable(algorithm):
         fn = algorithm
+        inner = algorithm
+        while isinstance(inner, functools.partial):  # a partial is named after its function
+            inner = inner.func
         default_name = (
             getattr(algorithm, "name", None)
-            or getattr(algorithm, "__name__", None)
+            or getattr(inner, "__name__", None)
             or type(algorithm).__name__
         )
     else:
@@ -60,9 +72,56 @@ def as_algorithm(algorithm: Algorithm, name: str | None) -> tuple[str, Callable[
         ) from None
     except ValueError:
         pass  # builtins without signatures: trust them
+    why = _not_async(fn)
+    if why is not None:
+        raise ArgumentTypeError(f"algorithm {default_name!r} {why}")
     if name is not None and (not isinstance(name, str) or not name):
         raise ArgumentTypeError(f"strategy must be a non-empty string, got {name!r}")
     return name or str(default_name), fn
+
+
+def _not_async(fn: Callable[..., Any]) -> str | None:
+    """Why ``fn`` certainly cannot return an awaitable (and how to fix it), or None when it does
+    or may.
+
+    ``async def`` functions and methods, ``functools.partial`` of them and objects whose
+    ``__call__`` is ``async def`` pass. A plain ``def`` (a function, a method, an object's
+    ``__call__``) is refused, unless it wraps an async function (``functools.wraps``): such
+    wrappers, lambdas and other callables pass here and are checked when first called (the run
+    stops if the call returns something that is not awaitable).
+    """
+    target: Any = fn
+    while isinstance(target, functools.partial):
+        target = target.func
+    if inspect.iscoroutinefunction(target):
+        return None
+    if inspect.ismethod(target):
+        target = target.__func__
+        what = f"has a plain `def {target.__name__}` method"
+        fix = f"`async def {target.__name__}(self, request, driver): ...`"
+    elif inspect.isfunction(target):
+        label = target.__name__ if target.__name__.isidentifier() else "algorithm"
+        what = "is a plain function (`def`, not `async def`)"
+        fix = f"`async def {label}(request, driver): ...`"
+    elif not inspect.isroutine(target) and not inspect.isclass(target):
+        call = inspect.getattr_static(type(target), "__call__", None)
+        if not inspect.isfunction(call) or inspect.iscoroutinefunction(call):
+            return None
+        target = call
+        what = f"is a {type(fn).__name__} object whose `__call__` is a plain `def`"
+        fix = "`async def __call__(self, request, driver): ...`"
+    else:
+        return None  # builtins, classes, C callables: checked at the first call
+    if inspect.isasyncgenfunction(target):
+        return "is an async generator (it uses `yield`); an algorithm must `return` its outcome"
+    if target.__name__ == "<lambda>" or target.__code__.co_flags & inspect.CO_ITERABLE_COROUTINE:
+        return None  # a lambda may return a coroutine; checked at the first call
+    if inspect.iscoroutinefunction(inspect.unwrap(target)):
+        return None  # a sync wrapper of an async function returns its coroutine
+    return (
+        f"{what}; sykit awaits every algorithm, so define it with {fix} and `await` the "
+        "driver's calls inside"
+    )
 
 
 def as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None]]:
@@ -75,7 +134,7 @@ def as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None
             f"requests must be an iterable of sy.Request (or prompt strings), got {type(requests).__name__}"
         )
     items = []
-    seen: set[Any] = set()
+    seen: dict[str, tuple[int, Any, bool]] = {}  # str(id) → (position, id, id given)
     for i, item in enumerate(requests):
         if isinstance(item, str):
             item = Request(item)
@@ -84,11 +143,11 @@ def as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None
                 f"requests[{i}] must be a sy.Request or a prompt string, got {type(item).__name__}"
             )
         request_id = i if item.id is None else item.id
-        if request_id in seen:
-            raise ArgumentError(
-                f"requests contains the id {request_id!r} twice; request ids must be unique"
-            )
-        seen.add(request_id)
+        entry = (i, request_id, item.id is not None)
+        key = str(request_id)  # the frames store mixed ids as text: 1 and "1" would merge
+        if key in seen:
+            raise ArgumentError(_clash(seen[key], entry))
+        seen[key] = entry
         truth = truth_of(item)
         view = item.without_truth()
         if view.id != request_id:
@@ -97,6 +156,26 @@ def as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None
     if not items:
         raise ArgumentError("requests is empty")
     return items
+
+
+def _clash(first: tuple[int, Any, bool], second: tuple[int, Any, bool]) -> str:
+    """Why two requests cannot share a run: the same id, or ids that are the same as text."""
+
+    def which(entry: tuple[int, Any, bool]) -> str:
+        position, request_id, given = entry
+        own = f"id {request_id!r}" if given else f"no id, so its position {request_id!r}"
+        return f"requests[{position}] ({own})"
+
+    if first[1] == second[1] and type(first[1]) is type(second[1]):
+        return (
+            f"requests contains the id {first[1]!r} twice, in {which(first)} and "
+            f"{which(second)}; request ids must be unique"
+        )
+    return (
+        f"{which(first)} and {which(second)} have ids that are the same as text: the request "
+        "tables store mixed ids as strings, so their rows and random draws would be merged; "
+        "give them ids that differ as text"
+    )
 
 
 def _with_id(request: Request, request_id: Any) -> Request:
@@ -123,25 +202,39 @@ def check_seed(seed: object) -> int:
     return seed
 
 
-def arrival_times(arrivals: object, n: int, seed: int) -> list[float] | None:
-    if arrivals is None:
-        return None
-    if isinstance(arrivals, Poisson):
-        times, t = [], 0.0
-        for i in range(n):
-            t += -math.log(uniforms(seed, "arrival", i)[0]) / arrivals.rate_per_s
-            times.append(t)
-        return times
-    if isinstance(arrivals, Sequence) and not isinstance(arrivals, str):
-        times = [float(x) for x in arrivals]
-        if len(times) != n:
-            raise ArgumentError(f"arrivals has {len(times)} times for {n} requests")
-        if any(b < a for a, b in itertools.pairwise(times)) or (times and times[0] < 0):
-            raise ArgumentError("arrivals must be non-decreasing times ≥ 0")
-        return times
-    raise ArgumentTypeError(
-        f"arrivals must be sy.Poisson(rate_per_s), a list of times, or None; got {type(arrivals).__name__}"
-    )
+def check_arrivals(arrivals: object, n: int) -> Poisson | list[float] | None:
+    """``None``, a :class:`Poisson`, or a list of ``n`` finite, non-decreasing times ≥ 0 (any
+    iterable of numbers, a numpy array or a pandas Series included)."""
+    if arrivals is None or isinstance(arrivals, Poisson):
+        return arrivals
+    if isinstance(arrivals, str | bytes | Mapping | AbstractSet) or not isinstance(
+        arrivals, Iterable
+    ):
+        raise ArgumentTypeError(
+            "arrivals must be sy.Poisson(rate_per_s), a list of arrival times in seconds, or None; "
+            f"got {type(arrivals).__name__} {arrivals!r:.40}"
+        )
+    times = [check_number(x, f"arrivals[{i}]") for i, x in enumerate(arrivals)]
+    if len(times) != n:
+        raise ArgumentError(f"arrivals has {len(times)} times for {n} requests")
+    for i, (a, b) in enumerate(itertools.pairwise(times)):
+        if b < a:
+            raise ArgumentError(
+                f"arrivals must be non-decreasing: arrivals[{i + 1}] = {b:g} comes before "
+                f"arrivals[{i}] = {a:g}"
+            )
+    return times
+
+
+def arrival_times(arrivals: Poisson | list[float] | None, n: int, seed: int) -> list[float] | None:
+    """The arrival time of each request: the checked list as is, or Poisson draws keyed by seed."""
+    if not isinstance(arrivals, Poisson):
+        return arrivals
+    times, t = [], 0.0
+    for i in range(n):
+        t += -math.log(uniforms(seed, "arrival", i)[0]) / arrivals.rate_per_s
+        times.append(t)
+    return times
 
 
 def check_host(host: object) -> Host:

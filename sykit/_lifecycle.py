@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import difflib
 import inspect
 import math
 from collections.abc import Callable
@@ -20,36 +21,106 @@ from . import _engine
 from ._context import CURRENT_REQUEST
 from ._driver import Driver, RequestState, RunState
 from ._errors import ArgumentTypeError, ModelError, NoTargets, SimDeadlock, UnknownModel
+from ._health import await_hint
 from ._models import GroundTruth, Outcome, Request, Response
 from ._records import REQUEST_COLUMNS, RequestRow
 
 __all__ = ["StrategyRun", "install_task_tracking", "track_task"]
 
 
+class _NotAwaitable(Exception):
+    """Carries the error that stops the run past the per-request ``except Exception``."""
+
+    def __init__(self, error: ArgumentTypeError) -> None:
+        self.error = error
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The error inside (nested) exception groups of one exception, as a TaskGroup raises them."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _hint(exc: BaseException) -> str:
+    """A likely fix for an algorithm's error: the model name meant, or a forgotten ``await``."""
+    if isinstance(exc, UnknownModel):
+        model = exc.model
+        close = difflib.get_close_matches(model, exc.known, n=1) if isinstance(model, str) else []
+        return f"did you mean {close[0]!r}?" if close else ""
+    if isinstance(exc, ModelError | NoTargets | SimDeadlock):
+        return ""
+    return await_hint(f"{type(exc).__name__}: {exc}").strip(" ()")
+
+
 def _failure(exc: BaseException) -> tuple[str, str]:
+    """The ``error_kind`` and ``error_message`` of a failed request; the error inside a group of
+    one (a TaskGroup in the algorithm) speaks for itself."""
+    exc = _innermost(exc)
+    hint = _hint(exc)
+    hint = f" ({hint})" if hint else ""
     if isinstance(exc, ModelError):
         return exc.kind, str(exc)
     if isinstance(exc, NoTargets):
         return "no_targets", str(exc)
     if isinstance(exc, UnknownModel):
-        return "unknown_model", str(exc)
+        return "unknown_model", str(exc) + hint
     if isinstance(exc, SimDeadlock):
         return "deadlock", str(exc)
-    return "algorithm_error", f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, InvalidOutcome):
+        return "invalid_outcome", str(exc)
+    message = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, BaseExceptionGroup):  # several errors: name each
+        inner = "; ".join(_failure(e)[1] for e in exc.exceptions[:3])
+        message += f": {inner}" + ("; …" if len(exc.exceptions) > 3 else "")
+    return "algorithm_error", message + hint
 
 
-def _check_outcome(outcome: object, run: RunState) -> tuple[Outcome | None, tuple[str, str] | None]:
+class InvalidOutcome(ArgumentTypeError):
+    """The algorithm returned something that is not an :class:`~sykit.Outcome`."""
+
+
+def _outcome_error(outcome: object, run: RunState) -> Exception | None:
+    """Why ``outcome`` cannot be served (an invalid outcome or an unknown model), or None."""
     if not isinstance(outcome, Outcome):
-        return None, (
-            "invalid_outcome",
+        hint = ""
+        if inspect.iscoroutine(outcome):
+            outcome.close()  # not awaited by anyone: close it so Python does not warn again
+            hint = " (did you forget `await`? e.g. `return sy.answered(model, await ...)`)"
+        elif isinstance(outcome, Response):
+            hint = (
+                " (wrap an answer you already have: `return sy.answered(response.model, response)`)"
+            )
+        return InvalidOutcome(
             f"the algorithm returned {type(outcome).__name__} {outcome!r:.80}; it must return "
-            "sy.route_to(model, request, ...) or sy.answered(model, response)",
+            f"sy.route_to(model, request, ...) or sy.answered(model, response){hint}"
         )
     for model in outcome.models:
         if model not in run.profiles:
-            error = UnknownModel(model, list(run.profiles), where="the algorithm's outcome")
-            return outcome, ("unknown_model", str(error))
-    return outcome, None
+            return UnknownModel(model, list(run.profiles), where="the algorithm's outcome")
+    return None
+
+
+def _check_outcome(
+    outcome: object, run: RunState
+) -> tuple[Outcome | None, tuple[str, str] | None, Exception | None]:
+    """The outcome if it is one, and the failure and error that stop it from being served."""
+    error = _outcome_error(outcome, run)
+    valid = outcome if isinstance(outcome, Outcome) else None
+    return valid, None if error is None else _failure(error), error
+
+
+def _not_awaitable(name: str, returned: object) -> ArgumentTypeError:
+    """The error that stops a run whose algorithm returned something it cannot await."""
+    hint = ""
+    if isinstance(returned, Outcome):
+        hint = " (it returned its outcome directly: only an `async def` function may do that)"
+    label = name if name.isidentifier() else "algorithm"
+    return ArgumentTypeError(
+        f"algorithm {name!r} returned {type(returned).__name__} instead of an awaitable{hint}; "
+        f"sykit awaits every algorithm, so define it with `async def {label}(request, driver): "
+        "...` (a lambda cannot be async: use a named `async def`)"
+    )
 
 
 class StrategyRun:
@@ -155,11 +226,11 @@ class StrategyRun:
         failure: tuple[str, str] | None = None
         try:
             pending = self.fn(state.request, Driver(state))
-            if not inspect.isawaitable(pending):
-                raise ArgumentTypeError(
-                    f"the algorithm returned {type(pending).__name__} instead of a coroutine; define it with `async def`"
-                )
+            if not inspect.isawaitable(pending):  # a lambda or wrapper: the whole run is wrong
+                raise _NotAwaitable(_not_awaitable(run.strategy, pending))
             outcome = await pending
+        except _NotAwaitable as stop:
+            raise stop.error from None
         except asyncio.CancelledError:
             if state.abort_error is None:
                 raise
@@ -169,10 +240,13 @@ class StrategyRun:
         except ModelError as error:
             failure = _failure(error)
         except Exception as error:
-            if run.strict:
+            if run.strict and not isinstance(_innermost(error), ModelError):
                 error.add_note(
                     f"(while routing request {state.request_id!r} with strategy {run.strategy!r})"
                 )
+                hint = _hint(_innermost(error))
+                if hint:
+                    error.add_note(hint)
                 raise
             failure = _failure(error)
         state.closed = True
@@ -180,13 +254,14 @@ class StrategyRun:
         await state.close_leftovers("abandoned" if failure is None else "request_failed")
         response: Response | None = None
         if failure is None:
-            outcome, failure = _check_outcome(outcome, run)
-            if failure is not None and run.strict:
-                raise (
-                    TypeError(failure[1])
-                    if failure[0] == "invalid_outcome"
-                    else UnknownModel(outcome.models[0] if outcome else None, list(run.profiles))
+            outcome, failure, refused = _check_outcome(outcome, run)
+            if refused is not None and run.strict:
+                refused.add_note(
+                    f"(while routing request {state.request_id!r} with strategy {run.strategy!r})"
                 )
+                if _hint(refused):
+                    refused.add_note(_hint(refused))
+                raise refused
         if failure is None:
             assert outcome is not None
             if outcome.response is not None:

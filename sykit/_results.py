@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from ._health import ErrorCount, shorten, top_errors
 from ._metrics import paired_differences, pareto_frontier, summarize
 
 __all__ = ["Comparison", "Result"]
@@ -42,14 +44,25 @@ class Result:
     def __repr__(self) -> str:
         n = len(self.requests)
         ok = int((self.requests["status"] == "ok").sum()) if n else 0
-        return (
+        head = (
             f"<sykit.Result strategy={self.strategy!r} seed={self.seed} requests={n} ok={ok} "
-            f"attempts={len(self.attempts)}>"
+            f"attempts={len(self.attempts)}"
         )
+        errors = top_errors(self.requests)
+        if not errors:
+            return head + ">"
+        lines = [
+            f"  failed {e.count}× {e.kind}: {shorten(e.message, _REPR_MESSAGE)}" for e in errors
+        ]
+        return head + "\n" + "\n".join(lines) + ">"
 
     def _repr_html_(self) -> str:
-        head = f"<p><b>sykit.Result</b> strategy <code>{self.strategy}</code>, seed {self.seed}</p>"
-        return head + self.summary().to_html(index=False, float_format=lambda x: f"{x:.4g}")
+        head = (
+            f"<p><b>sykit.Result</b> strategy <code>{html.escape(self.strategy)}</code>, "
+            f"seed {self.seed}</p>"
+        )
+        table = self.summary().to_html(index=False, float_format=lambda x: f"{x:.4g}")
+        return head + table + _errors_html(top_errors(self.requests))
 
 
 @dataclass(frozen=True, repr=False)
@@ -114,10 +127,52 @@ class Comparison:
 
     def __repr__(self) -> str:
         seeds = sorted({r.seed for r in self.results})
-        return f"<sykit.Comparison strategies={self.strategies} seeds={seeds}>"
+        head = f"<sykit.Comparison strategies={self.strategies} seeds={seeds}"
+        lines = [f"  {line}" for line in self._failure_lines()]
+        return head + "".join("\n" + line for line in lines) + ">"
+
+    def _failure_lines(self) -> list[str]:
+        """One line per strategy with failed requests: how many, and the commonest error."""
+        lines = []
+        for strategy in self.strategies:
+            requests = pd.concat(
+                [r.requests for r in self.results if r.strategy == strategy], ignore_index=True
+            )
+            errors = top_errors(requests, 1)
+            if errors:
+                failed = int((requests["status"] == "failed").sum())
+                top = errors[0]
+                lines.append(
+                    f"{strategy}: {failed} of {len(requests)} failed, most {top.kind} "
+                    f"({top.count}): {shorten(top.message, _REPR_MESSAGE_BRIEF)}"
+                )
+        return lines
 
     def _repr_html_(self) -> str:
-        return self.summary().to_html(index=False, float_format=lambda x: f"{x:.4g}")
+        table = self.summary().to_html(index=False, float_format=lambda x: f"{x:.4g}")
+        lines = self._failure_lines()
+        if not lines:
+            return table
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+        return table + f"<p>Failed requests:</p><ul>{items}</ul>"
+
+
+_REPR_MESSAGE = 120
+_REPR_MESSAGE_BRIEF = 80
+
+
+def _errors_html(errors: list[ErrorCount]) -> str:
+    if not errors:
+        return ""
+    rows = "".join(
+        f"<tr><td><code>{html.escape(e.kind)}</code></td><td>{e.count}</td>"
+        f"<td>{html.escape(shorten(e.message, 200))}</td></tr>"
+        for e in errors
+    )
+    return (
+        "<p>Top errors:</p><table><thead><tr><th>error_kind</th><th>requests</th>"
+        f"<th>first message</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
 
 
 def _concat(frames: list[pd.DataFrame], strategies: list[str]) -> pd.DataFrame:

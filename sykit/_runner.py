@@ -19,12 +19,14 @@ from . import _engine
 from ._config import Poisson
 from ._driver import RunState
 from ._errors import ArgumentError, ArgumentTypeError
+from ._health import check_algorithms
 from ._hosts.base import Host
 from ._inputs import (
     Algorithm,
     arrival_times,
     as_algorithm,
     as_requests,
+    check_arrivals,
     check_concurrency,
     check_host,
     check_seed,
@@ -54,8 +56,7 @@ class _Plan:
         self.host = check_host(host)
         self.items = as_requests(requests)
         self.concurrency = check_concurrency(concurrency, arrivals is not None)
-        self.arrivals = arrivals
-        arrival_times(arrivals, len(self.items), 0)  # validate now, not inside the simulation
+        self.arrivals = check_arrivals(arrivals, len(self.items))  # now, not inside the simulation
         self.strategies = strategies
         self.seeds = seeds
         if not isinstance(strict, bool):
@@ -156,14 +157,20 @@ def run(
     limited by ``concurrency`` only if it is given. ``seed`` keys every random draw. A progress bar
     appears for runs longer than a second (``progress=False`` silences it, ``True`` forces it; the
     ``SYKIT_PROGRESS=0`` environment variable turns the automatic one off). An algorithm's
-    exception fails only its request unless ``strict=True``, which re-raises it.
+    exception fails only its request unless ``strict=True``, which re-raises it. When more than
+    half the requests fail the same way on the algorithm's side (a misspelt model, a forgotten
+    ``await``), the run warns with an ``AlgorithmWarning`` quoting the first error
+    (``strict=True``: raises ``AlgorithmError``). An ``algorithm`` that is a plain ``def`` is
+    refused before the run.
 
     Works in scripts and in notebook cells: with a SimHost it runs on a fresh virtual-time loop,
     in a worker thread when the calling thread already runs an event loop.
     """
     name, fn = as_algorithm(algorithm, strategy)
     plan = _Plan([(name, fn)], requests, host, concurrency, arrivals, [check_seed(seed)], strict)
-    return _execute(plan, progress, name)[0]
+    result = _execute(plan, progress, name)[0]
+    _check_algorithms([result], strict)
+    return result
 
 
 async def arun(
@@ -185,11 +192,14 @@ async def arun(
     bar = make_progress(plan.total_requests, progress, name)
     try:
         if plan.host.virtual:
-            return await _engine.arun(lambda: plan.run_one(name, fn, plan.seeds[0], bar))
-        return await plan.run_one(name, fn, plan.seeds[0], bar)
+            result = await _engine.arun(lambda: plan.run_one(name, fn, plan.seeds[0], bar))
+        else:
+            result = await plan.run_one(name, fn, plan.seeds[0], bar)
     finally:
         if bar is not None:
             bar.close()
+    _check_algorithms([result], strict)
+    return result
 
 
 def compare(
@@ -223,7 +233,21 @@ def compare(
         )
     if isinstance(seeds, int) or not isinstance(seeds, Sequence) or not seeds:
         raise ArgumentTypeError("seeds must be a non-empty list of ints")
-    plan = _Plan(
-        named, requests, host, concurrency, arrivals, [check_seed(s) for s in seeds], strict
-    )
-    return Comparison(_execute(plan, progress, "compare"))
+    checked = [check_seed(s) for s in seeds]
+    repeated = sorted({s for s in checked if checked.count(s) > 1})
+    if repeated:
+        raise ArgumentError(
+            f"seeds must be distinct; repeated: {repeated} (a repeated seed repeats the same "
+            "draws, so every request would be counted twice)"
+        )
+    plan = _Plan(named, requests, host, concurrency, arrivals, checked, strict)
+    results = _execute(plan, progress, "compare")
+    _check_algorithms(results, strict)
+    return Comparison(results)
+
+
+def _check_algorithms(results: list[Result], strict: bool) -> None:
+    """Warn (strict: raise) when most requests of a strategy failed on the algorithm's side, so a
+    misspelt model or a forgotten ``await`` is not read as a router's results. The warning points
+    at the caller of run / arun / compare."""
+    check_algorithms(((r.strategy, r.requests) for r in results), strict=strict, stacklevel=3)

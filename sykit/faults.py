@@ -14,6 +14,7 @@ second of wall time, so it can gate a router in CI or in a notebook:
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ import pandas as pd
 from ._config import Faults, Flapping, HostPolicy, Latency, ModelProfile
 from ._driver import Driver
 from ._errors import ArgumentError, ModelError
+from ._health import AlgorithmWarning, broken_message
 from ._hosts.sim import SimHost
 from ._models import Outcome, Request, answered, route_to
 from ._race import first_ok
@@ -500,9 +502,15 @@ def run_catalogue(
             raise ArgumentError(f"unknown scenario ids {unknown}; known: {list(scenarios)}")
         scenarios = {i: scenarios[i] for i in ids}
     rows = []
+    broken: list[tuple[str, str]] = []
     for scenario in scenarios.values():
-        outcome = scenario.run(router, seed=seed)
+        with warnings.catch_warnings():  # one warning for the catalogue, not one per scenario
+            warnings.simplefilter("ignore", AlgorithmWarning)
+            outcome = scenario.run(router, seed=seed)
         requests = outcome.result.requests
+        message = broken_message(scenario.id, requests)
+        if message is not None:
+            broken.append((scenario.id, message))
         rows.append(
             {
                 "id": scenario.id,
@@ -513,5 +521,13 @@ def run_catalogue(
                 "latency_s": float(requests["latency_s"].max()),
                 "cost_usd": float(requests["cost_usd"].sum()),
             }
+        )
+    if broken:
+        warnings.warn(
+            f"the router failed on the algorithm's side in {len(broken)} of {len(rows)} "
+            f"scenarios ({', '.join(i for i, _ in broken)}): the catalogue measured a bug, not "
+            f"its fault handling; {broken[0][1]}",
+            AlgorithmWarning,
+            stacklevel=2,
         )
     return pd.DataFrame(rows)

@@ -13,6 +13,7 @@ import pytest
 from helpers import rows
 
 import sykit as sy
+from sykit._health import AlgorithmWarning
 
 REQUESTS = [sy.Request(f"question {i}") for i in range(6)]
 
@@ -135,20 +136,20 @@ def test_invalid_outcomes_fail_the_request_with_a_readable_message(host, returne
     async def algorithm(request, driver):
         return returned
 
-    res = sy.run(algorithm, REQUESTS[:2], host=host)
+    with pytest.warns(AlgorithmWarning, match=f"2 of 2 requests failed with {kind}"):
+        res = sy.run(algorithm, REQUESTS[:2], host=host)
     assert set(res.requests["error_kind"]) == {kind}
     assert phrase in res.requests["error_message"].iloc[0]
     if kind == "unknown_model":
         assert "'fast', 'strong', 'judge', 'slow_judge'" in res.requests["error_message"].iloc[0]
 
 
-def test_a_sync_function_is_reported_not_crashed(host):
+def test_a_sync_function_is_refused_before_the_run(host):
     def not_async(request, driver):
         return sy.route_to("fast", request)
 
-    res = sy.run(not_async, REQUESTS[:1], host=host)
-    assert res.requests["error_kind"].iloc[0] == "algorithm_error"
-    assert "async def" in res.requests["error_message"].iloc[0]
+    with pytest.raises(sy.ArgumentTypeError, match="async def not_async"):
+        sy.run(not_async, REQUESTS[:1], host=host)
 
 
 def test_calls_with_no_models_or_unknown_models(host):
@@ -158,8 +159,10 @@ def test_calls_with_no_models_or_unknown_models(host):
     async def unknown(request, driver):
         await driver.call_model(request, ["gpt-9"])
 
-    assert sy.run(empty, REQUESTS[:1], host=host).requests["error_kind"].iloc[0] == "no_targets"
-    res = sy.run(unknown, REQUESTS[:1], host=host)
+    with pytest.warns(AlgorithmWarning, match="no_targets"):
+        assert sy.run(empty, REQUESTS[:1], host=host).requests["error_kind"].iloc[0] == "no_targets"
+    with pytest.warns(AlgorithmWarning, match="unknown_model"):
+        res = sy.run(unknown, REQUESTS[:1], host=host)
     assert res.requests["error_kind"].iloc[0] == "unknown_model"
     assert "the host has: 'fast'" in res.requests["error_message"].iloc[0]
     with pytest.raises(sy.NoTargets):
@@ -186,7 +189,8 @@ def test_network_io_in_a_simulated_algorithm_is_a_clear_failure(host):
     async def calls_out(request, driver):
         await asyncio.open_connection("127.0.0.1", 9)
 
-    res = sy.run(calls_out, REQUESTS[:1], host=host)
+    with pytest.warns(AlgorithmWarning, match="RealIOError"):
+        res = sy.run(calls_out, REQUESTS[:1], host=host)
     assert "RealIOError" in res.requests["error_message"].iloc[0]
 
 
