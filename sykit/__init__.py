@@ -47,6 +47,8 @@ from ._errors import SimDeadlock as SimDeadlock
 from ._errors import SykitError as SykitError
 from ._errors import UnavailableError as UnavailableError
 from ._errors import UnknownModel as UnknownModel
+from ._health import AlgorithmError as AlgorithmError
+from ._health import AlgorithmWarning as AlgorithmWarning
 from ._hosts.http import HttpHost as HttpHost
 from ._hosts.http import HttpModel as HttpModel
 from ._hosts.sim import SimHost as SimHost
@@ -81,6 +83,8 @@ from ._truth import peek_truth as peek_truth
 __version__ = "0.1.0"
 
 __all__ = [
+    "AlgorithmError",
+    "AlgorithmWarning",
     "Answer",
     "ArgumentError",
     "ArgumentTypeError",

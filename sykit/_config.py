@@ -333,8 +333,10 @@ class HostPolicy(_Replaceable):
     * ``routing_fallback``: routing-phase ``call_model`` uses only its first candidate unless True.
     * ``recover_errors``: routing-phase errors are raised into the algorithm (True) or fail the
       request (False). Decision errors always go back to the algorithm.
-    * ``bill_cancelled``: a cancelled call is billed for input plus the output generated until
-      cancellation (``"generated"``), for nothing (``"none"``) or in full (``"full"``).
+    * ``bill_cancelled``: what an attempt that ends unserved after the provider accepted it
+      (cancelled, stopped at the client deadline, broken mid-answer) is billed: input plus the
+      output generated until then (``"generated"``), nothing (``"none"``), or input plus the whole
+      planned answer (``"full"``). An attempt rejected before generating is never billed.
     """
 
     max_retries: int = 2

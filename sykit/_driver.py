@@ -388,7 +388,7 @@ class Driver:
         if not isinstance(request, Request):
             raise ArgumentTypeError(f"request must be a sy.Request, got {type(request).__name__}")
         run = state.run
-        names = run.check_models(models, "models")
+        names = run.check_models(models, "call_model(models=...)")
         candidates = names if run.policy.routing_fallback else names[:1]
         try:
             return await run.serve(state, request, candidates, "routing", "model")  # type: ignore[no-any-return]
@@ -413,7 +413,7 @@ class Driver:
                 f"model must be one model name (str), got {type(model).__name__}"
             )
         run = state.run
-        names = run.check_models(model, "model")
+        names = run.check_models(model, "call_decision(model=...)")
         return await run.serve(state, request, names, "routing", "decision")  # type: ignore[no-any-return]
 
     def now(self) -> float:

@@ -22,6 +22,7 @@ catches it and runs the whole simulation again on the asyncio engine (see :mod:`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import math
 import types
@@ -31,7 +32,7 @@ from typing import Any
 
 from ._errors import ArgumentError, SimDeadlock
 
-__all__ = ["Kernel", "KTask", "NeedsAsyncio", "sleep", "wait_any"]
+__all__ = ["KTask", "Kernel", "NeedsAsyncio", "sleep", "wait_any"]
 
 _SLEEP = 0
 _WAIT_ANY = 1
@@ -309,10 +310,8 @@ class Kernel:
             for other in waiting:
                 waiters = other.waiters
                 if waiters:
-                    try:
+                    with contextlib.suppress(ValueError):
                         waiters.remove(task)
-                    except ValueError:
-                        pass
         task.wake = 0
 
     # -- the loop ------------------------------------------------------------------------------

@@ -269,7 +269,8 @@ def test_failing_while_calls_run_cancels_them_as_request_failed(host):
         await driver.sleep(0.4)
         raise RuntimeError("my bug")
 
-    res = sy.run(algorithm, [REQUEST], host=host)
+    with pytest.warns(sy.AlgorithmWarning, match="my bug"):
+        res = sy.run(algorithm, [REQUEST], host=host)
     strong = one(res, model="strong")
     assert (strong["cancel_cause"], strong["end_s"]) == ("request_failed", 0.4)
     request = res.requests.iloc[0]
