@@ -1,14 +1,18 @@
 """The driver an algorithm talks to, and the candidate loop behind every call.
 
 ``Driver.call_model`` / ``call_decision`` make routing-phase calls; the runner makes the answer-phase
-call for ``route_to`` outcomes. All of them go through :meth:`RunState.serve`:
+call for ``route_to`` outcomes. All of them go through one candidate loop, :func:`serve_steps`:
 
 * per target, retryable failures (408/429/5xx/transport/timeout) are retried up to
-  ``policy.max_retries`` with Retry-After or exponential backoff, each retry its own attempt row;
+  ``policy.max_retries`` with Retry-After or exponential backoff, each retry its own attempt;
 * across candidates, an error falls back only for an allowed :class:`FallbackReason`, recorded on
-  the failed row; any other error, and the last candidate's own error, is returned to the caller;
+  the failed attempt; any other error, and the last candidate's own error, is returned to the caller;
 * a transient failure cools a target down for ``policy.cooldown_s``: while cooling it is skipped
-  (a ``skipped`` row) if another candidate remains.
+  (a ``skipped`` attempt) if another candidate remains.
+
+The loop is a generator that yields what it waits for — a sleep, or on a real host the exchange of
+one attempt — so the kernel drives it directly, the asyncio engine through a small adapter, and the
+fixed-chain fast path from timer callbacks: one implementation for all three.
 
 A call is work done *in the awaiting task*: when that task stops awaiting (cancelled by a race
 helper, a timeout, a scope, or the runner after the algorithm returned), the host's work stops at
@@ -18,15 +22,14 @@ that instant and the attempt is recorded ``cancelled`` with its cause. Nothing i
 from __future__ import annotations
 
 import asyncio
-import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+import types
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 from ._billing import Generation, unserved_tokens
 from ._classify import classify, fallback_reason, is_retryable
 from ._config import HostPolicy, ModelProfile
-from ._context import CURRENT_RACE, cancel_with_cause, cause_of_current
 from ._errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -36,12 +39,22 @@ from ._errors import (
     UnknownModel,
 )
 from ._hosts.base import Attempt, Host, HostSession, Reply
+from ._kernel import SLEEP
 from ._models import DecisionRequest, DecisionResponse, GroundTruth, Request, Response
-from ._records import AttemptRow, RequestRow
+from ._records import CAUSE_CODE, REASON_CODE, AttemptLog, RequestLog
+from ._sched import Backend
+from ._vocab import CancelCause
 
-__all__ = ["Driver", "RequestClosed", "RequestState", "RunState"]
+__all__ = ["SEND", "Driver", "RequestClosed", "RequestState", "RunState", "serve_steps"]
 
 _MESSAGE_LIMIT = 300
+#: The trap a candidate loop yields on a real host: "perform this attempt and send me its reply".
+SEND = 16
+
+_ROUTING, _ANSWER = 0, 1
+_MODEL, _DECISION = 0, 1
+_OK, _ERROR, _CANCELLED, _SKIPPED = 0, 1, 2, 3
+_CANCELLED_CODE = CAUSE_CODE[CancelCause.CANCELLED]
 
 
 class RequestClosed(SykitError, RuntimeError):
@@ -52,7 +65,14 @@ class RunState:
     """Everything one run of one strategy shares: host session, policy, clock, records."""
 
     def __init__(
-        self, *, host: Host, seed: int, strategy: str, strict: bool, clock: Callable[[], float]
+        self,
+        *,
+        host: Host,
+        seed: int,
+        strategy: str,
+        strict: bool,
+        backend: Backend,
+        clock: Callable[[], float],
     ) -> None:
         self.host = host
         self.policy: HostPolicy = host.policy
@@ -60,13 +80,24 @@ class RunState:
         self.seed = seed
         self.strategy = strategy
         self.strict = strict
+        self.backend = backend
         self.clock = clock
         self.session: HostSession | None = None
-        self.rows: list[AttemptRow] = []
-        self.request_rows: list[RequestRow] = []
-        self.in_flight: set[RequestState] = set()
+        self.plans = False  # True when the session plans attempts (a simulated host)
+        self.log = AttemptLog(list(host.profiles))
+        self.requests = RequestLog(self.log.models)
+        self.in_flight: dict[RequestState, None] = {}
         self.cooling_until: dict[str, float] = {}
-        self._call_ids = itertools.count()
+        self.model_codes = dict(self.log.models.index)
+        self.retry_limit = self.policy.max_retries
+        if backend.name == "kernel":
+            self.serve = self._serve_on_kernel
+        else:
+            self.serve = self._serve_on_asyncio
+
+    def open(self, session: HostSession) -> None:
+        self.session = session
+        self.plans = callable(getattr(session, "plan", None))
 
     # -- checks -------------------------------------------------------------------------------
     def check_models(self, models: object, name: str) -> tuple[str, ...]:
@@ -88,202 +119,253 @@ class RunState:
                 raise UnknownModel(model, list(self.profiles), where=name)
         return names
 
-    # -- the candidate loop --------------------------------------------------------------------
-    async def serve(
+    # -- driving the candidate loop on each engine -------------------------------------------------
+    def _serve_on_kernel(
         self,
         state: RequestState,
         request: Request | DecisionRequest,
         candidates: tuple[str, ...],
-        phase: str,
-        kind: str,
+        phase: int,
+        kind: int,
     ) -> Any:
-        """Make one call over ``candidates``; return a Response/DecisionResponse or raise a ModelError."""
-        policy = self.policy
-        call_id = next(self._call_ids)
-        race_id = CURRENT_RACE.get()
-        last = len(candidates) - 1
-        error: ModelError | None = None
-        for index, model in enumerate(candidates):
-            if index < last and policy.cooldown_s > 0 and self._cooling(model):
-                self._skip(state, call_id, phase, kind, model, index, race_id)
-                continue
-            retry = 0
-            while True:
-                row = AttemptRow(
-                    state.request_id,
-                    call_id,
-                    phase,
-                    kind,
-                    model,
-                    index,
-                    retry,
-                    race_id,
-                    self.clock(),
-                )
-                self.rows.append(row)
-                state.rows.append(row)
-                generation = Generation()
-                reply = await self._attempt(state, row, request, model, kind, generation)
-                error = reply.error
-                if error is None and reply.status is not None:
-                    error = classify(reply.status, reply.body, reply.headers, model=model)
-                if error is None:
-                    return self._succeed(row, reply, model, kind, call_id)
-                self._fail(row, error, request, generation)
-                if is_retryable(error) and policy.cooldown_s > 0:
-                    self.cooling_until[model] = self.clock() + policy.cooldown_s
-                if is_retryable(error) and retry < policy.max_retries:
-                    row.retried = True
-                    await asyncio.sleep(
-                        policy.backoff_s(retry, getattr(error, "retry_after_s", None))
-                    )
-                    retry += 1
-                    continue
-                break
-            assert error is not None
-            if index == last:
-                raise error
-            reason = fallback_reason(error)
-            if not policy.allows_fallback(reason):
-                raise error
-            row.fallback_reason = reason.value if reason is not None else None
-        assert error is not None  # the last candidate is never skipped, so it ran and failed
-        raise error
+        race = self.backend.current_race()
+        return _kernel_await(serve_steps(self, state, request, candidates, phase, kind, race))
 
-    def _cooling(self, model: str) -> bool:
+    async def _serve_on_asyncio(
+        self,
+        state: RequestState,
+        request: Request | DecisionRequest,
+        candidates: tuple[str, ...],
+        phase: int,
+        kind: int,
+    ) -> Any:
+        race = self.backend.current_race()
+        steps = serve_steps(self, state, request, candidates, phase, kind, race)
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                trap = steps.send(value) if error is None else steps.throw(error)
+            except StopIteration as stop:
+                return stop.value
+            value = error = None
+            try:
+                if trap[0] == SLEEP:
+                    await asyncio.sleep(trap[1])
+                else:
+                    assert self.session is not None
+                    value = await self.session.send(trap[1])
+            except BaseException as exc:  # a cancellation or a host's failure: the loop records it
+                error = exc
+
+    def cooling(self, model: str, now: float) -> bool:
         until = self.cooling_until.get(model)
-        return until is not None and self.clock() < until
+        return until is not None and now < until
 
-    def _skip(
-        self,
-        state: RequestState,
-        call_id: int,
-        phase: str,
-        kind: str,
-        model: str,
-        index: int,
-        race_id: int | None,
-    ) -> None:
-        now = self.clock()
-        row = AttemptRow(state.request_id, call_id, phase, kind, model, index, 0, race_id, now)
-        row.end_s = now
-        row.status = "skipped"
-        row.error_kind = "cooldown"
-        row.error_message = (
-            f"cooling down after a transient failure, until t={self.cooling_until[model]:g} s"
-        )
-        self.rows.append(row)
-        state.rows.append(row)
 
-    async def _attempt(
-        self,
-        state: RequestState,
-        row: AttemptRow,
-        request: Request | DecisionRequest,
-        model: str,
-        kind: str,
-        generation: Generation,
-    ) -> Reply:
-        attempt = Attempt(
-            request,
-            model,
-            kind,
-            state.request_id,
-            state.next_attempt_number(model),
-            self.seed,
-            row.start_s + self.policy.timeout_s,
-            state.truth,
-            row.start_s,
-            generation,
-        )
-        assert self.session is not None
-        try:
-            return await self.session.send(attempt)
-        except asyncio.CancelledError:
-            now = self.clock()
-            row.end_s = now
-            row.status = "cancelled"
-            row.cancel_cause = cause_of_current() or "cancelled"
-            self._bill_unserved(row, request, generation, now)
-            raise
-        except BaseException as exc:
-            row.end_s = self.clock()
-            row.status = "error"
-            row.error_kind = "host_error"
-            row.error_message = f"{type(exc).__name__}: {exc}"[:_MESSAGE_LIMIT]
-            raise
+@types.coroutine
+def _kernel_await(steps: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
+    return (yield from steps)
 
-    def _succeed(
-        self, row: AttemptRow, reply: Reply, model: str, kind: str, call_id: int
-    ) -> Response | DecisionResponse:
-        now = self.clock()
-        usage = reply.usage
-        row.end_s = now
-        row.status = "ok"
-        if reply.ttft_s is not None:
-            row.ttft_s = reply.ttft_s
-        self._bill(row, usage.input_tokens, usage.output_tokens)
-        self.cooling_until.pop(model, None)
-        latency = now - row.start_s
-        if kind == "decision":
-            return DecisionResponse(reply.answers or {}, model, usage, call_id)
-        if reply.quality is not None:
-            row.quality = reply.quality  # for the records only: the algorithm gets no grade
-        return Response(model, reply.text, usage, reply.ttft_s, latency, call_id)
 
-    def _fail(
-        self,
-        row: AttemptRow,
-        error: ModelError,
-        request: Request | DecisionRequest,
-        generation: Generation,
-    ) -> None:
-        now = self.clock()
-        row.end_s = now
-        row.status = "error"
-        row.error_kind = error.kind
-        row.error_message = (error.message or "")[:_MESSAGE_LIMIT]
-        row.http_status = error.http_status
-        # A timeout stops an answer in flight, as a cancellation would; a broken answer had
-        # produced tokens. Any other error was a rejection: nothing was generated, nothing billed.
-        if error.kind == "timeout" or generation.tokens_at(now) > 0:
-            self._bill_unserved(row, request, generation, now)
+def serve_steps(
+    run: RunState,
+    state: RequestState,
+    request: Request | DecisionRequest,
+    candidates: tuple[str, ...],
+    phase: int,
+    kind: int,
+    race: int | None,
+) -> Generator[Any, Any, Response | DecisionResponse]:
+    """Make one call over ``candidates``: the generator returns a Response/DecisionResponse or
+    raises a ModelError, and yields ``(SLEEP, seconds)`` or ``(SEND, attempt)`` to wait."""
+    policy = run.policy
+    log = run.log
+    clock = run.clock
+    call = state.next_call()
+    race_code = -1 if race is None else race
+    index_in_run = state.index
+    last = len(candidates) - 1
+    error: ModelError | None = None
+    for index, model in enumerate(candidates):
+        model_code = run.model_codes[model]
+        if index < last and policy.cooldown_s > 0 and run.cooling(model, clock()):
+            now = clock()
+            row = log.begin(index_in_run, call, phase, kind, model_code, index, 0, race_code, now)
+            log.end[row] = now
+            log.status[row] = _SKIPPED
+            log.error_kind[row] = log.kinds.code("cooldown")
+            log.message[row] = log.messages.code(
+                f"cooling down after a transient failure, until t={run.cooling_until[model]:g} s"
+            )
+            continue
+        retry = 0
+        while True:
+            start = clock()
+            row = log.begin(
+                index_in_run, call, phase, kind, model_code, index, retry, race_code, start
+            )
+            state.n_attempts += 1
+            generation = Generation()
+            attempt = Attempt(
+                request,
+                model,
+                "model" if kind == _MODEL else "decision",
+                state.request_id,
+                state.next_attempt_number(model),
+                run.seed,
+                start + policy.timeout_s,
+                state.truth,
+                start,
+                generation,
+            )
+            try:
+                if run.plans:
+                    reply = run.session.plan(attempt)  # type: ignore[union-attr]
+                    if reply.after_s > 0:
+                        yield (SLEEP, reply.after_s)
+                else:
+                    reply = yield (SEND, attempt)
+            except asyncio.CancelledError:
+                now = clock()
+                log.end[row] = now
+                log.status[row] = _CANCELLED
+                cause = run.backend.current_cause()
+                log.cancel_cause[row] = _CANCELLED_CODE if cause is None else CAUSE_CODE[cause]
+                state.n_cancelled += 1
+                _bill_unserved(run, state, row, kind, request, generation, now)
+                raise
+            except BaseException as exc:
+                now = clock()
+                message = f"{type(exc).__name__}: {exc}"[:_MESSAGE_LIMIT]
+                log.fail(row, now, "host_error", message, None)
+                raise
+            error = reply.error
+            if error is None and reply.status is not None:
+                error = classify(reply.status, reply.body, reply.headers, model=model)
+            now = clock()
+            if error is None:
+                return _succeed(run, state, row, reply, model, kind, now)
+            log.fail(
+                row, now, error.kind, (error.message or "")[:_MESSAGE_LIMIT], error.http_status
+            )
+            # A timeout stops an answer in flight, as a cancellation would; a broken answer had
+            # produced tokens. Any other error was a rejection: nothing generated, nothing billed.
+            if error.kind == "timeout" or generation.tokens_at(now) > 0:
+                _bill_unserved(run, state, row, kind, request, generation, now)
+            retryable = is_retryable(error)
+            if retryable and policy.cooldown_s > 0:
+                run.cooling_until[model] = now + policy.cooldown_s
+            if retryable and retry < run.retry_limit:
+                log.retried[row] = 1
+                state.n_retries += 1
+                try:
+                    yield (SLEEP, policy.backoff_s(retry, getattr(error, "retry_after_s", None)))
+                except asyncio.CancelledError:
+                    # Cancelled while waiting to retry: no retry followed. The failed attempt
+                    # says so (its cancel_cause) instead of claiming a retry.
+                    log.retried[row] = 0
+                    state.n_retries -= 1
+                    cause = run.backend.current_cause()
+                    log.cancel_cause[row] = _CANCELLED_CODE if cause is None else CAUSE_CODE[cause]
+                    raise
+                retry += 1
+                continue
+            break
+        assert error is not None
+        if index == last:
+            raise error
+        reason = fallback_reason(error)
+        if not policy.allows_fallback(reason):
+            raise error
+        if reason is not None:
+            log.fallback[row] = REASON_CODE[reason]
+            state.n_fallbacks += 1
+    assert error is not None  # the last candidate is never skipped, so it ran and failed
+    raise error
 
-    def _bill_unserved(
-        self,
-        row: AttemptRow,
-        request: Request | DecisionRequest,
-        generation: Generation,
-        now: float,
-    ) -> None:
-        tokens_in, tokens_out = unserved_tokens(
-            self.policy.bill_cancelled, generation, request.input_tokens, now
-        )
-        self._bill(row, tokens_in, tokens_out)
 
-    def _bill(self, row: AttemptRow, input_tokens: int, output_tokens: int) -> None:
-        """The one place an attempt is priced: tokens at the model's prices (USD per 1M)."""
-        row.input_tokens = input_tokens
-        row.output_tokens = output_tokens
-        row.cost_usd = self.profiles[row.model].cost_usd(input_tokens, output_tokens)
+def _succeed(
+    run: RunState,
+    state: RequestState,
+    row: int,
+    reply: Reply,
+    model: str,
+    kind: int,
+    now: float,
+) -> Response | DecisionResponse:
+    log = run.log
+    usage = reply.usage
+    log.end[row] = now
+    log.status[row] = _OK
+    if reply.ttft_s is not None:
+        log.ttft[row] = reply.ttft_s
+    _bill(run, state, row, kind, usage.input_tokens, usage.output_tokens)
+    if run.cooling_until:
+        run.cooling_until.pop(model, None)
+    latency = now - log.start[row]
+    if kind == _DECISION:
+        return DecisionResponse(reply.answers or {}, model, usage, row)
+    if reply.quality is not None:
+        log.quality[row] = reply.quality  # for the records only: the algorithm gets no grade
+    return Response(model, reply.text, usage, reply.ttft_s, latency, row)
+
+
+def _bill_unserved(
+    run: RunState,
+    state: RequestState,
+    row: int,
+    kind: int,
+    request: Request | DecisionRequest,
+    generation: Generation,
+    now: float,
+) -> None:
+    tokens_in, tokens_out = unserved_tokens(
+        run.policy.bill_cancelled, generation, request.input_tokens, now
+    )
+    _bill(run, state, row, kind, tokens_in, tokens_out)
+
+
+def _bill(
+    run: RunState, state: RequestState, row: int, kind: int, input_tokens: int, output_tokens: int
+) -> None:
+    """The one place an attempt is priced: tokens at the model's prices (USD per 1M)."""
+    log = run.log
+    log.input_tokens[row] = input_tokens
+    log.output_tokens[row] = output_tokens
+    if input_tokens or output_tokens:
+        profile = run.profiles[log.models.values[log.model[row]]]
+        cost = profile.cost_usd(input_tokens, output_tokens)
+        log.cost[row] = cost
+        if kind == _MODEL:
+            state.model_cost += cost
+        else:
+            state.routing_cost += cost
 
 
 class RequestState:
-    """One request in flight: its rows, its tasks, its evidence, how it ended."""
+    """One request in flight: its position, its tasks, its evidence, its running totals."""
 
     __slots__ = (
         "_attempts_by_model",
-        "_race_ids",
+        "_calls",
+        "_races",
         "abort_error",
         "arrival_s",
         "closed",
         "evidence",
+        "index",
+        "model_cost",
+        "n_attempts",
+        "n_cancelled",
+        "n_fallbacks",
+        "n_retries",
         "reads_truth",
         "request",
         "request_id",
         "root",
         "root_cancelled",
-        "rows",
+        "routing_cost",
         "run",
         "start_s",
         "tasks",
@@ -293,30 +375,41 @@ class RequestState:
     def __init__(
         self,
         run: RunState,
+        index: int,
         request: Request,
         request_id: Any,
         truth: GroundTruth | None,
         arrival_s: float,
     ) -> None:
         self.run = run
+        self.index = index
         self.request = request
         self.request_id = request_id
         self.truth = truth
         self.arrival_s = arrival_s
         self.start_s = math.nan
-        self.rows: list[AttemptRow] = []
-        self.tasks: set[asyncio.Task[Any]] = set()
-        self.evidence: dict[str, Any] = {}
+        self.tasks: list[Any] = []
+        self.evidence: dict[str, Any] | None = None
         self.abort_error: BaseException | None = None
-        self.root: asyncio.Task[Any] | None = None
+        self.root: Any = None
         self.root_cancelled = False
         self.closed = False
         self.reads_truth = False  # set by sy.peek_truth: the strategy is not realizable
         self._attempts_by_model: dict[str, int] = {}
-        self._race_ids = itertools.count()
+        self._calls = 0
+        self._races = 0
+        self.n_attempts = self.n_cancelled = self.n_fallbacks = self.n_retries = 0
+        self.model_cost = self.routing_cost = 0.0
 
     def next_race_id(self) -> int:
-        return next(self._race_ids)
+        race = self._races
+        self._races = race + 1
+        return race
+
+    def next_call(self) -> int:
+        call = self._calls
+        self._calls = call + 1
+        return call
 
     def next_attempt_number(self, model: str) -> int:
         n = self._attempts_by_model.get(model, 0)
@@ -328,23 +421,16 @@ class RequestState:
         if self.abort_error is None:
             self.abort_error = error
         root = self.root
-        if root is not None and asyncio.current_task() is not root and not root.done():
+        backend = self.run.backend
+        if root is not None and backend.current_task() is not root and not root.done():
             self.root_cancelled = True
-            cancel_with_cause(root, "request_failed")
+            backend.cancel(root, CancelCause.REQUEST_FAILED)
         raise asyncio.CancelledError
 
-    async def close_leftovers(self, cause: str) -> None:
-        """Cancel every task the algorithm left running, with ``cause``, and wait until they stop."""
-        pending = [t for t in self.tasks if not t.done()]
-        for task in pending:
-            cancel_with_cause(task, cause)
-        while pending:
-            await asyncio.wait(pending)
-            pending = [t for t in pending if not t.done()]
-        for task in self.tasks:
-            if not task.cancelled():
-                task.exception()  # a leftover's error is reported by its call row, not as a warning
-        self.tasks.clear()
+    def add_evidence(self, values: Mapping[str, Any]) -> None:
+        if self.evidence is None:
+            self.evidence = {}
+        self.evidence.update(values)
 
 
 class Driver:
@@ -391,7 +477,7 @@ class Driver:
         names = run.check_models(models, "call_model(models=...)")
         candidates = names if run.policy.routing_fallback else names[:1]
         try:
-            return await run.serve(state, request, candidates, "routing", "model")  # type: ignore[no-any-return]
+            return await run.serve(state, request, candidates, _ROUTING, _MODEL)  # type: ignore[no-any-return]
         except ModelError as error:
             if run.policy.recover_errors:
                 raise
@@ -414,18 +500,22 @@ class Driver:
             )
         run = state.run
         names = run.check_models(model, "call_decision(model=...)")
-        return await run.serve(state, request, names, "routing", "decision")  # type: ignore[no-any-return]
+        return await run.serve(state, request, names, _ROUTING, _DECISION)  # type: ignore[no-any-return]
 
     def now(self) -> float:
         """Seconds on the host clock since the run started (virtual time on a SimHost)."""
         return self._state.run.clock()
 
     async def sleep(self, seconds: float) -> None:
-        """Wait on the host clock."""
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
-            raise ArgumentError(f"seconds must be a number ≥ 0, got {seconds!r}")
-        await asyncio.sleep(seconds)
+        """Wait on the host clock (a finite number of seconds ≥ 0)."""
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int | float)
+            or not 0 <= seconds < math.inf
+        ):
+            raise ArgumentError(f"seconds must be a finite number ≥ 0, got {seconds!r}")
+        await self._state.run.backend.sleep(seconds)
 
     def evidence(self, **values: Any) -> None:
         """Attach evidence to this request's outcome; it appears as ``evidence_<key>`` columns."""
-        self._state.evidence.update(values)
+        self._state.add_evidence(values)

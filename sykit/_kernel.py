@@ -32,9 +32,10 @@ from typing import Any
 
 from ._errors import ArgumentError, SimDeadlock
 
-__all__ = ["KTask", "Kernel", "NeedsAsyncio", "sleep", "wait_any"]
+__all__ = ["SLEEP", "KTask", "Kernel", "NeedsAsyncio", "checkpoint", "sleep", "wait_any"]
 
-_SLEEP = 0
+#: Trap codes: what a suspended coroutine yields to say what it waits for.
+SLEEP = 0
 _WAIT_ANY = 1
 _YIELD = 2
 
@@ -107,16 +108,26 @@ class KTask:
 @types.coroutine
 def sleep(seconds: float) -> Generator[Any, Any, None]:
     """Suspend the calling kernel task for ``seconds`` of virtual time."""
-    yield (_SLEEP, seconds)
+    yield (SLEEP, seconds)
 
 
 @types.coroutine
 def wait_any(
     tasks: Sequence[KTask], timeout: float | None = None
 ) -> Generator[Any, Any, KTask | None]:
-    """Suspend until one of ``tasks`` is done (return it; the first in order if several are) or
-    ``timeout`` seconds pass (return None)."""
-    return (yield (_WAIT_ANY, tasks, timeout))
+    """Suspend until one of ``tasks`` is done or ``timeout`` seconds pass; return the first of
+    ``tasks`` (in their order) that is done, or None.
+
+    Like ``asyncio.wait``, it wakes only after every timer due at that instant has fired, so tasks
+    that finish at the same instant are all seen done, and the order of ``tasks`` decides."""
+    for task in tasks:
+        if task.done_:
+            return task
+    yield (_WAIT_ANY, tasks, timeout)
+    for task in tasks:
+        if task.done_:
+            return task
+    return None
 
 
 @types.coroutine
@@ -125,18 +136,32 @@ def checkpoint() -> Generator[Any, Any, None]:
     yield (_YIELD,)
 
 
-class _StandInLoop(asyncio.AbstractEventLoop):
-    """The thread's "running loop" while the kernel runs: any use means asyncio is needed."""
+def _stand_ins(kernel: Kernel) -> tuple[asyncio.AbstractEventLoop, Any]:
+    """The thread's "running loop" and "current task" while ``kernel`` runs: any use of them
+    means asyncio is needed. Each use is also noted on the kernel, so an algorithm that catches
+    the error (or an exception group that wraps it) cannot hide it."""
 
-    def __getattribute__(self, name: str) -> Any:
-        raise NeedsAsyncio(f"asyncio loop method {name!r} used on sykit's kernel")
+    def refuse(what: str) -> NeedsAsyncio:
+        if kernel.foreign is None:
+            kernel.foreign = what
+        return NeedsAsyncio(what)
 
+    def refuse_task(coro: Any, *args: Any, **kwargs: Any) -> Any:
+        if hasattr(coro, "close"):
+            coro.close()  # never to run: close it, so Python does not also warn it was not awaited
+        raise refuse("an asyncio task was created")
 
-class _StandInTask:
-    """The thread's "current task" while the kernel runs (so anyio detects asyncio, then fails)."""
+    class StandInLoop(asyncio.AbstractEventLoop):
+        def __getattribute__(self, name: str) -> Any:
+            if name == "create_task":
+                return refuse_task
+            raise refuse(f"asyncio loop method {name!r} was used")
 
-    def __getattr__(self, name: str) -> Any:
-        raise NeedsAsyncio(f"asyncio task attribute {name!r} used on sykit's kernel")
+    class StandInTask:
+        def __getattr__(self, name: str) -> Any:
+            raise refuse(f"asyncio task attribute {name!r} was used")
+
+    return StandInLoop(), StandInTask()
 
 
 class Kernel:
@@ -152,6 +177,7 @@ class Kernel:
         self.current: KTask | None = None
         self.deadlock_handler: Callable[[], bool] | None = None
         self.interrupted = False
+        self.foreign: str | None = None  # the first asyncio use seen (the run must be redone)
         self._heap: list[tuple[float, int, KTask]] = []
         self._ready: deque[tuple[KTask, Any]] = deque()
         self._seq = 0
@@ -165,11 +191,15 @@ class Kernel:
         owner: Any = None,
         race_id: int | None = None,
         name: str = "",
+        track: Any = None,
     ) -> KTask:
-        """Start ``coro`` as a task now: it runs until its first suspension before this returns."""
+        """Start ``coro`` as a task now: it runs until its first suspension before this returns.
+        With ``track``, the task is appended to ``track.tasks`` first (a request's own tasks)."""
         task = KTask(coro, owner, race_id)
         task.name = name
         self._live[task] = None
+        if track is not None:
+            track.tasks.append(task)
         self._step(task, None, None)
         return task
 
@@ -186,6 +216,26 @@ class Kernel:
             return
         self._unwait(task)
         self._step(task, None, _CancelledError())
+
+    def drop(self, task: KTask) -> None:
+        """End a task that ignores cancellation: its coroutine is closed (``GeneratorExit`` at its
+        suspension point) and it counts as cancelled."""
+        if task.done_:
+            return
+        self._unwait(task)
+        coro = task.coro
+        task.coro = None
+        if coro is not None:
+            with contextlib.suppress(RuntimeError):  # it ignored GeneratorExit too: dropped anyway
+                coro.close()
+        self._finish(task, None, None, True)
+
+    def close(self) -> None:
+        """Drop every task still running (after an interrupt): nothing is left half-run."""
+        for task in list(self._live):
+            self.drop(task)
+        self._heap.clear()
+        self._ready.clear()
 
     def live_tasks(self) -> list[KTask]:
         return list(self._live)
@@ -219,6 +269,8 @@ class Kernel:
                     raise
                 except BaseException as exc:
                     thrown = None
+                    if self.foreign is not None:  # wrapped in a group, perhaps: stop all the same
+                        raise NeedsAsyncio(self.foreign) from None
                     # Keep the algorithm's frames for the traceback, not the kernel's own (which
                     # holds the task that will hold the error: a cycle).
                     if exc.__traceback__ is not None:
@@ -234,9 +286,10 @@ class Kernel:
                     if trap is None:  # a bare yield (asyncio.sleep(0)): let others run first
                         self._ready.append((task, None))
                         return
-                    raise NeedsAsyncio(f"a coroutine awaited {type(trap).__name__} on the kernel")
+                    self.foreign = f"a coroutine awaited {type(trap).__name__}"
+                    raise NeedsAsyncio(self.foreign)
                 kind = trap[0]
-                if kind == _SLEEP:
+                if kind == SLEEP:
                     seconds = trap[1]
                     if not seconds > 0:
                         if seconds == 0:
@@ -253,31 +306,27 @@ class Kernel:
                     return
                 if kind == _WAIT_ANY:
                     tasks = trap[1]
-                    for other in tasks:
-                        if other.done_:
-                            value = other
-                            break
-                    else:
-                        timeout = trap[2]
-                        if timeout is not None and timeout <= 0:
-                            value = None
-                            continue
-                        task.waiting = tasks
-                        for other in tasks:
-                            if other.waiters is None:
-                                other.waiters = [task]
+                    timeout = trap[2]
+                    if timeout is not None:
+                        if not timeout > 0:
+                            if timeout != timeout or timeout < 0:
+                                value, error = None, ArgumentError(f"cannot wait {timeout!r} s")
                             else:
-                                other.waiters.append(task)
-                        if timeout is not None:
-                            if timeout == math.inf:
-                                value, error = None, ArgumentError("cannot wait forever")
-                                self._unwait(task)
-                                continue
-                            self._seq += 1
-                            task.wake = self._seq
-                            heapq.heappush(self._heap, (self.now + timeout, self._seq, task))
-                        return
-                    continue
+                                value = None
+                            continue
+                        if timeout == math.inf:
+                            timeout = None  # waiting forever for tasks is waiting for them
+                    task.waiting = tasks
+                    for other in tasks:
+                        if other.waiters is None:
+                            other.waiters = [task]
+                        else:
+                            other.waiters.append(task)
+                    if timeout is not None:
+                        self._seq += 1
+                        task.wake = self._seq
+                        heapq.heappush(self._heap, (self.now + timeout, self._seq, task))
+                    return
                 if kind == _YIELD:
                     self._ready.append((task, None))
                     return
@@ -301,7 +350,7 @@ class Kernel:
             for waiter in waiters:
                 if waiter.waiting is not None:
                     self._unwait(waiter)
-                    ready.append((waiter, task))
+                    ready.append((waiter, None))
 
     def _unwait(self, task: KTask) -> None:
         waiting = task.waiting
@@ -318,9 +367,8 @@ class Kernel:
     def run(self, main: Coroutine[Any, Any, Any]) -> Any:
         """Run ``main`` and everything it starts until nothing is left; return ``main``'s result."""
         previous_loop = asyncio._get_running_loop()
-        stand_in = _StandInLoop()
+        stand_in, fake_task = _stand_ins(self)
         asyncio._set_running_loop(stand_in)
-        fake_task = _StandInTask()
         asyncio._enter_task(stand_in, fake_task)  # type: ignore[attr-defined]
         try:
             root = self.spawn(main, name="main")
@@ -328,6 +376,8 @@ class Kernel:
         finally:
             asyncio._leave_task(stand_in, fake_task)  # type: ignore[attr-defined]
             asyncio._set_running_loop(previous_loop)
+        if self.foreign is not None:
+            raise NeedsAsyncio(self.foreign)
         return root.result()
 
     def _loop(self) -> None:
@@ -351,14 +401,17 @@ class Kernel:
                 if handler is not None and handler():
                     continue
                 raise SimDeadlock(self.describe_deadlock())
-            when, seq, task = pop(heap)
-            if task.wake != seq:
-                continue  # a wait that was cancelled or already ended
-            self.now = when
-            if task.waiting is not None:  # a wait_any that timed out
-                self._unwait(task)
-            task.wake = 0
-            step(task, None, None)
+            # Every timer due at this instant fires before anything it wakes runs, as in asyncio.
+            when = heap[0][0]
+            while heap and heap[0][0] == when:
+                _, seq, task = pop(heap)
+                if task.wake != seq:
+                    continue  # a wait that was cancelled or already ended
+                self.now = when
+                if task.waiting is not None:  # a wait_any that timed out
+                    self._unwait(task)
+                task.wake = 0
+                step(task, None, None)
 
     def describe_deadlock(self) -> str:
         """A readable account of what is stuck, for the SimDeadlock message."""

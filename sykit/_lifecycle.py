@@ -3,8 +3,13 @@
 Per request: the algorithm runs (routing phase) in its own task; when it returns, whatever it left
 running is cancelled (cause ``abandoned``; ``request_failed`` if it failed); a ``route_to`` outcome
 then gets its answer-phase call through the candidate loop; one request row is written. The tasks
-an algorithm starts are known through the loop (its task hook on the virtual loop, a task factory
-on a real one), so none outlives its request.
+an algorithm starts are known (the kernel records who started them; on an asyncio loop a task
+factory does), so none outlives its request. Whatever one request raises — any exception, even a
+``BaseException`` or an ``asyncio.CancelledError`` of its own making — fails that request only;
+``KeyboardInterrupt`` stops the run.
+
+Everything here is engine-neutral: it runs on the kernel or an asyncio loop through
+:mod:`sykit._sched`.
 """
 
 from __future__ import annotations
@@ -17,15 +22,21 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from . import _engine
-from ._context import CURRENT_REQUEST
 from ._driver import Driver, RequestState, RunState
 from ._errors import ArgumentTypeError, ModelError, NoTargets, SimDeadlock, UnknownModel
 from ._health import await_hint
+from ._kernel import NeedsAsyncio
 from ._models import GroundTruth, Outcome, Request, Response
-from ._records import REQUEST_COLUMNS, RequestRow
+from ._records import REQUEST_COLUMNS
+from ._sched import CURRENT_REQUEST, AsyncioBackend
+from ._vocab import CancelCause
 
 __all__ = ["StrategyRun", "install_task_tracking", "track_task"]
+
+#: How many times a leftover task is cancelled before it counts as ignoring cancellation.
+_CANCEL_TRIES = 3
+#: On an asyncio loop, how many loop turns (zero virtual time) leftovers get to stop.
+_SETTLE_TURNS = 50
 
 
 class _NotAwaitable(Exception):
@@ -124,7 +135,12 @@ def _not_awaitable(name: str, returned: object) -> ArgumentTypeError:
 
 
 class StrategyRun:
-    """Runs one strategy over the requests on an open host session."""
+    """Runs one strategy over the requests on an open host session, on the run's backend.
+
+    Requests start in input order: at once in a closed loop (up to ``concurrency`` at a time, the
+    next one when one ends: its ``arrival_s`` is then its start), or at their arrival times in an
+    open loop (waiting for a slot if ``concurrency`` is given).
+    """
 
     def __init__(
         self,
@@ -141,42 +157,99 @@ class StrategyRun:
         self.arrivals = arrivals
         self.concurrency = concurrency
         self.progress = progress
-        self.rows: list[tuple[int, RequestRow]] = []
+        self.finished = 0
+        self.fatal: BaseException | None = None
+        self.stopping = False
+        self._next = 0  # closed loop: the next request to start
+        self._waiting: list[tuple[int, float]] = []  # open loop: arrived, waiting for a slot
+        self._waiting_head = 0
+        self._free = concurrency if concurrency is not None else math.inf
+        self._spawn = self._spawn_kernel if run.backend.name == "kernel" else self._spawn_asyncio
+        self._idle: asyncio.Event | None = None
+        self._running = 0
 
-    async def main(self) -> None:
-        loop = asyncio.get_running_loop()
+    # -- feeding requests ------------------------------------------------------------------------
+    async def feed(self) -> None:
+        """Start every request; return when the last one has started (on asyncio: finished)."""
         run = self.run
-        restore_factory = None
-        if isinstance(loop, _engine.VirtualTimeLoop):
-            loop.task_created = track_task
-            loop.deadlock_handler = None if run.strict else self._unstick
+        run.open(run.host.open(run.seed))
+        if self.arrivals is None:
+            while self._free > 0 and self._next < len(self.items) and not self.stopping:
+                self._free -= 1
+                index = self._next
+                self._next += 1
+                self._start(index, run.clock())
         else:
-            restore_factory = install_task_tracking(loop)
-        run.session = run.host.open(run.seed)
-        semaphore = asyncio.Semaphore(self.concurrency) if self.concurrency else None
-        try:
-            async with asyncio.TaskGroup() as group:
-                for index, (request_id, request, truth) in enumerate(self.items):
-                    arrival = run.clock()
-                    if self.arrivals is not None:
-                        arrival = self.arrivals[index]
-                        delay = arrival - run.clock()
-                        if delay > 0:
-                            await asyncio.sleep(delay)
-                    if semaphore is not None:
-                        await semaphore.acquire()
-                    group.create_task(
-                        self.route_one(index, request_id, request, truth, arrival, semaphore),
-                        name=f"sykit request {request_id!r}",
-                    )
-        except BaseExceptionGroup as group_error:
-            raise group_error.exceptions[0] from None
-        finally:
-            await run.session.aclose()
-            if restore_factory is not None:
-                restore_factory()
+            b = run.backend
+            self._next = len(self.items)  # nothing to pull: arrivals drive the starts
+            for index, arrival in enumerate(self.arrivals):
+                if self.stopping:
+                    break
+                delay = arrival - run.clock()
+                if delay > 0:
+                    await b.sleep(delay)
+                if self._free > 0:
+                    self._free -= 1
+                    self._start(index, arrival)
+                else:
+                    self._waiting.append((index, arrival))
+        if isinstance(run.backend, AsyncioBackend):
+            if self._running:
+                self._idle = asyncio.Event()
+                await self._idle.wait()
+            if run.session is not None:
+                await run.session.aclose()
 
-    def _unstick(self) -> bool:
+    def _start(self, index: int, arrival: float) -> None:
+        request_id, request, truth = self.items[index]
+        state = RequestState(self.run, index, request, request_id, truth, arrival)
+        self._running += 1
+        self._spawn(state)
+
+    def _spawn_kernel(self, state: RequestState) -> None:
+        kernel = self.run.backend.kernel  # type: ignore[attr-defined]
+        kernel.spawn(self.route_one(state), owner=state, name=f"request {state.request_id!r}")
+
+    def _spawn_asyncio(self, state: RequestState) -> None:
+        context = contextvars.copy_context()
+        context.run(CURRENT_REQUEST.set, state)
+        loop = asyncio.get_running_loop()
+        state.root = loop.create_task(
+            self.route_one(state), name=f"sykit request {state.request_id!r}", context=context
+        )
+        state.tasks.clear()  # the task factory counted the request's own task among its tasks
+
+    def _release(self) -> None:
+        """A request ended: start the next one, if any waits."""
+        self._running -= 1
+        if self.stopping:
+            pass
+        elif self._waiting_head < len(self._waiting):
+            index, arrival = self._waiting[self._waiting_head]
+            self._waiting_head += 1
+            self._start(index, arrival)
+            return
+        elif self._next < len(self.items):
+            index = self._next
+            self._next += 1
+            self._start(index, self.run.clock())
+            return
+        else:
+            self._free += 1
+        if self._running == 0 and self._idle is not None:
+            self._idle.set()
+
+    def stop(self, error: BaseException | None) -> None:
+        """Stop the run: start nothing more, cancel what runs; ``error`` is raised at the end."""
+        if error is not None and self.fatal is None:
+            self.fatal = error
+        self.stopping = True
+        b = self.run.backend
+        for state in list(self.run.in_flight):
+            if state.root is not None and not state.root.done():
+                b.cancel(state.root, CancelCause.CANCELLED)
+
+    def unstick(self, describe: Callable[[], str]) -> bool:
         """On a deadlock, fail every request still inside its algorithm instead of hanging."""
         stuck = [
             s
@@ -185,42 +258,38 @@ class StrategyRun:
         ]
         if not stuck:
             return False
-        loop = asyncio.get_running_loop()
-        message = (
-            loop.describe_deadlock() if isinstance(loop, _engine.VirtualTimeLoop) else "deadlock"
-        )
+        message = describe()
+        b = self.run.backend
         for state in stuck:
             state.abort_error = SimDeadlock(message)
             state.root_cancelled = True
-            assert state.root is not None
-            state.root.cancel()
+            b.cancel(state.root, None)
         return True
 
-    async def route_one(
-        self,
-        index: int,
-        request_id: Any,
-        request: Request,
-        truth: GroundTruth | None,
-        arrival_s: float,
-        semaphore: asyncio.Semaphore | None,
-    ) -> None:
+    # -- one request -------------------------------------------------------------------------------
+    async def route_one(self, state: RequestState) -> None:
         run = self.run
-        state = RequestState(run, request, request_id, truth, arrival_s)
-        CURRENT_REQUEST.set(state)
-        state.root = asyncio.current_task()
+        state.root = run.backend.current_task()  # the loop holds tasks weakly: the state holds it
         state.start_s = run.clock()
-        run.in_flight.add(state)
+        run.in_flight[state] = None
         try:
-            await self._route(index, state)
+            await self._route(state)
+        except (KeyboardInterrupt, SystemExit, NeedsAsyncio, GeneratorExit):
+            raise
+        except BaseException as error:  # a stop or a strict-mode error: the run ends with it
+            if not self.stopping or self.fatal is None:
+                self.stop(None if isinstance(error, asyncio.CancelledError) else error)
         finally:
-            run.in_flight.discard(state)
-            if semaphore is not None:
-                semaphore.release()
+            run.in_flight.pop(state, None)
+            # No cycle may outlive the request: drop what ties the state to tasks and frames.
+            state.tasks.clear()
+            state.root = None
+            state.abort_error = None
+            self._release()
             if self.progress is not None:
                 self.progress.update(1)
 
-    async def _route(self, index: int, state: RequestState) -> None:
+    async def _route(self, state: RequestState) -> None:
         run = self.run
         outcome: Any = None
         failure: tuple[str, str] | None = None
@@ -232,11 +301,19 @@ class StrategyRun:
         except _NotAwaitable as stop:
             raise stop.error from None
         except asyncio.CancelledError:
-            if state.abort_error is None:
+            if state.abort_error is not None:
+                if state.root_cancelled:
+                    _uncancel(state.root)
+                failure = _failure(state.abort_error)
+            elif self.stopping:
                 raise
-            if state.root_cancelled and state.root is not None:
-                state.root.uncancel()
-            failure = _failure(state.abort_error)
+            else:  # the algorithm raised CancelledError itself: its request fails, nothing vanishes
+                _uncancel(state.root)
+                failure = (
+                    "algorithm_error",
+                    "CancelledError: the algorithm raised asyncio.CancelledError (or cancelled "
+                    "its own task); to stop a call, cancel the task that awaits it",
+                )
         except ModelError as error:
             failure = _failure(error)
         except Exception as error:
@@ -249,9 +326,21 @@ class StrategyRun:
                     error.add_note(hint)
                 raise
             failure = _failure(error)
+        except (KeyboardInterrupt, SystemExit, NeedsAsyncio, GeneratorExit):
+            raise
+        except BaseException as error:  # a user's BaseException subclass
+            failure = ("algorithm_error", f"{type(error).__name__}: {error}")
         state.closed = True
         routing_end = run.clock()
-        await state.close_leftovers("abandoned" if failure is None else "request_failed")
+        stuck = await self._close_leftovers(
+            state, CancelCause.ABANDONED if failure is None else CancelCause.REQUEST_FAILED
+        )
+        if stuck and failure is None:
+            failure = (
+                "algorithm_error",
+                f"{stuck} task(s) the algorithm left running ignored cancellation "
+                f"({_CANCEL_TRIES} tries) and were stopped; let CancelledError propagate",
+            )
         response: Response | None = None
         if failure is None:
             outcome, failure, refused = _check_outcome(outcome, run)
@@ -268,87 +357,116 @@ class StrategyRun:
                 response = outcome.response
             else:
                 try:
-                    response = await run.serve(
-                        state, outcome.request, outcome.models, "answer", "model"
-                    )
+                    response = await run.serve(state, outcome.request, outcome.models, 1, 0)
                 except ModelError as error:
                     failure = _failure(error)
-        self.rows.append((index, self._request_row(state, outcome, response, failure, routing_end)))
+        if not self.stopping:
+            self._record(state, outcome, response, failure, routing_end)
 
-    def _request_row(
+    async def _close_leftovers(self, state: RequestState, cause: CancelCause) -> int:
+        """Cancel every task the algorithm left running, in the order they started, and let them
+        stop; return how many ignored cancellation (they are then stopped by force)."""
+        b = self.run.backend
+        pending = [t for t in state.tasks if not t.done()]
+        if not pending:
+            return 0
+        is_asyncio = isinstance(b, AsyncioBackend)
+        for _ in range(_CANCEL_TRIES):
+            for task in pending:
+                b.cancel(task, cause)
+            if is_asyncio:
+                for _turn in range(_SETTLE_TURNS):
+                    pending = [t for t in pending if not t.done()]
+                    if not pending:
+                        break
+                    await asyncio.sleep(0)
+            pending = [t for t in pending if not t.done()]
+            if not pending:
+                break
+        for task in state.tasks:
+            if task.done() and not task.cancelled():
+                task.exception()  # a leftover's error is reported by its call row, not as a warning
+        for task in pending:
+            b.drop(task)  # the kernel closes it; on asyncio it is left to the loop's shutdown
+        return len(pending)
+
+    def _record(
         self,
         state: RequestState,
         outcome: Outcome | None,
         response: Response | None,
         failure: tuple[str, str] | None,
         routing_end: float,
-    ) -> RequestRow:
+    ) -> None:
         run = self.run
+        log = run.log
         end = run.clock()
-        rows = state.rows
-        served = None
-        call_id = response.call_id if response is not None else None
-        model_cost = routing_usd = 0.0
-        n_attempts = n_cancelled = n_fallbacks = n_retries = 0
-        for r in rows:
-            status = r.status
-            if r.kind == "model":
-                model_cost += r.cost_usd
-            else:
-                routing_usd += r.cost_usd
-            if status != "skipped":
-                n_attempts += 1
-            if status == "cancelled":
-                n_cancelled += 1
-            elif status == "ok" and r.call_id == call_id and call_id is not None:
-                served = r
-            if r.fallback_reason is not None:
-                n_fallbacks += 1
-            if r.retried:
-                n_retries += 1
-        if served is not None and failure is None:
-            served.served = True
-        ttft = math.nan
-        if served is not None and not math.isnan(served.ttft_s):
-            ttft = served.start_s + served.ttft_s - state.start_s
         ok = failure is None
+        served = -1
+        row = response.call_id if response is not None else None
+        if (
+            ok
+            and row is not None
+            and 0 <= row < len(log)
+            and log.request[row] == state.index
+            and log.status[row] == 0
+        ):
+            served = row
+            log.served[row] = 1
+        ttft = math.nan
+        quality = math.nan
+        served_cost = 0.0
+        served_model = None
+        if served >= 0:
+            served_ttft = log.ttft[served]
+            if not math.isnan(served_ttft):
+                ttft = log.start[served] + served_ttft - state.start_s
+            quality = log.quality[served]
+            served_cost = log.cost[served]
+            served_model = log.models.values[log.model[served]]
+        elif ok and response is not None:
+            served_model = response.model
         extra: dict[str, Any] = {}
-        for key, value in state.request.metadata.items() if state.request.metadata else ():
-            extra[key if key not in _RESERVED else f"meta_{key}"] = value
-        if state.truth is not None:  # the dataset's own columns, hidden from the algorithm
+        metadata = state.request.metadata
+        if metadata:
+            for key, value in metadata.items():
+                extra[key if key not in _RESERVED else f"meta_{key}"] = value
+        if state.truth is not None and state.truth.columns:  # dataset columns, hidden from it
             for key, value in state.truth.columns.items():
                 extra[key if key not in _RESERVED else f"meta_{key}"] = value
-        for key, value in state.evidence.items():
-            extra[f"evidence_{key}"] = value
-        return RequestRow(
-            request_id=state.request_id,
-            status="ok" if ok else "failed",
-            error_kind=None if ok else failure[0],  # type: ignore[index]
-            error_message=None if ok else failure[1],  # type: ignore[index]
-            selected_model=outcome.model if isinstance(outcome, Outcome) else None,
-            served_model=(served.model if served is not None else response.model)
-            if ok and response
-            else None,
-            arrival_s=state.arrival_s,
-            start_s=state.start_s,
-            end_s=end,
-            latency_s=end - state.start_s,
-            queue_s=state.start_s - state.arrival_s,
-            ttft_s=ttft if ok else math.nan,
-            routing_s=routing_end - state.start_s,
-            n_attempts=n_attempts,
-            n_cancelled=n_cancelled,
-            n_fallbacks=n_fallbacks,
-            n_retries=n_retries,
-            cost_usd=model_cost + routing_usd,
-            wasted_usd=model_cost - (served.cost_usd if served is not None and ok else 0.0),
-            routing_usd=routing_usd,
+        if state.evidence:
+            for key, value in state.evidence.items():
+                extra[f"evidence_{key}"] = value
+        run.requests.add(
+            state.index,
+            failure,
+            outcome.model if isinstance(outcome, Outcome) else None,
+            served_model if ok else None,
+            state.arrival_s,
+            state.start_s,
+            end,
+            ttft if ok else math.nan,
+            routing_end - state.start_s,
+            (state.n_attempts, state.n_cancelled, state.n_fallbacks, state.n_retries),
+            (
+                state.model_cost + state.routing_cost,
+                state.model_cost - (served_cost if ok else 0.0),
+                state.routing_cost,
+            ),
             # the served answer's grade: NaN when it failed (summaries count that as 0) or when
             # the dataset has no grade for it (summaries leave it out and count it)
-            quality=served.quality if ok and served is not None else math.nan,
-            reads_truth=state.reads_truth,
-            extra=extra,
+            quality if ok else math.nan,
+            state.reads_truth,
+            extra,
         )
+        self.finished += 1
+
+
+def _uncancel(task: Any) -> None:
+    uncancel = getattr(task, "uncancel", None)
+    if uncancel is not None:
+        while task.cancelling():
+            uncancel()
 
 
 _RESERVED = frozenset(
@@ -358,12 +476,12 @@ _RESERVED = frozenset(
 
 def track_task(task: asyncio.Task[Any], context: contextvars.Context | None) -> None:
     state = context.get(CURRENT_REQUEST) if context is not None else CURRENT_REQUEST.get()
-    if state is not None:
-        state.tasks.add(task)
+    if state is not None and task is not state.root:
+        state.tasks.append(task)
 
 
 def install_task_tracking(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
-    """On a real loop, learn which tasks belong to which request through the task factory."""
+    """On an asyncio loop, learn which tasks belong to which request through the task factory."""
     previous = loop.get_task_factory()
 
     def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Future[Any]:

@@ -1,10 +1,11 @@
 """Racing helpers: first completion, first success, a timeout, a hedge.
 
-Each helper runs its awaitables as tasks, waits natively (an anyio task group per race measured
-three times slower), and cancels what it no longer needs *before* returning, awaiting the
-cancellations so every cancelled attempt is recorded at the instant it lost. Calls made under a
-helper share a ``race_id``; losers are recorded with cause ``lost_race``, an expired timeout with
-``timeout``. If the helper itself is cancelled, its children are cancelled with the same cause.
+Each helper runs its awaitables as tasks of the running engine (the kernel in a simulation, an
+asyncio loop otherwise), waits for the first to finish, and cancels what it no longer needs *before*
+returning, waiting for the cancellations so every cancelled attempt is recorded at the instant it
+lost. Calls made under a helper share a ``race_id``; losers are recorded with cause ``lost_race``,
+an expired timeout with ``timeout``. If the helper itself is cancelled, its children are cancelled
+with the same cause.
 
     index, result = await sy.first(driver.call_model(req, ["fast"]), driver.call_model(req, ["strong"]))
     index, response = await sy.first_ok(call_a, call_b)      # errors do not win
@@ -15,47 +16,49 @@ helper share a ``race_id``; losers are recorded with cause ``lost_race``, an exp
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import math
 from collections.abc import Awaitable, Callable, Coroutine
 from types import CoroutineType
 from typing import Any, TypeVar, overload
 
-from ._context import CAUSES, CURRENT_RACE, cancel_with_cause, cause_of_current, new_race_id
 from ._errors import ArgumentError, ArgumentTypeError
+from ._sched import CURRENT_RACE, AsyncioBackend, Backend, backend, new_race_id
+from ._vocab import CancelCause
 
 __all__ = ["first", "first_ok", "hedge", "timeout"]
 
 T = TypeVar("T")
 D = TypeVar("D")
 
-LOST_RACE = "lost_race"
-TIMEOUT = "timeout"
+LOST_RACE = CancelCause.LOST_RACE
+TIMEOUT = CancelCause.TIMEOUT
 
 
-def _spawn(awaitable: Awaitable[Any], race_id: int, what: str) -> asyncio.Task[Any]:
-    if type(awaitable) is not CoroutineType and not isinstance(awaitable, Awaitable):
-        if isinstance(awaitable, Callable):  # type: ignore[arg-type]
-            raise ArgumentTypeError(
-                f"{what} must be awaitable (e.g. driver.call_model(...)), got a callable; "
-                "call it first or pass it to sy.hedge"
-            )
-        raise ArgumentTypeError(f"{what} must be awaitable, got {type(awaitable).__name__}")
-    context = contextvars.copy_context()
-    context.run(CURRENT_RACE.set, race_id)
-    coro = (
-        awaitable
-        if type(awaitable) is CoroutineType or isinstance(awaitable, Coroutine)
-        else _await(awaitable)
-    )
-    return asyncio.get_running_loop().create_task(coro, context=context)
+def _coroutine(awaitable: Awaitable[Any], what: str) -> Coroutine[Any, Any, Any]:
+    if type(awaitable) is CoroutineType:
+        return awaitable  # type: ignore[return-value]
+    if isinstance(awaitable, Coroutine):
+        return awaitable
+    if isinstance(awaitable, Awaitable):
+        return _await(awaitable)
+    if callable(awaitable):
+        raise ArgumentTypeError(
+            f"{what} must be awaitable (e.g. driver.call_model(...)), got a callable; "
+            "call it first or pass it to sy.hedge"
+        )
+    raise ArgumentTypeError(f"{what} must be awaitable, got {type(awaitable).__name__}")
+
+
+def spawn(b: Backend, awaitable: Awaitable[Any], race_id: int, what: str) -> Any:
+    """Start ``awaitable`` as a task of the race ``race_id``."""
+    return b.spawn(_coroutine(awaitable, what), race_id)
 
 
 async def _await(awaitable: Awaitable[T]) -> T:
     return await awaitable
 
 
-async def _cancel_and_settle(tasks: list[asyncio.Task[Any]], cause: str | None) -> None:
+async def settle(b: Backend, tasks: list[Any], cause: CancelCause | None) -> None:
     """Cancel the unfinished tasks with ``cause`` and wait until each has stopped.
 
     If the caller is cancelled meanwhile, the wait still completes (the cancellations are already
@@ -63,11 +66,12 @@ async def _cancel_and_settle(tasks: list[asyncio.Task[Any]], cause: str | None) 
     """
     pending = [t for t in tasks if not t.done()]
     for task in pending:
-        cancel_with_cause(task, cause)
+        b.cancel(task, cause)
     interrupted = False
+    pending = [t for t in pending if not t.done()]
     while pending:
         try:
-            await asyncio.wait(pending)
+            await b.wait_any(pending)
         except asyncio.CancelledError:
             interrupted = True
         pending = [t for t in pending if not t.done()]
@@ -78,18 +82,15 @@ async def _cancel_and_settle(tasks: list[asyncio.Task[Any]], cause: str | None) 
         raise asyncio.CancelledError
 
 
-async def _wait_first(
-    tasks: list[asyncio.Task[Any]], timeout_s: float | None = None
-) -> set[asyncio.Task[Any]]:
+async def _wait_first(b: Backend, tasks: list[Any], timeout_s: float | None = None) -> Any:
     try:
-        done, _ = await asyncio.wait(tasks, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        return await b.wait_any(tasks, timeout_s)
     except asyncio.CancelledError:
-        await _cancel_and_settle(tasks, cause_of_current())
+        await settle(b, tasks, b.current_cause())
         raise
-    return done
 
 
-def _outcome(task: asyncio.Task[Any]) -> Any:
+def _outcome(task: Any) -> Any:
     if task.cancelled():
         return asyncio.CancelledError()
     return task.exception() or task.result()
@@ -112,13 +113,15 @@ async def first(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
     """
     if not awaitables:
         raise ArgumentError("first() needs at least one awaitable")
+    b = backend()
     race_id = new_race_id()
-    tasks = [_spawn(a, race_id, f"awaitables[{i}]") for i, a in enumerate(awaitables)]
-    done = await _wait_first(tasks)
-    winner = next(i for i, t in enumerate(tasks) if t in done)
-    await _cancel_and_settle([t for t in tasks if not t.done()], LOST_RACE)
-    for task in done:
-        _outcome(task)  # mark every finished task's exception as retrieved
+    tasks = [spawn(b, a, race_id, f"awaitables[{i}]") for i, a in enumerate(awaitables)]
+    done = await _wait_first(b, tasks)
+    winner = tasks.index(done)
+    await settle(b, [t for t in tasks if not t.done()], LOST_RACE)
+    for task in tasks:
+        if task.done():
+            _outcome(task)  # mark every finished task's exception as retrieved
     return winner, _outcome(tasks[winner])
 
 
@@ -130,22 +133,28 @@ async def first_ok(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
     """
     if not awaitables:
         raise ArgumentError("first_ok() needs at least one awaitable")
+    b = backend()
     race_id = new_race_id()
-    tasks = [_spawn(a, race_id, f"awaitables[{i}]") for i, a in enumerate(awaitables)]
-    return await _first_success(tasks)
+    tasks = [spawn(b, a, race_id, f"awaitables[{i}]") for i, a in enumerate(awaitables)]
+    return await _first_success(b, tasks)
 
 
-async def _first_success(tasks: list[asyncio.Task[Any]]) -> tuple[int, Any]:
+async def _first_success(b: Backend, tasks: list[Any]) -> tuple[int, Any]:
     pending = list(tasks)
     last_error: BaseException | None = None
     while pending:
-        done = await _wait_first(pending)
+        await _wait_first(b, pending)
         for i, task in enumerate(tasks):
-            if task in done and not task.cancelled() and task.exception() is None:
-                await _cancel_and_settle([t for t in tasks if not t.done()], LOST_RACE)
+            if (
+                task in pending
+                and task.done()
+                and not task.cancelled()
+                and task.exception() is None
+            ):
+                await settle(b, [t for t in tasks if not t.done()], LOST_RACE)
                 return i, task.result()
-        for task in tasks:
-            if task in done:
+        for task in pending:
+            if task.done():
                 last_error = _outcome(task)
         pending = [t for t in pending if not t.done()]
     assert last_error is not None
@@ -153,28 +162,33 @@ async def _first_success(tasks: list[asyncio.Task[Any]]) -> tuple[int, Any]:
 
 
 def _check_seconds(seconds: Any, name: str) -> float:
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, int | float)
-        or math.isnan(seconds)
-        or seconds < 0
-    ):
-        raise ArgumentError(f"{name} must be a number of seconds ≥ 0, got {seconds!r}")
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise ArgumentTypeError(f"{name} must be a number of seconds, got {seconds!r}")
+    if math.isnan(seconds) or seconds < 0 or seconds == math.inf:
+        raise ArgumentError(f"{name} must be a finite number of seconds ≥ 0, got {seconds!r}")
     return float(seconds)
 
 
 async def timeout(seconds: float, awaitable: Awaitable[T], default: D = None) -> T | D:  # type: ignore[assignment]
     """Await ``awaitable`` for at most ``seconds``; on expiry cancel it (cause ``timeout``) and
-    return ``default``. Its errors are raised as usual.
-
-    The awaitable runs in the calling task (no extra task), cancelled at the deadline the way
-    ``asyncio.timeout`` does it; a cancellation from outside still propagates.
+    return ``default``. Its errors are raised as usual; a cancellation from outside propagates.
     """
     seconds = _check_seconds(seconds, "seconds")
-    if type(awaitable) is not CoroutineType and not isinstance(awaitable, Awaitable):
-        raise ArgumentTypeError(
-            f"awaitable must be awaitable (e.g. driver.call_model(...)), got {type(awaitable).__name__}"
-        )
+    coro = _coroutine(awaitable, "awaitable")
+    b = backend()
+    if isinstance(b, AsyncioBackend):
+        return await _timeout_in_place(b, seconds, coro, default)
+    task = b.spawn(coro, new_race_id())
+    done = await _wait_first(b, [task], seconds)
+    if done is None:
+        await settle(b, [task], TIMEOUT)
+        return default
+    return task.result()  # type: ignore[no-any-return]
+
+
+async def _timeout_in_place(b: AsyncioBackend, seconds: float, coro: Any, default: Any) -> Any:
+    """On asyncio: the awaitable runs in the calling task, cancelled at the deadline the way
+    ``asyncio.timeout`` does it."""
     task = asyncio.current_task()
     if task is None:
         raise RuntimeError("sy.timeout() must be awaited inside a task")
@@ -185,15 +199,12 @@ async def timeout(seconds: float, awaitable: Awaitable[T], default: D = None) ->
     def expire() -> None:
         nonlocal expired
         expired = True
-        CAUSES[task] = TIMEOUT
-        if isinstance(awaitable, asyncio.Future):
-            CAUSES[awaitable] = TIMEOUT  # type: ignore[index]
-        task.cancel()
+        b.cancel(task, TIMEOUT)
 
     token = CURRENT_RACE.set(new_race_id())
     handle = loop.call_later(seconds, expire)
     try:
-        return await awaitable
+        return await coro
     except asyncio.CancelledError:
         if expired and task.uncancel() <= already_cancelling:
             return default
@@ -202,7 +213,7 @@ async def timeout(seconds: float, awaitable: Awaitable[T], default: D = None) ->
         handle.cancel()
         CURRENT_RACE.reset(token)
         if expired:
-            CAUSES.pop(task, None)
+            b.forget_cause(task)
 
 
 async def hedge(
@@ -223,8 +234,9 @@ async def hedge(
     after = _check_seconds(after, "after")
     if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
         raise ArgumentError(f"copies must be an int ≥ 1, got {copies!r}")
+    b = backend()
     race_id = new_race_id()
-    tasks: list[asyncio.Task[Any]] = [_spawn(make_call(), race_id, "make_call()")]
+    tasks: list[Any] = [spawn(b, make_call(), race_id, "make_call()")]
     last_error: BaseException | None = None
     while True:
         running = [t for t in tasks if not t.done()]
@@ -232,16 +244,15 @@ async def hedge(
         if not running and not can_add:
             assert last_error is not None
             raise last_error
+        done_any = False
         if running:
-            done = await _wait_first(running, after if can_add else None)
-        else:
-            done = set()
+            done_any = await _wait_first(b, running, after if can_add else None) is not None
         for task in tasks:
-            if task in done and not task.cancelled() and task.exception() is None:
-                await _cancel_and_settle([t for t in tasks if not t.done()], LOST_RACE)
-                return task.result()
+            if task.done() and not task.cancelled() and task.exception() is None:
+                await settle(b, [t for t in tasks if not t.done()], LOST_RACE)
+                return task.result()  # type: ignore[no-any-return]
         for task in tasks:
-            if task in done:
+            if task.done():
                 last_error = _outcome(task)
-        if can_add and (not done or not [t for t in tasks if not t.done()]):
-            tasks.append(_spawn(make_call(), race_id, "make_call()"))
+        if can_add and (not done_any or not [t for t in tasks if not t.done()]):
+            tasks.append(spawn(b, make_call(), race_id, "make_call()"))

@@ -22,6 +22,10 @@ class Result:
     ``attempts`` has one row per attempt at a model or judge (retries, fallbacks, cooldown skips and
     cancellations included); ``requests`` one row per request. Times are seconds on the host clock
     from the start of the run (virtual seconds on a SimHost); ``wall_s`` is real time taken.
+    ``engine`` says what ran it: ``"kernel"`` (sykit's own scheduler), ``"asyncio"`` (an asyncio
+    loop: virtual time for algorithms that await asyncio/anyio primitives, real time on an
+    HttpHost). ``interrupted`` is True when Ctrl-C stopped the run: the frames then hold only the
+    requests that had finished.
     """
 
     strategy: str
@@ -29,6 +33,8 @@ class Result:
     attempts: pd.DataFrame
     requests: pd.DataFrame
     wall_s: float = field(compare=False)
+    engine: str = field(default="kernel", compare=False)
+    interrupted: bool = field(default=False, compare=False)
 
     def summary(self) -> pd.DataFrame:
         """A one-row DataFrame: success, quality, cost, latency percentiles, waste, fallbacks."""

@@ -1,15 +1,23 @@
 """``run``, ``arun`` and ``compare``: feed requests to an algorithm on a host and collect the records.
 
-A run of one strategy with one seed happens on a fresh virtual-time loop for a SimHost (in a worker
-thread when the caller already runs an event loop) or on an ordinary loop in real time for an
-HttpHost; :class:`~sykit._lifecycle.StrategyRun` does the work of each run.
+A run of one strategy with one seed on a SimHost happens on sykit's kernel (:mod:`sykit._kernel`),
+in the calling thread; an algorithm that awaits an asyncio or anyio primitive cannot run there, so
+the first such await stops that run and it is run again from the start on an asyncio loop in
+virtual time (``engine="auto"``, the default; every draw is keyed, so the records are the same).
+``engine="asyncio"`` goes there directly, which avoids running an algorithm's side effects twice;
+``engine="kernel"`` refuses the fallback. An HttpHost run happens on an ordinary asyncio loop in
+real time. :class:`~sykit._lifecycle.StrategyRun` does the work of each run on either engine.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import gc
+import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -31,13 +39,27 @@ from ._inputs import (
     check_host,
     check_seed,
 )
-from ._lifecycle import StrategyRun
+from ._kernel import Kernel, NeedsAsyncio
+from ._lifecycle import StrategyRun, install_task_tracking, track_task
 from ._models import Request
 from ._progress import make_progress
-from ._records import attempts_frame, requests_frame
 from ._results import Comparison, Result
+from ._sched import AsyncioBackend, KernelBackend, using
 
-__all__ = ["arun", "compare", "run"]
+__all__ = ["ENGINES", "arun", "compare", "run"]
+
+#: The values ``engine=`` takes.
+ENGINES = ("auto", "kernel", "asyncio")
+#: With the cyclic collector paused during a kernel run, a young-generation pass every this many
+#: finished requests bounds what an algorithm's own cyclic garbage can pile up.
+_GC_EVERY = 20_000
+
+
+class RunInterrupted(Exception):
+    """Carries the partial result of a run stopped by Ctrl-C."""
+
+    def __init__(self, result: Result) -> None:
+        self.result = result
 
 
 class _Plan:
@@ -52,9 +74,11 @@ class _Plan:
         arrivals: object,
         seeds: list[int],
         strict: bool,
+        engine: object = "auto",
     ) -> None:
         self.host = check_host(host)
         self.items = as_requests(requests)
+        self.ids = [item[0] for item in self.items]
         self.concurrency = check_concurrency(concurrency, arrivals is not None)
         self.arrivals = check_arrivals(arrivals, len(self.items))  # now, not inside the simulation
         self.strategies = strategies
@@ -62,72 +86,199 @@ class _Plan:
         if not isinstance(strict, bool):
             raise ArgumentTypeError("strict must be True or False")
         self.strict = strict
+        if engine not in ENGINES:
+            raise ArgumentError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
+        self.engine = engine
 
     @property
     def total_requests(self) -> int:
         return len(self.items) * len(self.strategies) * len(self.seeds)
 
-    async def run_all(self, progress: Any) -> list[Result]:
-        results = []
-        for seed in self.seeds:
-            for name, fn in self.strategies:
-                results.append(await self.run_one(name, fn, seed, progress))
-        return results
-
-    async def run_one(self, name: str, fn: Callable[..., Any], seed: int, progress: Any) -> Result:
+    def _runner(self, run: RunState, fn: Callable[..., Any], progress: Any) -> StrategyRun:
         owner = getattr(fn, "__self__", None)
         start_run = getattr(owner, "start_run", None)
         if callable(start_run):
             start_run()  # a stateful strategy starts every run afresh, so runs stay independent
-        loop = asyncio.get_running_loop()
-        start_wall = time.perf_counter()
-        origin = loop.time()
-        # A simulated run has a fresh virtual loop whose clock starts at 0; a real run counts from now.
-        clock = loop.time if origin == 0.0 else (lambda: loop.time() - origin)
-        run = RunState(host=self.host, seed=seed, strategy=name, strict=self.strict, clock=clock)
-        runner = StrategyRun(
+        return StrategyRun(
             run,
             fn,
             self.items,
-            arrival_times(self.arrivals, len(self.items), seed),
+            arrival_times(self.arrivals, len(self.items), run.seed),
             self.concurrency,
             progress,
         )
-        await runner.main()
-        runner.rows.sort(key=lambda pair: pair[0])
+
+    def _result(
+        self, run: RunState, runner: StrategyRun, started: float, interrupted: bool = False
+    ) -> Result:
+        name = run.strategy
         return Result(
             strategy=name,
-            seed=seed,
-            attempts=attempts_frame(name, run.rows),
-            requests=requests_frame(name, [row for _, row in runner.rows]),
-            wall_s=time.perf_counter() - start_wall,
+            seed=run.seed,
+            attempts=run.log.frame(name, self.ids),
+            requests=run.requests.frame(name, self.ids),
+            wall_s=time.perf_counter() - started,
+            engine=run.backend.name,
+            interrupted=interrupted,
         )
+
+    # -- a simulated run -------------------------------------------------------------------------
+    def run_simulated(self, name: str, fn: Callable[..., Any], seed: int, progress: Any) -> Result:
+        """One simulated run: on the kernel, or on the asyncio engine when it has to be."""
+        if self.engine != "asyncio":
+            counted = _Counted(progress)
+            try:
+                return self.run_on_kernel(name, fn, seed, counted)
+            except NeedsAsyncio as need:
+                if self.engine == "kernel":
+                    raise ArgumentError(
+                        f"strategy {name!r} awaited an asyncio/anyio primitive ({need}), which "
+                        "sykit's kernel cannot run; use engine='asyncio' (or 'auto')"
+                    ) from None
+                counted.undo()
+        return _engine.run(lambda: self.run_on_asyncio(name, fn, seed, progress))
+
+    def run_on_kernel(self, name: str, fn: Callable[..., Any], seed: int, progress: Any) -> Result:
+        kernel = Kernel()
+        backend = KernelBackend(kernel)
+        run = RunState(
+            host=self.host,
+            seed=seed,
+            strategy=name,
+            strict=self.strict,
+            backend=backend,
+            clock=lambda: kernel.now,
+        )
+        runner = self._runner(run, fn, _Collecting(progress))
+        if not self.strict:
+            kernel.deadlock_handler = lambda: runner.unstick(kernel.describe_deadlock)
+        started = time.perf_counter()
+        collecting = gc.isenabled()
+        gc.disable()  # a run makes no reference cycles of its own; see _Collecting for the rest
+        interrupted = False
+        try:
+            with using(backend):
+                kernel.run(runner.feed())
+        except KeyboardInterrupt:
+            interrupted = True
+            kernel.close()
+        finally:
+            if collecting:
+                gc.enable()
+        if runner.fatal is not None:
+            raise runner.fatal
+        result = self._result(run, runner, started, interrupted)
+        if interrupted:
+            raise RunInterrupted(result)
+        return result
+
+    async def run_on_asyncio(
+        self, name: str, fn: Callable[..., Any], seed: int, progress: Any
+    ) -> Result:
+        loop = asyncio.get_running_loop()
+        started = time.perf_counter()
+        backend = AsyncioBackend(origin=loop.time())
+        run = RunState(
+            host=self.host,
+            seed=seed,
+            strategy=name,
+            strict=self.strict,
+            backend=backend,
+            clock=backend.now,
+        )
+        runner = self._runner(run, fn, progress)
+        restore = None
+        if isinstance(loop, _engine.VirtualTimeLoop):
+            loop.task_created = track_task
+            if not self.strict:
+                loop.deadlock_handler = lambda: runner.unstick(loop.describe_deadlock)
+        else:
+            restore = install_task_tracking(loop)
+        try:
+            with using(backend):
+                await runner.feed()
+        finally:
+            if restore is not None:
+                restore()
+        if runner.fatal is not None:
+            raise runner.fatal
+        return self._result(run, runner, started)
+
+    async def run_all_real(self, progress: Any) -> list[Result]:
+        results = []
+        for seed in self.seeds:
+            for name, fn in self.strategies:
+                results.append(await self.run_on_asyncio(name, fn, seed, progress))
+        return results
+
+
+class _Counted:
+    """A progress bar that remembers what one run added, so a rerun can take it back."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+        self.count = 0
+
+    def update(self, n: int = 1) -> None:
+        self.count += n
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def undo(self) -> None:
+        if self.bar is not None and self.count:
+            self.bar.update(-self.count)
+        self.count = 0
+
+
+class _Collecting:
+    """Counts finished requests for the progress bar and, with the cyclic collector paused, runs a
+    young-generation pass now and then, so an algorithm's own cyclic garbage stays bounded."""
+
+    def __init__(self, progress: Any) -> None:
+        self.progress = progress
+        self.finished = 0
+
+    def update(self, n: int = 1) -> None:
+        self.finished += n
+        if self.progress is not None:
+            self.progress.update(n)
+        if self.finished % _GC_EVERY == 0:
+            gc.collect(1)
 
 
 def _execute(plan: _Plan, progress_flag: bool | None, description: str) -> list[Result]:
     progress = make_progress(plan.total_requests, progress_flag, description)
     try:
         if plan.host.virtual:
-            return _run_each_on_fresh_loop(plan, progress)
+            results = []
+            for seed in plan.seeds:
+                for name, fn in plan.strategies:
+                    try:
+                        results.append(plan.run_simulated(name, fn, seed, progress))
+                    except RunInterrupted as stop:
+                        results.append(stop.result)
+                        _warn_interrupted(plan, results)
+                        return results
+            return results
         return _run_real(plan, progress)
     finally:
         if progress is not None:
             progress.close()
 
 
-def _run_each_on_fresh_loop(plan: _Plan, progress: Any) -> list[Result]:
-    results = []
-    for seed in plan.seeds:
-        for name, fn in plan.strategies:
-            results.append(
-                _engine.run(lambda n=name, f=fn, s=seed: plan.run_one(n, f, s, progress))
-            )
-    return results
+def _warn_interrupted(plan: _Plan, results: list[Result]) -> None:
+    done = sum(len(r.requests) for r in results)
+    warnings.warn(
+        f"interrupted: returning the {done} of {plan.total_requests} requests that had finished "
+        f"({len(results)} run(s), the last one partial: result.interrupted is True)",
+        UserWarning,
+        stacklevel=4,
+    )
 
 
 def _run_real(plan: _Plan, progress: Any) -> list[Result]:
     async def main() -> list[Result]:
-        return await plan.run_all(progress)
+        return await plan.run_all_real(progress)
 
     if _engine.loop_is_running():
         import concurrent.futures
@@ -149,6 +300,7 @@ def run(
     strategy: str | None = None,
     progress: bool | None = None,
     strict: bool = False,
+    engine: str = "auto",
 ) -> Result:
     """Run ``algorithm`` over ``requests`` on ``host`` and return the records.
 
@@ -163,11 +315,18 @@ def run(
     (``strict=True``: raises ``AlgorithmError``). An ``algorithm`` that is a plain ``def`` is
     refused before the run.
 
-    Works in scripts and in notebook cells: with a SimHost it runs on a fresh virtual-time loop,
-    in a worker thread when the calling thread already runs an event loop.
+    Works in scripts and in notebook cells. On a SimHost it runs on sykit's kernel in the calling
+    thread; ``engine`` chooses: ``"auto"`` (the kernel; an algorithm that awaits an asyncio or anyio
+    primitive is run again from the start on an asyncio loop in virtual time, same records, but its
+    own side effects happen twice), ``"kernel"`` (no fallback: such an algorithm is an error),
+    ``"asyncio"`` (always the asyncio loop: slower, side effects once). ``result.engine`` says
+    which ran. Ctrl-C stops the run and returns the requests that had finished
+    (``result.interrupted``).
     """
     name, fn = as_algorithm(algorithm, strategy)
-    plan = _Plan([(name, fn)], requests, host, concurrency, arrivals, [check_seed(seed)], strict)
+    plan = _Plan(
+        [(name, fn)], requests, host, concurrency, arrivals, [check_seed(seed)], strict, engine
+    )
     result = _execute(plan, progress, name)[0]
     _check_algorithms([result], strict)
     return result
@@ -184,17 +343,23 @@ async def arun(
     strategy: str | None = None,
     progress: bool | None = None,
     strict: bool = False,
+    engine: str = "auto",
 ) -> Result:
     """``await``-able :func:`run` for async code (top-level await in a notebook): a SimHost run
-    happens in a worker thread and the caller's event loop stays free."""
+    happens in a worker thread (a daemon, so it never keeps the interpreter alive) and the
+    caller's event loop stays free."""
     name, fn = as_algorithm(algorithm, strategy)
-    plan = _Plan([(name, fn)], requests, host, concurrency, arrivals, [check_seed(seed)], strict)
+    plan = _Plan(
+        [(name, fn)], requests, host, concurrency, arrivals, [check_seed(seed)], strict, engine
+    )
     bar = make_progress(plan.total_requests, progress, name)
     try:
         if plan.host.virtual:
-            result = await _engine.arun(lambda: plan.run_one(name, fn, plan.seeds[0], bar))
+            result = await _in_daemon_thread(
+                lambda: plan.run_simulated(name, fn, plan.seeds[0], bar)
+            )
         else:
-            result = await plan.run_one(name, fn, plan.seeds[0], bar)
+            result = await plan.run_on_asyncio(name, fn, plan.seeds[0], bar)
     finally:
         if bar is not None:
             bar.close()
@@ -212,9 +377,11 @@ def compare(
     arrivals: Poisson | Sequence[float] | None = None,
     progress: bool | None = None,
     strict: bool = False,
+    engine: str = "auto",
 ) -> Comparison:
     """Run several strategies on the same requests, with the same arrivals and the same random
-    draws for the same attempts (common random numbers), once per seed."""
+    draws for the same attempts (common random numbers), once per seed. ``engine`` as in
+    :func:`run`."""
     if isinstance(strategies, Mapping):
         named = [as_algorithm(algo, str(key)) for key, algo in strategies.items()]
     elif isinstance(strategies, Sequence) and not isinstance(strategies, str):
@@ -240,7 +407,7 @@ def compare(
             f"seeds must be distinct; repeated: {repeated} (a repeated seed repeats the same "
             "draws, so every request would be counted twice)"
         )
-    plan = _Plan(named, requests, host, concurrency, arrivals, checked, strict)
+    plan = _Plan(named, requests, host, concurrency, arrivals, checked, strict, engine)
     results = _execute(plan, progress, "compare")
     _check_algorithms(results, strict)
     return Comparison(results)
@@ -251,3 +418,29 @@ def _check_algorithms(results: list[Result], strict: bool) -> None:
     misspelt model or a forgotten ``await`` is not read as a router's results. The warning points
     at the caller of run / arun / compare."""
     check_algorithms(((r.strategy, r.requests) for r in results), strict=strict, stacklevel=3)
+
+
+async def _in_daemon_thread(work: Callable[[], Result]) -> Result:
+    """Run ``work`` in a daemon thread and await its result without blocking the event loop."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Result] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def deliver(outcome: Any, failed: bool) -> None:
+        if future.done():
+            return
+        if failed:
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
+
+    def target() -> None:
+        try:
+            outcome, failed = context.run(work), False
+        except BaseException as error:
+            outcome, failed = error, True
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+            loop.call_soon_threadsafe(deliver, outcome, failed)
+
+    threading.Thread(target=target, name="sykit-sim", daemon=True).start()
+    return await future

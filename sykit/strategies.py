@@ -34,7 +34,6 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from statistics import NormalDist
 from typing import Any
 
-from ._context import new_race_id
 from ._dists import check_number
 from ._driver import Driver
 from ._errors import ArgumentError, ArgumentTypeError, ModelError, UnavailableError
@@ -47,12 +46,14 @@ from ._models import (
     ask_good_enough,
     route_to,
 )
-from ._race import _cancel_and_settle, _spawn, first, first_ok
+from ._race import first, first_ok, settle, spawn
 from ._race import hedge as _hedge
 from ._race import timeout as _timeout
 from ._rng import uniforms
 from ._router_score import SimulatedScore, calibrate, score_of, simulated_score
+from ._sched import backend, new_race_id
 from ._truth import graded, peek_truth
+from ._vocab import CancelCause
 
 __all__ = [
     "SimulatedScore",
@@ -231,18 +232,18 @@ def speculative(weak: str, strong: str, *, judge: str, threshold: float = 0.5) -
     )
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
+        b = backend()
         race_id = new_race_id()
-        decision = _spawn(driver.call_decision(question, judge), race_id, "decision")
-        strong_call = _spawn(driver.call_model(request, [strong]), race_id, "strong call")
+        decision = spawn(b, driver.call_decision(question, judge), race_id, "decision")
+        strong_call = spawn(b, driver.call_model(request, [strong]), race_id, "strong call")
+        both = [decision, strong_call]
         try:
-            done, _ = await asyncio.wait(
-                {decision, strong_call}, return_when=asyncio.FIRST_COMPLETED
-            )
+            await b.wait_any(both)
         except asyncio.CancelledError:
-            await _cancel_and_settle([decision, strong_call], None)
+            await settle(b, both, b.current_cause())
             raise
-        if strong_call in done:  # the strong answer (or its failure) came first: the judge is moot
-            await _cancel_and_settle([decision], "lost_race")
+        if strong_call.done():  # the strong answer (or its failure) came first: the judge is moot
+            await settle(b, [decision], CancelCause.LOST_RACE)
             if strong_call.exception() is None:
                 driver.evidence(source="strong_first")
                 return answered(strong, strong_call.result())
@@ -253,11 +254,16 @@ def speculative(weak: str, strong: str, *, judge: str, threshold: float = 0.5) -
         except ModelError:
             weak_is_enough = False
         if weak_is_enough:
-            await _cancel_and_settle([strong_call], "lost_race")
+            await settle(b, [strong_call], CancelCause.LOST_RACE)
             driver.evidence(source="judge_weak")
             return route_to(weak, request, fallbacks=[strong])
         driver.evidence(source="judge_strong")
-        return answered(strong, await strong_call)
+        try:
+            await b.wait_any([strong_call])
+        except asyncio.CancelledError:
+            await settle(b, [strong_call], b.current_cause())
+            raise
+        return answered(strong, strong_call.result())
 
     return _named(f"speculative({weak}|{strong})", algorithm)
 

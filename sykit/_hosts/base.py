@@ -42,7 +42,8 @@ class Attempt:
 @dataclass(slots=True)
 class Reply:
     """What the provider answered. ``status`` None means no HTTP answer: ``error`` says why
-    (transport failure or timeout)."""
+    (transport failure or timeout). A simulated host plans its reply when the attempt starts;
+    ``after_s`` is then how long after the start the reply comes."""
 
     status: int | None
     body: Any = None
@@ -53,10 +54,14 @@ class Reply:
     ttft_s: float | None = None
     quality: float | None = None
     answers: Mapping[str, Answer] | None = None
+    after_s: float = 0.0
 
 
 class HostSession(Protocol):
-    """A host's state for one run (rate-limit buckets, counters, an HTTP client)."""
+    """A host's state for one run (rate-limit buckets, counters, an HTTP client).
+
+    A real host performs an attempt with ``async send(attempt)``; a simulated one may instead
+    ``plan(attempt)`` it at once (the driver then waits ``Reply.after_s`` on the virtual clock)."""
 
     async def send(self, attempt: Attempt) -> Reply: ...
 

@@ -10,7 +10,6 @@ requests meet the same latencies and the same faults.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -134,11 +133,14 @@ class _Bucket:
 
 
 class _SimSession:
+    """One run's provider state (rate-limit buckets, fail-first counters). It *plans* each attempt
+    when it starts: what the provider will answer and after how long. The driver then waits that
+    long on the virtual clock, or stops waiting when the call is cancelled."""
+
     def __init__(self, host: SimHost, seed: int) -> None:
         self.host = host
         self.profiles = host.profiles
         self.seed = seed
-        self.loop = asyncio.get_running_loop()
         self.fail_first_seen: dict[str, int] = {}
         self.buckets: dict[str, tuple[_Bucket | None, _Bucket | None]] = {}
 
@@ -146,45 +148,50 @@ class _SimSession:
         return None
 
     # -- the attempt ---------------------------------------------------------------------------
-    async def send(self, attempt: Attempt) -> Reply:
+    def plan(self, attempt: Attempt) -> Reply:
+        """What the provider answers to ``attempt`` and when (``Reply.after_s`` from its start)."""
         profile = self.profiles[attempt.model]
         u = uniforms(attempt.seed, attempt.request_id, attempt.model, attempt.n)
-        now = self.loop.time()
+        now = attempt.start_s
         request = attempt.request
         if attempt.kind == "model":
-            assert isinstance(request, Request)
-            rejection = self._structural(attempt.model, profile, request, u)
+            rejection = self._structural(attempt.model, profile, request, u)  # type: ignore[arg-type]
             if rejection is not None:
-                return await self._error(profile, u, *rejection)
+                return self._error(profile, u, *rejection)
         failure = None
-        if profile.faults.scripted or profile.rate_limit is not None:  # type: ignore[attr-defined]
+        faults = profile.faults
+        if faults.scripted or profile.rate_limit is not None:  # type: ignore[attr-defined]
             failure = self._scripted(attempt, profile, now)
-        if failure is None and profile.faults.random_total > 0:  # type: ignore[attr-defined]
+        if failure is None and faults.random_total > 0:  # type: ignore[attr-defined]
             failure = self._random(attempt.model, profile, u)
+        if failure is None:
+            return self._answer(attempt, profile, u, now, None)
         if failure == "timeout":
-            await asyncio.sleep(max(0.0, attempt.deadline_s - now))
             return Reply(
-                None, error=ModelTimeout("no answer before the deadline", model=attempt.model)
+                None,
+                error=ModelTimeout("no answer before the deadline", model=attempt.model),
+                after_s=attempt.deadline_s - now,
             )
         if failure == "reset":
-            await asyncio.sleep(profile.reject_delay_s.quantile(u[SLOT.TTFT]))  # type: ignore[union-attr]
             return Reply(
-                None, error=UnavailableError("connection reset by peer", model=attempt.model)
+                None,
+                error=UnavailableError("connection reset by peer", model=attempt.model),
+                after_s=profile.reject_delay_s.quantile(u[SLOT.TTFT]),  # type: ignore[union-attr]
             )
-        if failure is not None and not isinstance(failure, str):
-            return await self._error(profile, u, *failure)
-        return await self._answer(attempt, profile, u, now, failure)
+        if not isinstance(failure, str):
+            return self._error(profile, u, *failure)
+        return self._answer(attempt, profile, u, now, failure)
 
-    async def _error(
-        self,
+    @staticmethod
+    def _error(
         profile: ModelProfile,
         u: tuple[float, ...],
         status: int,
         body: Any,
         headers: Mapping[str, str] | None = None,
     ) -> Reply:
-        await asyncio.sleep(profile.reject_delay_s.quantile(u[SLOT.TTFT]))  # type: ignore[union-attr]
-        return Reply(status, body, headers or {})
+        delay = profile.reject_delay_s.quantile(u[SLOT.TTFT])  # type: ignore[union-attr]
+        return Reply(status, body, headers or {}, after_s=delay)
 
     def _structural(
         self, model: str, profile: ModelProfile, request: Request, u: tuple[float, ...]
@@ -297,32 +304,32 @@ class _SimSession:
         return name  # timeout, reset, cut_stream, malformed: handled where time is known
 
     # -- a successful answer -------------------------------------------------------------------
-    async def _answer(
+    def _answer(
         self,
         attempt: Attempt,
         profile: ModelProfile,
         u: tuple[float, ...],
         now: float,
-        broken: str | None = None,
+        broken: str | None,
     ) -> Reply:
         request = attempt.request
         truth = attempt.truth
         model = attempt.model
         if attempt.kind == "decision":
-            assert isinstance(request, DecisionRequest)
             judge = self.host.judges[model]
-            out = judge.output_tokens * len(request.questions)
+            out = judge.output_tokens * len(request.questions)  # type: ignore[union-attr]
         else:
-            assert isinstance(request, Request)
-            out = self._output_tokens(model, profile, request, truth, u)
-        ttft = profile.latency.ttft.quantile(u[SLOT.TTFT])  # type: ignore[union-attr]
-        tps = profile.latency.tokens_per_s.quantile(u[SLOT.TOKENS_PER_S])  # type: ignore[union-attr]
-        factor = profile.faults.spike_factor if u[SLOT.SPIKE] < profile.faults.spike_p else 1.0
+            out = self._output_tokens(model, profile, request, truth, u)  # type: ignore[arg-type]
+        latency = profile.latency
+        ttft = latency.ttft.quantile(u[SLOT.TTFT])  # type: ignore[union-attr]
+        tps = latency.tokens_per_s.quantile(u[SLOT.TOKENS_PER_S])  # type: ignore[union-attr]
+        faults = profile.faults
+        factor = faults.spike_factor if u[SLOT.SPIKE] < faults.spike_p else 1.0
         ttft *= factor
         total = ttft + (out / tps) * factor
-        if broken == "malformed" and now + ttft <= attempt.deadline_s:
+        deadline = attempt.deadline_s
+        if broken == "malformed" and now + ttft <= deadline:
             # The first chunk is garbage: no usable token arrived, as over HTTP; nothing billed.
-            await asyncio.sleep(ttft)
             return Reply(
                 None,
                 error=InvalidResponseError(
@@ -330,32 +337,38 @@ class _SimSession:
                     model=model,
                     http_status=200,
                 ),
+                after_s=ttft,
             )
-        generation = attempt.generation
-        generation.plan(now + ttft, tps / factor, out)  # accepted: from now on it is billable
-        if now + total > attempt.deadline_s:
+        attempt.generation.plan(now + ttft, tps / factor, out)  # accepted: billable from now on
+        if now + total > deadline:
             # The client gives up at its deadline with the answer still in flight.
-            await asyncio.sleep(max(0.0, attempt.deadline_s - now))
-            return Reply(None, error=ModelTimeout("no answer before the deadline", model=model))
+            return Reply(
+                None,
+                error=ModelTimeout("no answer before the deadline", model=model),
+                after_s=deadline - now,
+            )
         if broken == "cut_stream":
             produced = max(1, (2 * out) // 3)
-            cut_at = ttft + ((produced - 1) / tps) * factor  # the instant its last token came
-            await asyncio.sleep(cut_at)
             return Reply(
                 502,
                 _error_body(
                     f"upstream stream ended early after {produced} of {out} tokens",
                     type_="server_error",
                 ),
+                after_s=ttft + ((produced - 1) / tps) * factor,  # the instant its last token came
             )
-        await asyncio.sleep(total)
         usage = Usage(request.input_tokens, out)
         if attempt.kind == "decision":
             answers = self._judge(attempt, truth)
-            return Reply(200, usage=usage, ttft_s=ttft, answers=answers)
+            return Reply(200, usage=usage, ttft_s=ttft, answers=answers, after_s=total)
         quality = self._quality(attempt, profile, truth)
         return Reply(
-            200, text=f"(simulated answer from {model})", usage=usage, ttft_s=ttft, quality=quality
+            200,
+            text=f"(simulated answer from {model})",
+            usage=usage,
+            ttft_s=ttft,
+            quality=quality,
+            after_s=total,
         )
 
     @staticmethod

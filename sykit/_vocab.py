@@ -1,0 +1,59 @@
+"""The words of the records, each declared once: statuses, phases, kinds and cancellation causes.
+
+Every module that writes or reads these values takes them from here, and the DataFrames use the
+enums' values as their categories, so a typo cannot create a new category silently. Fallback
+reasons live with the classifier (:class:`sykit.FallbackReason`) and fault names with the fault
+configuration (``RANDOM_FAULTS``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = ["CancelCause", "Kind", "Phase", "RequestStatus", "Status"]
+
+
+class Status(StrEnum):
+    """How an attempt ended."""
+
+    OK = "ok"
+    ERROR = "error"
+    CANCELLED = "cancelled"
+    SKIPPED = "skipped"  # never sent: its target was cooling down
+
+
+class RequestStatus(StrEnum):
+    """How a request ended."""
+
+    OK = "ok"
+    FAILED = "failed"
+
+
+class Phase(StrEnum):
+    """Routing: calls the algorithm makes. Answer: the call the runner makes for ``route_to``."""
+
+    ROUTING = "routing"
+    ANSWER = "answer"
+
+
+class Kind(StrEnum):
+    """A model call or a decision (judge/classifier) call."""
+
+    MODEL = "model"
+    DECISION = "decision"
+
+
+class CancelCause(StrEnum):
+    """Why a call was cancelled (the ``cancel_cause`` column).
+
+    ``LOST_RACE``: another call of its race won (``sy.first``, ``first_ok``, ``hedge``);
+    ``TIMEOUT``: ``sy.timeout`` expired; ``ABANDONED``: still running when the algorithm returned;
+    ``REQUEST_FAILED``: still running when the request failed; ``CANCELLED``: any other
+    cancellation (the algorithm's own ``task.cancel()``, an anyio scope, ``asyncio.timeout``).
+    """
+
+    LOST_RACE = "lost_race"
+    TIMEOUT = "timeout"
+    ABANDONED = "abandoned"
+    CANCELLED = "cancelled"
+    REQUEST_FAILED = "request_failed"
