@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-import types
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from types import GeneratorType
 from typing import Any
 
 from ._billing import Generation, unserved_tokens
@@ -40,12 +40,19 @@ from ._errors import (
 )
 from ._hosts.base import Attempt, Host, HostSession, Reply
 from ._kernel import SLEEP
-from ._models import DecisionRequest, DecisionResponse, GroundTruth, Request, Response
+from ._models import (
+    DecisionRequest,
+    DecisionResponse,
+    GroundTruth,
+    Request,
+    Response,
+    make_response,
+)
 from ._records import CAUSE_CODE, REASON_CODE, AttemptLog, RequestLog
 from ._sched import Backend
 from ._vocab import CancelCause
 
-__all__ = ["SEND", "Driver", "RequestClosed", "RequestState", "RunState", "serve_steps"]
+__all__ = ["SEND", "Call", "Driver", "RequestClosed", "RequestState", "RunState", "serve_steps"]
 
 _MESSAGE_LIMIT = 300
 #: The trap a candidate loop yields on a real host: "perform this attempt and send me its reply".
@@ -103,7 +110,11 @@ class RunState:
     def check_models(self, models: object, name: str) -> tuple[str, ...]:
         if type(models) is list or type(models) is tuple:  # the common case, without ABC checks
             names = tuple(models)
-            if names and all(m in self.profiles for m in names):
+            codes = self.model_codes
+            if len(names) == 1:
+                if names[0] in codes:
+                    return names
+            elif names and all(m in codes for m in names):
                 return names
         if isinstance(models, str):
             models = (models,)
@@ -128,8 +139,7 @@ class RunState:
         phase: int,
         kind: int,
     ) -> Any:
-        race = self.backend.current_race()
-        return _kernel_await(serve_steps(self, state, request, candidates, phase, kind, race))
+        return Call(serve_steps(self, state, request, candidates, phase, kind))
 
     async def _serve_on_asyncio(
         self,
@@ -139,8 +149,7 @@ class RunState:
         phase: int,
         kind: int,
     ) -> Any:
-        race = self.backend.current_race()
-        steps = serve_steps(self, state, request, candidates, phase, kind, race)
+        steps = serve_steps(self, state, request, candidates, phase, kind)
         value: Any = None
         error: BaseException | None = None
         while True:
@@ -163,11 +172,6 @@ class RunState:
         return until is not None and now < until
 
 
-@types.coroutine
-def _kernel_await(steps: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
-    return (yield from steps)
-
-
 def serve_steps(
     run: RunState,
     state: RequestState,
@@ -175,7 +179,6 @@ def serve_steps(
     candidates: tuple[str, ...],
     phase: int,
     kind: int,
-    race: int | None,
 ) -> Generator[Any, Any, Response | DecisionResponse]:
     """Make one call over ``candidates``: the generator returns a Response/DecisionResponse or
     raises a ModelError, and yields ``(SLEEP, seconds)`` or ``(SEND, attempt)`` to wait."""
@@ -183,6 +186,7 @@ def serve_steps(
     log = run.log
     clock = run.clock
     call = state.next_call()
+    race = run.backend.current_race()  # of the task that runs the call, known once it starts
     race_code = -1 if race is None else race
     index_in_run = state.index
     last = len(candidates) - 1
@@ -192,11 +196,10 @@ def serve_steps(
         if index < last and policy.cooldown_s > 0 and run.cooling(model, clock()):
             now = clock()
             row = log.begin(index_in_run, call, phase, kind, model_code, index, 0, race_code, now)
-            log.end[row] = now
-            log.status[row] = _SKIPPED
-            log.error_kind[row] = log.kinds.code("cooldown")
-            log.message[row] = log.messages.code(
-                f"cooling down after a transient failure, until t={run.cooling_until[model]:g} s"
+            log.skipped(
+                row,
+                now,
+                f"cooling down after a transient failure, until t={run.cooling_until[model]:g} s",
             )
             continue
         retry = 0
@@ -206,7 +209,6 @@ def serve_steps(
                 index_in_run, call, phase, kind, model_code, index, retry, race_code, start
             )
             state.n_attempts += 1
-            generation = Generation()
             attempt = Attempt(
                 request,
                 model,
@@ -217,7 +219,6 @@ def serve_steps(
                 start + policy.timeout_s,
                 state.truth,
                 start,
-                generation,
             )
             try:
                 if run.plans:
@@ -228,12 +229,10 @@ def serve_steps(
                     reply = yield (SEND, attempt)
             except asyncio.CancelledError:
                 now = clock()
-                log.end[row] = now
-                log.status[row] = _CANCELLED
                 cause = run.backend.current_cause()
-                log.cancel_cause[row] = _CANCELLED_CODE if cause is None else CAUSE_CODE[cause]
+                log.cancelled(row, now, _CANCELLED_CODE if cause is None else CAUSE_CODE[cause])
                 state.n_cancelled += 1
-                _bill_unserved(run, state, row, kind, request, generation, now)
+                _bill_unserved(run, state, row, kind, request, attempt, now)
                 raise
             except BaseException as exc:
                 now = clock()
@@ -241,8 +240,9 @@ def serve_steps(
                 log.fail(row, now, "host_error", message, None)
                 raise
             error = reply.error
-            if error is None and reply.status is not None:
-                error = classify(reply.status, reply.body, reply.headers, model=model)
+            status = reply.status
+            if error is None and status is not None and not 200 <= status < 300:
+                error = classify(status, reply.body, reply.headers, model=model)
             now = clock()
             if error is None:
                 return _succeed(run, state, row, reply, model, kind, now)
@@ -251,23 +251,24 @@ def serve_steps(
             )
             # A timeout stops an answer in flight, as a cancellation would; a broken answer had
             # produced tokens. Any other error was a rejection: nothing generated, nothing billed.
-            if error.kind == "timeout" or generation.tokens_at(now) > 0:
-                _bill_unserved(run, state, row, kind, request, generation, now)
+            if error.kind == "timeout" or attempt.tokens_at(now) > 0:
+                _bill_unserved(run, state, row, kind, request, attempt, now)
             retryable = is_retryable(error)
             if retryable and policy.cooldown_s > 0:
                 run.cooling_until[model] = now + policy.cooldown_s
             if retryable and retry < run.retry_limit:
-                log.retried[row] = 1
+                log.set_h(row, AttemptLog.RETRIED, 1)
                 state.n_retries += 1
                 try:
                     yield (SLEEP, policy.backoff_s(retry, getattr(error, "retry_after_s", None)))
                 except asyncio.CancelledError:
                     # Cancelled while waiting to retry: no retry followed. The failed attempt
                     # says so (its cancel_cause) instead of claiming a retry.
-                    log.retried[row] = 0
+                    log.set_h(row, AttemptLog.RETRIED, 0)
                     state.n_retries -= 1
                     cause = run.backend.current_cause()
-                    log.cancel_cause[row] = _CANCELLED_CODE if cause is None else CAUSE_CODE[cause]
+                    code = _CANCELLED_CODE if cause is None else CAUSE_CODE[cause]
+                    log.set_h(row, AttemptLog.CAUSE, code)
                     raise
                 retry += 1
                 continue
@@ -279,7 +280,7 @@ def serve_steps(
         if not policy.allows_fallback(reason):
             raise error
         if reason is not None:
-            log.fallback[row] = REASON_CODE[reason]
+            log.set_h(row, AttemptLog.FALLBACK, REASON_CODE[reason])
             state.n_fallbacks += 1
     assert error is not None  # the last candidate is never skipped, so it ran and failed
     raise error
@@ -296,19 +297,15 @@ def _succeed(
 ) -> Response | DecisionResponse:
     log = run.log
     usage = reply.usage
-    log.end[row] = now
-    log.status[row] = _OK
-    if reply.ttft_s is not None:
-        log.ttft[row] = reply.ttft_s
+    # the grade goes to the records only: the algorithm gets no quality
+    log.ok(row, now, reply.ttft_s, reply.quality)
     _bill(run, state, row, kind, usage.input_tokens, usage.output_tokens)
     if run.cooling_until:
         run.cooling_until.pop(model, None)
-    latency = now - log.start[row]
     if kind == _DECISION:
         return DecisionResponse(reply.answers or {}, model, usage, row)
-    if reply.quality is not None:
-        log.quality[row] = reply.quality  # for the records only: the algorithm gets no grade
-    return Response(model, reply.text, usage, reply.ttft_s, latency, row)
+    latency = now - log.get_f(row, AttemptLog.START)
+    return make_response(model, reply.text, usage, reply.ttft_s, latency, row)
 
 
 def _bill_unserved(
@@ -331,16 +328,14 @@ def _bill(
 ) -> None:
     """The one place an attempt is priced: tokens at the model's prices (USD per 1M)."""
     log = run.log
-    log.input_tokens[row] = input_tokens
-    log.output_tokens[row] = output_tokens
+    cost = 0.0
     if input_tokens or output_tokens:
-        profile = run.profiles[log.models.values[log.model[row]]]
-        cost = profile.cost_usd(input_tokens, output_tokens)
-        log.cost[row] = cost
+        cost = run.profiles[log.model_of(row)].cost_usd(input_tokens, output_tokens)
         if kind == _MODEL:
             state.model_cost += cost
         else:
             state.routing_cost += cost
+    log.bill(row, input_tokens, output_tokens, cost)
 
 
 class RequestState:
@@ -433,6 +428,44 @@ class RequestState:
         self.evidence.update(values)
 
 
+class Call:
+    """A model or decision call on the kernel that has not been awaited yet: ``await`` it (or
+    pass it to a race helper such as ``sy.first``) to send it. A call never awaited is never sent.
+    (On an asyncio loop a call is an ordinary coroutine, which asyncio's own APIs accept.)"""
+
+    __slots__ = ("steps",)
+
+    def __init__(self, steps: Any) -> None:
+        self.steps = steps  # the candidate loop: a generator on the kernel, a coroutine on asyncio
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        steps = self.steps
+        return steps if type(steps) is GeneratorType else steps.__await__()
+
+    def close(self) -> None:
+        """Drop the call without sending it."""
+        self.steps.close()
+
+    def __repr__(self) -> str:
+        return "<sykit call (not awaited)>"
+
+
+def _closed(state: RequestState) -> RequestClosed:
+    return RequestClosed(
+        f"request {state.request_id!r} has finished; its driver can no longer make calls "
+        "(did a task outlive the algorithm?)"
+    )
+
+
+async def _failing_the_request(state: RequestState, call: Awaitable[Any]) -> Any:
+    """With ``recover_errors=False``: a routing-phase failure ends the request."""
+    try:
+        return await call
+    except ModelError as error:
+        state.abort(error)
+        raise  # not reached: abort raises
+
+
 class Driver:
     """What an algorithm uses to act: model calls, decision calls, the clock, evidence.
 
@@ -455,41 +488,32 @@ class Driver:
         """The id of the request this driver serves."""
         return self._state.request_id
 
-    def _check_open(self) -> RequestState:
-        state = self._state
-        if state.closed:
-            raise RequestClosed(
-                f"request {state.request_id!r} has finished; its driver can no longer make calls "
-                "(did a task outlive the algorithm?)"
-            )
-        return state
-
-    async def call_model(self, request: Request, models: Sequence[str] | str) -> Response:
-        """Call a model in the routing phase; return its Response or raise a ModelError.
+    def call_model(self, request: Request, models: Sequence[str] | str) -> Awaitable[Response]:
+        """Call a model in the routing phase: ``await`` it for the Response, or a ModelError.
 
         Only the first of ``models`` is tried unless the host policy has ``routing_fallback=True``.
-        With ``recover_errors=False`` a failure ends the request instead of raising here.
+        With ``recover_errors=False`` a failure ends the request instead of raising here. Nothing
+        is sent until the call is awaited (or raced); a bad argument is reported at once.
         """
-        state = self._check_open()
-        if not isinstance(request, Request):
+        state = self._state
+        if state.closed:
+            raise _closed(state)
+        if type(request) is not Request and not isinstance(request, Request):
             raise ArgumentTypeError(f"request must be a sy.Request, got {type(request).__name__}")
         run = state.run
         names = run.check_models(models, "call_model(models=...)")
         candidates = names if run.policy.routing_fallback else names[:1]
-        try:
-            return await run.serve(state, request, candidates, _ROUTING, _MODEL)  # type: ignore[no-any-return]
-        except ModelError as error:
-            if run.policy.recover_errors:
-                raise
-            state.abort(error)
-            raise  # not reached: abort raises
+        call = run.serve(state, request, candidates, _ROUTING, _MODEL)
+        if not run.policy.recover_errors:
+            return _failing_the_request(state, call)
+        return call
 
-    async def call_decision(self, request: DecisionRequest, model: str) -> DecisionResponse:
-        """Ask ``model`` the questions of ``request``; return its answers or raise a ModelError.
-
-        Decision errors always come back here, whatever ``recover_errors`` says.
-        """
-        state = self._check_open()
+    def call_decision(self, request: DecisionRequest, model: str) -> Awaitable[DecisionResponse]:
+        """Ask ``model`` the questions of ``request``: ``await`` it for the answers, or a
+        ModelError. Decision errors always come back here, whatever ``recover_errors`` says."""
+        state = self._state
+        if state.closed:
+            raise _closed(state)
         if not isinstance(request, DecisionRequest):
             raise ArgumentTypeError(
                 f"request must be a sy.DecisionRequest, got {type(request).__name__}"
@@ -500,7 +524,7 @@ class Driver:
             )
         run = state.run
         names = run.check_models(model, "call_decision(model=...)")
-        return await run.serve(state, request, names, _ROUTING, _DECISION)  # type: ignore[no-any-return]
+        return run.serve(state, request, names, _ROUTING, _DECISION)
 
     def now(self) -> float:
         """Seconds on the host clock since the run started (virtual time on a SimHost)."""

@@ -36,7 +36,7 @@ ALGORITHM_ERROR_KINDS = frozenset(
 #: Above this share of a strategy's requests failing with one algorithm-side kind, the run warns.
 BROKEN_SHARE = 0.5
 
-_COROUTINE = re.compile(r"'coroutine' object|\b(got|returned) coroutine\b")
+_COROUTINE = re.compile(r"'(coroutine|Call)' object|\b(got|returned) (coroutine|Call)\b")
 _AWAIT_HINT = "did you forget `await`? e.g. `response = await driver.call_model(...)`"
 
 

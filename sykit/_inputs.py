@@ -20,7 +20,7 @@ from ._dists import check_number
 from ._driver import Driver
 from ._errors import ArgumentError, ArgumentTypeError
 from ._hosts.base import Host
-from ._models import GroundTruth, Outcome, Request, truth_of
+from ._models import GroundTruth, Outcome, Request
 from ._rng import uniforms
 
 __all__ = [
@@ -134,27 +134,50 @@ def as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None
             f"requests must be an iterable of sy.Request (or prompt strings), got {type(requests).__name__}"
         )
     items = []
-    seen: dict[str, tuple[int, Any, bool]] = {}  # str(id) → (position, id, id given)
+    given: list[bool] = []  # whether each request came with its own id
+    seen: dict[Any, int] = {}  # id → position
+    texts = False  # any id given as a string
     for i, item in enumerate(requests):
-        if isinstance(item, str):
-            item = Request(item)
-        if not isinstance(item, Request):
-            raise ArgumentTypeError(
-                f"requests[{i}] must be a sy.Request or a prompt string, got {type(item).__name__}"
+        if type(item) is not Request:
+            if isinstance(item, str):
+                item = Request(item)
+            if not isinstance(item, Request):
+                raise ArgumentTypeError(
+                    f"requests[{i}] must be a sy.Request or a prompt string, got "
+                    f"{type(item).__name__}"
+                )
+        own = item.id
+        request_id = i if own is None else own
+        if request_id in seen:
+            first = seen[request_id]
+            raise ArgumentError(
+                _clash((first, request_id, given[first]), (i, request_id, own is not None))
             )
-        request_id = i if item.id is None else item.id
-        entry = (i, request_id, item.id is not None)
-        key = str(request_id)  # the frames store mixed ids as text: 1 and "1" would merge
-        if key in seen:
-            raise ArgumentError(_clash(seen[key], entry))
-        seen[key] = entry
-        truth = truth_of(item)
-        view = item.without_truth()
-        if view.id != request_id:
+        seen[request_id] = i
+        given.append(own is not None)
+        if type(request_id) is str:
+            texts = True
+        truth = item.__dict__.get("_truth")
+        view = item if truth is None else item.without_truth()
+        if own is None:
             view = _with_id(view, request_id)
         items.append((request_id, view, truth))
     if not items:
         raise ArgumentError("requests is empty")
+    if texts and len(seen) > 1:
+        # The frames store mixed ids as text: 1 and "1" would merge, so refuse them.
+        as_text: dict[str, int] = {}
+        for position, (request_id, _, _) in enumerate(items):
+            key = str(request_id)
+            if key in as_text:
+                first = as_text[key]
+                raise ArgumentError(
+                    _clash(
+                        (first, items[first][0], given[first]),
+                        (position, request_id, given[position]),
+                    )
+                )
+            as_text[key] = position
     return items
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from ._errors import ArgumentError, SimDeadlock
 
-__all__ = ["SLEEP", "KTask", "Kernel", "NeedsAsyncio", "checkpoint", "sleep", "wait_any"]
+__all__ = ["SLEEP", "KTask", "Kernel", "NeedsAsyncio", "Timer", "checkpoint", "sleep", "wait_any"]
 
 #: Trap codes: what a suspended coroutine yields to say what it waits for.
 SLEEP = 0
@@ -45,6 +45,20 @@ _CancelledError = asyncio.CancelledError
 class NeedsAsyncio(BaseException):
     """An algorithm awaited something only an asyncio event loop can run (an asyncio or anyio
     primitive). A BaseException, so an algorithm's ``except Exception`` cannot swallow it."""
+
+
+class Timer:
+    """A callback due at a virtual time (``Kernel.call_later``); ``cancel()`` it before then."""
+
+    __slots__ = ("args", "fn", "wake")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.fn = fn
+        self.args = args
+        self.wake = 0
+
+    def cancel(self) -> None:
+        self.wake = 0
 
 
 class KTask:
@@ -178,7 +192,7 @@ class Kernel:
         self.deadlock_handler: Callable[[], bool] | None = None
         self.interrupted = False
         self.foreign: str | None = None  # the first asyncio use seen (the run must be redone)
-        self._heap: list[tuple[float, int, KTask]] = []
+        self._heap: list[tuple[float, int, Any]] = []
         self._ready: deque[tuple[KTask, Any]] = deque()
         self._seq = 0
         self._live: dict[KTask, None] = {}  # unfinished tasks, in the order they started
@@ -216,6 +230,14 @@ class Kernel:
             return
         self._unwait(task)
         self._step(task, None, _CancelledError())
+
+    def call_later(self, seconds: float, fn: Callable[..., Any], *args: Any) -> Timer:
+        """Call ``fn(*args)`` after ``seconds`` of virtual time (a finite number ≥ 0)."""
+        timer = Timer(fn, args)
+        self._seq += 1
+        timer.wake = self._seq
+        heapq.heappush(self._heap, (self.now + seconds, self._seq, timer))  # type: ignore[misc]
+        return timer
 
     def drop(self, task: KTask) -> None:
         """End a task that ignores cancellation: its coroutine is closed (``GeneratorExit`` at its
@@ -408,9 +430,12 @@ class Kernel:
                 if task.wake != seq:
                     continue  # a wait that was cancelled or already ended
                 self.now = when
+                task.wake = 0
+                if type(task) is Timer:
+                    task.fn(*task.args)
+                    continue
                 if task.waiting is not None:  # a wait_any that timed out
                     self._unwait(task)
-                task.wake = 0
                 step(task, None, None)
 
     def describe_deadlock(self) -> str:

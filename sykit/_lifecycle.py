@@ -27,7 +27,7 @@ from ._errors import ArgumentTypeError, ModelError, NoTargets, SimDeadlock, Unkn
 from ._health import await_hint
 from ._kernel import NeedsAsyncio
 from ._models import GroundTruth, Outcome, Request, Response
-from ._records import REQUEST_COLUMNS
+from ._records import REQUEST_COLUMNS, AttemptLog
 from ._sched import CURRENT_REQUEST, AsyncioBackend
 from ._vocab import CancelCause
 
@@ -95,8 +95,10 @@ def _outcome_error(outcome: object, run: RunState) -> Exception | None:
     """Why ``outcome`` cannot be served (an invalid outcome or an unknown model), or None."""
     if not isinstance(outcome, Outcome):
         hint = ""
-        if inspect.iscoroutine(outcome):
-            outcome.close()  # not awaited by anyone: close it so Python does not warn again
+        if inspect.isawaitable(outcome):
+            close = getattr(outcome, "close", None)
+            if close is not None:
+                close()  # not awaited by anyone: close it so Python does not warn again
             hint = " (did you forget `await`? e.g. `return sy.answered(model, await ...)`)"
         elif isinstance(outcome, Response):
             hint = (
@@ -408,22 +410,22 @@ class StrategyRun:
             ok
             and row is not None
             and 0 <= row < len(log)
-            and log.request[row] == state.index
-            and log.status[row] == 0
+            and log.get_i(row, AttemptLog.REQUEST) == state.index
+            and log.get_h(row, AttemptLog.STATUS) == 0
         ):
             served = row
-            log.served[row] = 1
+            log.set_h(row, AttemptLog.SERVED, 1)
         ttft = math.nan
         quality = math.nan
         served_cost = 0.0
         served_model = None
         if served >= 0:
-            served_ttft = log.ttft[served]
+            served_ttft = log.get_f(served, AttemptLog.TTFT)
             if not math.isnan(served_ttft):
-                ttft = log.start[served] + served_ttft - state.start_s
-            quality = log.quality[served]
-            served_cost = log.cost[served]
-            served_model = log.models.values[log.model[served]]
+                ttft = log.get_f(served, AttemptLog.START) + served_ttft - state.start_s
+            quality = log.get_f(served, AttemptLog.QUALITY)
+            served_cost = log.get_f(served, AttemptLog.COST)
+            served_model = log.model_of(served)
         elif ok and response is not None:
             served_model = response.model
         extra: dict[str, Any] = {}

@@ -245,6 +245,39 @@ class Response:
     call_id: int | None = field(default=None, repr=False, compare=False)
 
 
+_new = object.__new__
+
+
+def make_usage(input_tokens: int, output_tokens: int) -> Usage:
+    """A :class:`Usage`, built without the frozen dataclass's per-field ``__setattr__`` calls
+    (the simulated host makes one per attempt)."""
+    usage = _new(Usage)
+    fields = usage.__dict__
+    fields["input_tokens"] = input_tokens
+    fields["output_tokens"] = output_tokens
+    return usage
+
+
+def make_response(
+    model: str,
+    text: str,
+    usage: Usage,
+    ttft_s: float | None,
+    latency_s: float | None,
+    call_id: int | None,
+) -> Response:
+    """A :class:`Response`, built as fast as :func:`make_usage` (one per successful attempt)."""
+    response = _new(Response)
+    fields = response.__dict__
+    fields["model"] = model
+    fields["text"] = text
+    fields["usage"] = usage
+    fields["ttft_s"] = ttft_s
+    fields["latency_s"] = latency_s
+    fields["call_id"] = call_id
+    return response
+
+
 # --------------------------------------------------------------------------------------------
 # Decisions (shapes of Switchyard's decision protocol)
 
@@ -445,8 +478,10 @@ def _model_name(value: object, name: str) -> str:
 def _await_hint(value: object) -> str:
     """A hint for the commonest slip: a call passed on without ``await``. The coroutine is closed
     so Python does not also warn that it was never awaited."""
-    if inspect.iscoroutine(value):
-        value.close()
+    if inspect.isawaitable(value):
+        close = getattr(value, "close", None)
+        if close is not None:
+            close()
         return " (did you forget `await`? e.g. `response = await driver.call_model(...)`)"
     return ""
 

@@ -21,8 +21,9 @@ from collections.abc import Awaitable, Callable, Coroutine
 from types import CoroutineType
 from typing import Any, TypeVar, overload
 
+from ._driver import Call
 from ._errors import ArgumentError, ArgumentTypeError
-from ._sched import CURRENT_RACE, AsyncioBackend, Backend, backend, new_race_id
+from ._sched import CURRENT_RACE, AsyncioBackend, Backend, KernelBackend, backend, new_race_id
 from ._vocab import CancelCause
 
 __all__ = ["first", "first_ok", "hedge", "timeout"]
@@ -34,13 +35,17 @@ LOST_RACE = CancelCause.LOST_RACE
 TIMEOUT = CancelCause.TIMEOUT
 
 
-def _coroutine(awaitable: Awaitable[Any], what: str) -> Coroutine[Any, Any, Any]:
+def _coroutine(awaitable: Awaitable[Any], what: str | int) -> Coroutine[Any, Any, Any]:
     if type(awaitable) is CoroutineType:
         return awaitable  # type: ignore[return-value]
     if isinstance(awaitable, Coroutine):
         return awaitable
+    if type(awaitable) is Call:
+        return awaitable  # type: ignore[return-value]
     if isinstance(awaitable, Awaitable):
         return _await(awaitable)
+    if isinstance(what, int):
+        what = f"awaitables[{what}]"
     if callable(awaitable):
         raise ArgumentTypeError(
             f"{what} must be awaitable (e.g. driver.call_model(...)), got a callable; "
@@ -49,8 +54,11 @@ def _coroutine(awaitable: Awaitable[Any], what: str) -> Coroutine[Any, Any, Any]
     raise ArgumentTypeError(f"{what} must be awaitable, got {type(awaitable).__name__}")
 
 
-def spawn(b: Backend, awaitable: Awaitable[Any], race_id: int, what: str) -> Any:
-    """Start ``awaitable`` as a task of the race ``race_id``."""
+def spawn(b: Backend, awaitable: Awaitable[Any], race_id: int, what: str | int) -> Any:
+    """Start ``awaitable`` as a task of the race ``race_id`` (``what`` names it in errors: a
+    description, or its position among a helper's arguments)."""
+    if type(awaitable) is Call:
+        return b.spawn(awaitable.steps, race_id)  # type: ignore[attr-defined]
     return b.spawn(_coroutine(awaitable, what), race_id)
 
 
@@ -115,7 +123,7 @@ async def first(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
         raise ArgumentError("first() needs at least one awaitable")
     b = backend()
     race_id = new_race_id()
-    tasks = [spawn(b, a, race_id, f"awaitables[{i}]") for i, a in enumerate(awaitables)]
+    tasks = [spawn(b, a, race_id, i) for i, a in enumerate(awaitables)]
     done = await _wait_first(b, tasks)
     winner = tasks.index(done)
     await settle(b, [t for t in tasks if not t.done()], LOST_RACE)
@@ -135,7 +143,7 @@ async def first_ok(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
         raise ArgumentError("first_ok() needs at least one awaitable")
     b = backend()
     race_id = new_race_id()
-    tasks = [spawn(b, a, race_id, f"awaitables[{i}]") for i, a in enumerate(awaitables)]
+    tasks = [spawn(b, a, race_id, i) for i, a in enumerate(awaitables)]
     return await _first_success(b, tasks)
 
 
@@ -178,12 +186,36 @@ async def timeout(seconds: float, awaitable: Awaitable[T], default: D = None) ->
     b = backend()
     if isinstance(b, AsyncioBackend):
         return await _timeout_in_place(b, seconds, coro, default)
-    task = b.spawn(coro, new_race_id())
-    done = await _wait_first(b, [task], seconds)
-    if done is None:
-        await settle(b, [task], TIMEOUT)
-        return default
-    return task.result()  # type: ignore[no-any-return]
+    return await _timeout_on_kernel(b, seconds, coro, default)  # type: ignore[arg-type]
+
+
+async def _timeout_on_kernel(b: KernelBackend, seconds: float, coro: Any, default: Any) -> Any:
+    """On the kernel: the awaitable runs in the calling task (no extra task); at the deadline the
+    task is cancelled with cause ``timeout`` where it waits, and the cancellation stops here."""
+    kernel = b.kernel
+    task = kernel.current
+    assert task is not None
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        if not task.done_:
+            expired = True
+            kernel.cancel(task, TIMEOUT)
+
+    race = task.race_id
+    task.race_id = new_race_id()
+    timer = kernel.call_later(seconds, expire)
+    try:
+        return await coro
+    except asyncio.CancelledError:
+        if expired and task.cancel_cause is TIMEOUT:
+            task.cancel_cause = None  # handled here: later cancellations have causes of their own
+            return default
+        raise
+    finally:
+        timer.cancel()
+        task.race_id = race
 
 
 async def _timeout_in_place(b: AsyncioBackend, seconds: float, coro: Any, default: Any) -> Any:

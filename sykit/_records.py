@@ -123,68 +123,41 @@ def _code_dtype(n: int) -> type:
     return np.int8 if n < 127 else np.int16 if n < 32_000 else np.int32
 
 
-class AttemptLog:
-    """One entry per attempt (or cooldown skip), as typed column arrays."""
+_NEW_F = array("d", (0.0, NAN, NAN, 0.0, NAN))
+_NEW_I = array("i", (0, 0, 0, -1, -1, 0, 0))
+_NEW_H = array("h", (0, 0, 0, 0, RUNNING, -1, 0, -1, 0, -1, 0))
 
-    __slots__ = (
-        "call",
-        "cancel_cause",
-        "candidate",
-        "cost",
-        "end",
-        "error_kind",
-        "fallback",
-        "http_status",
-        "input_tokens",
-        "kind",
-        "kinds",
-        "message",
-        "messages",
-        "model",
-        "models",
-        "output_tokens",
-        "phase",
-        "quality",
-        "race",
-        "request",
-        "retried",
-        "retry",
-        "served",
-        "start",
-        "status",
-        "ttft",
+
+class AttemptLog:
+    """One entry per attempt (or cooldown skip): three typed arrays with a fixed stride.
+
+    Floats (start, end, time to first token, cost, quality), 32-bit ints (request, call, model,
+    race, message, input and output tokens) and 16-bit codes (candidate, retry, phase, kind,
+    status, error kind, HTTP status, fallback reason, retried, cancel cause, served): three C-level
+    ``extend`` calls record a new attempt, about 90 bytes of live memory in all.
+    """
+
+    __slots__ = ("f", "h", "i", "kinds", "messages", "models")
+
+    # float fields
+    START, END, TTFT, COST, QUALITY = range(5)
+    # int32 fields
+    REQUEST, CALL, MODEL, RACE, MESSAGE, INPUT, OUTPUT = range(7)
+    # int16 fields
+    CANDIDATE, RETRY, PHASE, KIND, STATUS, ERROR_KIND, HTTP, FALLBACK, RETRIED, CAUSE, SERVED = (
+        range(11)
     )
 
     def __init__(self, models: Sequence[str]) -> None:
         self.models = Codes(models)
         self.kinds = Codes()
         self.messages = Codes()
-        self.request = array("i")
-        self.call = array("i")
-        self.phase = array("b")
-        self.kind = array("b")
-        self.model = array("i")
-        self.candidate = array("h")
-        self.retry = array("h")
-        self.race = array("i")
-        self.start = array("d")
-        self.end = array("d")
-        self.ttft = array("d")
-        self.status = array("b")
-        self.error_kind = array("h")
-        self.message = array("i")
-        self.http_status = array("h")
-        self.fallback = array("b")
-        self.retried = array("b")
-        self.cancel_cause = array("b")
-        self.input_tokens = array("i")
-        self.output_tokens = array("i")
-        self.cost = array("d")
-        self.quality = array("d")
-        self.served = array("b")
+        self.f = array("d")
+        self.i = array("i")
+        self.h = array("h")
 
     def __len__(self) -> int:
-        return len(self.request)
+        return len(self.f) // 5
 
     def begin(
         self,
@@ -199,96 +172,141 @@ class AttemptLog:
         start: float,
     ) -> int:
         """A new attempt that starts at ``start``; returns its index."""
-        index = len(self.request)
-        self.request.append(request)
-        self.call.append(call)
-        self.phase.append(phase)
-        self.kind.append(kind)
-        self.model.append(model)
-        self.candidate.append(candidate)
-        self.retry.append(retry)
-        self.race.append(race)
-        self.start.append(start)
-        self.end.append(NAN)
-        self.ttft.append(NAN)
-        self.status.append(RUNNING)
-        self.error_kind.append(-1)
-        self.message.append(-1)
-        self.http_status.append(0)
-        self.fallback.append(-1)
-        self.retried.append(0)
-        self.cancel_cause.append(-1)
-        self.input_tokens.append(0)
-        self.output_tokens.append(0)
-        self.cost.append(0.0)
-        self.quality.append(NAN)
-        self.served.append(0)
+        f, i, h = self.f, self.i, self.h
+        index = len(f) // 5
+        f.extend(_NEW_F)  # copying a template is cheaper than building a tuple of defaults
+        i.extend(_NEW_I)
+        h.extend(_NEW_H)
+        f[index * 5] = start
+        base = index * 7
+        i[base] = request
+        i[base + 1] = call
+        i[base + 2] = model
+        i[base + 3] = race
+        base = index * 11
+        h[base] = candidate
+        h[base + 1] = retry
+        h[base + 2] = phase
+        h[base + 3] = kind
         return index
+
+    # -- how an attempt ends ------------------------------------------------------------------------
+    def ok(self, index: int, end: float, ttft: float | None, quality: float | None) -> None:
+        f = self.f
+        base = index * 5
+        f[base + 1] = end
+        if ttft is not None:
+            f[base + 2] = ttft
+        if quality is not None:
+            f[base + 4] = quality
+        self.h[index * 11 + 4] = 0  # Status.OK
 
     def fail(
         self, index: int, end: float, kind: str, message: str, http_status: int | None
     ) -> None:
-        self.end[index] = end
-        self.status[index] = 1  # Status.ERROR
-        self.error_kind[index] = self.kinds.code(kind)
-        self.message[index] = self.messages.code(message)
+        self.f[index * 5 + 1] = end
+        h = self.h
+        base = index * 11
+        h[base + 4] = 1  # Status.ERROR
+        h[base + 5] = self.kinds.code(kind)
+        self.i[index * 7 + 4] = self.messages.code(message)
         if http_status is not None:
-            self.http_status[index] = http_status
+            h[base + 6] = http_status
 
-    def frame(self, strategy: str, ids: Sequence[Any]) -> pd.DataFrame:
-        """The ``attempts`` DataFrame (columns: :data:`ATTEMPT_COLUMNS`)."""
-        request = np.frombuffer(self.request, dtype=np.int32)
+    def cancelled(self, index: int, end: float, cause: int) -> None:
+        self.f[index * 5 + 1] = end
+        h = self.h
+        base = index * 11
+        h[base + 4] = 2  # Status.CANCELLED
+        h[base + 9] = cause
+
+    def skipped(self, index: int, end: float, message: str) -> None:
+        self.f[index * 5 + 1] = end
+        h = self.h
+        base = index * 11
+        h[base + 4] = 3  # Status.SKIPPED
+        h[base + 5] = self.kinds.code("cooldown")
+        self.i[index * 7 + 4] = self.messages.code(message)
+
+    def bill(self, index: int, input_tokens: int, output_tokens: int, cost: float) -> None:
+        i = self.i
+        base = index * 7
+        i[base + 5] = input_tokens
+        i[base + 6] = output_tokens
+        self.f[index * 5 + 3] = cost
+
+    def set_h(self, index: int, field: int, value: int) -> None:
+        self.h[index * 11 + field] = value
+
+    def get_h(self, index: int, field: int) -> int:
+        return self.h[index * 11 + field]
+
+    def get_i(self, index: int, field: int) -> int:
+        return self.i[index * 7 + field]
+
+    def get_f(self, index: int, field: int) -> float:
+        return self.f[index * 5 + field]
+
+    def model_of(self, index: int) -> str:
+        return self.models.values[self.i[index * 7 + 2]]
+
+    def fail_message(self, index: int, kind: str, message: str) -> None:
+        """Rewrite the error kind and message of a failed attempt (a host's own failure)."""
+        self.h[index * 11 + 5] = self.kinds.code(kind)
+        self.i[index * 7 + 4] = self.messages.code(message)
+
+    # -- the frame ------------------------------------------------------------------------------
+    def frame(
+        self, strategy: str, ids: Sequence[Any], keep: np.ndarray | None = None
+    ) -> pd.DataFrame:
+        """The ``attempts`` DataFrame (columns: :data:`ATTEMPT_COLUMNS`); with ``keep`` (a boolean
+        per request index), only the attempts of those requests."""
+        n_all = len(self)
+        floats = np.frombuffer(self.f, dtype=np.float64).reshape(n_all, 5)
+        ints = np.frombuffer(self.i, dtype=np.int32).reshape(n_all, 7)
+        codes = np.frombuffer(self.h, dtype=np.int16).reshape(n_all, 11)
+        request = ints[:, 0]
         order = np.argsort(request, kind="stable")
-        request = request[order]
+        if keep is not None:
+            order = order[keep[request[order]]]
+        floats, ints, codes = floats[order], ints[order], codes[order]
+        request = ints[:, 0]
         n = len(order)
-
-        def take(column: array, dtype: Any) -> np.ndarray:
-            values = np.frombuffer(column, dtype=dtype) if len(column) else np.zeros(0, dtype)
-            return values[order]
-
-        call = take(self.call, np.int32)
+        call = ints[:, 1]
         new_call = np.ones(n, dtype=bool)
         if n:
             new_call[1:] = (request[1:] != request[:-1]) | (call[1:] != call[:-1])
         call_id = (np.cumsum(new_call) - 1).astype(np.int32)
-        race_local = take(self.race, np.int32)
-        race_id = _renumber(request, race_local)
-        start = take(self.start, np.float64)
-        end = take(self.end, np.float64)
-        status = take(self.status, np.int8)
-        http = take(self.http_status, np.int16)
-        retried = take(self.retried, np.int8).astype(bool)
-        served = take(self.served, np.int8).astype(bool)
+        race_id = _renumber(request, ints[:, 3])
+        start = floats[:, 0].copy()
+        end = floats[:, 1].copy()
+        http = codes[:, 6].copy()
         columns: dict[str, Any] = {
             "strategy": pd.Categorical.from_codes(np.zeros(n, np.int8), [strategy]),
             "request_id": _ids(ids, request),
             "call_id": call_id,
-            "phase": _categorical(take(self.phase, np.int8), [p.value for p in Phase]),
-            "kind": _categorical(take(self.kind, np.int8), [k.value for k in Kind]),
-            "model": _categorical(take(self.model, np.int32), self.models.values),
-            "candidate_index": take(self.candidate, np.int16),
-            "retry_index": take(self.retry, np.int16),
+            "phase": _categorical(codes[:, 2], [p.value for p in Phase]),
+            "kind": _categorical(codes[:, 3], [k.value for k in Kind]),
+            "model": _categorical(ints[:, 2], self.models.values),
+            "candidate_index": codes[:, 0].copy(),
+            "retry_index": codes[:, 1].copy(),
             "start_s": start,
             "end_s": end,
             "latency_s": (end - start).astype(np.float32),
-            "ttft_s": take(self.ttft, np.float64).astype(np.float32),
-            "status": _categorical(status, [s.value for s in Status]),
-            "error_kind": _categorical(take(self.error_kind, np.int16), self.kinds.values),
-            "error_message": _categorical(take(self.message, np.int32), self.messages.values),
+            "ttft_s": floats[:, 2].astype(np.float32),
+            "status": _categorical(codes[:, 4], [s.value for s in Status]),
+            "error_kind": _categorical(codes[:, 5], self.kinds.values),
+            "error_message": _categorical(ints[:, 4], self.messages.values),
             "http_status": pd.arrays.IntegerArray(http, http == 0),
-            "fallback_reason": _categorical(
-                take(self.fallback, np.int8), [r.value for r in FallbackReason]
-            ),
-            "retried": retried,
-            "cancel_cause": _categorical(
-                take(self.cancel_cause, np.int8), [c.value for c in CancelCause]
-            ),
+            "fallback_reason": _categorical(codes[:, 7], [r.value for r in FallbackReason]),
+            "retried": codes[:, 8].astype(bool),
+            "cancel_cause": _categorical(codes[:, 9], [c.value for c in CancelCause]),
             "race_id": pd.arrays.IntegerArray(race_id, race_id < 0),
-            "input_tokens": take(self.input_tokens, np.int32),
-            "output_tokens": take(self.output_tokens, np.int32),
-            "cost_usd": take(self.cost, np.float64),
-            "quality": take(self.quality, np.float64),
-            "served": served,
+            "input_tokens": ints[:, 5].copy(),
+            "output_tokens": ints[:, 6].copy(),
+            "cost_usd": floats[:, 3].copy(),
+            "quality": floats[:, 4].copy(),
+            "served": codes[:, 10].astype(bool),
         }
         return pd.DataFrame(columns, columns=list(ATTEMPT_COLUMNS))
 

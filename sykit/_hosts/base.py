@@ -9,7 +9,7 @@ them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from .._billing import Generation
@@ -19,42 +19,97 @@ from .._models import Answer, DecisionRequest, GroundTruth, Request, Usage
 
 __all__ = ["Attempt", "Host", "HostSession", "Reply"]
 
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
+_NO_USAGE = Usage()
 
-@dataclass(slots=True)
-class Attempt:
+
+class Attempt(Generation):
     """One try at one model. ``n`` counts earlier attempts at this model within this request
     (retries included); with ``seed`` and ``request_id`` it keys every random draw. The host
-    reports what it accepted and produced in ``generation`` (for billing an attempt that ends
-    unserved) and never touches the records."""
+    reports what it accepted and produced on the attempt itself (:class:`Generation`: ``plan``,
+    ``receive``), so an attempt that ends unserved can be billed, and never touches the records."""
 
-    request: Request | DecisionRequest
-    model: str
-    kind: str  # "model" | "decision"
-    request_id: Any
-    n: int
-    seed: int
-    deadline_s: float
-    truth: GroundTruth | None
-    start_s: float
-    generation: Generation
+    __slots__ = (
+        "deadline_s",
+        "kind",
+        "model",
+        "n",
+        "request",
+        "request_id",
+        "seed",
+        "start_s",
+        "truth",
+    )
+
+    def __init__(
+        self,
+        request: Request | DecisionRequest,
+        model: str,
+        kind: str,
+        request_id: Any,
+        n: int,
+        seed: int,
+        deadline_s: float,
+        truth: GroundTruth | None,
+        start_s: float,
+    ) -> None:
+        Generation.__init__(self)
+        self.request = request
+        self.model = model
+        self.kind = kind  # "model" | "decision"
+        self.request_id = request_id
+        self.n = n
+        self.seed = seed
+        self.deadline_s = deadline_s
+        self.truth = truth
+        self.start_s = start_s
 
 
-@dataclass(slots=True)
 class Reply:
     """What the provider answered. ``status`` None means no HTTP answer: ``error`` says why
     (transport failure or timeout). A simulated host plans its reply when the attempt starts;
     ``after_s`` is then how long after the start the reply comes."""
 
-    status: int | None
-    body: Any = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    error: ModelError | None = None
-    text: str = ""
-    usage: Usage = field(default_factory=Usage)
-    ttft_s: float | None = None
-    quality: float | None = None
-    answers: Mapping[str, Answer] | None = None
-    after_s: float = 0.0
+    __slots__ = (
+        "after_s",
+        "answers",
+        "body",
+        "error",
+        "headers",
+        "quality",
+        "status",
+        "text",
+        "ttft_s",
+        "usage",
+    )
+
+    def __init__(
+        self,
+        status: int | None,
+        body: Any = None,
+        headers: Mapping[str, str] = _NO_HEADERS,
+        error: ModelError | None = None,
+        text: str = "",
+        usage: Usage = _NO_USAGE,
+        ttft_s: float | None = None,
+        quality: float | None = None,
+        answers: Mapping[str, Answer] | None = None,
+        after_s: float = 0.0,
+    ) -> None:
+        self.status = status
+        self.body = body
+        self.headers = headers
+        self.error = error
+        self.text = text
+        self.usage = usage
+        self.ttft_s = ttft_s
+        self.quality = quality
+        self.answers = answers
+        self.after_s = after_s
+
+    def __repr__(self) -> str:
+        what = self.error if self.error is not None else self.status
+        return f"Reply({what!r}, after_s={self.after_s!r})"
 
 
 class HostSession(Protocol):

@@ -348,7 +348,7 @@ class _HttpSession:
                 return await self._exchange(attempt, clock)
         except TimeoutError:
             message = f"no answer within {self.host.policy.timeout_s:g} s"
-            received = attempt.generation.received  # content chunks of a stream cut short
+            received = attempt.received  # content chunks of a stream cut short
             if received:
                 message += f" (after {received} tokens)"
             return Reply(None, error=ModelTimeout(message, model=attempt.model))
@@ -377,7 +377,7 @@ class _HttpSession:
             headers["Authorization"] = f"Bearer {endpoint.key.reveal()}"
         # A real host cannot see whether the provider started on a request: once it is sent, an
         # attempt that ends unserved (cancelled, timed out) is billed per the policy.
-        attempt.generation.receive(0)
+        attempt.receive(0)
         try:
             async with self.client.stream(
                 "POST", endpoint.url, json=body, headers=headers
@@ -427,7 +427,6 @@ class _HttpSession:
     async def _read_stream(
         self, attempt: Attempt, response: httpx.Response, clock: _Clock
     ) -> Reply:
-        generation = attempt.generation
         sse = ChatStream()
         ttft: float | None = None
         try:
@@ -435,7 +434,7 @@ class _HttpSession:
                 if sse.feed(line):
                     if ttft is None:
                         ttft = clock.elapsed()
-                    generation.receive(sse.tokens)
+                    attempt.receive(sse.tokens)
                 if sse.done:
                     break
         except StreamBroken as exc:

@@ -16,10 +16,19 @@ from typing import Any
 
 from .._config import RANDOM_FAULTS, HostPolicy, Judge, ModelProfile, check_profiles
 from .._errors import ArgumentTypeError, InvalidResponseError, ModelTimeout, UnavailableError
-from .._models import Answer, Boolean, Choice, DecisionRequest, GroundTruth, Request, Score, Usage
-from .._rng import SLOT, uniforms
+from .._models import (
+    Answer,
+    Boolean,
+    Choice,
+    DecisionRequest,
+    GroundTruth,
+    Request,
+    Score,
+    make_usage,
+)
+from .._rng import SLOT, attempt_uniforms, uniforms
 from .._truth import TruthView
-from .base import Attempt, Reply
+from .base import _NO_HEADERS, Attempt, Reply
 
 __all__ = ["SimHost"]
 
@@ -132,6 +141,38 @@ class _Bucket:
         return max(0.0, (amount - self.level) / self.rate_per_s)
 
 
+class _Card:
+    """What a session needs of one model's profile on every attempt, looked up once."""
+
+    __slots__ = (
+        "faulty",
+        "output_tokens",
+        "profile",
+        "quality",
+        "spike_factor",
+        "spike_p",
+        "text",
+        "tokens_per_s",
+        "ttft",
+        "window",
+    )
+
+    def __init__(self, profile: ModelProfile) -> None:
+        self.profile = profile
+        faults = profile.faults
+        self.faulty = bool(
+            faults.scripted or profile.rate_limit is not None or faults.random_total > 0  # type: ignore[attr-defined]
+        )
+        self.ttft = profile.latency.ttft.quantile  # type: ignore[union-attr]
+        self.tokens_per_s = profile.latency.tokens_per_s.quantile  # type: ignore[union-attr]
+        self.output_tokens = profile.output_tokens.quantile  # type: ignore[union-attr]
+        self.spike_p = faults.spike_p
+        self.spike_factor = faults.spike_factor
+        self.window = profile.context_window
+        self.quality = profile.quality
+        self.text = ""
+
+
 class _SimSession:
     """One run's provider state (rate-limit buckets, fail-first counters). It *plans* each attempt
     when it starts: what the provider will answer and after how long. The driver then waits that
@@ -143,6 +184,9 @@ class _SimSession:
         self.seed = seed
         self.fail_first_seen: dict[str, int] = {}
         self.buckets: dict[str, tuple[_Bucket | None, _Bucket | None]] = {}
+        self.cards = {name: _Card(profile) for name, profile in host.profiles.items()}
+        for name, card in self.cards.items():
+            card.text = f"(simulated answer from {name})"
 
     async def aclose(self) -> None:
         return None
@@ -150,14 +194,21 @@ class _SimSession:
     # -- the attempt ---------------------------------------------------------------------------
     def plan(self, attempt: Attempt) -> Reply:
         """What the provider answers to ``attempt`` and when (``Reply.after_s`` from its start)."""
-        profile = self.profiles[attempt.model]
-        u = uniforms(attempt.seed, attempt.request_id, attempt.model, attempt.n)
+        card = self.cards[attempt.model]
+        profile = card.profile
+        u = attempt_uniforms(attempt.seed, attempt.request_id, attempt.model, attempt.n)
         now = attempt.start_s
         request = attempt.request
-        if attempt.kind == "model":
+        if attempt.kind == "model" and (
+            request.images
+            or request.tools
+            or request.input_tokens + (request.max_output_tokens or 0) > card.window
+        ):
             rejection = self._structural(attempt.model, profile, request, u)  # type: ignore[arg-type]
             if rejection is not None:
                 return self._error(profile, u, *rejection)
+        if not card.faulty:
+            return self._answer(attempt, card, u, now, None)
         failure = None
         faults = profile.faults
         if faults.scripted or profile.rate_limit is not None:  # type: ignore[attr-defined]
@@ -165,7 +216,7 @@ class _SimSession:
         if failure is None and faults.random_total > 0:  # type: ignore[attr-defined]
             failure = self._random(attempt.model, profile, u)
         if failure is None:
-            return self._answer(attempt, profile, u, now, None)
+            return self._answer(attempt, card, u, now, None)
         if failure == "timeout":
             return Reply(
                 None,
@@ -180,7 +231,7 @@ class _SimSession:
             )
         if not isinstance(failure, str):
             return self._error(profile, u, *failure)
-        return self._answer(attempt, profile, u, now, failure)
+        return self._answer(attempt, card, u, now, failure)
 
     @staticmethod
     def _error(
@@ -307,8 +358,8 @@ class _SimSession:
     def _answer(
         self,
         attempt: Attempt,
-        profile: ModelProfile,
-        u: tuple[float, ...],
+        card: _Card,
+        u: list[float],
         now: float,
         broken: str | None,
     ) -> Reply:
@@ -316,16 +367,21 @@ class _SimSession:
         truth = attempt.truth
         model = attempt.model
         if attempt.kind == "decision":
-            judge = self.host.judges[model]
-            out = judge.output_tokens * len(request.questions)  # type: ignore[union-attr]
+            out = self.host.judges[model].output_tokens * len(request.questions)  # type: ignore[union-attr]
         else:
-            out = self._output_tokens(model, profile, request, truth, u)  # type: ignore[arg-type]
-        latency = profile.latency
-        ttft = latency.ttft.quantile(u[SLOT.TTFT])  # type: ignore[union-attr]
-        tps = latency.tokens_per_s.quantile(u[SLOT.TOKENS_PER_S])  # type: ignore[union-attr]
-        faults = profile.faults
-        factor = faults.spike_factor if u[SLOT.SPIKE] < faults.spike_p else 1.0
-        ttft *= factor
+            known = truth.output_tokens.get(model) if truth is not None else None
+            if known is not None:
+                out = int(known)
+            else:
+                out = max(1, round(card.output_tokens(u[SLOT.OUTPUT_TOKENS])))
+            cap = request.max_output_tokens  # type: ignore[union-attr]
+            if cap is not None and out > cap:
+                out = cap
+        ttft = card.ttft(u[SLOT.TTFT])
+        tps = card.tokens_per_s(u[SLOT.TOKENS_PER_S])
+        factor = card.spike_factor if u[SLOT.SPIKE] < card.spike_p else 1.0
+        if factor != 1.0:
+            ttft *= factor
         total = ttft + (out / tps) * factor
         deadline = attempt.deadline_s
         if broken == "malformed" and now + ttft <= deadline:
@@ -339,7 +395,7 @@ class _SimSession:
                 ),
                 after_s=ttft,
             )
-        attempt.generation.plan(now + ttft, tps / factor, out)  # accepted: billable from now on
+        attempt.plan(now + ttft, tps / factor, out)  # accepted: billable from now on
         if now + total > deadline:
             # The client gives up at its deadline with the answer still in flight.
             return Reply(
@@ -357,44 +413,19 @@ class _SimSession:
                 ),
                 after_s=ttft + ((produced - 1) / tps) * factor,  # the instant its last token came
             )
-        usage = Usage(request.input_tokens, out)
+        usage = make_usage(request.input_tokens, out)
         if attempt.kind == "decision":
             answers = self._judge(attempt, truth)
-            return Reply(200, usage=usage, ttft_s=ttft, answers=answers, after_s=total)
-        quality = self._quality(attempt, profile, truth)
-        return Reply(
-            200,
-            text=f"(simulated answer from {model})",
-            usage=usage,
-            ttft_s=ttft,
-            quality=quality,
-            after_s=total,
-        )
-
-    @staticmethod
-    def _output_tokens(
-        model: str,
-        profile: ModelProfile,
-        request: Request,
-        truth: GroundTruth | None,
-        u: tuple[float, ...],
-    ) -> int:
-        known = truth.output_tokens.get(model) if truth is not None else None
-        out = (
-            int(known)
-            if known is not None
-            else max(1, round(profile.output_tokens.quantile(u[SLOT.OUTPUT_TOKENS])))
-        )  # type: ignore[union-attr]
-        if request.max_output_tokens is not None:
-            out = min(out, request.max_output_tokens)
-        return out
-
-    def _quality(
-        self, attempt: Attempt, profile: ModelProfile, truth: GroundTruth | None
-    ) -> float | None:
-        return TruthView(truth, self.profiles, attempt.seed, attempt.request_id).quality(
-            attempt.model
-        )
+            return Reply(200, None, _NO_HEADERS, None, "", usage, ttft, None, answers, total)
+        if truth is not None and model in truth.quality:
+            quality: float | None = float(truth.quality[model])
+        elif card.quality is None:
+            quality = None
+        else:
+            quality = TruthView(truth, self.profiles, attempt.seed, attempt.request_id).quality(
+                model
+            )
+        return Reply(200, None, _NO_HEADERS, None, card.text, usage, ttft, quality, None, total)
 
     def _judge(self, attempt: Attempt, truth: GroundTruth | None) -> dict[str, Answer]:
         request = attempt.request
