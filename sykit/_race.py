@@ -122,7 +122,7 @@ async def first(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
     if not awaitables:
         raise ArgumentError("first() needs at least one awaitable")
     b = backend()
-    race_id = new_race_id()
+    race_id = b.new_race()
     tasks = [spawn(b, a, race_id, i) for i, a in enumerate(awaitables)]
     done = await _wait_first(b, tasks)
     winner = tasks.index(done)
@@ -142,7 +142,7 @@ async def first_ok(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
     if not awaitables:
         raise ArgumentError("first_ok() needs at least one awaitable")
     b = backend()
-    race_id = new_race_id()
+    race_id = b.new_race()
     tasks = [spawn(b, a, race_id, i) for i, a in enumerate(awaitables)]
     return await _first_success(b, tasks)
 
@@ -170,6 +170,8 @@ async def _first_success(b: Backend, tasks: list[Any]) -> tuple[int, Any]:
 
 
 def _check_seconds(seconds: Any, name: str) -> float:
+    if type(seconds) is float and 0.0 <= seconds < math.inf:
+        return seconds
     if isinstance(seconds, bool) or not isinstance(seconds, int | float):
         raise ArgumentTypeError(f"{name} must be a number of seconds, got {seconds!r}")
     if math.isnan(seconds) or seconds < 0 or seconds == math.inf:
@@ -204,7 +206,7 @@ async def _timeout_on_kernel(b: KernelBackend, seconds: float, coro: Any, defaul
             kernel.cancel(task, TIMEOUT)
 
     race = task.race_id
-    task.race_id = new_race_id()
+    task.race_id = b.new_race()
     timer = kernel.call_later(seconds, expire)
     try:
         return await coro

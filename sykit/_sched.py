@@ -71,6 +71,13 @@ class Backend:
     def drop(self, task: Any) -> None:
         """Give up on a task that ignores cancellation."""
 
+    def new_race(self) -> int:
+        """A race id unique within the current request (or process-wide outside a sykit run)."""
+        state = self.current_owner()
+        if state is None:
+            return next(_fallback_races)
+        return state.next_race_id()  # type: ignore[no-any-return]
+
 
 class KernelBackend(Backend):
     """The trampoline kernel (:mod:`sykit._kernel`)."""
@@ -117,6 +124,13 @@ class KernelBackend(Backend):
 
     def drop(self, task: KTask) -> None:
         self.kernel.drop(task)
+
+    def new_race(self) -> int:
+        current = self.kernel.current
+        state = None if current is None else current.owner
+        if state is None:
+            return next(_fallback_races)
+        return state.next_race_id()  # type: ignore[no-any-return]
 
 
 _CAUSES: weakref.WeakKeyDictionary[asyncio.Task[Any], CancelCause] = weakref.WeakKeyDictionary()
@@ -205,7 +219,4 @@ class using:
 
 def new_race_id() -> int:
     """A race id unique within the current request (or process-wide outside a sykit run)."""
-    state = backend().current_owner()
-    if state is None:
-        return next(_fallback_races)
-    return state.next_race_id()
+    return backend().new_race()

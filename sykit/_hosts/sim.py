@@ -26,7 +26,7 @@ from .._models import (
     Score,
     make_usage,
 )
-from .._rng import SLOT, attempt_uniforms, uniforms
+from .._rng import HALF, SLOT, attempt_words, uniforms, unit
 from .._truth import TruthView
 from .base import _NO_HEADERS, Attempt, Reply
 
@@ -196,7 +196,7 @@ class _SimSession:
         """What the provider answers to ``attempt`` and when (``Reply.after_s`` from its start)."""
         card = self.cards[attempt.model]
         profile = card.profile
-        u = attempt_uniforms(attempt.seed, attempt.request_id, attempt.model, attempt.n)
+        words = attempt_words(attempt.seed, attempt.request_id, attempt.model, attempt.n)
         now = attempt.start_s
         request = attempt.request
         if attempt.kind == "model" and (
@@ -204,11 +204,13 @@ class _SimSession:
             or request.tools
             or request.input_tokens + (request.max_output_tokens or 0) > card.window
         ):
+            u = [unit(w) for w in words]
             rejection = self._structural(attempt.model, profile, request, u)  # type: ignore[arg-type]
             if rejection is not None:
                 return self._error(profile, u, *rejection)
         if not card.faulty:
-            return self._answer(attempt, card, u, now, None)
+            return self._answer(attempt, card, words, now, None)
+        u = [unit(w) for w in words]
         failure = None
         faults = profile.faults
         if faults.scripted or profile.rate_limit is not None:  # type: ignore[attr-defined]
@@ -216,7 +218,7 @@ class _SimSession:
         if failure is None and faults.random_total > 0:  # type: ignore[attr-defined]
             failure = self._random(attempt.model, profile, u)
         if failure is None:
-            return self._answer(attempt, card, u, now, None)
+            return self._answer(attempt, card, words, now, None)
         if failure == "timeout":
             return Reply(
                 None,
@@ -231,7 +233,7 @@ class _SimSession:
             )
         if not isinstance(failure, str):
             return self._error(profile, u, *failure)
-        return self._answer(attempt, card, u, now, failure)
+        return self._answer(attempt, card, words, now, failure)
 
     @staticmethod
     def _error(
@@ -359,7 +361,7 @@ class _SimSession:
         self,
         attempt: Attempt,
         card: _Card,
-        u: list[float],
+        words: tuple[int, ...],
         now: float,
         broken: str | None,
     ) -> Reply:
@@ -373,13 +375,16 @@ class _SimSession:
             if known is not None:
                 out = int(known)
             else:
-                out = max(1, round(card.output_tokens(u[SLOT.OUTPUT_TOKENS])))
+                u_out = ((words[SLOT.OUTPUT_TOKENS] >> 10) | 1) * HALF
+                out = max(1, round(card.output_tokens(u_out)))
             cap = request.max_output_tokens  # type: ignore[union-attr]
             if cap is not None and out > cap:
                 out = cap
-        ttft = card.ttft(u[SLOT.TTFT])
-        tps = card.tokens_per_s(u[SLOT.TOKENS_PER_S])
-        factor = card.spike_factor if u[SLOT.SPIKE] < card.spike_p else 1.0
+        ttft = card.ttft(((words[SLOT.TTFT] >> 10) | 1) * HALF)
+        tps = card.tokens_per_s(((words[SLOT.TOKENS_PER_S] >> 10) | 1) * HALF)
+        factor = 1.0
+        if card.spike_p and ((words[SLOT.SPIKE] >> 10) | 1) * HALF < card.spike_p:
+            factor = card.spike_factor
         if factor != 1.0:
             ttft *= factor
         total = ttft + (out / tps) * factor
