@@ -15,6 +15,7 @@ an anyio scope) reads back as :attr:`CancelCause.CANCELLED`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import itertools
 import threading
@@ -179,6 +180,17 @@ class AsyncioBackend(Backend):
         task = asyncio.current_task()
         return None if task is None else _CAUSES.get(task)
 
+    def drop(self, task: asyncio.Task[Any]) -> None:
+        """Close the coroutine of a task that ignores cancellation (``GeneratorExit`` where it
+        waits) and cancel the task, which then ends at its next step: left to itself it would
+        keep the loop, and virtual time, running."""
+        if task.done():
+            return
+        with contextlib.suppress(RuntimeError):  # it ignored GeneratorExit too: dropped anyway
+            task.get_coro().close()
+        task.add_done_callback(_quietly)  # its closed coroutine ends it with a RuntimeError
+        task.cancel()
+
     def forget_cause(self, task: asyncio.Task[Any]) -> None:
         _CAUSES.pop(task, None)
 
@@ -187,6 +199,11 @@ class AsyncioBackend(Backend):
 
     def current_owner(self) -> Any:
         return CURRENT_REQUEST.get()
+
+
+def _quietly(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: a dropped task's end is no error of its own
 
 
 _ASYNCIO = AsyncioBackend()
