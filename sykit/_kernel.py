@@ -114,6 +114,20 @@ class KTask:
             raise _CancelledError()
         return self._error
 
+    def __await__(self) -> Generator[Any, Any, Any]:
+        """Await the task's result, as an asyncio task can be awaited; as there, cancelling the
+        awaiting task cancels this one instead, and the awaiter waits until it has stopped."""
+        while not self.done_:
+            try:
+                yield (_WAIT_ANY, (self,), None)
+            except _CancelledError:
+                if self.done_:
+                    raise
+                from ._sched import backend  # here: _sched imports this module
+
+                backend().cancel(self, None)
+        return self.result()
+
     def __repr__(self) -> str:
         state = "done" if self.done_ else "pending"
         return f"<KTask {self.name or hex(id(self))} {state}>"
