@@ -183,7 +183,13 @@ async def timeout(seconds: float, awaitable: Awaitable[T], default: D = None) ->
     """Await ``awaitable`` for at most ``seconds``; on expiry cancel it (cause ``timeout``) and
     return ``default``. Its errors are raised as usual; a cancellation from outside propagates.
     """
-    seconds = _check_seconds(seconds, "seconds")
+    try:
+        seconds = _check_seconds(seconds, "seconds")
+    except (ArgumentError, ArgumentTypeError):
+        close = getattr(awaitable, "close", None)
+        if close is not None:
+            close()  # never to run: closed, so Python does not also warn it was never awaited
+        raise
     coro = _coroutine(awaitable, "awaitable")
     b = backend()
     if isinstance(b, AsyncioBackend):
