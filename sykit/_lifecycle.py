@@ -169,6 +169,7 @@ class StrategyRun:
         self._spawn = self._spawn_kernel if run.backend.name == "kernel" else self._spawn_asyncio
         self._idle: asyncio.Event | None = None
         self._running = 0
+        self.interrupted = False  # a KeyboardInterrupt stopped the run (asyncio engine)
 
     # -- feeding requests ------------------------------------------------------------------------
     async def feed(self) -> None:
@@ -251,6 +252,13 @@ class StrategyRun:
             if state.root is not None and not state.root.done():
                 b.cancel(state.root, CancelCause.CANCELLED)
 
+    def close(self) -> None:
+        """The run is over: start nothing more, and drop the bound methods that tie this run to
+        itself, so no reference cycle (holding every request) is left for the cyclic collector."""
+        self.stopping = True
+        self._spawn = None  # type: ignore[assignment]
+        self.run.serve = None  # type: ignore[assignment]
+
     def unstick(self, describe: Callable[[], str]) -> bool:
         """On a deadlock, fail every request still inside its algorithm instead of hanging."""
         stuck = [
@@ -276,7 +284,16 @@ class StrategyRun:
         run.in_flight[state] = None
         try:
             await self._route(state)
-        except (KeyboardInterrupt, SystemExit, NeedsAsyncio, GeneratorExit):
+        except KeyboardInterrupt:
+            if not isinstance(run.backend, AsyncioBackend):
+                raise  # the kernel stops at once and keeps what finished (see the runner)
+            # On an asyncio loop it would escape the loop and lose every record: stop the run
+            # here instead; the requests that finished are returned.
+            self.interrupted = True
+            for task in state.tasks:
+                run.backend.cancel(task, CancelCause.CANCELLED)
+            self.stop(None)
+        except (SystemExit, NeedsAsyncio, GeneratorExit):
             raise
         except BaseException as error:  # a stop or a strict-mode error: the run ends with it
             if not self.stopping or self.fatal is None:
