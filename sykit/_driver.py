@@ -41,11 +41,13 @@ from ._errors import (
 from ._hosts.base import Attempt, Host, HostSession, Reply
 from ._kernel import SLEEP
 from ._models import (
+    CANDIDATE_LIMIT,
     DecisionRequest,
     DecisionResponse,
     GroundTruth,
     Request,
     Response,
+    check_candidate_count,
     make_response,
 )
 from ._records import CAUSE_CODE, REASON_CODE, AttemptLog, RequestLog
@@ -114,7 +116,7 @@ class RunState:
             if len(names) == 1:
                 if names[0] in codes:
                     return names
-            elif names and all(m in codes for m in names):
+            elif names and len(names) <= CANDIDATE_LIMIT and all(m in codes for m in names):
                 return names
         if isinstance(models, str):
             models = (models,)
@@ -125,6 +127,7 @@ class RunState:
         names = tuple(models)
         if not names:
             raise NoTargets(f"{name} is empty: a call needs at least one model")
+        check_candidate_count(len(names), name)
         for model in names:
             if model not in self.profiles:
                 raise UnknownModel(model, list(self.profiles), where=name)
