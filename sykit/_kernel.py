@@ -258,8 +258,12 @@ class Kernel:
         suspension point) and it counts as cancelled."""
         if task.done_:
             return
-        self._unwait(task)
         coro = task.coro
+        if coro is not None and (
+            getattr(coro, "cr_running", False) or getattr(coro, "gi_running", False)
+        ):
+            return  # it is running (it started what drops it): its cancellation is on its way
+        self._unwait(task)
         task.coro = None
         if coro is not None:
             with contextlib.suppress(RuntimeError):  # it ignored GeneratorExit too: dropped anyway

@@ -218,6 +218,41 @@ def test_a_leftover_task_that_swallows_cancellation_is_stopped_at_once(host, eng
     ]
 
 
+def test_a_call_left_running_that_fails_the_request_is_not_dropped_while_it_runs(engine):
+    """Without recover_errors, a failing call fails its request from inside its own task: the
+    request closes while that task is still on the stack, and must not try to close it there."""
+    failing = sy.ModelProfile(
+        latency=sy.Latency(ttft=0.5, tokens_per_s=100),
+        reject_delay_s=0.125,
+        faults=sy.Faults(unavailable=1.0),
+    )
+    host = sy.SimHost(
+        {"failing": failing, "fast": constant_profile(0.5, 50, 100.0)},
+        policy=sy.HostPolicy(recover_errors=False, max_retries=0),
+    )
+
+    async def algorithm(request, driver):
+        leave_running(driver, request, "failing")
+        return sy.answered("fast", await driver.call_model(request, ["fast"]))
+
+    res = sy.run(algorithm, requests(2), host=host, engine=engine)
+    assert (
+        res.requests[["status", "error_kind", "end_s"]].values.tolist()
+        == [["failed", "unavailable", 0.125]] * 2
+    )
+    rows = res.attempts.query("request_id == 0").set_index("model")
+    assert rows.loc["failing", ["status", "error_kind", "end_s"]].tolist() == [
+        "error",
+        "unavailable",
+        0.125,
+    ]
+    assert rows.loc["fast", ["status", "cancel_cause", "end_s"]].tolist() == [
+        "cancelled",
+        "request_failed",
+        0.125,
+    ]
+
+
 # -- virtual time far from zero ------------------------------------------------------------------
 
 
