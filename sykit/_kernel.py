@@ -234,13 +234,13 @@ class Kernel:
     def cancel(self, task: KTask, cause: str | None) -> None:
         """Cancel ``task``: the first cause given is kept. A suspended task gets the
         ``CancelledError`` at once; a running one (the caller itself, or a task that started it)
-        at its next suspension."""
+        at its next suspension; one that is ready to run when it next runs."""
         if task.done_:
             return
         if task.cancel_cause is None and cause is not None:
             task.cancel_cause = cause
         if task.waiting is None and task.wake == 0:
-            task.cancel_pending = True  # running now: delivered when it next suspends
+            task.cancel_pending = True  # running or ready: delivered when it next runs
             return
         self._unwait(task)
         self._step(task, None, _CancelledError())
@@ -285,6 +285,9 @@ class Kernel:
         coro = task.coro
         if coro is None:
             return
+        if task.cancel_pending and error is None:  # cancelled while it waited in the ready queue
+            task.cancel_pending = False
+            value, error = None, _CancelledError()
         previous = self.current
         self.current = task
         thrown: BaseException | None = None

@@ -35,7 +35,7 @@ __all__ = ["StrategyRun", "install_task_tracking", "track_task"]
 
 #: How many times a leftover task is cancelled before it counts as ignoring cancellation.
 _CANCEL_TRIES = 3
-#: On an asyncio loop, how many loop turns (zero virtual time) leftovers get to stop.
+#: How many turns (zero virtual time) leftovers get to stop after each cancellation.
 _SETTLE_TURNS = 50
 
 
@@ -389,16 +389,16 @@ class StrategyRun:
         pending = [t for t in state.tasks if not t.done()]
         if not pending:
             return 0
-        is_asyncio = isinstance(b, AsyncioBackend)
         for _ in range(_CANCEL_TRIES):
             for task in pending:
                 b.cancel(task, cause)
-            if is_asyncio:
-                for _turn in range(_SETTLE_TURNS):
-                    pending = [t for t in pending if not t.done()]
-                    if not pending:
-                        break
-                    await asyncio.sleep(0)
+            # Those not stopped yet (on asyncio: all; on the kernel: those that were ready to
+            # run, or wait for one that was) stop when they next run: let them, in zero time.
+            for _turn in range(_SETTLE_TURNS):
+                pending = [t for t in pending if not t.done()]
+                if not pending:
+                    break
+                await b.sleep(0)
             pending = [t for t in pending if not t.done()]
             if not pending:
                 break

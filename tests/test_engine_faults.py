@@ -17,6 +17,7 @@ import pytest
 from helpers import constant_profile
 
 import sykit as sy
+from sykit._kernel import Kernel, checkpoint
 from sykit._race import spawn
 from sykit._sched import backend
 
@@ -251,6 +252,43 @@ def test_a_call_left_running_that_fails_the_request_is_not_dropped_while_it_runs
         "request_failed",
         0.125,
     ]
+
+
+def test_a_task_awaiting_a_cancelled_leftover_is_not_taken_for_a_stubborn_one(host, engine):
+    """A leftover that awaits another leftover is woken when that one is cancelled; cancelled in
+    turn before it runs, it must stop when it runs (on the kernel it sits in the ready queue)."""
+
+    async def algorithm(request, driver):
+        b = backend()
+        inner = spawn(b, driver.call_model(request, ["strong"]), b.new_race(), "inner")
+        spawn(b, inner, b.new_race(), "awaits inner")  # a task awaiting the task
+        await driver.sleep(0.5)
+        return sy.route_to("fast", request)
+
+    res = sy.run(algorithm, requests(1), host=host, engine=engine)
+    assert res.requests[["status", "end_s"]].values.tolist() == [["ok", 1.5]]
+    strong = res.attempts.query("model == 'strong'")
+    assert strong[["status", "cancel_cause", "end_s"]].values.tolist() == [
+        ["cancelled", "abandoned", 0.5]
+    ]
+
+
+def test_the_kernel_delivers_a_cancellation_to_a_task_that_was_ready_to_run():
+    kernel = Kernel()
+    seen = []
+
+    async def child():
+        await checkpoint()  # ready to run again at this instant
+        seen.append("resumed")  # must not happen: it was cancelled while ready
+
+    async def main():
+        task = kernel.spawn(child())
+        kernel.cancel(task, "cancelled")
+        await checkpoint()
+        return task.cancelled(), task.cancel_cause
+
+    assert kernel.run(main()) == (True, "cancelled")
+    assert seen == []
 
 
 # -- virtual time far from zero ------------------------------------------------------------------
