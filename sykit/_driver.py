@@ -415,12 +415,18 @@ class RequestState:
         return n
 
     def abort(self, error: BaseException) -> None:
-        """Fail the whole request with ``error``: stop the algorithm wherever it is waiting."""
+        """Fail the whole request with ``error``: stop the algorithm wherever it is waiting, and
+        every task it started, now (so no race among them can first see this task's end as a
+        result and record its losers as ``lost_race``)."""
         if self.abort_error is None:
             self.abort_error = error
         root = self.root
         backend = self.run.backend
-        if root is not None and backend.current_task() is not root and not root.done():
+        current = backend.current_task()
+        for task in list(self.tasks):
+            if task is not current and not task.done():
+                backend.cancel(task, CancelCause.REQUEST_FAILED)
+        if root is not None and current is not root and not root.done():
             self.root_cancelled = True
             backend.cancel(root, CancelCause.REQUEST_FAILED)
         raise asyncio.CancelledError

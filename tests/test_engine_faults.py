@@ -254,6 +254,40 @@ def test_a_call_left_running_that_fails_the_request_is_not_dropped_while_it_runs
     ]
 
 
+def test_a_request_failing_inside_a_race_cancels_the_race_as_request_failed(engine):
+    """Without recover_errors, a call that fails inside a race left running ends the request: its
+    sibling is cancelled because the request failed, not as the loser of a race the failed call
+    would have won."""
+    host = sy.SimHost(
+        {
+            "text": constant_profile(0.5, 50, 100.0, reject_delay_s=0.125),
+            "vision": constant_profile(1.0, 50, 100.0, vision=True),
+        },
+        policy=sy.HostPolicy(recover_errors=False),
+    )
+
+    async def algorithm(request, driver):
+        b = backend()
+        race = sy.first(
+            driver.call_model(request, ["text"]), driver.call_model(request, ["vision"])
+        )
+        spawn(b, race, b.new_race(), "left running")
+        await sy.first(driver.call_model(request, ["vision"]))
+        return sy.route_to("vision", request)
+
+    image = sy.Request("What is this?", id=0, images=["https://example.com/a.png"])
+    res = sy.run(algorithm, [image], host=host, engine=engine)
+    assert res.requests[["status", "error_kind", "end_s"]].values.tolist() == [
+        ["failed", "capability", 0.125]
+    ]
+    rows = res.attempts.sort_values(["model", "race_id"]).astype({"cancel_cause": object})
+    assert rows[["model", "status", "cancel_cause", "end_s"]].fillna("-").values.tolist() == [
+        ["text", "error", "-", 0.125],
+        ["vision", "cancelled", "request_failed", 0.125],
+        ["vision", "cancelled", "request_failed", 0.125],
+    ]
+
+
 def test_a_task_awaiting_a_cancelled_leftover_is_not_taken_for_a_stubborn_one(host, engine):
     """A leftover that awaits another leftover is woken when that one is cancelled; cancelled in
     turn before it runs, it must stop when it runs (on the kernel it sits in the ready queue)."""
