@@ -423,9 +423,7 @@ class RequestState:
         root = self.root
         backend = self.run.backend
         current = backend.current_task()
-        for task in list(self.tasks):
-            if task is not current and not task.done():
-                backend.cancel(task, CancelCause.REQUEST_FAILED)
+        backend.cancel_all([t for t in self.tasks if t is not current], CancelCause.REQUEST_FAILED)
         if root is not None and current is not root and not root.done():
             self.root_cancelled = True
             backend.cancel(root, CancelCause.REQUEST_FAILED)

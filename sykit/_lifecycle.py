@@ -390,8 +390,7 @@ class StrategyRun:
         if not pending:
             return 0
         for _ in range(_CANCEL_TRIES):
-            for task in pending:
-                b.cancel(task, cause)
+            b.cancel_all(pending, cause)
             # Those not stopped yet (on asyncio: all; on the kernel: those that were ready to
             # run, or wait for one that was) stop when they next run: let them, in zero time.
             for _turn in range(_SETTLE_TURNS):

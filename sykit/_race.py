@@ -73,8 +73,7 @@ async def settle(b: Backend, tasks: list[Any], cause: CancelCause | None) -> Non
     on their way) and the caller's cancellation is re-raised afterwards.
     """
     pending = [t for t in tasks if not t.done()]
-    for task in pending:
-        b.cancel(task, cause)
+    b.cancel_all(pending, cause)
     interrupted = False
     pending = [t for t in pending if not t.done()]
     while pending:

@@ -57,6 +57,12 @@ class Backend:
     def cancel(self, task: Any, cause: CancelCause | None) -> None:
         raise NotImplementedError
 
+    def cancel_all(self, tasks: Sequence[Any], cause: CancelCause | None) -> None:
+        """Cancel ``tasks`` with ``cause``. Every cause is set before any cancellation is
+        delivered, so a task stopped as a consequence of another (one awaiting it) keeps the cause
+        it was given, whatever the order."""
+        raise NotImplementedError
+
     def current_task(self) -> Any:
         raise NotImplementedError
 
@@ -107,6 +113,14 @@ class KernelBackend(Backend):
 
     def cancel(self, task: KTask, cause: CancelCause | None) -> None:
         self.kernel.cancel(task, cause)
+
+    def cancel_all(self, tasks: Sequence[KTask], cause: CancelCause | None) -> None:
+        if cause is not None:
+            for task in tasks:
+                if task.cancel_cause is None and not task.done_:
+                    task.cancel_cause = cause
+        for task in tasks:
+            self.kernel.cancel(task, cause)
 
     def current_task(self) -> KTask | None:
         return self.kernel.current
@@ -172,6 +186,15 @@ class AsyncioBackend(Backend):
         if cause is not None and not task.cancelling() and task not in _CAUSES:
             _CAUSES[task] = cause
         task.cancel()
+
+    def cancel_all(self, tasks: Sequence[asyncio.Task[Any]], cause: CancelCause | None) -> None:
+        if cause is not None:
+            for task in tasks:
+                if not task.done() and not task.cancelling() and task not in _CAUSES:
+                    _CAUSES[task] = cause
+        for task in tasks:
+            if not task.done():
+                task.cancel()
 
     def current_task(self) -> asyncio.Task[Any] | None:
         return asyncio.current_task()

@@ -307,6 +307,29 @@ def test_a_task_awaiting_a_cancelled_leftover_is_not_taken_for_a_stubborn_one(ho
     ]
 
 
+def test_leftovers_awaiting_each_other_are_all_cancelled_as_abandoned(host, engine):
+    """A race left running whose second entry is a task: closing the leftovers cancels the race,
+    which cancels the task through its awaiter; the task keeps the cause it was given itself."""
+
+    async def algorithm(request, driver):
+        b = backend()
+
+        async def race():  # the task it races is started inside the race's own task
+            task = spawn(b, driver.call_model(request, ["strong"]), b.new_race(), "inner")
+            return await sy.first(driver.call_model(request, ["strong"]), task)
+
+        spawn(b, race(), b.new_race(), "left running")
+        await driver.sleep(0.5)
+        return sy.route_to("fast", request)
+
+    res = sy.run(algorithm, requests(1), host=host, engine=engine)
+    strong = res.attempts.query("model == 'strong'")
+    assert (
+        strong[["status", "cancel_cause", "end_s"]].values.tolist()
+        == [["cancelled", "abandoned", 0.5]] * 2
+    )
+
+
 def test_the_kernel_delivers_a_cancellation_to_a_task_that_was_ready_to_run():
     kernel = Kernel()
     seen = []
