@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import warnings
 
 import pytest
 from helpers import constant_profile
@@ -328,6 +329,27 @@ def test_leftovers_awaiting_each_other_are_all_cancelled_as_abandoned(host, engi
         strong[["status", "cancel_cause", "end_s"]].values.tolist()
         == [["cancelled", "abandoned", 0.5]] * 2
     )
+
+
+def test_calls_given_to_a_helper_stopped_before_it_started_are_closed_quietly(host, engine):
+    """On asyncio a task starts a loop turn after it is created; cancelled before that, its
+    coroutine never runs, and the calls given to it must not be reported as never awaited."""
+
+    async def algorithm(request, driver):
+        b = backend()
+        race = sy.first(
+            sy.timeout(2.0, driver.call_model(request, ["strong"])),
+            driver.call_model(request, ["strong"]),
+        )
+        spawn(b, race, b.new_race(), "left running")
+        return sy.route_to("fast", request)  # at once: the race may not have started yet
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = sy.run(algorithm, requests(2), host=host, engine=engine)
+        gc.collect()
+    assert [str(w.message) for w in caught] == []
+    assert res.requests["status"].tolist() == ["ok", "ok"]
 
 
 def test_the_kernel_delivers_a_cancellation_to_a_task_that_was_ready_to_run():
