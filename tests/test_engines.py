@@ -319,6 +319,35 @@ def test_a_comparison_over_seeds_is_the_same_on_both_engines():
     pdt.assert_frame_equal(kernel.requests, on_asyncio.requests)
 
 
+def test_simultaneous_finishers_are_ranked_by_argument_order_on_both_engines():
+    host = sy.SimHost(CONSTANT)
+
+    async def algorithm(request, driver):
+        index, _ = await sy.first(
+            driver.call_model(request, ["x"]), driver.call_model(request, ["x"])
+        )
+        driver.evidence(first=index)
+        index, response = await sy.first_ok(
+            driver.call_model(request, ["flaky"]),  # fails at 0.125 s: no tie
+            driver.call_model(request, ["x"]),
+            driver.call_model(request, ["x"]),
+        )
+        driver.evidence(first_ok=index)
+        return sy.answered("x", response)
+
+    kernel, on_asyncio = run_both(algorithm, ["q"], host=host)
+    assert_same_frames(kernel, on_asyncio)
+    assert kernel.requests[["evidence_first", "evidence_first_ok"]].values.tolist() == [[0, 1]]
+    # the tied calls both finished at the same instant: both are answers, neither was cancelled
+    x = kernel.attempts[kernel.attempts["model"] == "x"]
+    assert x[["status", "end_s", "served"]].values.tolist() == [
+        ["ok", 1.0, False],
+        ["ok", 1.0, False],
+        ["ok", 2.0, True],
+        ["ok", 2.0, False],
+    ]
+
+
 # -- which engine runs what ----------------------------------------------------------------------
 
 
