@@ -27,6 +27,7 @@ from . import _engine
 from ._config import Poisson
 from ._driver import RunState
 from ._errors import ArgumentError, ArgumentTypeError
+from ._fastpath import FixedChainRun, fixed_chain
 from ._health import check_algorithms
 from ._hosts.base import Host
 from ._inputs import (
@@ -149,7 +150,20 @@ class _Plan:
             backend=backend,
             clock=lambda: kernel.now,
         )
-        runner = self._runner(run, fn, _Collecting(progress))
+        chain = fixed_chain(fn)
+        if chain is not None and all(m in self.host.profiles for m in chain):
+            runner: StrategyRun = FixedChainRun(
+                run,
+                fn,
+                self.items,
+                arrival_times(self.arrivals, len(self.items), seed),
+                self.concurrency,
+                _Collecting(progress),
+                chain=chain,
+                kernel=kernel,
+            )
+        else:
+            runner = self._runner(run, fn, _Collecting(progress))
         if not self.strict:
             kernel.deadlock_handler = lambda: runner.unstick(kernel.describe_deadlock)
         started = time.perf_counter()
