@@ -193,7 +193,7 @@ class Kernel:
         self.interrupted = False
         self.foreign: str | None = None  # the first asyncio use seen (the run must be redone)
         self._heap: list[tuple[float, int, Any]] = []
-        self._ready: deque[tuple[KTask, Any]] = deque()
+        self._ready: deque[tuple[Any, Any]] = deque()
         self._seq = 0
         self._live: dict[KTask, None] = {}  # unfinished tasks, in the order they started
 
@@ -238,6 +238,10 @@ class Kernel:
         timer.wake = self._seq
         heapq.heappush(self._heap, (self.now + seconds, self._seq, timer))  # type: ignore[misc]
         return timer
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Call ``fn(*args)`` at this instant, once everything ready before it has run."""
+        self._ready.append((Timer(fn, args), None))
 
     def drop(self, task: KTask) -> None:
         """End a task that ignores cancellation: its coroutine is closed (``GeneratorExit`` at its
@@ -410,7 +414,10 @@ class Kernel:
         while True:
             while ready:
                 task, value = ready.popleft()
-                step(task, value, None)
+                if type(task) is Timer:
+                    task.fn(*task.args)
+                else:
+                    step(task, value, None)
             if self.interrupted:
                 self.interrupted = False
                 for task in list(self._live):
