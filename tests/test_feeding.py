@@ -35,12 +35,12 @@ def test_a_fixed_chain_rejected_at_once_records_every_request():
 
 
 def test_a_closed_loop_starts_requests_in_order_as_slots_free_up():
-    latency = sy.Latency(ttft=1.0, tokens_per_s=1e9)
+    latency = sy.Latency(ttft=1.0, tokens_per_s=1.0)  # one token: every answer takes 2.0 s
     host = sy.SimHost({"m": sy.ModelProfile(latency=latency, output_tokens=1)})
     result = sy.run(
         sy.strategies.single("m"), [f"q{i}" for i in range(10)], host=host, concurrency=3
     )
     starts = result.requests.set_index("request_id")["start_s"].to_dict()
-    assert starts == {i: float(i // 3) for i in range(10)}
+    assert starts == {i: 2.0 * (i // 3) for i in range(10)}
     assert result.requests["queue_s"].eq(0).all()  # closed loop: a request arrives with its slot
     assert (result.requests["arrival_s"] == result.requests["start_s"]).all()
