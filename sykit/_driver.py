@@ -48,9 +48,9 @@ from ._models import (
     Response,
     make_response,
 )
-from ._records import CAUSE_CODE, REASON_CODE, AttemptLog, RequestLog
+from ._records import CAUSE_CODE, KIND_CODE, PHASE_CODE, REASON_CODE, AttemptLog, RequestLog
 from ._sched import Backend
-from ._vocab import CancelCause
+from ._vocab import CancelCause, Kind, Phase
 
 __all__ = ["SEND", "Call", "Driver", "RequestClosed", "RequestState", "RunState", "serve_steps"]
 
@@ -58,9 +58,8 @@ _MESSAGE_LIMIT = 300
 #: The trap a candidate loop yields on a real host: "perform this attempt and send me its reply".
 SEND = 16
 
-_ROUTING, _ANSWER = 0, 1
-_MODEL, _DECISION = 0, 1
-_OK, _ERROR, _CANCELLED, _SKIPPED = 0, 1, 2, 3
+_ROUTING, _ANSWER = PHASE_CODE[Phase.ROUTING], PHASE_CODE[Phase.ANSWER]
+_MODEL, _DECISION = KIND_CODE[Kind.MODEL], KIND_CODE[Kind.DECISION]
 _CANCELLED_CODE = CAUSE_CODE[CancelCause.CANCELLED]
 
 

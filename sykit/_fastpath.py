@@ -17,10 +17,12 @@ from ._errors import ModelError
 from ._kernel import Kernel
 from ._lifecycle import StrategyRun, _failure
 from ._models import Outcome
+from ._records import KIND_CODE, PHASE_CODE
+from ._vocab import Kind, Phase
 
 __all__ = ["FixedChainRun", "fixed_chain"]
 
-_ANSWER, _MODEL = 1, 0
+_ANSWER, _MODEL = PHASE_CODE[Phase.ANSWER], KIND_CODE[Kind.MODEL]
 
 
 def fixed_chain(fn: Any) -> tuple[str, ...] | None:

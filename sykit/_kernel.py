@@ -31,6 +31,7 @@ from collections.abc import Callable, Coroutine, Generator, Sequence
 from typing import Any
 
 from ._errors import ArgumentError, SimDeadlock
+from ._vocab import CancelCause
 
 __all__ = ["SLEEP", "KTask", "Kernel", "NeedsAsyncio", "Timer", "checkpoint", "sleep", "wait_any"]
 
@@ -421,7 +422,7 @@ class Kernel:
             if self.interrupted:
                 self.interrupted = False
                 for task in list(self._live):
-                    self.cancel(task, "cancelled")
+                    self.cancel(task, CancelCause.CANCELLED)
                 continue
             if not heap:
                 if not self._live:

@@ -27,9 +27,9 @@ from ._errors import ArgumentTypeError, ModelError, NoTargets, SimDeadlock, Unkn
 from ._health import await_hint
 from ._kernel import NeedsAsyncio
 from ._models import GroundTruth, Outcome, Request, Response
-from ._records import REQUEST_COLUMNS, AttemptLog
+from ._records import REQUEST_COLUMNS, STATUS_CODE, AttemptLog
 from ._sched import CURRENT_REQUEST, AsyncioBackend
-from ._vocab import CancelCause
+from ._vocab import CancelCause, Status
 
 __all__ = ["StrategyRun", "install_task_tracking", "track_task"]
 
@@ -414,7 +414,7 @@ class StrategyRun:
             and row is not None
             and 0 <= row < len(log)
             and log.get_i(row, AttemptLog.REQUEST) == state.index
-            and log.get_h(row, AttemptLog.STATUS) == 0
+            and log.get_h(row, AttemptLog.STATUS) == STATUS_CODE[Status.OK]
         ):
             served = row
             log.set_h(row, AttemptLog.SERVED, 1)

@@ -94,6 +94,12 @@ KIND_CODE = {k: i for i, k in enumerate(Kind)}
 CAUSE_CODE = {c: i for i, c in enumerate(CancelCause)}
 REASON_CODE = {r: i for i, r in enumerate(FallbackReason)}
 RUNNING = -1
+_OK, _ERROR, _CANCELLED, _SKIPPED = (
+    STATUS_CODE[Status.OK],
+    STATUS_CODE[Status.ERROR],
+    STATUS_CODE[Status.CANCELLED],
+    STATUS_CODE[Status.SKIPPED],
+)
 
 
 class Codes:
@@ -199,7 +205,7 @@ class AttemptLog:
             f[base + 2] = ttft
         if quality is not None:
             f[base + 4] = quality
-        self.h[index * 11 + 4] = 0  # Status.OK
+        self.h[index * 11 + 4] = _OK
 
     def fail(
         self, index: int, end: float, kind: str, message: str, http_status: int | None
@@ -207,7 +213,7 @@ class AttemptLog:
         self.f[index * 5 + 1] = end
         h = self.h
         base = index * 11
-        h[base + 4] = 1  # Status.ERROR
+        h[base + 4] = _ERROR
         h[base + 5] = self.kinds.code(kind)
         self.i[index * 7 + 4] = self.messages.code(message)
         if http_status is not None:
@@ -217,14 +223,14 @@ class AttemptLog:
         self.f[index * 5 + 1] = end
         h = self.h
         base = index * 11
-        h[base + 4] = 2  # Status.CANCELLED
+        h[base + 4] = _CANCELLED
         h[base + 9] = cause
 
     def skipped(self, index: int, end: float, message: str) -> None:
         self.f[index * 5 + 1] = end
         h = self.h
         base = index * 11
-        h[base + 4] = 3  # Status.SKIPPED
+        h[base + 4] = _SKIPPED
         h[base + 5] = self.kinds.code("cooldown")
         self.i[index * 7 + 4] = self.messages.code(message)
 
