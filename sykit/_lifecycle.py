@@ -20,6 +20,7 @@ import difflib
 import inspect
 import math
 from collections.abc import Callable
+from types import CoroutineType
 from typing import Any
 
 from ._driver import Driver, RequestState, RunState
@@ -300,7 +301,8 @@ class StrategyRun:
         failure: tuple[str, str] | None = None
         try:
             pending = self.fn(state.request, Driver(state))
-            if not inspect.isawaitable(pending):  # a lambda or wrapper: the whole run is wrong
+            if type(pending) is not CoroutineType and not inspect.isawaitable(pending):
+                # a lambda or wrapper that returned no awaitable: the whole run is wrong
                 raise _NotAwaitable(_not_awaitable(run.strategy, pending))
             outcome = await pending
         except _NotAwaitable as stop:
@@ -337,9 +339,11 @@ class StrategyRun:
             failure = ("algorithm_error", f"{type(error).__name__}: {error}")
         state.closed = True
         routing_end = run.clock()
-        stuck = await self._close_leftovers(
-            state, CancelCause.ABANDONED if failure is None else CancelCause.REQUEST_FAILED
-        )
+        stuck = 0
+        if state.tasks:
+            stuck = await self._close_leftovers(
+                state, CancelCause.ABANDONED if failure is None else CancelCause.REQUEST_FAILED
+            )
         if stuck and failure is None:
             failure = (
                 "algorithm_error",
