@@ -89,6 +89,11 @@ class _Plan:
         self.strict = strict
         if engine not in ENGINES:
             raise ArgumentError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
+        if engine == "kernel" and not self.host.virtual:
+            raise ArgumentError(
+                "engine='kernel' runs simulations only; a real host (HttpHost) runs on an asyncio "
+                "loop in real time: leave engine at 'auto'"
+            )
         self.engine = engine
 
     @property
