@@ -8,6 +8,12 @@ its attempts end, so the request row needs no scan. The DataFrames are built onc
 run, with narrow dtypes; rows are ordered by request, then by when each attempt started, and call
 and race ids are numbered in that order, so the frames do not depend on how simultaneous events
 were interleaved.
+
+A spilling run (:mod:`sykit._spill`) hands the records over as raw columns while it goes: finished
+requests, and the attempts before the first one of any unfinished request. Attempts keep their
+run-wide index (``AttemptLog.base`` counts those handed over), and the frames are built from raw
+columns by :func:`attempt_frame` and :func:`request_frame`, so records read back give the same
+frames.
 """
 
 from __future__ import annotations
@@ -309,7 +315,7 @@ class AttemptLog:
         self.h[index * 11 + 5] = self.kinds.code(kind)
         self.i[index * 7 + 4] = self.messages.code(message)
 
-    # -- handing attempts over (a spilling run) -------------------------------------------------------
+    # -- handing attempts over (a spilling run) ---------------------------------------------------
     def held_requests(self) -> np.ndarray:
         """The request index of each attempt still held (a copy)."""
         return np.frombuffer(self.i[0::7], dtype=np.int32)
