@@ -305,7 +305,10 @@ class AttemptLog:
         return self.f[index * 5 + field] if index >= 0 else NAN
 
     def model_of(self, index: int) -> str:
-        return self.models.values[self.i[(index - self.base) * 7 + 2]]
+        index -= self.base
+        if index < 0:
+            raise LookupError("this attempt's request has finished and its records were written")
+        return self.models.values[self.i[index * 7 + 2]]
 
     def fail_message(self, index: int, kind: str, message: str) -> None:
         """Rewrite the error kind and message of a failed attempt (a host's own failure)."""

@@ -59,7 +59,7 @@ VERSION = 1
 _RUN_FILE = "run.json"
 _IDS_FILE = "ids.parquet"
 _OWN_FILE = re.compile(
-    r"(attempts|requests)-\d{6}\.parquet|run\.json|ids\.parquet|sykit-spill\.json"
+    r"(attempts|requests)-\d{6,}\.parquet|run\.json|ids\.parquet|sykit-spill\.json"
 )
 _EXTRA = "extra"  # the requests column of pickled metadata/evidence dicts
 

@@ -319,3 +319,24 @@ def test_a_run_started_again_on_asyncio_starts_its_folder_afresh(tmp_path, tiny_
     meta = json.loads((tmp_path / "run.json").read_text())
     written = {p.name for p in tmp_path.glob("*-*.parquet")}
     assert written == set(meta["attempt_files"]) | set(meta["request_files"])
+
+
+def test_handed_over_attempts_keep_the_run_wide_numbering():
+    from sykit._records import AttemptLog
+
+    log = AttemptLog(["a", "b"])
+    rows = [log.begin(k, 0, 0, 0, k % 2, 0, 0, -1, float(k)) for k in range(5)]
+    assert rows == [0, 1, 2, 3, 4]
+    raw = log.hand_over(3)
+    assert raw["request"].tolist() == [0, 1, 2] and raw["start_s"].tolist() == [0.0, 1.0, 2.0]
+    assert len(log) == 5 and log.held() == 2
+    assert log.begin(5, 0, 0, 0, 0, 0, 0, -1, 5.0) == 5  # numbering goes on
+    log.ok(4, 9.0, None, 0.5)
+    assert log.get_f(4, AttemptLog.END) == 9.0 and log.model_of(4) == "a"
+    # a handed-over attempt reads as matching nothing, and a late change to it is not recorded
+    assert log.get_i(1, AttemptLog.REQUEST) == -1 and log.get_h(1, AttemptLog.STATUS) == -1
+    log.ok(1, 7.0, None, None)
+    log.set_h(1, AttemptLog.SERVED, 1)
+    assert log.raw()["end_s"].tolist()[0] != 7.0 and log.raw()["served"].tolist() == [0, 0, 0]
+    with pytest.raises(LookupError):
+        log.model_of(1)
