@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import contextvars
 import gc
+import os
 import threading
 import time
 import warnings
@@ -44,8 +45,9 @@ from ._kernel import Kernel, NeedsAsyncio
 from ._lifecycle import StrategyRun, install_task_tracking, track_task
 from ._models import Request
 from ._progress import make_progress
-from ._results import Comparison, Result
+from ._results import Comparison, Result, request_errors
 from ._sched import AsyncioBackend, KernelBackend, using
+from ._spill import Spill, check_spill
 
 __all__ = ["ENGINES", "arun", "compare", "run"]
 
@@ -95,6 +97,7 @@ class _Plan:
                 "loop in real time: leave engine at 'auto'"
             )
         self.engine = engine
+        self.spill: Spill | None = None  # set by run/arun/compare from spill=
 
     @property
     def total_requests(self) -> int:
@@ -105,6 +108,8 @@ class _Plan:
         start_run = getattr(owner, "start_run", None)
         if callable(start_run):
             start_run()  # a stateful strategy starts every run afresh, so runs stay independent
+        if self.spill is not None:
+            self.spill.attach(run, self.ids)
         return StrategyRun(
             run,
             fn,
@@ -118,11 +123,15 @@ class _Plan:
         self, run: RunState, runner: StrategyRun, started: float, interrupted: bool = False
     ) -> Result:
         name = run.strategy
+        if self.spill is not None:
+            attempts, requests = self.spill.finish(run, self.ids)
+        else:
+            attempts, requests = run.log.frame(name, self.ids), run.requests.frame(name, self.ids)
         return Result(
             strategy=name,
             seed=run.seed,
-            attempts=run.log.frame(name, self.ids),
-            requests=run.requests.frame(name, self.ids),
+            attempts=attempts,  # type: ignore[arg-type]
+            requests=requests,  # type: ignore[arg-type]
             wall_s=time.perf_counter() - started,
             engine=run.backend.name,
             interrupted=interrupted,
@@ -320,6 +329,7 @@ def run(
     progress: bool | None = None,
     strict: bool = False,
     engine: str = "auto",
+    spill: str | os.PathLike[str] | None = None,
 ) -> Result:
     """Run ``algorithm`` over ``requests`` on ``host`` and return the records.
 
@@ -341,11 +351,17 @@ def run(
     ``"asyncio"`` (always the asyncio loop: slower, side effects once). ``result.engine`` says
     which ran. Ctrl-C stops the run and returns the requests that had finished
     (``result.interrupted``).
+
+    ``spill=folder`` is for runs whose records do not fit in memory: they are written to Parquet
+    files in ``folder`` while the run goes, and ``result.attempts`` / ``result.requests`` read
+    them back when first used (the same frames as without ``spill``). The folder must be new,
+    empty, or one an earlier spilling run wrote (it is then cleared); docs/guide.md has more.
     """
     name, fn = as_algorithm(algorithm, strategy)
     plan = _Plan(
         [(name, fn)], requests, host, concurrency, arrivals, [check_seed(seed)], strict, engine
     )
+    plan.spill = check_spill(spill, nested=False)
     result = _execute(plan, progress, name)[0]
     _check_algorithms([result], strict)
     return result
@@ -363,14 +379,16 @@ async def arun(
     progress: bool | None = None,
     strict: bool = False,
     engine: str = "auto",
+    spill: str | os.PathLike[str] | None = None,
 ) -> Result:
     """``await``-able :func:`run` for async code (top-level await in a notebook): a SimHost run
     happens in a worker thread (a daemon, so it never keeps the interpreter alive) and the
-    caller's event loop stays free."""
+    caller's event loop stays free. ``spill`` as in :func:`run`."""
     name, fn = as_algorithm(algorithm, strategy)
     plan = _Plan(
         [(name, fn)], requests, host, concurrency, arrivals, [check_seed(seed)], strict, engine
     )
+    plan.spill = check_spill(spill, nested=False)
     bar = make_progress(plan.total_requests, progress, name)
     try:
         if plan.host.virtual:
@@ -397,10 +415,11 @@ def compare(
     progress: bool | None = None,
     strict: bool = False,
     engine: str = "auto",
+    spill: str | os.PathLike[str] | None = None,
 ) -> Comparison:
     """Run several strategies on the same requests, with the same arrivals and the same random
-    draws for the same attempts (common random numbers), once per seed. ``engine`` as in
-    :func:`run`."""
+    draws for the same attempts (common random numbers), once per seed. ``engine`` and ``spill``
+    as in :func:`run`; with ``spill`` each strategy × seed writes to its own subfolder."""
     if isinstance(strategies, Mapping):
         named = [as_algorithm(algo, str(key)) for key, algo in strategies.items()]
     elif isinstance(strategies, Sequence) and not isinstance(strategies, str):
@@ -427,6 +446,7 @@ def compare(
             "draws, so every request would be counted twice)"
         )
     plan = _Plan(named, requests, host, concurrency, arrivals, checked, strict, engine)
+    plan.spill = check_spill(spill, nested=True)
     results = _execute(plan, progress, "compare")
     _check_algorithms(results, strict)
     return Comparison(results)
@@ -436,7 +456,9 @@ def _check_algorithms(results: list[Result], strict: bool) -> None:
     """Warn (strict: raise) when most requests of a strategy failed on the algorithm's side, so a
     misspelt model or a forgotten ``await`` is not read as a router's results. The warning points
     at the caller of run / arun / compare."""
-    check_algorithms(((r.strategy, r.requests) for r in results), strict=strict, stacklevel=3)
+    check_algorithms(
+        ((r.strategy, request_errors(r)) for r in results), strict=strict, stacklevel=3
+    )
 
 
 async def _in_daemon_thread(work: Callable[[], Result]) -> Result:
