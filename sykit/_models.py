@@ -213,7 +213,7 @@ class Request:
 
 def truth_of(request: Request) -> GroundTruth | None:
     """The hidden ground truth a dataset attached to a request, if any."""
-    return request.__dict__.get("_truth")
+    return getattr(request, "_truth", None)
 
 
 @dataclass(frozen=True)

@@ -103,21 +103,30 @@ class _Plan:
     def total_requests(self) -> int:
         return len(self.items) * len(self.strategies) * len(self.seeds)
 
-    def _runner(self, run: RunState, fn: Callable[..., Any], progress: Any) -> StrategyRun:
+    def _runner(
+        self, run: RunState, fn: Callable[..., Any], progress: Any, kernel: Kernel | None = None
+    ) -> StrategyRun:
+        """The run's request machinery: on the kernel, the fixed-chain fast path when it applies."""
         owner = getattr(fn, "__self__", None)
         start_run = getattr(owner, "start_run", None)
         if callable(start_run):
             start_run()  # a stateful strategy starts every run afresh, so runs stay independent
         if self.spill is not None:
             self.spill.attach(run, self.ids)
-        return StrategyRun(
-            run,
-            fn,
-            self.items,
-            arrival_times(self.arrivals, len(self.items), run.seed),
-            self.concurrency,
-            progress,
-        )
+        arrivals = arrival_times(self.arrivals, len(self.items), run.seed)
+        chain = fixed_chain(fn) if kernel is not None else None
+        if chain is not None and all(m in self.host.profiles for m in chain):
+            return FixedChainRun(
+                run,
+                fn,
+                self.items,
+                arrivals,
+                self.concurrency,
+                progress,
+                chain=chain,
+                kernel=kernel,
+            )
+        return StrategyRun(run, fn, self.items, arrivals, self.concurrency, progress)
 
     def _result(
         self, run: RunState, runner: StrategyRun, started: float, interrupted: bool = False
@@ -164,20 +173,7 @@ class _Plan:
             backend=backend,
             clock=lambda: kernel.now,
         )
-        chain = fixed_chain(fn)
-        if chain is not None and all(m in self.host.profiles for m in chain):
-            runner: StrategyRun = FixedChainRun(
-                run,
-                fn,
-                self.items,
-                arrival_times(self.arrivals, len(self.items), seed),
-                self.concurrency,
-                _Collecting(progress),
-                chain=chain,
-                kernel=kernel,
-            )
-        else:
-            runner = self._runner(run, fn, _Collecting(progress))
+        runner = self._runner(run, fn, _Collecting(progress), kernel)
         if not self.strict:
             kernel.deadlock_handler = lambda: runner.unstick(kernel.describe_deadlock)
         started = time.perf_counter()
