@@ -475,6 +475,19 @@ def _model_name(value: object, name: str) -> str:
     return value
 
 
+def _outcome(
+    models: tuple[str, ...], request: Request | None, response: Response | None
+) -> Outcome:
+    """An :class:`Outcome` without the frozen dataclass's per-field ``__setattr__`` calls (one is
+    made per request)."""
+    outcome = _new(Outcome)
+    fields = outcome.__dict__
+    fields["models"] = models
+    fields["request"] = request
+    fields["response"] = response
+    return outcome
+
+
 def _await_hint(value: object) -> str:
     """A hint for the commonest slip: a call passed on without ``await``. The coroutine is closed
     so Python does not also warn that it was never awaited."""
@@ -493,7 +506,7 @@ def route_to(model: str, request: Request, fallbacks: Sequence[str] = ()) -> Out
     if isinstance(fallbacks, str):
         fallbacks = [fallbacks]
     models = (_model_name(model, "model"), *(_model_name(f, "fallbacks[]") for f in fallbacks))
-    return Outcome(models=models, request=request)
+    return _outcome(models, request, None)
 
 
 def answered(model: str, response: Response) -> Outcome:
@@ -502,4 +515,4 @@ def answered(model: str, response: Response) -> Outcome:
         raise ArgumentTypeError(
             f"response must be a sy.Response, got {type(response).__name__}" + _await_hint(response)
         )
-    return Outcome(models=(_model_name(model, "model"),), response=response)
+    return _outcome((_model_name(model, "model"),), None, response)
