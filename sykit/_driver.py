@@ -41,11 +41,13 @@ from ._errors import (
 from ._hosts.base import Attempt, Host, HostSession, Reply
 from ._kernel import SLEEP
 from ._models import (
+    CANDIDATE_LIMIT,
     DecisionRequest,
     DecisionResponse,
     GroundTruth,
     Request,
     Response,
+    check_candidate_count,
     make_response,
 )
 from ._records import CAUSE_CODE, KIND_CODE, PHASE_CODE, REASON_CODE, AttemptLog, RequestLog
@@ -113,7 +115,7 @@ class RunState:
             if len(names) == 1:
                 if names[0] in codes:
                     return names
-            elif names and all(m in codes for m in names):
+            elif names and len(names) <= CANDIDATE_LIMIT and all(m in codes for m in names):
                 return names
         if isinstance(models, str):
             models = (models,)
@@ -124,6 +126,7 @@ class RunState:
         names = tuple(models)
         if not names:
             raise NoTargets(f"{name} is empty: a call needs at least one model")
+        check_candidate_count(len(names), name)
         for model in names:
             if model not in self.profiles:
                 raise UnknownModel(model, list(self.profiles), where=name)
@@ -409,12 +412,16 @@ class RequestState:
         return call
 
     def abort(self, error: BaseException) -> None:
-        """Fail the whole request with ``error``: stop the algorithm wherever it is waiting."""
+        """Fail the whole request with ``error``: stop the algorithm wherever it is waiting, and
+        every task it started, now (so no race among them can first see this task's end as a
+        result and record its losers as ``lost_race``)."""
         if self.abort_error is None:
             self.abort_error = error
         root = self.root
         backend = self.run.backend
-        if root is not None and backend.current_task() is not root and not root.done():
+        current = backend.current_task()
+        backend.cancel_all([t for t in self.tasks if t is not current], CancelCause.REQUEST_FAILED)
+        if root is not None and current is not root and not root.done():
             self.root_cancelled = True
             backend.cancel(root, CancelCause.REQUEST_FAILED)
         raise asyncio.CancelledError

@@ -179,8 +179,10 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):  # type: ignore[misc,valid-typ
             events = self._selector.select(1.0 if scheduled else None)
             if events:
                 self._process_events(events)
-        end = self._vtime + self._clock_resolution
-        while scheduled and scheduled[0]._when < end:
+        # Due means at or before the clock, exactly: the clock only ever jumps to a deadline, and
+        # ``clock + resolution`` would equal the clock once it passes 2**24 s (a busy spin).
+        now = self._vtime
+        while scheduled and scheduled[0]._when <= now:
             handle = heapq.heappop(scheduled)
             handle._scheduled = False
             ready.append(handle)

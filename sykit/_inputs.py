@@ -16,11 +16,11 @@ from collections.abc import Set as AbstractSet
 from typing import Any
 
 from ._config import Poisson
-from ._dists import check_number
+from ._dists import U_HIGH, check_number
 from ._driver import Driver
 from ._errors import ArgumentError, ArgumentTypeError
 from ._hosts.base import Host
-from ._models import GroundTruth, Outcome, Request
+from ._models import TOKEN_LIMIT, GroundTruth, Outcome, Request
 from ._rng import uniforms
 
 __all__ = [
@@ -265,4 +265,21 @@ def check_host(host: object) -> Host:
         raise ArgumentTypeError(
             f"host must be a sy.SimHost or sy.HttpHost, got {type(host).__name__}"
         )
+    if host.virtual:  # type: ignore[attr-defined]
+        for name, profile in host.profiles.items():  # type: ignore[attr-defined]
+            _check_output_tokens(name, profile)
     return host  # type: ignore[return-value]
+
+
+def _check_output_tokens(name: str, profile: Any) -> None:
+    """Refuse a simulated model whose longest answer would not fit the records (32-bit token
+    counts), before the run rather than in its middle."""
+    dist = getattr(profile, "output_tokens", None)
+    if dist is None:
+        return
+    longest = dist.quantile(U_HIGH)
+    if longest >= TOKEN_LIMIT + 0.5:
+        raise ArgumentError(
+            f"model {name!r}: output_tokens = {dist!r} can draw {longest:.3g} tokens, more than "
+            f"the 2**31 - 1 ({TOKEN_LIMIT:,}) the records can count; use a smaller distribution"
+        )

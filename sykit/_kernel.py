@@ -115,6 +115,20 @@ class KTask:
             raise _CancelledError()
         return self._error
 
+    def __await__(self) -> Generator[Any, Any, Any]:
+        """Await the task's result, as an asyncio task can be awaited; as there, cancelling the
+        awaiting task cancels this one instead, and the awaiter waits until it has stopped."""
+        while not self.done_:
+            try:
+                yield (_WAIT_ANY, (self,), None)
+            except _CancelledError:
+                if self.done_:
+                    raise
+                from ._sched import backend  # here: _sched imports this module
+
+                backend().cancel(self, None)
+        return self.result()
+
     def __repr__(self) -> str:
         state = "done" if self.done_ else "pending"
         return f"<KTask {self.name or hex(id(self))} {state}>"
@@ -221,13 +235,13 @@ class Kernel:
     def cancel(self, task: KTask, cause: str | None) -> None:
         """Cancel ``task``: the first cause given is kept. A suspended task gets the
         ``CancelledError`` at once; a running one (the caller itself, or a task that started it)
-        at its next suspension."""
+        at its next suspension; one that is ready to run when it next runs."""
         if task.done_:
             return
         if task.cancel_cause is None and cause is not None:
             task.cancel_cause = cause
         if task.waiting is None and task.wake == 0:
-            task.cancel_pending = True  # running now: delivered when it next suspends
+            task.cancel_pending = True  # running or ready: delivered when it next runs
             return
         self._unwait(task)
         self._step(task, None, _CancelledError())
@@ -249,8 +263,12 @@ class Kernel:
         suspension point) and it counts as cancelled."""
         if task.done_:
             return
-        self._unwait(task)
         coro = task.coro
+        if coro is not None and (
+            getattr(coro, "cr_running", False) or getattr(coro, "gi_running", False)
+        ):
+            return  # it is running (it started what drops it): its cancellation is on its way
+        self._unwait(task)
         task.coro = None
         if coro is not None:
             with contextlib.suppress(RuntimeError):  # it ignored GeneratorExit too: dropped anyway
@@ -272,6 +290,9 @@ class Kernel:
         coro = task.coro
         if coro is None:
             return
+        if task.cancel_pending and error is None:  # cancelled while it waited in the ready queue
+            task.cancel_pending = False
+            value, error = None, _CancelledError()
         previous = self.current
         self.current = task
         thrown: BaseException | None = None

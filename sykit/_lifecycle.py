@@ -36,7 +36,7 @@ __all__ = ["StrategyRun", "install_task_tracking", "track_task"]
 
 #: How many times a leftover task is cancelled before it counts as ignoring cancellation.
 _CANCEL_TRIES = 3
-#: On an asyncio loop, how many loop turns (zero virtual time) leftovers get to stop.
+#: How many turns (zero virtual time) leftovers get to stop after each cancellation.
 _SETTLE_TURNS = 50
 
 
@@ -171,6 +171,7 @@ class StrategyRun:
         self._idle: asyncio.Event | None = None
         self._running = 0
         self._fill_pending = False
+        self.interrupted = False  # a KeyboardInterrupt stopped the run (asyncio engine)
 
     # -- feeding requests ------------------------------------------------------------------------
     async def feed(self) -> None:
@@ -255,6 +256,13 @@ class StrategyRun:
             if state.root is not None and not state.root.done():
                 b.cancel(state.root, CancelCause.CANCELLED)
 
+    def close(self) -> None:
+        """The run is over: start nothing more, and drop the bound methods that tie this run to
+        itself, so no reference cycle (holding every request) is left for the cyclic collector."""
+        self.stopping = True
+        self._spawn = None  # type: ignore[assignment]
+        self.run.serve = None  # type: ignore[assignment]
+
     def unstick(self, describe: Callable[[], str]) -> bool:
         """On a deadlock, fail every request still inside its algorithm instead of hanging."""
         stuck = [
@@ -280,7 +288,16 @@ class StrategyRun:
         run.in_flight[state] = None
         try:
             await self._route(state)
-        except (KeyboardInterrupt, SystemExit, NeedsAsyncio, GeneratorExit):
+        except KeyboardInterrupt:
+            if not isinstance(run.backend, AsyncioBackend):
+                raise  # the kernel stops at once and keeps what finished (see the runner)
+            # On an asyncio loop it would escape the loop and lose every record: stop the run
+            # here instead; the requests that finished are returned.
+            self.interrupted = True
+            for task in state.tasks:
+                run.backend.cancel(task, CancelCause.CANCELLED)
+            self.stop(None)
+        except (SystemExit, NeedsAsyncio, GeneratorExit):
             raise
         except BaseException as error:  # a stop or a strict-mode error: the run ends with it
             if not self.stopping or self.fatal is None:
@@ -379,16 +396,15 @@ class StrategyRun:
         pending = [t for t in state.tasks if not t.done()]
         if not pending:
             return 0
-        is_asyncio = isinstance(b, AsyncioBackend)
         for _ in range(_CANCEL_TRIES):
-            for task in pending:
-                b.cancel(task, cause)
-            if is_asyncio:
-                for _turn in range(_SETTLE_TURNS):
-                    pending = [t for t in pending if not t.done()]
-                    if not pending:
-                        break
-                    await asyncio.sleep(0)
+            b.cancel_all(pending, cause)
+            # Those not stopped yet (on asyncio: all; on the kernel: those that were ready to
+            # run, or wait for one that was) stop when they next run: let them, in zero time.
+            for _turn in range(_SETTLE_TURNS):
+                pending = [t for t in pending if not t.done()]
+                if not pending:
+                    break
+                await b.sleep(0)
             pending = [t for t in pending if not t.done()]
             if not pending:
                 break

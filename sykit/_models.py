@@ -39,6 +39,13 @@ __all__ = [
 #: Input tokens counted for one image when a request does not say (OpenAI's high-detail estimate
 #: for a 1024×1024 image: 85 base tokens plus 4 tiles of 170).
 IMAGE_TOKENS = 765
+#: The most tokens a request may count (input, or its output cap), and the most candidates one
+#: call may have: the records store tokens as 32-bit and candidate positions as 16-bit integers,
+#: so larger values are refused where they are written, not lost in a finished run.
+TOKEN_LIMIT = 2**31 - 1
+CANDIDATE_LIMIT = 2**15 - 1
+#: Integer request ids must fit in 64 bits (the frames' request_id column).
+_ID_RANGE = range(-(2**63), 2**63)
 _CHARS_PER_TOKEN = 4
 _MESSAGE_OVERHEAD_TOKENS = 4
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -98,6 +105,13 @@ class GroundTruth:
     output_tokens: Mapping[str, int] = field(default_factory=dict)
     columns: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        for model, tokens in self.output_tokens.items():
+            if tokens > TOKEN_LIMIT:  # stored as 32-bit ints: refused here, not after a run
+                raise ArgumentError(
+                    f"output_tokens[{model!r}] must be ≤ 2**31 - 1 ({TOKEN_LIMIT:,}), got {tokens!r}"
+                )
+
 
 @dataclass(frozen=True, init=False)
 class Request:
@@ -108,7 +122,8 @@ class Request:
         sy.Request("Summarise…", input_tokens=30_000, max_output_tokens=256, metadata={"tier": "pro"})
 
     ``input_tokens`` is estimated when not given: about 4 characters a token, plus
-    :data:`IMAGE_TOKENS` per image and the size of the tool schemas.
+    :data:`IMAGE_TOKENS` per image and the size of the tool schemas. Token counts are at most
+    2**31 − 1 and an int ``id`` fits in 64 bits (the sizes the result tables store).
     """
 
     messages: tuple[Mapping[str, Any], ...]
@@ -133,6 +148,11 @@ class Request:
         frozen = _freeze_messages(messages)
         if id is not None and (isinstance(id, bool) or not isinstance(id, str | int)):
             raise ArgumentTypeError(f"id must be a str or int, got {type(id).__name__}")
+        if type(id) is int and id not in _ID_RANGE:
+            raise ArgumentError(
+                f"id {id} does not fit in 64 bits (the request tables store int ids as int64); "
+                "use a smaller int or a str id"
+            )
         if isinstance(images, str) or not isinstance(images, Sequence):
             raise ArgumentTypeError("images must be a list of image URLs or data URIs")
         if not all(isinstance(x, str) for x in images):
@@ -156,13 +176,19 @@ class Request:
             isinstance(input_tokens, bool) or not isinstance(input_tokens, int) or input_tokens < 0
         ):
             raise ArgumentError(f"input_tokens must be an int ≥ 0, got {input_tokens!r}")
+        if input_tokens > TOKEN_LIMIT:
+            raise ArgumentError(
+                f"input_tokens must be ≤ 2**31 - 1 ({TOKEN_LIMIT:,}), got {input_tokens!r}"
+            )
         if max_output_tokens is not None and (
             isinstance(max_output_tokens, bool)
             or not isinstance(max_output_tokens, int)
             or max_output_tokens <= 0
+            or max_output_tokens > TOKEN_LIMIT
         ):
             raise ArgumentError(
-                f"max_output_tokens must be a positive int or None, got {max_output_tokens!r}"
+                f"max_output_tokens must be a positive int ≤ 2**31 - 1 ({TOKEN_LIMIT:,}) or None, "
+                f"got {max_output_tokens!r}"
             )
         if metadata is not None and not isinstance(metadata, Mapping):
             raise ArgumentTypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
@@ -506,7 +532,17 @@ def route_to(model: str, request: Request, fallbacks: Sequence[str] = ()) -> Out
     if isinstance(fallbacks, str):
         fallbacks = [fallbacks]
     models = (_model_name(model, "model"), *(_model_name(f, "fallbacks[]") for f in fallbacks))
+    check_candidate_count(len(models), "route_to(model, fallbacks)")
     return _outcome(models, request, None)
+
+
+def check_candidate_count(n: int, name: str) -> None:
+    """Refuse a call with more candidates than the records can number."""
+    if n > CANDIDATE_LIMIT:
+        raise ArgumentError(
+            f"{name} has {n:,} candidate models; a call may have at most {CANDIDATE_LIMIT:,} "
+            "(the attempt table stores candidate positions as 16-bit integers)"
+        )
 
 
 def answered(model: str, response: Response) -> Outcome:

@@ -73,8 +73,7 @@ async def settle(b: Backend, tasks: list[Any], cause: CancelCause | None) -> Non
     on their way) and the caller's cancellation is re-raised afterwards.
     """
     pending = [t for t in tasks if not t.done()]
-    for task in pending:
-        b.cancel(task, cause)
+    b.cancel_all(pending, cause)
     interrupted = False
     pending = [t for t in pending if not t.done()]
     while pending:
@@ -183,7 +182,13 @@ async def timeout(seconds: float, awaitable: Awaitable[T], default: D = None) ->
     """Await ``awaitable`` for at most ``seconds``; on expiry cancel it (cause ``timeout``) and
     return ``default``. Its errors are raised as usual; a cancellation from outside propagates.
     """
-    seconds = _check_seconds(seconds, "seconds")
+    try:
+        seconds = _check_seconds(seconds, "seconds")
+    except (ArgumentError, ArgumentTypeError):
+        close = getattr(awaitable, "close", None)
+        if close is not None:
+            close()  # never to run: closed, so Python does not also warn it was never awaited
+        raise
     coro = _coroutine(awaitable, "awaitable")
     b = backend()
     if isinstance(b, AsyncioBackend):

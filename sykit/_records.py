@@ -345,10 +345,19 @@ class AttemptLog:
         return _raw_columns(self.f, self.i, self.h, self.held(), copy=False)
 
     # -- the frame ------------------------------------------------------------------------------
-    def frame(self, strategy: str, ids: Sequence[Any]) -> pd.DataFrame:
-        """The ``attempts`` DataFrame (columns: :data:`ATTEMPT_COLUMNS`) of the attempts held."""
+    def frame(
+        self, strategy: str, ids: Sequence[Any], keep: np.ndarray | None = None
+    ) -> pd.DataFrame:
+        """The ``attempts`` DataFrame (columns: :data:`ATTEMPT_COLUMNS`) of the attempts held;
+        with ``keep`` (a boolean per request index), only the attempts of those requests."""
         return attempt_frame(
-            self.raw(), self.models.values, self.kinds.values, self.messages.values, strategy, ids
+            self.raw(),
+            self.models.values,
+            self.kinds.values,
+            self.messages.values,
+            strategy,
+            ids,
+            keep,
         )
 
 
@@ -379,11 +388,15 @@ def attempt_frame(
     messages: Sequence[str],
     strategy: str,
     ids: Sequence[Any] | np.ndarray,
+    keep: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """The ``attempts`` DataFrame from raw columns (see :meth:`AttemptLog.hand_over`) in the
-    order the attempts started, and the code tables of models, error kinds and messages."""
+    order the attempts started, and the code tables of models, error kinds and messages; with
+    ``keep`` (a boolean per request index), only the attempts of those requests."""
     request = raw["request"]
     order = np.argsort(request, kind="stable")
+    if keep is not None:
+        order = order[keep[request[order]]]
     request = request[order]
     n = len(order)
 

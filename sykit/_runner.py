@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import anyio
+import numpy as np
 
 from . import _engine
 from ._config import Poisson
@@ -132,10 +133,15 @@ class _Plan:
         self, run: RunState, runner: StrategyRun, started: float, interrupted: bool = False
     ) -> Result:
         name = run.strategy
+        keep = None
+        if interrupted:  # only the requests that finished, with their attempts
+            keep = np.zeros(len(self.items), dtype=bool)
+            keep[np.frombuffer(run.requests.index, dtype=np.int32)] = True
         if self.spill is not None:
             attempts, requests = self.spill.finish(run, self.ids)
         else:
-            attempts, requests = run.log.frame(name, self.ids), run.requests.frame(name, self.ids)
+            attempts = run.log.frame(name, self.ids, keep)
+            requests = run.requests.frame(name, self.ids)
         return Result(
             strategy=name,
             seed=run.seed,
@@ -185,8 +191,11 @@ class _Plan:
                 kernel.run(runner.feed())
         except KeyboardInterrupt:
             interrupted = True
+            runner.stopping = True  # the requests dropped now start no others
             kernel.close()
         finally:
+            kernel.deadlock_handler = None
+            runner.close()  # no reference cycle outlives the run
             if collecting:
                 gc.enable()
         if runner.fatal is not None:
@@ -221,18 +230,36 @@ class _Plan:
         try:
             with using(backend):
                 await runner.feed()
+        except asyncio.CancelledError:
+            if not isinstance(loop, _engine.VirtualTimeLoop):
+                raise
+            # Ctrl-C: asyncio's runner cancels this task. Stop the requests in flight and return
+            # those that finished, as the kernel does.
+            runner.interrupted = True
+            runner.stop(None)
         finally:
             if restore is not None:
                 restore()
+            if isinstance(loop, _engine.VirtualTimeLoop):
+                loop.deadlock_handler = None
+            runner.close()
         if runner.fatal is not None:
             raise runner.fatal
-        return self._result(run, runner, started)
+        result = self._result(run, runner, started, runner.interrupted)
+        if runner.interrupted:
+            raise RunInterrupted(result)
+        return result
 
     async def run_all_real(self, progress: Any) -> list[Result]:
         results = []
         for seed in self.seeds:
             for name, fn in self.strategies:
-                results.append(await self.run_on_asyncio(name, fn, seed, progress))
+                try:
+                    results.append(await self.run_on_asyncio(name, fn, seed, progress))
+                except RunInterrupted as stop:
+                    results.append(stop.result)
+                    _warn_interrupted(self, results, stacklevel=2)
+                    return results
         return results
 
 
@@ -290,13 +317,13 @@ def _execute(plan: _Plan, progress_flag: bool | None, description: str) -> list[
             progress.close()
 
 
-def _warn_interrupted(plan: _Plan, results: list[Result]) -> None:
+def _warn_interrupted(plan: _Plan, results: list[Result], stacklevel: int = 4) -> None:
     done = sum(len(r.requests) for r in results)
     warnings.warn(
         f"interrupted: returning the {done} of {plan.total_requests} requests that had finished "
         f"({len(results)} run(s), the last one partial: result.interrupted is True)",
         UserWarning,
-        stacklevel=4,
+        stacklevel=stacklevel,
     )
 
 
@@ -387,12 +414,16 @@ async def arun(
     plan.spill = check_spill(spill, nested=False)
     bar = make_progress(plan.total_requests, progress, name)
     try:
-        if plan.host.virtual:
-            result = await _in_daemon_thread(
-                lambda: plan.run_simulated(name, fn, plan.seeds[0], bar)
-            )
-        else:
-            result = await plan.run_on_asyncio(name, fn, plan.seeds[0], bar)
+        try:
+            if plan.host.virtual:
+                result = await _in_daemon_thread(
+                    lambda: plan.run_simulated(name, fn, plan.seeds[0], bar)
+                )
+            else:
+                result = await plan.run_on_asyncio(name, fn, plan.seeds[0], bar)
+        except RunInterrupted as stop:
+            result = stop.result
+            _warn_interrupted(plan, [result], stacklevel=3)
     finally:
         if bar is not None:
             bar.close()

@@ -15,6 +15,7 @@ an anyio scope) reads back as :attr:`CancelCause.CANCELLED`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import itertools
 import threading
@@ -54,6 +55,12 @@ class Backend:
         raise NotImplementedError
 
     def cancel(self, task: Any, cause: CancelCause | None) -> None:
+        raise NotImplementedError
+
+    def cancel_all(self, tasks: Sequence[Any], cause: CancelCause | None) -> None:
+        """Cancel ``tasks`` with ``cause``. Every cause is set before any cancellation is
+        delivered, so a task stopped as a consequence of another (one awaiting it) keeps the cause
+        it was given, whatever the order."""
         raise NotImplementedError
 
     def current_task(self) -> Any:
@@ -110,6 +117,14 @@ class KernelBackend(Backend):
 
     def cancel(self, task: KTask, cause: CancelCause | None) -> None:
         self.kernel.cancel(task, cause)
+
+    def cancel_all(self, tasks: Sequence[KTask], cause: CancelCause | None) -> None:
+        if cause is not None:
+            for task in tasks:
+                if task.cancel_cause is None and not task.done_:
+                    task.cancel_cause = cause
+        for task in tasks:
+            self.kernel.cancel(task, cause)
 
     def current_task(self) -> KTask | None:
         return self.kernel.current
@@ -179,6 +194,15 @@ class AsyncioBackend(Backend):
             _CAUSES[task] = cause
         task.cancel()
 
+    def cancel_all(self, tasks: Sequence[asyncio.Task[Any]], cause: CancelCause | None) -> None:
+        if cause is not None:
+            for task in tasks:
+                if not task.done() and not task.cancelling() and task not in _CAUSES:
+                    _CAUSES[task] = cause
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+
     def current_task(self) -> asyncio.Task[Any] | None:
         return asyncio.current_task()
 
@@ -189,6 +213,17 @@ class AsyncioBackend(Backend):
     def call_soon(self, fn: Any, *args: Any) -> None:
         asyncio.get_running_loop().call_soon(fn, *args)
 
+    def drop(self, task: asyncio.Task[Any]) -> None:
+        """Close the coroutine of a task that ignores cancellation (``GeneratorExit`` where it
+        waits) and cancel the task, which then ends at its next step: left to itself it would
+        keep the loop, and virtual time, running."""
+        if task.done():
+            return
+        with contextlib.suppress(RuntimeError):  # it ignored GeneratorExit too: dropped anyway
+            task.get_coro().close()
+        task.add_done_callback(_quietly)  # its closed coroutine ends it with a RuntimeError
+        task.cancel()
+
     def forget_cause(self, task: asyncio.Task[Any]) -> None:
         _CAUSES.pop(task, None)
 
@@ -197,6 +232,11 @@ class AsyncioBackend(Backend):
 
     def current_owner(self) -> Any:
         return CURRENT_REQUEST.get()
+
+
+def _quietly(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: a dropped task's end is no error of its own
 
 
 _ASYNCIO = AsyncioBackend()

@@ -380,13 +380,20 @@ class SpilledRun:
         fields = (*AttemptLog.FLOAT_FIELDS, *AttemptLog.INT_FIELDS, *AttemptLog.CODE_FIELDS)
         parts = self._columns(meta["attempt_files"])
         raw = {name: _concat(parts.get(name, []), _ATTEMPT_DTYPES[name]) for name in fields}
+        ids = self._ids()
+        # Only the attempts of requests that have a row, as in memory (all of them unless the
+        # run was interrupted).
+        finished = self._columns(meta["request_files"], ["index"]).get("index", [])
+        keep = np.zeros(len(ids), dtype=bool)
+        keep[_concat(finished, "i").astype(np.int64)] = True
         return attempt_frame(
             raw,
             meta["models"],
             meta["attempt_error_kinds"],
             meta["attempt_messages"],
             self.strategy,
-            self._ids(),
+            ids,
+            keep,
         )
 
     def requests(self) -> pd.DataFrame:

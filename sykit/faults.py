@@ -378,8 +378,9 @@ class Scenario:
     check: Check = field(repr=False)
     arrivals: tuple[float, ...] | None = field(default=None, repr=False)
 
-    def run(self, router: Any = None, *, seed: int = 0) -> ScenarioOutcome:
-        """Run ``router`` (default: the reference router) and check its attempt log."""
+    def run(self, router: Any = None, *, seed: int = 0, engine: str = "auto") -> ScenarioOutcome:
+        """Run ``router`` (default: the reference router) and check its attempt log; ``engine``
+        as in :func:`sykit.run`."""
         result = run(
             router if router is not None else self.router,
             list(self.requests),
@@ -388,6 +389,7 @@ class Scenario:
             seed=seed,
             progress=False,
             strategy=self.id,
+            engine=engine,
         )
         return ScenarioOutcome(self, result, tuple(self.check(result)))
 
@@ -491,10 +493,11 @@ def catalogue() -> dict[str, Scenario]:
 
 
 def run_catalogue(
-    router: Any = None, *, seed: int = 0, ids: Sequence[str] | None = None
+    router: Any = None, *, seed: int = 0, ids: Sequence[str] | None = None, engine: str = "auto"
 ) -> pd.DataFrame:
     """Run every scenario (or those in ``ids``) with ``router`` (default: each scenario's reference
-    router) and return one row per scenario: passed, problems, attempts, latency and cost."""
+    router) and return one row per scenario: passed, problems, attempts, latency and cost.
+    ``engine`` as in :func:`sykit.run`."""
     scenarios = catalogue()
     if ids is not None:
         unknown = [i for i in ids if i not in scenarios]
@@ -506,7 +509,7 @@ def run_catalogue(
     for scenario in scenarios.values():
         with warnings.catch_warnings():  # one warning for the catalogue, not one per scenario
             warnings.simplefilter("ignore", AlgorithmWarning)
-            outcome = scenario.run(router, seed=seed)
+            outcome = scenario.run(router, seed=seed, engine=engine)
         requests = outcome.result.requests
         message = broken_message(scenario.id, requests)
         if message is not None:

@@ -26,3 +26,30 @@ def profiles() -> dict[str, sy.ModelProfile]:
 @pytest.fixture
 def host(profiles) -> sy.SimHost:
     return sy.SimHost(profiles, judge=sy.Judge(accuracy=1.0))
+
+
+@pytest.fixture(params=["kernel", "asyncio"])
+def engine(request) -> str:
+    """The engine a simulation runs on: a test that takes this fixture runs on sykit's kernel and
+    on the asyncio engine, and expects the same records from both."""
+    return request.param
+
+
+@pytest.fixture
+def run_asyncio_only(engine):
+    """``sy.run`` for an algorithm that awaits asyncio primitives (``asyncio.ensure_future``,
+    ``asyncio.wait``, an anyio scope), which only the asyncio engine can run. Under ``"kernel"`` it
+    checks that ``engine="kernel"`` refuses the algorithm with a clear error and that
+    ``engine="auto"`` falls back to asyncio; under ``"asyncio"`` it runs there directly."""
+
+    def run(algorithm, requests, **kwargs) -> sy.Result:
+        if engine == "kernel":
+            with pytest.raises(sy.ArgumentError, match=r"kernel cannot run; use engine='asyncio'"):
+                sy.run(algorithm, requests, engine="kernel", **kwargs)
+            result = sy.run(algorithm, requests, engine="auto", **kwargs)
+        else:
+            result = sy.run(algorithm, requests, engine="asyncio", **kwargs)
+        assert result.engine == "asyncio"
+        return result
+
+    return run

@@ -1,6 +1,10 @@
 """Cancellation as in Switchyard's "cancel abandoned offloaded calls": the four recipes, abandoned
 calls, and what each cancellation is recorded and billed as. Latencies are constant (conftest), so
-every time below is exact: fast answers at 1.0 s, strong at 3.0 s, judge at 0.5 s."""
+every time below is exact: fast answers at 1.0 s, strong at 3.0 s, judge at 0.5 s.
+
+Every test runs on both engines (the ``engine`` fixture). Recipes that await asyncio primitives
+(``asyncio.ensure_future``, ``asyncio.wait``, anyio scopes) run through ``run_asyncio_only``: the
+kernel refuses them under ``engine="kernel"`` and ``engine="auto"`` falls back to asyncio."""
 
 from __future__ import annotations
 
@@ -37,8 +41,8 @@ async def race_two(request, driver):
     return sy.answered(result.model, result)
 
 
-def test_race_winner_served_and_loser_cancelled_at_winner_end(host):
-    res = sy.run(race_two, [REQUEST], host=host)
+def test_race_winner_served_and_loser_cancelled_at_winner_end(host, engine):
+    res = sy.run(race_two, [REQUEST], host=host, engine=engine)
     fast, strong = one(res, model="fast"), one(res, model="strong")
     assert (fast["status"], fast["start_s"], fast["end_s"]) == ("ok", 0.0, 1.0)
     assert (strong["status"], strong["cancel_cause"], strong["end_s"]) == (
@@ -52,10 +56,10 @@ def test_race_winner_served_and_loser_cancelled_at_winner_end(host):
     assert request["n_cancelled"] == 1
 
 
-def test_race_is_first_completion_so_an_error_can_win(profiles):
+def test_race_is_first_completion_so_an_error_can_win(profiles, engine):
     # fast cannot take images: it answers a capability 400 after its 0.05 s reject delay.
     host = sy.SimHost({**profiles, "strong": profiles["strong"].replace(vision=True)})
-    res = sy.run(race_two, [IMAGE_REQUEST], host=host)
+    res = sy.run(race_two, [IMAGE_REQUEST], host=host, engine=engine)
     fast, strong = one(res, model="fast"), one(res, model="strong")
     assert (fast["status"], fast["error_kind"], fast["end_s"]) == ("error", "capability", 0.05)
     assert (strong["status"], strong["cancel_cause"], strong["end_s"]) == (
@@ -67,7 +71,7 @@ def test_race_is_first_completion_so_an_error_can_win(profiles):
     assert (request["status"], request["error_kind"]) == ("failed", "capability")
 
 
-def test_first_ok_lets_a_failure_lose(profiles):
+def test_first_ok_lets_a_failure_lose(profiles, engine):
     async def first_success(request, driver):
         _, response = await sy.first_ok(
             driver.call_model(request, ["fast"]), driver.call_model(request, ["strong"])
@@ -75,7 +79,7 @@ def test_first_ok_lets_a_failure_lose(profiles):
         return sy.answered(response.model, response)
 
     host = sy.SimHost({**profiles, "strong": profiles["strong"].replace(vision=True)})
-    res = sy.run(first_success, [IMAGE_REQUEST], host=host)
+    res = sy.run(first_success, [IMAGE_REQUEST], host=host, engine=engine)
     assert one(res, model="fast")["status"] == "error"
     assert one(res, model="strong")["status"] == "ok"
     assert res.requests.iloc[0]["served_model"] == "strong"
@@ -96,8 +100,8 @@ def decision_with_deadline(seconds):
     return algorithm
 
 
-def test_decision_cancelled_at_the_deadline_and_fallback_taken(host):
-    res = sy.run(decision_with_deadline(0.25), [REQUEST], host=host)
+def test_decision_cancelled_at_the_deadline_and_fallback_taken(host, engine):
+    res = sy.run(decision_with_deadline(0.25), [REQUEST], host=host, engine=engine)
     judge = one(res, model="judge")
     assert (judge["status"], judge["cancel_cause"], judge["end_s"]) == (
         "cancelled",
@@ -110,8 +114,8 @@ def test_decision_cancelled_at_the_deadline_and_fallback_taken(host):
     assert request["routing_s"] == 0.25 and request["evidence_source"] == "timeout_fallback"
 
 
-def test_decision_in_time_is_used(host):
-    res = sy.run(decision_with_deadline(1.0), [REQUEST], host=host)
+def test_decision_in_time_is_used(host, engine):
+    res = sy.run(decision_with_deadline(1.0), [REQUEST], host=host, engine=engine)
     assert one(res, model="judge")["status"] == "ok"
     answer = one(res, phase="answer")
     assert (answer["model"], answer["start_s"], answer["end_s"]) == ("fast", 0.5, 1.5)
@@ -139,8 +143,8 @@ def speculative(acceptable):
     return algorithm
 
 
-def test_strong_cancelled_when_fast_passes_the_check(host):
-    res = sy.run(speculative(lambda r: True), [REQUEST], host=host)
+def test_strong_cancelled_when_fast_passes_the_check(host, run_asyncio_only):
+    res = run_asyncio_only(speculative(lambda r: True), [REQUEST], host=host)
     strong = one(res, model="strong")
     assert (strong["status"], strong["cancel_cause"], strong["end_s"]) == (
         "cancelled",
@@ -150,8 +154,8 @@ def test_strong_cancelled_when_fast_passes_the_check(host):
     assert res.requests.iloc[0]["served_model"] == "fast"
 
 
-def test_strong_keeps_running_when_fast_fails_the_check(host):
-    res = sy.run(speculative(lambda r: False), [REQUEST], host=host)
+def test_strong_keeps_running_when_fast_fails_the_check(host, run_asyncio_only):
+    res = run_asyncio_only(speculative(lambda r: False), [REQUEST], host=host)
     strong = one(res, model="strong")
     assert (strong["status"], strong["end_s"]) == ("ok", 3.0)
     request = res.requests.iloc[0]
@@ -185,8 +189,8 @@ def judge_vs_strong(judge_model, choose_fast):
     return algorithm
 
 
-def test_judge_picks_fast_so_strong_is_cancelled_and_fast_called(host):
-    res = sy.run(judge_vs_strong("judge", True), [REQUEST], host=host)
+def test_judge_picks_fast_so_strong_is_cancelled_and_fast_called(host, run_asyncio_only):
+    res = run_asyncio_only(judge_vs_strong("judge", True), [REQUEST], host=host)
     strong = one(res, model="strong")
     assert (strong["status"], strong["end_s"]) == ("cancelled", 0.5)
     fast = one(res, model="fast")
@@ -194,15 +198,15 @@ def test_judge_picks_fast_so_strong_is_cancelled_and_fast_called(host):
     assert res.requests.iloc[0]["served_model"] == "fast"
 
 
-def test_judge_picks_strong_so_strong_continues(host):
-    res = sy.run(judge_vs_strong("judge", False), [REQUEST], host=host)
+def test_judge_picks_strong_so_strong_continues(host, run_asyncio_only):
+    res = run_asyncio_only(judge_vs_strong("judge", False), [REQUEST], host=host)
     assert one(res, model="strong")["end_s"] == 3.0
     assert rows(res, model="fast") == []
     assert res.requests.iloc[0]["served_model"] == "strong"
 
 
-def test_strong_finishes_first_so_the_judge_is_cancelled(host):
-    res = sy.run(judge_vs_strong("slow_judge", True), [REQUEST], host=host)
+def test_strong_finishes_first_so_the_judge_is_cancelled(host, run_asyncio_only):
+    res = run_asyncio_only(judge_vs_strong("slow_judge", True), [REQUEST], host=host)
     judge = one(res, model="slow_judge")
     assert (judge["status"], judge["end_s"], judge["kind"]) == ("cancelled", 3.0, "decision")
     assert one(res, model="strong")["status"] == "ok"
@@ -211,7 +215,7 @@ def test_strong_finishes_first_so_the_judge_is_cancelled(host):
 # -- abandoning calls -----------------------------------------------------------------------------
 
 
-def test_abandon_one_call_then_another_succeeds(host):
+def test_abandon_one_call_then_another_succeeds(host, run_asyncio_only):
     async def algorithm(request, driver):
         pending = asyncio.ensure_future(driver.call_model(request, ["strong"]))
         await driver.sleep(0.5)
@@ -220,7 +224,7 @@ def test_abandon_one_call_then_another_succeeds(host):
             await pending
         return sy.answered("fast", await driver.call_model(request, ["fast"]))
 
-    res = sy.run(algorithm, [REQUEST], host=host)
+    res = run_asyncio_only(algorithm, [REQUEST], host=host)
     strong = one(res, model="strong")
     assert (strong["status"], strong["cancel_cause"], strong["end_s"]) == (
         "cancelled",
@@ -232,13 +236,13 @@ def test_abandon_one_call_then_another_succeeds(host):
     assert res.requests.iloc[0]["status"] == "ok"
 
 
-def test_anyio_scope_cancels_a_call(host):
+def test_anyio_scope_cancels_a_call(host, run_asyncio_only):
     async def algorithm(request, driver):
         with anyio.move_on_after(0.75):
             await driver.call_model(request, ["strong"])
         return sy.route_to("fast", request)
 
-    res = sy.run(algorithm, [REQUEST], host=host)
+    res = run_asyncio_only(algorithm, [REQUEST], host=host)
     strong = one(res, model="strong")
     assert (strong["status"], strong["cancel_cause"], strong["end_s"]) == (
         "cancelled",
@@ -247,14 +251,14 @@ def test_anyio_scope_cancels_a_call(host):
     )
 
 
-def test_returning_while_calls_run_cancels_them_as_abandoned(host):
+def test_returning_while_calls_run_cancels_them_as_abandoned(host, run_asyncio_only):
     async def algorithm(request, driver):
         # Started and deliberately left running: the runner must cancel it when we return.
         asyncio.ensure_future(driver.call_model(request, ["strong"]))  # noqa: RUF006
         fast = await driver.call_model(request, ["fast"])
         return sy.answered("fast", fast)
 
-    res = sy.run(algorithm, [REQUEST], host=host)
+    res = run_asyncio_only(algorithm, [REQUEST], host=host)
     strong = one(res, model="strong")
     assert (strong["status"], strong["cancel_cause"], strong["end_s"]) == (
         "cancelled",
@@ -263,14 +267,14 @@ def test_returning_while_calls_run_cancels_them_as_abandoned(host):
     )
 
 
-def test_failing_while_calls_run_cancels_them_as_request_failed(host):
+def test_failing_while_calls_run_cancels_them_as_request_failed(host, run_asyncio_only):
     async def algorithm(request, driver):
         asyncio.ensure_future(driver.call_model(request, ["strong"]))  # noqa: RUF006
         await driver.sleep(0.4)
         raise RuntimeError("my bug")
 
     with pytest.warns(sy.AlgorithmWarning, match="my bug"):
-        res = sy.run(algorithm, [REQUEST], host=host)
+        res = run_asyncio_only(algorithm, [REQUEST], host=host)
     strong = one(res, model="strong")
     assert (strong["cancel_cause"], strong["end_s"]) == ("request_failed", 0.4)
     request = res.requests.iloc[0]
@@ -280,14 +284,14 @@ def test_failing_while_calls_run_cancels_them_as_request_failed(host):
     )
 
 
-def test_a_task_outliving_its_request_cannot_call_again(host):
+def test_a_task_outliving_its_request_cannot_call_again(host, engine):
     leaked = {}
 
     async def algorithm(request, driver):
         leaked["driver"] = driver
         return sy.route_to("fast", request)
 
-    sy.run(algorithm, [REQUEST], host=host)
+    sy.run(algorithm, [REQUEST], host=host, engine=engine)
 
     async def late():
         return await leaked["driver"].call_model(REQUEST, ["fast"])
@@ -296,12 +300,12 @@ def test_a_task_outliving_its_request_cannot_call_again(host):
         asyncio.run(late())
 
 
-def test_hedge_starts_a_copy_after_the_delay_and_cancels_the_slower(host):
+def test_hedge_starts_a_copy_after_the_delay_and_cancels_the_slower(host, engine):
     async def hedged(request, driver):
         response = await sy.hedge(lambda: driver.call_model(request, ["strong"]), after=2.0)
         return sy.answered(response.model, response)
 
-    res = sy.run(hedged, [REQUEST], host=host)
+    res = sy.run(hedged, [REQUEST], host=host, engine=engine)
     strong = rows(res, model="strong")
     # Same constant latency: the primary (0→3.0) beats the copy started at 2.0 (2.0→5.0).
     assert [(r["start_s"], r["end_s"], r["status"]) for r in strong] == [
@@ -311,12 +315,12 @@ def test_hedge_starts_a_copy_after_the_delay_and_cancels_the_slower(host):
     assert strong[1]["cancel_cause"] == "lost_race" and strong[0]["race_id"] == strong[1]["race_id"]
 
 
-def test_hedge_not_needed_when_the_primary_is_fast(host):
+def test_hedge_not_needed_when_the_primary_is_fast(host, engine):
     async def hedged(request, driver):
         response = await sy.hedge(lambda: driver.call_model(request, ["fast"]), after=2.0)
         return sy.answered(response.model, response)
 
-    res = sy.run(hedged, [REQUEST], host=host)
+    res = sy.run(hedged, [REQUEST], host=host, engine=engine)
     assert len(res.attempts) == 1
 
 
@@ -332,9 +336,9 @@ def test_hedge_not_needed_when_the_primary_is_fast(host):
         ("full", 100),
     ],
 )
-def test_cancelled_calls_are_billed_per_policy(profiles, bill, output_tokens):
+def test_cancelled_calls_are_billed_per_policy(profiles, bill, output_tokens, engine):
     host = sy.SimHost(profiles, policy=sy.HostPolicy(bill_cancelled=bill))
-    res = sy.run(race_two, [REQUEST], host=host)
+    res = sy.run(race_two, [REQUEST], host=host, engine=engine)
     strong = one(res, model="strong")
     input_tokens = 0 if bill == "none" else REQUEST.input_tokens
     assert (strong["input_tokens"], strong["output_tokens"]) == (input_tokens, output_tokens)
@@ -347,7 +351,7 @@ def test_cancelled_calls_are_billed_per_policy(profiles, bill, output_tokens):
     assert request["wasted_usd"] == pytest.approx(strong["cost_usd"])
 
 
-def test_generated_tokens_grow_with_the_cancel_instant(profiles):
+def test_generated_tokens_grow_with_the_cancel_instant(profiles, engine):
     def cancel_at(seconds):
         async def algorithm(request, driver):
             await sy.timeout(seconds, driver.call_model(request, ["strong"]))
@@ -358,13 +362,15 @@ def test_generated_tokens_grow_with_the_cancel_instant(profiles):
     host = sy.SimHost(profiles)
     # strong: first token at 1.0 s, 50 tokens/s after it
     produced = {
-        s: one(sy.run(cancel_at(s), [REQUEST], host=host), model="strong")["output_tokens"]
+        s: one(sy.run(cancel_at(s), [REQUEST], host=host, engine=engine), model="strong")[
+            "output_tokens"
+        ]
         for s in (0.5, 1.0, 1.5, 2.98)
     }
     assert produced == {0.5: 0, 1.0: 1, 1.5: 26, 2.98: 100}
 
 
-def test_cancelling_a_call_just_before_returning_keeps_the_cause_cancelled(host):
+def test_cancelling_a_call_just_before_returning_keeps_the_cause_cancelled(host, run_asyncio_only):
     async def algorithm(request, driver):
         fast = asyncio.ensure_future(driver.call_model(request, ["fast"]))
         strong = asyncio.ensure_future(driver.call_model(request, ["strong"]))
@@ -372,7 +378,7 @@ def test_cancelling_a_call_just_before_returning_keeps_the_cause_cancelled(host)
         strong.cancel()  # not awaited: the runner finishes the cancellation after we return
         return sy.answered("fast", answer)
 
-    res = sy.run(algorithm, [REQUEST], host=host)
+    res = run_asyncio_only(algorithm, [REQUEST], host=host)
     strong = one(res, model="strong")
     assert (strong["status"], strong["cancel_cause"], strong["end_s"]) == (
         "cancelled",

@@ -1,5 +1,5 @@
 """The failoverbench catalogue in simulated time: reference routers pass every check, and the checks
-catch a router that does the wrong thing."""
+catch a router that does the wrong thing, on both engines (the ``engine`` fixture)."""
 
 from __future__ import annotations
 
@@ -18,13 +18,14 @@ def test_there_are_sixteen_scenarios_in_order():
 
 
 @pytest.mark.parametrize("scenario_id", list(SCENARIOS))
-def test_the_reference_router_passes(scenario_id):
-    outcome = SCENARIOS[scenario_id].run()
+def test_the_reference_router_passes(scenario_id, engine):
+    outcome = SCENARIOS[scenario_id].run(engine=engine)
     assert outcome.problems == ()
+    assert outcome.result.engine == engine
 
 
-def test_the_whole_catalogue_as_one_report():
-    report = sy.faults.run_catalogue()
+def test_the_whole_catalogue_as_one_report(engine):
+    report = sy.faults.run_catalogue(engine=engine)
     assert report["passed"].all()
     assert list(report.columns) == [
         "id",
@@ -40,26 +41,26 @@ def test_the_whole_catalogue_as_one_report():
 NAIVE_FAILS = {"S02", "S04", "S05", "S06", "S07", "S08", "S10", "S12", "S14", "S15", "S16"}
 
 
-def test_a_router_without_fallbacks_fails_the_scenarios_that_need_one():
-    report = sy.faults.run_catalogue(sy.strategies.single("primary")).set_index("id")
+def test_a_router_without_fallbacks_fails_the_scenarios_that_need_one(engine):
+    report = sy.faults.run_catalogue(sy.strategies.single("primary"), engine=engine).set_index("id")
     assert set(report.index[~report["passed"]]) == NAIVE_FAILS
     assert "failed" in report.loc["S04", "problems"]
 
 
-def test_a_router_that_falls_back_on_policy_denials_fails_s13():
+def test_a_router_that_falls_back_on_policy_denials_fails_s13(engine):
     scenario = SCENARIOS["S13"]
     lenient = dataclasses.replace(
         scenario, host=scenario.host.replace(policy=sy.HostPolicy(allow_policy_fallback=True))
     )
-    assert "must be returned" in " ".join(lenient.run().problems)
+    assert "must be returned" in " ".join(lenient.run(engine=engine).problems)
 
 
-def test_without_cooldown_the_flapping_primary_is_tried_every_time():
+def test_without_cooldown_the_flapping_primary_is_tried_every_time(engine):
     scenario = SCENARIOS["S15"]
     no_cooldown = dataclasses.replace(
         scenario, host=scenario.host.replace(policy=sy.HostPolicy(cooldown_s=0))
     )
-    assert any("no cooldown" in p for p in no_cooldown.run().problems)
+    assert any("no cooldown" in p for p in no_cooldown.run(engine=engine).problems)
 
 
 def test_unknown_ids_are_named():

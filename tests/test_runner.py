@@ -1,4 +1,6 @@
-"""sy.run / sy.arun / sy.compare: scheduling, determinism, failing algorithms, bad arguments."""
+"""sy.run / sy.arun / sy.compare: scheduling, determinism, failing algorithms, bad arguments.
+
+Scheduling and determinism tests run on both engines (the ``engine`` fixture)."""
 
 from __future__ import annotations
 
@@ -41,17 +43,23 @@ async def jittery_race(request, driver):
     return sy.answered(result.model, result)
 
 
-def test_closed_loop_keeps_concurrency_requests_in_flight(host):
-    res = sy.run(fast_only, REQUESTS, host=host, concurrency=2)
+def test_closed_loop_keeps_concurrency_requests_in_flight(host, engine):
+    res = sy.run(fast_only, REQUESTS, host=host, concurrency=2, engine=engine)
     starts = res.requests["start_s"].tolist()
     ends = res.requests["end_s"].tolist()
     assert starts == [0.0, 0.0, 1.0, 1.0, 2.0, 2.0]
     assert ends == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
     assert res.requests["request_id"].tolist() == list(range(6))
+    # In a closed loop a request arrives when it starts: nothing queues.
+    assert res.requests["arrival_s"].tolist() == starts
+    assert res.requests["queue_s"].tolist() == [0.0] * 6
+    assert res.engine == engine
 
 
-def test_explicit_arrival_times_and_queueing(host):
-    res = sy.run(fast_only, REQUESTS[:3], host=host, arrivals=[0.0, 0.25, 0.5], concurrency=1)
+def test_explicit_arrival_times_and_queueing(host, engine):
+    res = sy.run(
+        fast_only, REQUESTS[:3], host=host, arrivals=[0.0, 0.25, 0.5], concurrency=1, engine=engine
+    )
     frame = res.requests
     assert frame["arrival_s"].tolist() == [0.0, 0.25, 0.5]
     assert frame["start_s"].tolist() == [0.0, 1.0, 2.0]
@@ -59,29 +67,33 @@ def test_explicit_arrival_times_and_queueing(host):
     assert frame["latency_s"].tolist() == [1.0, 1.0, 1.0]
 
 
-def test_poisson_arrivals_are_keyed_by_seed_and_shared_by_strategies(host):
+def test_poisson_arrivals_are_keyed_by_seed_and_shared_by_strategies(host, engine):
     cmp = sy.compare(
-        {"a": fast_only, "b": fast_only}, REQUESTS, host=host, arrivals=sy.Poisson(2.0)
+        {"a": fast_only, "b": fast_only},
+        REQUESTS,
+        host=host,
+        arrivals=sy.Poisson(2.0),
+        engine=engine,
     )
     a, b = cmp["a"].requests, cmp["b"].requests
     assert a["arrival_s"].tolist() == b["arrival_s"].tolist()
     assert a["arrival_s"].is_monotonic_increasing and a["arrival_s"].iloc[0] > 0
-    other = sy.run(fast_only, REQUESTS, host=host, arrivals=sy.Poisson(2.0), seed=1)
+    other = sy.run(fast_only, REQUESTS, host=host, arrivals=sy.Poisson(2.0), seed=1, engine=engine)
     assert other.requests["arrival_s"].tolist() != a["arrival_s"].tolist()
 
 
-def test_same_seed_same_frames_other_seed_other_latencies(profiles):
+def test_same_seed_same_frames_other_seed_other_latencies(profiles, engine):
     host = lognormal_host(profiles)
     many = [sy.Request(f"q{i}") for i in range(200)]
-    one = sy.run(jittery_race, many, host=host, seed=7)
-    two = sy.run(jittery_race, many, host=host, seed=7)
+    one = sy.run(jittery_race, many, host=host, seed=7, engine=engine)
+    two = sy.run(jittery_race, many, host=host, seed=7, engine=engine)
     pdt.assert_frame_equal(one.attempts, two.attempts)
     pdt.assert_frame_equal(one.requests, two.requests)
-    other = sy.run(jittery_race, many, host=host, seed=8)
+    other = sy.run(jittery_race, many, host=host, seed=8, engine=engine)
     assert not one.attempts["end_s"].equals(other.attempts["end_s"])
 
 
-def test_strategies_in_a_comparison_meet_the_same_draws(profiles):
+def test_strategies_in_a_comparison_meet_the_same_draws(profiles, engine):
     host = lognormal_host(profiles)
 
     async def jittery_alone(request, driver):
@@ -89,7 +101,11 @@ def test_strategies_in_a_comparison_meet_the_same_draws(profiles):
 
     many = [sy.Request(f"q{i}") for i in range(50)]
     cmp = sy.compare(
-        {"race": jittery_race, "alone": jittery_alone}, many, host=host, concurrency=50
+        {"race": jittery_race, "alone": jittery_alone},
+        many,
+        host=host,
+        concurrency=50,
+        engine=engine,
     )
     alone = cmp["alone"].attempts.set_index("request_id")["latency_s"]
     race = cmp["race"].attempts
@@ -101,13 +117,13 @@ def test_strategies_in_a_comparison_meet_the_same_draws(profiles):
     assert (alone.loc[race_jittery.index] == race_jittery).all()
 
 
-def test_algorithm_exception_fails_only_its_request(host):
+def test_algorithm_exception_fails_only_its_request(host, engine):
     async def flaky(request, driver):
         if request.id == 2:
             raise ValueError("no idea what to do with this one")
         return await fast_only(request, driver)
 
-    res = sy.run(flaky, REQUESTS, host=host)
+    res = sy.run(flaky, REQUESTS, host=host, engine=engine)
     frame = res.requests.set_index("request_id")
     assert frame.loc[2, "status"] == "failed"
     assert frame.loc[2, "error_kind"] == "algorithm_error"
@@ -227,19 +243,19 @@ def test_prompts_can_be_plain_strings_and_ids_are_kept(host):
     assert res.requests["request_id"].tolist() == ["0", "mine"]
 
 
-def test_run_from_inside_a_running_loop_gives_the_same_frames(profiles):
+def test_run_from_inside_a_running_loop_gives_the_same_frames(profiles, engine):
     host = lognormal_host(profiles)
     many = [sy.Request(f"q{i}") for i in range(50)]
-    plain = sy.run(jittery_race, many, host=host)
+    plain = sy.run(jittery_race, many, host=host, engine=engine)
 
     async def notebook_cell():
-        return sy.run(jittery_race, many, host=host)
+        return sy.run(jittery_race, many, host=host, engine=engine)
 
     inside = asyncio.run(notebook_cell())
     pdt.assert_frame_equal(plain.attempts, inside.attempts)
 
     async def top_level_await():
-        return await sy.arun(jittery_race, many, host=host)
+        return await sy.arun(jittery_race, many, host=host, engine=engine)
 
     awaited = asyncio.run(top_level_await())
     pdt.assert_frame_equal(plain.attempts, awaited.attempts)
