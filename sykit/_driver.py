@@ -50,9 +50,9 @@ from ._models import (
     check_candidate_count,
     make_response,
 )
-from ._records import CAUSE_CODE, REASON_CODE, AttemptLog, RequestLog
+from ._records import CAUSE_CODE, KIND_CODE, PHASE_CODE, REASON_CODE, AttemptLog, RequestLog
 from ._sched import Backend
-from ._vocab import CancelCause
+from ._vocab import CancelCause, Kind, Phase
 
 __all__ = ["SEND", "Call", "Driver", "RequestClosed", "RequestState", "RunState", "serve_steps"]
 
@@ -60,9 +60,8 @@ _MESSAGE_LIMIT = 300
 #: The trap a candidate loop yields on a real host: "perform this attempt and send me its reply".
 SEND = 16
 
-_ROUTING, _ANSWER = 0, 1
-_MODEL, _DECISION = 0, 1
-_OK, _ERROR, _CANCELLED, _SKIPPED = 0, 1, 2, 3
+_ROUTING, _ANSWER = PHASE_CODE[Phase.ROUTING], PHASE_CODE[Phase.ANSWER]
+_MODEL, _DECISION = KIND_CODE[Kind.MODEL], KIND_CODE[Kind.DECISION]
 _CANCELLED_CODE = CAUSE_CODE[CancelCause.CANCELLED]
 
 
@@ -212,12 +211,15 @@ def serve_steps(
                 index_in_run, call, phase, kind, model_code, index, retry, race_code, start
             )
             state.n_attempts += 1
+            tried = state.attempts_by_model
+            n = tried.get(model, 0)
+            tried[model] = n + 1
             attempt = Attempt(
                 request,
                 model,
                 "model" if kind == _MODEL else "decision",
                 state.request_id,
-                state.next_attempt_number(model),
+                n,
                 run.seed,
                 start + policy.timeout_s,
                 state.truth,
@@ -345,11 +347,11 @@ class RequestState:
     """One request in flight: its position, its tasks, its evidence, its running totals."""
 
     __slots__ = (
-        "_attempts_by_model",
         "_calls",
         "_races",
         "abort_error",
         "arrival_s",
+        "attempts_by_model",
         "closed",
         "evidence",
         "index",
@@ -393,7 +395,7 @@ class RequestState:
         self.root_cancelled = False
         self.closed = False
         self.reads_truth = False  # set by sy.peek_truth: the strategy is not realizable
-        self._attempts_by_model: dict[str, int] = {}
+        self.attempts_by_model: dict[str, int] = {}  # attempts so far, per model (keys draws)
         self._calls = 0
         self._races = 0
         self.n_attempts = self.n_cancelled = self.n_fallbacks = self.n_retries = 0
@@ -408,11 +410,6 @@ class RequestState:
         call = self._calls
         self._calls = call + 1
         return call
-
-    def next_attempt_number(self, model: str) -> int:
-        n = self._attempts_by_model.get(model, 0)
-        self._attempts_by_model[model] = n + 1
-        return n
 
     def abort(self, error: BaseException) -> None:
         """Fail the whole request with ``error``: stop the algorithm wherever it is waiting, and

@@ -157,7 +157,7 @@ def as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None
         given.append(own is not None)
         if type(request_id) is str:
             texts = True
-        truth = item.__dict__.get("_truth")
+        truth = getattr(item, "_truth", None)
         view = item if truth is None else item.without_truth()
         if own is None:
             view = _with_id(view, request_id)

@@ -31,6 +31,7 @@ from collections.abc import Callable, Coroutine, Generator, Sequence
 from typing import Any
 
 from ._errors import ArgumentError, SimDeadlock
+from ._vocab import CancelCause
 
 __all__ = ["SLEEP", "KTask", "Kernel", "NeedsAsyncio", "Timer", "checkpoint", "sleep", "wait_any"]
 
@@ -207,7 +208,7 @@ class Kernel:
         self.interrupted = False
         self.foreign: str | None = None  # the first asyncio use seen (the run must be redone)
         self._heap: list[tuple[float, int, Any]] = []
-        self._ready: deque[tuple[KTask, Any]] = deque()
+        self._ready: deque[tuple[Any, Any]] = deque()
         self._seq = 0
         self._live: dict[KTask, None] = {}  # unfinished tasks, in the order they started
 
@@ -252,6 +253,10 @@ class Kernel:
         timer.wake = self._seq
         heapq.heappush(self._heap, (self.now + seconds, self._seq, timer))  # type: ignore[misc]
         return timer
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Call ``fn(*args)`` at this instant, once everything ready before it has run."""
+        self._ready.append((Timer(fn, args), None))
 
     def drop(self, task: KTask) -> None:
         """End a task that ignores cancellation: its coroutine is closed (``GeneratorExit`` at its
@@ -431,11 +436,14 @@ class Kernel:
         while True:
             while ready:
                 task, value = ready.popleft()
-                step(task, value, None)
+                if type(task) is Timer:
+                    task.fn(*task.args)
+                else:
+                    step(task, value, None)
             if self.interrupted:
                 self.interrupted = False
                 for task in list(self._live):
-                    self.cancel(task, "cancelled")
+                    self.cancel(task, CancelCause.CANCELLED)
                 continue
             if not heap:
                 if not self._live:

@@ -20,6 +20,7 @@ import difflib
 import inspect
 import math
 from collections.abc import Callable
+from types import CoroutineType
 from typing import Any
 
 from ._driver import Driver, RequestState, RunState
@@ -27,9 +28,9 @@ from ._errors import ArgumentTypeError, ModelError, NoTargets, SimDeadlock, Unkn
 from ._health import await_hint
 from ._kernel import NeedsAsyncio
 from ._models import GroundTruth, Outcome, Request, Response
-from ._records import REQUEST_COLUMNS, AttemptLog
+from ._records import REQUEST_COLUMNS, STATUS_CODE, AttemptLog
 from ._sched import CURRENT_REQUEST, AsyncioBackend
-from ._vocab import CancelCause
+from ._vocab import CancelCause, Status
 
 __all__ = ["StrategyRun", "install_task_tracking", "track_task"]
 
@@ -169,6 +170,7 @@ class StrategyRun:
         self._spawn = self._spawn_kernel if run.backend.name == "kernel" else self._spawn_asyncio
         self._idle: asyncio.Event | None = None
         self._running = 0
+        self._fill_pending = False
         self.interrupted = False  # a KeyboardInterrupt stopped the run (asyncio engine)
 
     # -- feeding requests ------------------------------------------------------------------------
@@ -177,31 +179,44 @@ class StrategyRun:
         run = self.run
         run.open(run.host.open(run.seed))
         if self.arrivals is None:
-            while self._free > 0 and self._next < len(self.items) and not self.stopping:
-                self._free -= 1
-                index = self._next
-                self._next += 1
-                self._start(index, run.clock())
+            self._fill()
         else:
             b = run.backend
-            self._next = len(self.items)  # nothing to pull: arrivals drive the starts
             for index, arrival in enumerate(self.arrivals):
                 if self.stopping:
                     break
                 delay = arrival - run.clock()
                 if delay > 0:
                     await b.sleep(delay)
-                if self._free > 0:
-                    self._free -= 1
-                    self._start(index, arrival)
-                else:
-                    self._waiting.append((index, arrival))
+                self._waiting.append((index, arrival))
+                self._fill()
         if isinstance(run.backend, AsyncioBackend):
-            if self._running:
+            if self._running or self._fill_pending:
                 self._idle = asyncio.Event()
                 await self._idle.wait()
             if run.session is not None:
                 await run.session.aclose()
+
+    def _fill(self) -> None:
+        """Start requests while a slot is free and one is waiting (arrived, or next in a closed
+        loop). A loop, not a recursion: a request that ends at once frees its slot for this loop."""
+        self._fill_pending = False
+        closed = self.arrivals is None
+        n = len(self.items)
+        while self._free > 0 and not self.stopping:
+            if self._waiting_head < len(self._waiting):
+                index, arrival = self._waiting[self._waiting_head]
+                self._waiting_head += 1
+            elif closed and self._next < n:
+                index = self._next
+                self._next += 1
+                arrival = self.run.clock()
+            else:
+                break
+            self._free -= 1
+            self._start(index, arrival)
+        if self._running == 0 and not self._fill_pending and self._idle is not None:
+            self._idle.set()
 
     def _start(self, index: int, arrival: float) -> None:
         request_id, request, truth = self.items[index]
@@ -223,24 +238,13 @@ class StrategyRun:
         state.tasks.clear()  # the task factory counted the request's own task among its tasks
 
     def _release(self) -> None:
-        """A request ended: start the next one, if any waits."""
+        """A request ended: its slot is free, and the next request starts at this same instant,
+        once what is running now has finished its step (as an asyncio loop would start it)."""
         self._running -= 1
-        if self.stopping:
-            pass
-        elif self._waiting_head < len(self._waiting):
-            index, arrival = self._waiting[self._waiting_head]
-            self._waiting_head += 1
-            self._start(index, arrival)
-            return
-        elif self._next < len(self.items):
-            index = self._next
-            self._next += 1
-            self._start(index, self.run.clock())
-            return
-        else:
-            self._free += 1
-        if self._running == 0 and self._idle is not None:
-            self._idle.set()
+        self._free += 1
+        if not self._fill_pending:
+            self._fill_pending = True
+            self.run.backend.call_soon(self._fill)
 
     def stop(self, error: BaseException | None) -> None:
         """Stop the run: start nothing more, cancel what runs; ``error`` is raised at the end."""
@@ -314,7 +318,8 @@ class StrategyRun:
         failure: tuple[str, str] | None = None
         try:
             pending = self.fn(state.request, Driver(state))
-            if not inspect.isawaitable(pending):  # a lambda or wrapper: the whole run is wrong
+            if type(pending) is not CoroutineType and not inspect.isawaitable(pending):
+                # a lambda or wrapper that returned no awaitable: the whole run is wrong
                 raise _NotAwaitable(_not_awaitable(run.strategy, pending))
             outcome = await pending
         except _NotAwaitable as stop:
@@ -351,9 +356,11 @@ class StrategyRun:
             failure = ("algorithm_error", f"{type(error).__name__}: {error}")
         state.closed = True
         routing_end = run.clock()
-        stuck = await self._close_leftovers(
-            state, CancelCause.ABANDONED if failure is None else CancelCause.REQUEST_FAILED
-        )
+        stuck = 0
+        if state.tasks:
+            stuck = await self._close_leftovers(
+                state, CancelCause.ABANDONED if failure is None else CancelCause.REQUEST_FAILED
+            )
         if stuck and failure is None:
             failure = (
                 "algorithm_error",
@@ -427,7 +434,7 @@ class StrategyRun:
             and row is not None
             and 0 <= row < len(log)
             and log.get_i(row, AttemptLog.REQUEST) == state.index
-            and log.get_h(row, AttemptLog.STATUS) == 0
+            and log.get_h(row, AttemptLog.STATUS) == STATUS_CODE[Status.OK]
         ):
             served = row
             log.set_h(row, AttemptLog.SERVED, 1)

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ._errors import ArgumentError
+from ._vocab import Status
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -176,7 +177,7 @@ def summarize_one(strategy: str, requests: pd.DataFrame, attempts: pd.DataFrame)
     low, high = bootstrap_mean_ci(quality_by_request.to_numpy(dtype=float))
     cost = float(requests["cost_usd"].sum())
     wasted = float(requests["wasted_usd"].sum())
-    attempted = attempts[attempts["status"] != "skipped"]
+    attempted = attempts[attempts["status"] != Status.SKIPPED]
     reasons = attempts["fallback_reason"].astype("string").value_counts()
     row = {
         "strategy": strategy,
@@ -198,7 +199,7 @@ def summarize_one(strategy: str, requests: pd.DataFrame, attempts: pd.DataFrame)
         "latency_p99_s": _quantile(ok["latency_s"], 0.99),
         "ttft_p50_s": _quantile(ok["ttft_s"], 0.50),
         "attempts_per_request": len(attempted) / n if n else math.nan,
-        "cancelled_attempts": int((attempts["status"] == "cancelled").sum()),
+        "cancelled_attempts": int((attempts["status"] == Status.CANCELLED).sum()),
         "wasted_usd": wasted,
         "wasted_share": wasted / cost if cost > 0 else 0.0,
         "routing_usd": float(requests["routing_usd"].sum()),

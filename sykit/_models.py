@@ -239,7 +239,7 @@ class Request:
 
 def truth_of(request: Request) -> GroundTruth | None:
     """The hidden ground truth a dataset attached to a request, if any."""
-    return request.__dict__.get("_truth")
+    return getattr(request, "_truth", None)
 
 
 @dataclass(frozen=True)
@@ -501,6 +501,19 @@ def _model_name(value: object, name: str) -> str:
     return value
 
 
+def _outcome(
+    models: tuple[str, ...], request: Request | None, response: Response | None
+) -> Outcome:
+    """An :class:`Outcome` without the frozen dataclass's per-field ``__setattr__`` calls (one is
+    made per request)."""
+    outcome = _new(Outcome)
+    fields = outcome.__dict__
+    fields["models"] = models
+    fields["request"] = request
+    fields["response"] = response
+    return outcome
+
+
 def _await_hint(value: object) -> str:
     """A hint for the commonest slip: a call passed on without ``await``. The coroutine is closed
     so Python does not also warn that it was never awaited."""
@@ -520,7 +533,7 @@ def route_to(model: str, request: Request, fallbacks: Sequence[str] = ()) -> Out
         fallbacks = [fallbacks]
     models = (_model_name(model, "model"), *(_model_name(f, "fallbacks[]") for f in fallbacks))
     check_candidate_count(len(models), "route_to(model, fallbacks)")
-    return Outcome(models=models, request=request)
+    return _outcome(models, request, None)
 
 
 def check_candidate_count(n: int, name: str) -> None:
@@ -538,4 +551,4 @@ def answered(model: str, response: Response) -> Outcome:
         raise ArgumentTypeError(
             f"response must be a sy.Response, got {type(response).__name__}" + _await_hint(response)
         )
-    return Outcome(models=(_model_name(model, "model"),), response=response)
+    return _outcome((_model_name(model, "model"),), None, response)

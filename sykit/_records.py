@@ -8,13 +8,19 @@ its attempts end, so the request row needs no scan. The DataFrames are built onc
 run, with narrow dtypes; rows are ordered by request, then by when each attempt started, and call
 and race ids are numbered in that order, so the frames do not depend on how simultaneous events
 were interleaved.
+
+A spilling run (:mod:`sykit._spill`) hands the records over as raw columns while it goes: finished
+requests, and the attempts before the first one of any unfinished request. Attempts keep their
+run-wide index (``AttemptLog.base`` counts those handed over), and the frames are built from raw
+columns by :func:`attempt_frame` and :func:`request_frame`, so records read back give the same
+frames.
 """
 
 from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,6 +35,8 @@ __all__ = [
     "AttemptLog",
     "Codes",
     "RequestLog",
+    "attempt_frame",
+    "request_frame",
 ]
 
 NAN = math.nan
@@ -94,6 +102,12 @@ KIND_CODE = {k: i for i, k in enumerate(Kind)}
 CAUSE_CODE = {c: i for i, c in enumerate(CancelCause)}
 REASON_CODE = {r: i for i, r in enumerate(FallbackReason)}
 RUNNING = -1
+_OK, _ERROR, _CANCELLED, _SKIPPED = (
+    STATUS_CODE[Status.OK],
+    STATUS_CODE[Status.ERROR],
+    STATUS_CODE[Status.CANCELLED],
+    STATUS_CODE[Status.SKIPPED],
+)
 
 
 class Codes:
@@ -137,7 +151,7 @@ class AttemptLog:
     ``extend`` calls record a new attempt, about 90 bytes of live memory in all.
     """
 
-    __slots__ = ("f", "h", "i", "kinds", "messages", "models")
+    __slots__ = ("base", "f", "h", "i", "kinds", "messages", "models")
 
     # float fields
     START, END, TTFT, COST, QUALITY = range(5)
@@ -147,6 +161,22 @@ class AttemptLog:
     CANDIDATE, RETRY, PHASE, KIND, STATUS, ERROR_KIND, HTTP, FALLBACK, RETRIED, CAUSE, SERVED = (
         range(11)
     )
+    #: The names of the fields of each array, in order (the raw columns :meth:`hand_over` gives).
+    FLOAT_FIELDS = ("start_s", "end_s", "ttft_s", "cost_usd", "quality")
+    INT_FIELDS = ("request", "call", "model", "race", "message", "input_tokens", "output_tokens")
+    CODE_FIELDS = (
+        "candidate_index",
+        "retry_index",
+        "phase",
+        "kind",
+        "status",
+        "error_kind",
+        "http_status",
+        "fallback_reason",
+        "retried",
+        "cancel_cause",
+        "served",
+    )
 
     def __init__(self, models: Sequence[str]) -> None:
         self.models = Codes(models)
@@ -155,8 +185,16 @@ class AttemptLog:
         self.f = array("d")
         self.i = array("i")
         self.h = array("h")
+        # Attempts are numbered over the whole run; the first ``base`` have been handed over
+        # (written out by a spilling run) and are no longer held here.
+        self.base = 0
 
     def __len__(self) -> int:
+        """Attempts recorded in the run so far, handed over ones included."""
+        return self.base + len(self.f) // 5
+
+    def held(self) -> int:
+        """Attempts still held in the arrays."""
         return len(self.f) // 5
 
     def begin(
@@ -188,10 +226,16 @@ class AttemptLog:
         h[base + 1] = retry
         h[base + 2] = phase
         h[base + 3] = kind
-        return index
+        return self.base + index
 
     # -- how an attempt ends ------------------------------------------------------------------------
+    # Every method takes the run-wide index ``begin`` returned. An index below ``base`` is an
+    # attempt already handed over: only a task that outlived its request (one that ignored
+    # cancellation on an asyncio loop) can still reach one, and its late change is not recorded.
     def ok(self, index: int, end: float, ttft: float | None, quality: float | None) -> None:
+        index -= self.base
+        if index < 0:
+            return
         f = self.f
         base = index * 5
         f[base + 1] = end
@@ -199,36 +243,48 @@ class AttemptLog:
             f[base + 2] = ttft
         if quality is not None:
             f[base + 4] = quality
-        self.h[index * 11 + 4] = 0  # Status.OK
+        self.h[index * 11 + 4] = _OK
 
     def fail(
         self, index: int, end: float, kind: str, message: str, http_status: int | None
     ) -> None:
+        index -= self.base
+        if index < 0:
+            return
         self.f[index * 5 + 1] = end
         h = self.h
         base = index * 11
-        h[base + 4] = 1  # Status.ERROR
+        h[base + 4] = _ERROR
         h[base + 5] = self.kinds.code(kind)
         self.i[index * 7 + 4] = self.messages.code(message)
         if http_status is not None:
             h[base + 6] = http_status
 
     def cancelled(self, index: int, end: float, cause: int) -> None:
+        index -= self.base
+        if index < 0:
+            return
         self.f[index * 5 + 1] = end
         h = self.h
         base = index * 11
-        h[base + 4] = 2  # Status.CANCELLED
+        h[base + 4] = _CANCELLED
         h[base + 9] = cause
 
     def skipped(self, index: int, end: float, message: str) -> None:
+        index -= self.base
+        if index < 0:
+            return
         self.f[index * 5 + 1] = end
         h = self.h
         base = index * 11
-        h[base + 4] = 3  # Status.SKIPPED
+        h[base + 4] = _SKIPPED
         h[base + 5] = self.kinds.code("cooldown")
         self.i[index * 7 + 4] = self.messages.code(message)
 
     def bill(self, index: int, input_tokens: int, output_tokens: int, cost: float) -> None:
+        index -= self.base
+        if index < 0:
+            return
         i = self.i
         base = index * 7
         i[base + 5] = input_tokens
@@ -236,79 +292,154 @@ class AttemptLog:
         self.f[index * 5 + 3] = cost
 
     def set_h(self, index: int, field: int, value: int) -> None:
-        self.h[index * 11 + field] = value
+        index -= self.base
+        if index >= 0:
+            self.h[index * 11 + field] = value
 
+    # A handed-over attempt reads as −1 (NaN for floats): it belongs to a finished request, so it
+    # matches no request still running.
     def get_h(self, index: int, field: int) -> int:
-        return self.h[index * 11 + field]
+        index -= self.base
+        return self.h[index * 11 + field] if index >= 0 else -1
 
     def get_i(self, index: int, field: int) -> int:
-        return self.i[index * 7 + field]
+        index -= self.base
+        return self.i[index * 7 + field] if index >= 0 else -1
 
     def get_f(self, index: int, field: int) -> float:
-        return self.f[index * 5 + field]
+        index -= self.base
+        return self.f[index * 5 + field] if index >= 0 else NAN
 
     def model_of(self, index: int) -> str:
+        index -= self.base
+        if index < 0:
+            raise LookupError("this attempt's request has finished and its records were written")
         return self.models.values[self.i[index * 7 + 2]]
 
     def fail_message(self, index: int, kind: str, message: str) -> None:
         """Rewrite the error kind and message of a failed attempt (a host's own failure)."""
+        index -= self.base
+        if index < 0:
+            return
         self.h[index * 11 + 5] = self.kinds.code(kind)
         self.i[index * 7 + 4] = self.messages.code(message)
+
+    # -- handing attempts over (a spilling run) ---------------------------------------------------
+    def held_requests(self) -> np.ndarray:
+        """The request index of each attempt still held (a copy)."""
+        return np.frombuffer(self.i[0::7], dtype=np.int32)
+
+    def hand_over(self, n: int) -> dict[str, np.ndarray]:
+        """The first ``n`` attempts still held, as raw columns (:attr:`FLOAT_FIELDS`,
+        :attr:`INT_FIELDS`, :attr:`CODE_FIELDS`: codes, not values), dropped from the arrays.
+        Their run-wide indices stay valid for the attempts after them."""
+        columns = _raw_columns(self.f, self.i, self.h, n)
+        del self.f[: n * 5]
+        del self.i[: n * 7]
+        del self.h[: n * 11]
+        self.base += n
+        return columns
+
+    def raw(self) -> dict[str, np.ndarray]:
+        """Every attempt still held, as the raw columns of :meth:`hand_over` (views)."""
+        return _raw_columns(self.f, self.i, self.h, self.held(), copy=False)
 
     # -- the frame ------------------------------------------------------------------------------
     def frame(
         self, strategy: str, ids: Sequence[Any], keep: np.ndarray | None = None
     ) -> pd.DataFrame:
-        """The ``attempts`` DataFrame (columns: :data:`ATTEMPT_COLUMNS`); with ``keep`` (a boolean
-        per request index), only the attempts of those requests."""
-        n_all = len(self)
-        floats = np.frombuffer(self.f, dtype=np.float64).reshape(n_all, 5)
-        ints = np.frombuffer(self.i, dtype=np.int32).reshape(n_all, 7)
-        codes = np.frombuffer(self.h, dtype=np.int16).reshape(n_all, 11)
-        request = ints[:, 0]
-        order = np.argsort(request, kind="stable")
-        if keep is not None:
-            order = order[keep[request[order]]]
-        floats, ints, codes = floats[order], ints[order], codes[order]
-        request = ints[:, 0]
-        n = len(order)
-        call = ints[:, 1]
-        new_call = np.ones(n, dtype=bool)
-        if n:
-            new_call[1:] = (request[1:] != request[:-1]) | (call[1:] != call[:-1])
-        call_id = (np.cumsum(new_call) - 1).astype(np.int32)
-        race_id = _renumber(request, ints[:, 3])
-        start = floats[:, 0].copy()
-        end = floats[:, 1].copy()
-        http = codes[:, 6].copy()
-        columns: dict[str, Any] = {
-            "strategy": pd.Categorical.from_codes(np.zeros(n, np.int8), [strategy]),
-            "request_id": _ids(ids, request),
-            "call_id": call_id,
-            "phase": _categorical(codes[:, 2], [p.value for p in Phase]),
-            "kind": _categorical(codes[:, 3], [k.value for k in Kind]),
-            "model": _categorical(ints[:, 2], self.models.values),
-            "candidate_index": codes[:, 0].copy(),
-            "retry_index": codes[:, 1].copy(),
-            "start_s": start,
-            "end_s": end,
-            "latency_s": (end - start).astype(np.float32),
-            "ttft_s": floats[:, 2].astype(np.float32),
-            "status": _categorical(codes[:, 4], [s.value for s in Status]),
-            "error_kind": _categorical(codes[:, 5], self.kinds.values),
-            "error_message": _categorical(ints[:, 4], self.messages.values),
-            "http_status": pd.arrays.IntegerArray(http, http == 0),
-            "fallback_reason": _categorical(codes[:, 7], [r.value for r in FallbackReason]),
-            "retried": codes[:, 8].astype(bool),
-            "cancel_cause": _categorical(codes[:, 9], [c.value for c in CancelCause]),
-            "race_id": pd.arrays.IntegerArray(race_id, race_id < 0),
-            "input_tokens": ints[:, 5].copy(),
-            "output_tokens": ints[:, 6].copy(),
-            "cost_usd": floats[:, 3].copy(),
-            "quality": floats[:, 4].copy(),
-            "served": codes[:, 10].astype(bool),
-        }
-        return pd.DataFrame(columns, columns=list(ATTEMPT_COLUMNS))
+        """The ``attempts`` DataFrame (columns: :data:`ATTEMPT_COLUMNS`) of the attempts held;
+        with ``keep`` (a boolean per request index), only the attempts of those requests."""
+        return attempt_frame(
+            self.raw(),
+            self.models.values,
+            self.kinds.values,
+            self.messages.values,
+            strategy,
+            ids,
+            keep,
+        )
+
+
+def _raw_columns(f: array, i: array, h: array, n: int, copy: bool = True) -> dict[str, np.ndarray]:
+    """The first ``n`` rows of the three strided arrays as one array per field; with ``copy``
+    the arrays own their memory (the ``array.array`` buffers are not exported, so they can
+    still be resized)."""
+    if copy:
+        f, i, h = f[: n * 5], i[: n * 7], h[: n * 11]  # slicing an array.array copies it
+    floats = np.frombuffer(f, dtype=np.float64, count=n * 5).reshape(n, 5)
+    ints = np.frombuffer(i, dtype=np.int32, count=n * 7).reshape(n, 7)
+    codes = np.frombuffer(h, dtype=np.int16, count=n * 11).reshape(n, 11)
+    columns: dict[str, np.ndarray] = {}
+    for matrix, names in (
+        (floats, AttemptLog.FLOAT_FIELDS),
+        (ints, AttemptLog.INT_FIELDS),
+        (codes, AttemptLog.CODE_FIELDS),
+    ):
+        for k, name in enumerate(names):
+            columns[name] = matrix[:, k]
+    return columns
+
+
+def attempt_frame(
+    raw: Mapping[str, np.ndarray],
+    models: Sequence[str],
+    kinds: Sequence[str],
+    messages: Sequence[str],
+    strategy: str,
+    ids: Sequence[Any] | np.ndarray,
+    keep: np.ndarray | None = None,
+) -> pd.DataFrame:
+    """The ``attempts`` DataFrame from raw columns (see :meth:`AttemptLog.hand_over`) in the
+    order the attempts started, and the code tables of models, error kinds and messages; with
+    ``keep`` (a boolean per request index), only the attempts of those requests."""
+    request = raw["request"]
+    order = np.argsort(request, kind="stable")
+    if keep is not None:
+        order = order[keep[request[order]]]
+    request = request[order]
+    n = len(order)
+
+    def take(name: str) -> np.ndarray:
+        return raw[name][order]
+
+    call = take("call")
+    new_call = np.ones(n, dtype=bool)
+    if n:
+        new_call[1:] = (request[1:] != request[:-1]) | (call[1:] != call[:-1])
+    call_id = (np.cumsum(new_call) - 1).astype(np.int32)
+    race_id = _renumber(request, take("race"))
+    start = take("start_s")
+    end = take("end_s")
+    http = take("http_status")
+    columns: dict[str, Any] = {
+        "strategy": pd.Categorical.from_codes(np.zeros(n, np.int8), [strategy]),
+        "request_id": _ids(ids, request),
+        "call_id": call_id,
+        "phase": _categorical(take("phase"), [p.value for p in Phase]),
+        "kind": _categorical(take("kind"), [k.value for k in Kind]),
+        "model": _categorical(take("model"), models),
+        "candidate_index": take("candidate_index"),
+        "retry_index": take("retry_index"),
+        "start_s": start,
+        "end_s": end,
+        "latency_s": (end - start).astype(np.float32),
+        "ttft_s": take("ttft_s").astype(np.float32),
+        "status": _categorical(take("status"), [s.value for s in Status]),
+        "error_kind": _categorical(take("error_kind"), kinds),
+        "error_message": _categorical(take("message"), messages),
+        "http_status": pd.arrays.IntegerArray(http, http == 0),
+        "fallback_reason": _categorical(take("fallback_reason"), [r.value for r in FallbackReason]),
+        "retried": take("retried").astype(bool),
+        "cancel_cause": _categorical(take("cancel_cause"), [c.value for c in CancelCause]),
+        "race_id": pd.arrays.IntegerArray(race_id, race_id < 0),
+        "input_tokens": take("input_tokens"),
+        "output_tokens": take("output_tokens"),
+        "cost_usd": take("cost_usd"),
+        "quality": take("quality"),
+        "served": take("served").astype(bool),
+    }
+    return pd.DataFrame(columns, columns=list(ATTEMPT_COLUMNS))
 
 
 def _renumber(request: np.ndarray, local: np.ndarray) -> np.ndarray:
@@ -325,8 +456,14 @@ def _renumber(request: np.ndarray, local: np.ndarray) -> np.ndarray:
     return out
 
 
-def _ids(ids: Sequence[Any], index: np.ndarray) -> Any:
-    """The request ids of ``index``: integers when every id is an int, else categorical text."""
+def _ids(ids: Sequence[Any] | np.ndarray, index: np.ndarray) -> Any:
+    """The request ids of ``index``: integers when every id is an int (or ``ids`` is an integer
+    array), else categorical text."""
+    if isinstance(ids, np.ndarray) and ids.dtype.kind == "i":
+        values = ids.astype(np.int64)
+        if len(values) and values.min() >= -(2**31) and values.max() < 2**31:
+            values = values.astype(np.int32)
+        return values[index]
     if all(type(v) is int for v in ids):
         values = np.asarray(ids, dtype=np.int64)
         if len(values) and values.min() >= -(2**31) and values.max() < 2**31:
@@ -440,61 +577,126 @@ class RequestLog:
         if extra:
             self.extras[len(self.index) - 1] = extra
 
+    #: The raw columns of :meth:`hand_over`, with their array type codes.
+    FIELDS: tuple[tuple[str, str], ...] = (
+        ("index", "i"),
+        ("status", "b"),
+        ("error_kind", "h"),
+        ("message", "i"),
+        ("selected", "i"),
+        ("served", "i"),
+        ("arrival", "d"),
+        ("start", "d"),
+        ("end", "d"),
+        ("ttft", "d"),
+        ("routing", "d"),
+        ("n_attempts", "i"),
+        ("n_cancelled", "i"),
+        ("n_fallbacks", "i"),
+        ("n_retries", "i"),
+        ("cost", "d"),
+        ("wasted", "d"),
+        ("routing_usd", "d"),
+        ("quality", "d"),
+        ("reads_truth", "b"),
+    )
+
+    def raw(self) -> dict[str, np.ndarray]:
+        """The rows held, as one array per field of :attr:`FIELDS` (codes, not values; views)."""
+        return {name: _view(getattr(self, name), code) for name, code in self.FIELDS}
+
+    def hand_over(self) -> tuple[dict[str, np.ndarray], dict[int, dict[str, Any]]]:
+        """Every row held, as the raw columns of :meth:`raw` (copies) and the extra values by row
+        position; the log is left empty (its code tables stay)."""
+        columns = {name: _view(getattr(self, name)[:], code) for name, code in self.FIELDS}
+        extras = self.extras
+        for name, code in self.FIELDS:
+            setattr(self, name, array(code))
+        self.extras = {}
+        return columns, extras
+
     def frame(self, strategy: str, ids: Sequence[Any]) -> pd.DataFrame:
-        """The ``requests`` DataFrame: :data:`REQUEST_COLUMNS` in request order, then the
-        request's metadata, the dataset's other columns and the algorithm's evidence
-        (``evidence_<key>``)."""
-        index = np.frombuffer(self.index, dtype=np.int32) if len(self.index) else np.zeros(0, int)
-        order = np.argsort(index, kind="stable")
-        n = len(order)
+        """The ``requests`` DataFrame of the rows held (see :func:`request_frame`)."""
+        return request_frame(
+            self.raw(),
+            self.extras,
+            self.models.values,
+            self.kinds.values,
+            self.messages.values,
+            strategy,
+            ids,
+        )
 
-        def take(column: array, dtype: Any) -> np.ndarray:
-            values = np.frombuffer(column, dtype=dtype) if len(column) else np.zeros(0, dtype)
-            return values[order]
 
-        start = take(self.start, np.float64)
-        end = take(self.end, np.float64)
-        arrival = take(self.arrival, np.float64)
-        messages = np.array([None, *self.messages.values], dtype=object)
-        columns: dict[str, Any] = {
-            "strategy": pd.Categorical.from_codes(np.zeros(n, np.int8), [strategy]),
-            "request_id": _ids(ids, index[order]),
-            "status": _categorical(take(self.status, np.int8), [s.value for s in RequestStatus]),
-            "error_kind": _categorical(take(self.error_kind, np.int16), self.kinds.values),
-            "error_message": messages[take(self.message, np.int32) + 1],
-            "selected_model": _categorical(take(self.selected, np.int32), self.models.values),
-            "served_model": _categorical(take(self.served, np.int32), self.models.values),
-            "arrival_s": arrival,
-            "start_s": start,
-            "end_s": end,
-            "latency_s": end - start,
-            "queue_s": start - arrival,
-            "ttft_s": take(self.ttft, np.float64),
-            "routing_s": take(self.routing, np.float64),
-            "n_attempts": take(self.n_attempts, np.int32),
-            "n_cancelled": take(self.n_cancelled, np.int32),
-            "n_fallbacks": take(self.n_fallbacks, np.int32),
-            "n_retries": take(self.n_retries, np.int32),
-            "cost_usd": take(self.cost, np.float64),
-            "wasted_usd": take(self.wasted, np.float64),
-            "routing_usd": take(self.routing_usd, np.float64),
-            "quality": take(self.quality, np.float64),
-            "reads_truth": take(self.reads_truth, np.int8).astype(bool),
-        }
-        frame = pd.DataFrame(columns, columns=list(REQUEST_COLUMNS))
-        if self.extras:
-            position = np.empty(n, dtype=np.int64)
-            position[order] = np.arange(n)
-            names: dict[str, None] = {}
-            for extra in self.extras.values():
-                names.update(dict.fromkeys(extra))
-            for key in names:
-                values: list[Any] = [None] * n
-                for row, extra in self.extras.items():
-                    if key in extra:
-                        values[position[row]] = extra[key]
-                frame[key] = _column(values)
-        return frame
+def _view(values: array, code: str) -> np.ndarray:
+    """``values`` as a NumPy array sharing its memory (an empty one when it holds nothing)."""
+    dtype = np.dtype(code)
+    return np.frombuffer(values, dtype=dtype) if len(values) else np.zeros(0, dtype)
+
+
+def request_frame(
+    raw: Mapping[str, np.ndarray],
+    extras: Mapping[int, Mapping[str, Any]],
+    models: Sequence[str],
+    kinds: Sequence[str],
+    messages: Sequence[str],
+    strategy: str,
+    ids: Sequence[Any] | np.ndarray,
+) -> pd.DataFrame:
+    """The ``requests`` DataFrame: :data:`REQUEST_COLUMNS` in request order, then the request's
+    metadata, the dataset's other columns and the algorithm's evidence (``evidence_<key>``),
+    from raw columns in the order requests finished (see :meth:`RequestLog.raw`), the extra
+    values by row position and the code tables."""
+    index = raw["index"]
+    order = np.argsort(index, kind="stable")
+    n = len(order)
+
+    def take(name: str) -> np.ndarray:
+        return raw[name][order]
+
+    start = take("start")
+    end = take("end")
+    arrival = take("arrival")
+    message_values = np.array([None, *messages], dtype=object)
+    columns: dict[str, Any] = {
+        "strategy": pd.Categorical.from_codes(np.zeros(n, np.int8), [strategy]),
+        "request_id": _ids(ids, index[order]),
+        "status": _categorical(take("status"), [s.value for s in RequestStatus]),
+        "error_kind": _categorical(take("error_kind"), kinds),
+        "error_message": message_values[take("message") + 1],
+        "selected_model": _categorical(take("selected"), models),
+        "served_model": _categorical(take("served"), models),
+        "arrival_s": arrival,
+        "start_s": start,
+        "end_s": end,
+        "latency_s": end - start,
+        "queue_s": start - arrival,
+        "ttft_s": take("ttft"),
+        "routing_s": take("routing"),
+        "n_attempts": take("n_attempts"),
+        "n_cancelled": take("n_cancelled"),
+        "n_fallbacks": take("n_fallbacks"),
+        "n_retries": take("n_retries"),
+        "cost_usd": take("cost"),
+        "wasted_usd": take("wasted"),
+        "routing_usd": take("routing_usd"),
+        "quality": take("quality"),
+        "reads_truth": take("reads_truth").astype(bool),
+    }
+    frame = pd.DataFrame(columns, columns=list(REQUEST_COLUMNS))
+    if extras:
+        position = np.empty(n, dtype=np.int64)
+        position[order] = np.arange(n)
+        names: dict[str, None] = {}
+        for extra in extras.values():
+            names.update(dict.fromkeys(extra))
+        for key in names:
+            values: list[Any] = [None] * n
+            for row, extra in extras.items():
+                if key in extra:
+                    values[position[row]] = extra[key]
+            frame[key] = _column(values)
+    return frame
 
 
 def _column(values: list[Any]) -> Any:

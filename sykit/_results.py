@@ -5,14 +5,46 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
 from ._health import ErrorCount, shorten, top_errors
 from ._metrics import paired_differences, pareto_frontier, summarize
 
-__all__ = ["Comparison", "Result"]
+__all__ = ["Comparison", "Result", "request_errors"]
+
+
+class Deferred(Protocol):
+    """A frame kept on disk until first used (a spilling run's, see :mod:`sykit._spill`)."""
+
+    @property
+    def rows(self) -> int: ...
+
+    def load(self) -> pd.DataFrame: ...
+
+    def errors(self) -> pd.DataFrame: ...
+
+
+class _Frame:
+    """A Result field holding a DataFrame, or a :class:`Deferred` one that is read on first
+    access and kept."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+        self.slot = "_" + name
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> pd.DataFrame:
+        if obj is None:  # no class-level default: the dataclass field stays required
+            raise AttributeError(self.name)
+        value = obj.__dict__[self.slot]
+        if not isinstance(value, pd.DataFrame) and hasattr(value, "load"):
+            value = value.load()
+            obj.__dict__[self.slot] = value
+        return value  # type: ignore[no-any-return]
+
+    def __set__(self, obj: Any, value: pd.DataFrame | Deferred) -> None:
+        obj.__dict__[self.slot] = value
 
 
 @dataclass(frozen=True, repr=False)
@@ -25,13 +57,14 @@ class Result:
     ``engine`` says what ran it: ``"kernel"`` (sykit's own scheduler), ``"asyncio"`` (an asyncio
     loop: virtual time for algorithms that await asyncio/anyio primitives, real time on an
     HttpHost). ``interrupted`` is True when Ctrl-C stopped the run: the frames then hold only the
-    requests that had finished.
+    requests that had finished. After a run with ``spill=folder`` the frames stay in that folder
+    until first used (``result.attempts``, ``result.requests``, ``summary()``), then are kept.
     """
 
     strategy: str
     seed: int
-    attempts: pd.DataFrame
-    requests: pd.DataFrame
+    attempts: pd.DataFrame = _Frame()  # type: ignore[assignment]
+    requests: pd.DataFrame = _Frame()  # type: ignore[assignment]
     wall_s: float = field(compare=False)
     engine: str = field(default="kernel", compare=False)
     interrupted: bool = field(default=False, compare=False)
@@ -48,13 +81,14 @@ class Result:
         return ResultPlots(self)
 
     def __repr__(self) -> str:
-        n = len(self.requests)
-        ok = int((self.requests["status"] == "ok").sum()) if n else 0
+        requests = request_errors(self)
+        n = len(requests)
+        ok = int((requests["status"] == "ok").sum()) if n else 0
         head = (
             f"<sykit.Result strategy={self.strategy!r} seed={self.seed} requests={n} ok={ok} "
-            f"attempts={len(self.attempts)}"
+            f"attempts={_rows(self, 'attempts')}"
         )
-        errors = top_errors(self.requests)
+        errors = top_errors(requests)
         if not errors:
             return head + ">"
         lines = [
@@ -69,6 +103,18 @@ class Result:
         )
         table = self.summary().to_html(index=False, float_format=lambda x: f"{x:.4g}")
         return head + table + _errors_html(top_errors(self.requests))
+
+
+def request_errors(result: Result) -> pd.DataFrame:
+    """The result's requests, or at least their ``status``, ``error_kind`` and ``error_message``
+    (all a check of the run needs) when the frame has not been read from its spill folder yet."""
+    value: pd.DataFrame | Deferred = result.__dict__["_requests"]
+    return value if isinstance(value, pd.DataFrame) else value.errors()
+
+
+def _rows(result: Result, name: str) -> int:
+    value: pd.DataFrame | Deferred = result.__dict__["_" + name]
+    return len(value) if isinstance(value, pd.DataFrame) else value.rows
 
 
 @dataclass(frozen=True, repr=False)
@@ -142,7 +188,8 @@ class Comparison:
         lines = []
         for strategy in self.strategies:
             requests = pd.concat(
-                [r.requests for r in self.results if r.strategy == strategy], ignore_index=True
+                [request_errors(r) for r in self.results if r.strategy == strategy],
+                ignore_index=True,
             )
             errors = top_errors(requests, 1)
             if errors:

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import contextvars
 import gc
+import os
 import threading
 import time
 import warnings
@@ -28,6 +29,7 @@ from . import _engine
 from ._config import Poisson
 from ._driver import RunState
 from ._errors import ArgumentError, ArgumentTypeError
+from ._fastpath import FixedChainRun, fixed_chain
 from ._health import check_algorithms
 from ._hosts.base import Host
 from ._inputs import (
@@ -44,8 +46,9 @@ from ._kernel import Kernel, NeedsAsyncio
 from ._lifecycle import StrategyRun, install_task_tracking, track_task
 from ._models import Request
 from ._progress import make_progress
-from ._results import Comparison, Result
+from ._results import Comparison, Result, request_errors
 from ._sched import AsyncioBackend, KernelBackend, using
+from ._spill import Spill, check_spill
 
 __all__ = ["ENGINES", "arun", "compare", "run"]
 
@@ -89,25 +92,42 @@ class _Plan:
         self.strict = strict
         if engine not in ENGINES:
             raise ArgumentError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
+        if engine == "kernel" and not self.host.virtual:
+            raise ArgumentError(
+                "engine='kernel' runs simulations only; a real host (HttpHost) runs on an asyncio "
+                "loop in real time: leave engine at 'auto'"
+            )
         self.engine = engine
+        self.spill: Spill | None = None  # set by run/arun/compare from spill=
 
     @property
     def total_requests(self) -> int:
         return len(self.items) * len(self.strategies) * len(self.seeds)
 
-    def _runner(self, run: RunState, fn: Callable[..., Any], progress: Any) -> StrategyRun:
+    def _runner(
+        self, run: RunState, fn: Callable[..., Any], progress: Any, kernel: Kernel | None = None
+    ) -> StrategyRun:
+        """The run's request machinery: on the kernel, the fixed-chain fast path when it applies."""
         owner = getattr(fn, "__self__", None)
         start_run = getattr(owner, "start_run", None)
         if callable(start_run):
             start_run()  # a stateful strategy starts every run afresh, so runs stay independent
-        return StrategyRun(
-            run,
-            fn,
-            self.items,
-            arrival_times(self.arrivals, len(self.items), run.seed),
-            self.concurrency,
-            progress,
-        )
+        if self.spill is not None:
+            self.spill.attach(run, self.ids)
+        arrivals = arrival_times(self.arrivals, len(self.items), run.seed)
+        chain = fixed_chain(fn) if kernel is not None else None
+        if chain is not None and all(m in self.host.profiles for m in chain):
+            return FixedChainRun(
+                run,
+                fn,
+                self.items,
+                arrivals,
+                self.concurrency,
+                progress,
+                chain=chain,
+                kernel=kernel,
+            )
+        return StrategyRun(run, fn, self.items, arrivals, self.concurrency, progress)
 
     def _result(
         self, run: RunState, runner: StrategyRun, started: float, interrupted: bool = False
@@ -117,11 +137,16 @@ class _Plan:
         if interrupted:  # only the requests that finished, with their attempts
             keep = np.zeros(len(self.items), dtype=bool)
             keep[np.frombuffer(run.requests.index, dtype=np.int32)] = True
+        if self.spill is not None:
+            attempts, requests = self.spill.finish(run, self.ids)
+        else:
+            attempts = run.log.frame(name, self.ids, keep)
+            requests = run.requests.frame(name, self.ids)
         return Result(
             strategy=name,
             seed=run.seed,
-            attempts=run.log.frame(name, self.ids, keep),
-            requests=run.requests.frame(name, self.ids),
+            attempts=attempts,  # type: ignore[arg-type]
+            requests=requests,  # type: ignore[arg-type]
             wall_s=time.perf_counter() - started,
             engine=run.backend.name,
             interrupted=interrupted,
@@ -154,7 +179,7 @@ class _Plan:
             backend=backend,
             clock=lambda: kernel.now,
         )
-        runner = self._runner(run, fn, _Collecting(progress))
+        runner = self._runner(run, fn, _Collecting(progress), kernel)
         if not self.strict:
             kernel.deadlock_handler = lambda: runner.unstick(kernel.describe_deadlock)
         started = time.perf_counter()
@@ -327,6 +352,7 @@ def run(
     progress: bool | None = None,
     strict: bool = False,
     engine: str = "auto",
+    spill: str | os.PathLike[str] | None = None,
 ) -> Result:
     """Run ``algorithm`` over ``requests`` on ``host`` and return the records.
 
@@ -348,11 +374,17 @@ def run(
     ``"asyncio"`` (always the asyncio loop: slower, side effects once). ``result.engine`` says
     which ran. Ctrl-C stops the run and returns the requests that had finished
     (``result.interrupted``).
+
+    ``spill=folder`` is for runs whose records do not fit in memory: they are written to Parquet
+    files in ``folder`` while the run goes, and ``result.attempts`` / ``result.requests`` read
+    them back when first used (the same frames as without ``spill``). The folder must be new,
+    empty, or one an earlier spilling run wrote (it is then cleared); docs/guide.md has more.
     """
     name, fn = as_algorithm(algorithm, strategy)
     plan = _Plan(
         [(name, fn)], requests, host, concurrency, arrivals, [check_seed(seed)], strict, engine
     )
+    plan.spill = check_spill(spill, nested=False)
     result = _execute(plan, progress, name)[0]
     _check_algorithms([result], strict)
     return result
@@ -370,14 +402,16 @@ async def arun(
     progress: bool | None = None,
     strict: bool = False,
     engine: str = "auto",
+    spill: str | os.PathLike[str] | None = None,
 ) -> Result:
     """``await``-able :func:`run` for async code (top-level await in a notebook): a SimHost run
     happens in a worker thread (a daemon, so it never keeps the interpreter alive) and the
-    caller's event loop stays free."""
+    caller's event loop stays free. ``spill`` as in :func:`run`."""
     name, fn = as_algorithm(algorithm, strategy)
     plan = _Plan(
         [(name, fn)], requests, host, concurrency, arrivals, [check_seed(seed)], strict, engine
     )
+    plan.spill = check_spill(spill, nested=False)
     bar = make_progress(plan.total_requests, progress, name)
     try:
         try:
@@ -408,10 +442,11 @@ def compare(
     progress: bool | None = None,
     strict: bool = False,
     engine: str = "auto",
+    spill: str | os.PathLike[str] | None = None,
 ) -> Comparison:
     """Run several strategies on the same requests, with the same arrivals and the same random
-    draws for the same attempts (common random numbers), once per seed. ``engine`` as in
-    :func:`run`."""
+    draws for the same attempts (common random numbers), once per seed. ``engine`` and ``spill``
+    as in :func:`run`; with ``spill`` each strategy × seed writes to its own subfolder."""
     if isinstance(strategies, Mapping):
         named = [as_algorithm(algo, str(key)) for key, algo in strategies.items()]
     elif isinstance(strategies, Sequence) and not isinstance(strategies, str):
@@ -438,6 +473,7 @@ def compare(
             "draws, so every request would be counted twice)"
         )
     plan = _Plan(named, requests, host, concurrency, arrivals, checked, strict, engine)
+    plan.spill = check_spill(spill, nested=True)
     results = _execute(plan, progress, "compare")
     _check_algorithms(results, strict)
     return Comparison(results)
@@ -447,7 +483,9 @@ def _check_algorithms(results: list[Result], strict: bool) -> None:
     """Warn (strict: raise) when most requests of a strategy failed on the algorithm's side, so a
     misspelt model or a forgotten ``await`` is not read as a router's results. The warning points
     at the caller of run / arun / compare."""
-    check_algorithms(((r.strategy, r.requests) for r in results), strict=strict, stacklevel=3)
+    check_algorithms(
+        ((r.strategy, request_errors(r)) for r in results), strict=strict, stacklevel=3
+    )
 
 
 async def _in_daemon_thread(work: Callable[[], Result]) -> Result:

@@ -79,6 +79,10 @@ class Backend:
     def drop(self, task: Any) -> None:
         """Give up on a task that ignores cancellation."""
 
+    def call_soon(self, fn: Any, *args: Any) -> None:
+        """Call ``fn(*args)`` at this instant, after what is running now."""
+        raise NotImplementedError
+
     def new_race(self) -> int:
         """A race id unique within the current request (or process-wide outside a sykit run)."""
         state = self.current_owner()
@@ -140,6 +144,9 @@ class KernelBackend(Backend):
 
     def drop(self, task: KTask) -> None:
         self.kernel.drop(task)
+
+    def call_soon(self, fn: Any, *args: Any) -> None:
+        self.kernel.call_soon(fn, *args)
 
     def new_race(self) -> int:
         current = self.kernel.current
@@ -205,6 +212,9 @@ class AsyncioBackend(Backend):
     def current_cause(self) -> CancelCause | None:
         task = asyncio.current_task()
         return None if task is None else _CAUSES.get(task)
+
+    def call_soon(self, fn: Any, *args: Any) -> None:
+        asyncio.get_running_loop().call_soon(fn, *args)
 
     def drop(self, task: asyncio.Task[Any]) -> None:
         """Close the coroutine of a task that ignores cancellation (``GeneratorExit`` where it

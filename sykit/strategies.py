@@ -105,6 +105,7 @@ def single(model: str) -> Algorithm:
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         return route_to(model, request)
 
+    algorithm.fixed_chain = (model,)  # type: ignore[attr-defined]  # the runner's fast path
     return _named(f"single({model})", algorithm)
 
 
@@ -149,6 +150,7 @@ def fallback_chain(models: Sequence[str]) -> Algorithm:
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         return route_to(names[0], request, fallbacks=names[1:])
 
+    algorithm.fixed_chain = tuple(names)  # type: ignore[attr-defined]  # the runner's fast path
     return _named("fallback(" + ">".join(names) + ")", algorithm)
 
 

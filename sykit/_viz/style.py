@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .._classify import FallbackReason
 from .._errors import ArgumentError, ArgumentTypeError
+from .._vocab import CancelCause, Status
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -27,33 +29,33 @@ if TYPE_CHECKING:
 
 #: Attempt status → colour, in the timeline and the outcome bars.
 STATUS_COLORS: dict[str, str] = {
-    "ok": "#3a9a4f",
-    "error": "#d1495b",
-    "cancelled": "#9e9e9e",
-    "skipped": "#dedede",
+    Status.OK: "#3a9a4f",
+    Status.ERROR: "#d1495b",
+    Status.CANCELLED: "#9e9e9e",
+    Status.SKIPPED: "#dedede",
 }
 #: Cancel cause → hatch, so a cancelled bar says why without reading its label.
 CAUSE_HATCHES: dict[str, str] = {
-    "lost_race": "///",
-    "timeout": "xxx",
-    "abandoned": "...",
-    "request_failed": "\\\\\\",
-    "cancelled": "---",
+    CancelCause.LOST_RACE: "///",
+    CancelCause.TIMEOUT: "xxx",
+    CancelCause.ABANDONED: "...",
+    CancelCause.REQUEST_FAILED: "\\\\\\",
+    CancelCause.CANCELLED: "---",
 }
 CAUSE_LABELS: dict[str, str] = {
-    "lost_race": "lost race",
-    "timeout": "timeout",
-    "abandoned": "abandoned",
-    "request_failed": "request failed",
-    "cancelled": "by the algorithm",
+    CancelCause.LOST_RACE: "lost race",
+    CancelCause.TIMEOUT: "timeout",
+    CancelCause.ABANDONED: "abandoned",
+    CancelCause.REQUEST_FAILED: "request failed",
+    CancelCause.CANCELLED: "by the algorithm",
 }
 #: Fallback reason → colour (oranges: an error the candidate loop moved past).
 FALLBACK_COLORS: dict[str, str] = {
-    "rate_limit": "#f0a04b",
-    "unavailable": "#e07b39",
-    "context_window": "#c65f22",
-    "capability": "#f6c48b",
-    "policy": "#a3501c",
+    FallbackReason.RATE_LIMIT: "#f0a04b",
+    FallbackReason.UNAVAILABLE: "#e07b39",
+    FallbackReason.CONTEXT_WINDOW: "#c65f22",
+    FallbackReason.CAPABILITY: "#f6c48b",
+    FallbackReason.POLICY: "#a3501c",
 }
 RETRIED_COLOR = "#f2a7b0"
 UNUSED_COLOR = "#a9d6b0"

@@ -1,0 +1,77 @@
+"""A fast path for fixed chains: ``single(model)`` and ``fallback_chain(models)`` with no coroutine.
+
+These strategies decide nothing per request: every request goes to the same candidates. On the
+kernel their requests need no task, no driver and no algorithm coroutine: the candidate loop (the
+same :func:`~sykit._driver.serve_steps` generator every call uses) is advanced from timer
+callbacks, and the request is recorded as the general path records it. Same draws, same order of
+events, the same frames (a test compares them); only the per-request machinery is gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+from ._driver import RequestState, serve_steps
+from ._errors import ModelError
+from ._kernel import Kernel
+from ._lifecycle import StrategyRun, _failure
+from ._models import Outcome
+from ._records import KIND_CODE, PHASE_CODE
+from ._vocab import Kind, Phase
+
+__all__ = ["FixedChainRun", "fixed_chain"]
+
+_ANSWER, _MODEL = PHASE_CODE[Phase.ANSWER], KIND_CODE[Kind.MODEL]
+
+
+def fixed_chain(fn: Any) -> tuple[str, ...] | None:
+    """The candidates of a fixed-chain strategy (a library ``single``/``fallback_chain``), else None."""
+    chain = getattr(fn, "fixed_chain", None)
+    if isinstance(chain, tuple) and chain and all(isinstance(m, str) for m in chain):
+        return chain
+    return None
+
+
+class FixedChainRun(StrategyRun):
+    """A :class:`StrategyRun` whose requests are driven by timer callbacks instead of tasks."""
+
+    def __init__(self, *args: Any, chain: tuple[str, ...], kernel: Kernel, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.chain = chain
+        self.kernel = kernel
+        self._spawn = self._drive  # type: ignore[method-assign]
+
+    def _drive(self, state: RequestState) -> None:
+        run = self.run
+        state.start_s = self.kernel.now
+        state.closed = True  # the "algorithm" returned at once: its routing phase ends here
+        steps = serve_steps(run, state, state.request, self.chain, _ANSWER, _MODEL)
+        self._advance(state, steps, state.start_s)
+
+    def _advance(
+        self, state: RequestState, steps: Generator[Any, Any, Any], routing_end: float
+    ) -> None:
+        try:
+            trap = next(steps)
+        except StopIteration as stop:
+            self._end(state, stop.value, None, routing_end)
+            return
+        except ModelError as error:
+            self._end(state, None, _failure(error), routing_end)
+            return
+        self.kernel.call_later(trap[1], self._advance, state, steps, routing_end)
+
+    def _end(
+        self,
+        state: RequestState,
+        response: Any,
+        failure: tuple[str, str] | None,
+        routing_end: float,
+    ) -> None:
+        if not self.stopping:
+            outcome = Outcome(models=self.chain, request=state.request)
+            self._record(state, outcome, response, failure, routing_end)
+        self._release()
+        if self.progress is not None:
+            self.progress.update(1)

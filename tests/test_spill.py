@@ -1,0 +1,342 @@
+"""spill=: records written to Parquet while the run goes, read back lazily, identical frames."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pandas.testing as pdt
+import pytest
+
+import sykit as sy
+from sykit import _spill
+
+
+@pytest.fixture
+def tiny_chunks(monkeypatch):
+    """Chunks of 4 rows, so even a small run writes many files while it goes."""
+    monkeypatch.setattr(_spill, "CHUNK_ROWS", 4)
+
+
+def busy_host() -> sy.SimHost:
+    """Random latencies; "flaky" fails often (retries, fallbacks, cooldown skips, timeouts)."""
+    latency = sy.Latency(ttft=sy.LogNormal(0.6, sigma=0.7), tokens_per_s=sy.Uniform(30, 90))
+    base = sy.ModelProfile(latency=latency, output_tokens=20, price_in=1.0, price_out=2.0)
+    faults = sy.Faults(unavailable=0.15, rate_limit=0.1, timeout=0.05, invalid=0.03)
+    return sy.SimHost(
+        {
+            "flaky": base.replace(faults=faults, quality=0.4),
+            "steady": base.replace(price_in=5.0, quality=0.8),
+            "judge": base.replace(output_tokens=3),
+        },
+        policy=sy.HostPolicy(max_retries=1, cooldown_s=1.5, timeout_s=4.0),
+        judge=sy.Judge(accuracy=0.8),
+    )
+
+
+class Broken(Exception):
+    """An algorithm's own error."""
+
+
+async def mixed(request, driver):
+    """A different path per request: races (cancellations), fallbacks, judges, sleeps, errors."""
+    n = request.metadata["n"]
+    way = n % 6
+    if way == 0:  # a race: the loser is cancelled
+        _, first = await sy.first(
+            driver.call_model(request, ["flaky"]), driver.call_model(request, ["steady"])
+        )
+        if isinstance(first, Exception):
+            return sy.route_to("steady", request)
+        driver.evidence(won=first.model, latency=first.latency_s)
+        return sy.answered(first.model, first)
+    if way == 1:  # the candidate loop: retries, cooldown skips, fallbacks
+        return sy.route_to("flaky", request, fallbacks=["steady"])
+    if way == 2:  # a judge under a timeout, evidence of several types
+        try:
+            draft = await driver.call_model(request, ["flaky"])
+        except sy.ModelError as error:
+            driver.evidence(error=error.kind, tags=["fallback", n])
+            return sy.route_to("steady", request)
+        question = sy.ask_good_enough(request, draft)
+        verdict = await sy.timeout(0.7, driver.call_decision(question, "judge"))
+        good = None if verdict is None else verdict.yes("good_enough")
+        driver.evidence(verdict=good)
+        return sy.answered("flaky", draft) if good else sy.route_to("steady", request)
+    if way == 3:  # a long request: holds the watermark back while others finish
+        await driver.sleep(20.0 + n % 7)
+        return sy.route_to("flaky", request)  # no fallback: may fail
+    if way == 4 and n % 4 == 0:  # the algorithm fails
+        await driver.sleep(0.1)
+        raise Broken(f"request {n} broke")
+    if way == 4:  # a hedge
+        response = await sy.hedge(lambda: driver.call_model(request, ["flaky"]), after=0.5)
+        return sy.answered("flaky", response)
+    return sy.route_to("steady", request)  # skips nothing, always served
+
+
+def dataset(n: int, text_ids: bool) -> list[sy.Request]:
+    return [
+        sy.Request(
+            f"question {i}",
+            id=f"q-{i:04d}" if text_ids else 1000 + 3 * i,
+            input_tokens=40 + i % 50,
+            metadata={"n": i, "tier": ["free", "pro", None][i % 3], "weight": i / 7},
+        )
+        for i in range(n)
+    ]
+
+
+def assert_same(plain: sy.Result, spilled: sy.Result) -> None:
+    pdt.assert_frame_equal(plain.attempts, spilled.attempts)
+    pdt.assert_frame_equal(plain.requests, spilled.requests)
+    assert spilled.strategy == plain.strategy and spilled.seed == plain.seed
+
+
+@pytest.mark.parametrize("text_ids", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_spilled_frames_are_identical_to_in_memory_ones(tmp_path, tiny_chunks, seed, text_ids):
+    requests = dataset(240, text_ids)
+    host = busy_host()
+    plain = sy.run(mixed, requests, host=host, seed=seed, concurrency=16)
+    spilled = sy.run(mixed, requests, host=host, seed=seed, concurrency=16, spill=tmp_path / "s")
+    assert_same(plain, spilled)
+    attempts, frame = plain.attempts, plain.requests
+    # the workload covers what the frames must carry through
+    assert set(attempts["status"]) == {"ok", "error", "cancelled", "skipped"}
+    assert attempts["retried"].any() and attempts["fallback_reason"].notna().any()
+    assert attempts["race_id"].notna().any() and attempts["http_status"].notna().any()
+    assert set(frame["status"]) == {"ok", "failed"}
+    assert {"tier", "weight", "evidence_won", "evidence_verdict", "evidence_tags"} <= set(frame)
+    assert (frame["error_kind"] == "algorithm_error").any()
+    chunks = sorted(p.name for p in (tmp_path / "s").glob("attempts-*.parquet"))
+    assert len(chunks) > 3
+
+
+def test_open_loop_arrivals_and_the_asyncio_engine_spill_identically(tmp_path, tiny_chunks):
+    requests = dataset(120, text_ids=True)
+    host = busy_host()
+    for engine in ("kernel", "asyncio"):
+        kwargs = {"host": host, "arrivals": sy.Poisson(4.0), "concurrency": 12, "engine": engine}
+        plain = sy.run(mixed, requests, **kwargs)
+        spilled = sy.run(mixed, requests, spill=tmp_path / engine, **kwargs)
+        assert spilled.engine == engine
+        assert_same(plain, spilled)
+
+
+def test_compare_spills_each_strategy_and_seed_to_its_own_folder(tmp_path, tiny_chunks):
+    requests = dataset(90, text_ids=False)
+    host = busy_host()
+    strategies = {
+        "mixed": mixed,
+        "chain a>b": sy.strategies.fallback_chain(["flaky", "steady"]),
+    }
+    plain = sy.compare(strategies, requests, host=host, seeds=[3, 4])
+    spilled = sy.compare(strategies, requests, host=host, seeds=[3, 4], spill=tmp_path)
+    folders = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
+    assert folders == ["chain_a_b-seed3", "chain_a_b-seed4", "mixed-seed3", "mixed-seed4"]
+    for folder in folders:
+        meta = json.loads((tmp_path / folder / "run.json").read_text())
+        assert f"{meta['strategy']}-seed{meta['seed']}".replace(" a>b", "_a_b") == folder
+    for a, b in zip(plain.results, spilled.results, strict=True):
+        assert_same(a, b)
+    pdt.assert_frame_equal(plain.requests, spilled.requests)
+    pdt.assert_frame_equal(plain.summary(), spilled.summary())
+
+
+def test_chunks_are_written_while_the_run_goes(tmp_path, tiny_chunks):
+    folder = tmp_path / "s"
+    seen: dict[int, tuple[int, int, bool]] = {}
+
+    async def watching(request, driver):
+        n = request.metadata["n"]
+        if n in (60, 119):  # what is on disk midway, and when the last request starts
+            seen[n] = (
+                len(list(folder.glob("attempts-*.parquet"))),
+                len(list(folder.glob("requests-*.parquet"))),
+                (folder / "run.json").exists(),
+            )
+        return sy.route_to("flaky", request, fallbacks=["steady"])
+
+    requests = dataset(120, text_ids=False)
+    result = sy.run(watching, requests, host=busy_host(), concurrency=4, spill=folder)
+    assert seen[60][0] >= 5 and seen[60][1] >= 5
+    assert seen[119][0] > seen[60][0] and seen[119][1] > seen[60][1]
+    assert not seen[119][2]
+    assert (folder / "run.json").exists()  # written once the run has ended
+    assert len(result.requests) == 120
+
+
+def test_memory_holds_only_the_attempts_after_the_watermark(tmp_path, monkeypatch):
+    """A request that runs long keeps the attempts after its first one in memory; the rest go."""
+    monkeypatch.setattr(_spill, "CHUNK_ROWS", 8)
+    held: dict[int, int] = {}
+
+    async def one_slow(request, driver):
+        n = request.metadata["n"]
+        held[n] = driver._state.run.log.held()  # attempts in memory when request n starts
+        if n == 200:
+            response = await driver.call_model(request, ["steady"])
+            await driver.sleep(1000.0)  # holds the watermark at its first attempt
+            return sy.answered("steady", response)
+        return sy.route_to("steady", request)
+
+    host = busy_host()
+    requests = dataset(400, text_ids=False)
+    plain = sy.run(one_slow, requests, host=host, concurrency=8)
+    held.clear()
+    spilled = sy.run(one_slow, requests, host=host, concurrency=8, spill=tmp_path)
+    assert_same(plain, spilled)
+    # before request 200's first attempt, a few chunks at most (those in flight, those waiting
+    # for a full chunk); after it, every attempt stays in memory
+    assert max(held[n] for n in range(200)) < 3 * 8
+    assert held[399] >= 190
+
+
+def test_a_spilled_result_reads_its_frames_only_when_used(tmp_path, monkeypatch):
+    reads: list[str] = []
+    original_attempts = _spill.SpilledRun.attempts
+    original_requests = _spill.SpilledRun.requests
+
+    def counting_attempts(self):
+        reads.append("attempts")
+        return original_attempts(self)
+
+    def counting_requests(self):
+        reads.append("requests")
+        return original_requests(self)
+
+    monkeypatch.setattr(_spill.SpilledRun, "attempts", counting_attempts)
+    monkeypatch.setattr(_spill.SpilledRun, "requests", counting_requests)
+    plain = sy.run(mixed, dataset(60, text_ids=False), host=busy_host())
+    result = sy.run(mixed, dataset(60, text_ids=False), host=busy_host(), spill=tmp_path)
+    text = repr(result)  # the repr reads only the status and error columns
+    assert reads == []
+    assert text.splitlines()[0] == repr(plain).splitlines()[0]
+    assert isinstance(result.__dict__["_attempts"], _spill.SpilledFrame)
+    frame = result.requests
+    assert reads == ["requests"]
+    assert result.requests is frame  # read once, then kept
+    result.summary()
+    assert reads == ["requests", "attempts"]
+    pdt.assert_frame_equal(result.summary(), plain.summary())
+
+
+def test_a_result_refuses_a_folder_a_later_run_wrote_again(tmp_path):
+    requests = dataset(30, text_ids=False)
+    first = sy.run(mixed, requests, host=busy_host(), spill=tmp_path)
+    sy.run(mixed, requests, host=busy_host(), seed=1, spill=tmp_path)
+    with pytest.raises(sy.SykitError, match="no longer holds this run's records"):
+        _ = first.attempts
+
+
+def test_rewriting_a_folder_sykit_wrote_clears_it(tmp_path):
+    requests = dataset(30, text_ids=False)
+    sy.compare({"a": mixed, "b": mixed}, requests, host=busy_host(), spill=tmp_path)
+    assert (tmp_path / "a-seed0").is_dir()
+    result = sy.run(mixed, requests, host=busy_host(), spill=tmp_path)  # now one run, no subfolders
+    assert not any(p.is_dir() for p in tmp_path.iterdir())
+    assert len(result.requests) == 30
+
+
+def test_bad_spill_arguments_are_refused_before_the_run(tmp_path):
+    requests = dataset(5, text_ids=False)
+    host = busy_host()
+    a_file = tmp_path / "records.parquet"
+    a_file.write_text("x")
+    with pytest.raises(sy.ArgumentError, match="is a file"):
+        sy.run(mixed, requests, host=host, spill=a_file)
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    with pytest.raises(sy.ArgumentError, match="not written by sykit"):
+        sy.run(mixed, requests, host=host, spill=foreign)
+    with pytest.raises(sy.ArgumentError, match="not written by sykit"):
+        sy.compare({"a": mixed}, requests, host=host, spill=str(foreign))
+    assert (foreign / "notes.txt").read_text() == "keep me"
+    with pytest.raises(sy.ArgumentTypeError, match="spill must be a folder path"):
+        sy.run(mixed, requests, host=host, spill=3)
+    with pytest.raises(sy.ArgumentError, match="empty string"):
+        sy.run(mixed, requests, host=host, spill="")
+    # a folder sykit wrote, with a file of someone else's added: not overwritten either
+    ours = tmp_path / "ours"
+    sy.run(mixed, requests, host=host, spill=ours)
+    (ours / "notes.txt").write_text("mine")
+    with pytest.raises(sy.ArgumentError, match=r"holds files sykit did not write \('notes\.txt'\)"):
+        sy.run(mixed, requests, host=host, spill=ours)
+
+
+def test_an_empty_existing_folder_is_used(tmp_path):
+    requests = dataset(12, text_ids=True)
+    plain = sy.run(mixed, requests, host=busy_host())
+    spilled = sy.run(mixed, requests, host=busy_host(), spill=tmp_path)
+    assert_same(plain, spilled)
+
+
+def test_arun_spills_too(tmp_path, tiny_chunks):
+    requests = dataset(40, text_ids=False)
+    plain = sy.run(mixed, requests, host=busy_host())
+    spilled = asyncio.run(sy.arun(mixed, requests, host=busy_host(), spill=tmp_path))
+    assert_same(plain, spilled)
+
+
+def test_evidence_that_cannot_be_pickled_stops_the_run_with_a_clear_error(tmp_path):
+    async def unpicklable(request, driver):
+        driver.evidence(callback=lambda: None)
+        return sy.route_to("steady", request)
+
+    with pytest.raises(sy.ArgumentTypeError, match=r"'evidence_callback'.*picklable"):
+        sy.run(unpicklable, dataset(3, text_ids=False), host=busy_host(), spill=tmp_path)
+
+
+def test_an_interrupted_run_spills_what_it_had(tmp_path, tiny_chunks):
+    async def stopped(request, driver):
+        if request.metadata["n"] == 70:
+            raise KeyboardInterrupt  # as Ctrl-C would, in the middle of the run
+        return await mixed(request, driver)
+
+    requests = dataset(120, text_ids=False)
+    with pytest.warns(UserWarning, match="interrupted"):
+        plain = sy.run(stopped, requests, host=busy_host(), concurrency=8)
+    with pytest.warns(UserWarning, match="interrupted"):
+        spilled = sy.run(stopped, requests, host=busy_host(), concurrency=8, spill=tmp_path)
+    assert plain.interrupted and spilled.interrupted
+    assert 0 < len(plain.requests) < 120
+    assert_same(plain, spilled)
+
+
+def test_a_run_started_again_on_asyncio_starts_its_folder_afresh(tmp_path, tiny_chunks):
+    async def awaits_asyncio(request, driver):
+        if request.metadata["n"] == 50:
+            await asyncio.sleep(0.25)  # the kernel cannot run this: the run starts again on asyncio
+        return await mixed(request, driver)
+
+    requests = dataset(80, text_ids=False)
+    plain = sy.run(awaits_asyncio, requests, host=busy_host())
+    spilled = sy.run(awaits_asyncio, requests, host=busy_host(), spill=tmp_path)
+    assert plain.engine == spilled.engine == "asyncio"
+    assert_same(plain, spilled)
+    meta = json.loads((tmp_path / "run.json").read_text())
+    written = {p.name for p in tmp_path.glob("*-*.parquet")}
+    assert written == set(meta["attempt_files"]) | set(meta["request_files"])
+
+
+def test_handed_over_attempts_keep_the_run_wide_numbering():
+    from sykit._records import AttemptLog
+
+    log = AttemptLog(["a", "b"])
+    rows = [log.begin(k, 0, 0, 0, k % 2, 0, 0, -1, float(k)) for k in range(5)]
+    assert rows == [0, 1, 2, 3, 4]
+    raw = log.hand_over(3)
+    assert raw["request"].tolist() == [0, 1, 2] and raw["start_s"].tolist() == [0.0, 1.0, 2.0]
+    assert len(log) == 5 and log.held() == 2
+    assert log.begin(5, 0, 0, 0, 0, 0, 0, -1, 5.0) == 5  # numbering goes on
+    log.ok(4, 9.0, None, 0.5)
+    assert log.get_f(4, AttemptLog.END) == 9.0 and log.model_of(4) == "a"
+    # a handed-over attempt reads as matching nothing, and a late change to it is not recorded
+    assert log.get_i(1, AttemptLog.REQUEST) == -1 and log.get_h(1, AttemptLog.STATUS) == -1
+    log.ok(1, 7.0, None, None)
+    log.set_h(1, AttemptLog.SERVED, 1)
+    assert log.raw()["end_s"].tolist()[0] != 7.0 and log.raw()["served"].tolist() == [0, 0, 0]
+    with pytest.raises(LookupError):
+        log.model_of(1)
