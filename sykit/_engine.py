@@ -28,9 +28,7 @@ import contextvars
 import heapq
 import importlib
 import itertools
-import os
 import selectors
-import sys
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
@@ -38,6 +36,7 @@ from typing import Any, TypeVar
 
 import anyio
 
+from ._deadlock import describe_deadlock
 from ._errors import RealIOError, SimDeadlock
 
 __all__ = ["VirtualTimeLoop", "arun", "loop_is_running", "run"]
@@ -268,42 +267,12 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):  # type: ignore[misc,valid-typ
 
     def describe_deadlock(self) -> str:
         """A readable account of what is stuck, for the SimDeadlock message."""
-        waiting = [t for t in asyncio.all_tasks(self) if not t.done()]
-        lines = []
-        for task in waiting[:5]:
-            frame = _innermost_user_frame(task)
-            where = ""
-            if frame is not None:
-                where = f" at {frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
-            lines.append(f"  - task {task.get_name()!r}{where}")
-        more = f"\n  … and {len(waiting) - 5} more" if len(waiting) > 5 else ""
-        return (
-            f"simulation deadlock at t={self._vtime:g} s: every task is waiting and no timer is "
-            "pending, so virtual time cannot move (e.g. awaiting an Event that nobody sets, or a "
-            "lock that is never released). Waiting tasks:\n" + "\n".join(lines) + more
+        waiting = [(t.get_name(), t.get_coro()) for t in asyncio.all_tasks(self) if not t.done()]
+        return describe_deadlock(
+            self._vtime,
+            waiting,
+            "e.g. awaiting an Event that nobody sets, or a lock that is never released",
         )
-
-
-_LIBRARY_DIRS = tuple(
-    os.path.dirname(module.__file__ or "") + os.sep
-    for module in (asyncio, anyio, sys.modules[__package__])
-)
-
-
-def _innermost_user_frame(task: asyncio.Task[Any]) -> Any:
-    """The deepest frame of a suspended task outside asyncio, anyio and sykit: where the user waits."""
-    frames = []
-    awaited: Any = task.get_coro()
-    while awaited is not None:
-        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
-        if frame is None:
-            break
-        frames.append(frame)
-        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
-    for frame in reversed(frames):
-        if not frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
-            return frame
-    return frames[-1] if frames else None
 
 
 def loop_is_running() -> bool:

@@ -30,6 +30,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Generator, Sequence
 from typing import Any
 
+from ._deadlock import describe_deadlock
 from ._errors import ArgumentError, SimDeadlock
 from ._vocab import CancelCause
 
@@ -469,28 +470,11 @@ class Kernel:
 
     def describe_deadlock(self) -> str:
         """A readable account of what is stuck, for the SimDeadlock message."""
-        waiting = [t for t in self._live if t.waiting is not None or t.wake == 0]
-        lines = []
-        for task in waiting[:5]:
-            frame = _innermost_frame(task.coro)
-            where = ""
-            if frame is not None:
-                where = f" at {frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
-            lines.append(f"  - task {task.name or 'unnamed'!r}{where}")
-        more = f"\n  … and {len(waiting) - 5} more" if len(waiting) > 5 else ""
-        return (
-            f"simulation deadlock at t={self.now:g} s: every task is waiting and no timer is "
-            "pending, so virtual time cannot move (e.g. a task waiting for another that waits for "
-            "it). Waiting tasks:\n" + "\n".join(lines) + more
+        waiting = [
+            (t.name or "unnamed", t.coro)
+            for t in self._live
+            if t.waiting is not None or t.wake == 0
+        ]
+        return describe_deadlock(
+            self.now, waiting, "e.g. a task waiting for another that waits for it"
         )
-
-
-def _innermost_frame(coro: Any) -> Any:
-    frame = None
-    while coro is not None:
-        inner = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
-        if inner is None:
-            break
-        frame = inner
-        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
-    return frame

@@ -156,7 +156,7 @@ class _Plan:
     def run_simulated(self, name: str, fn: Callable[..., Any], seed: int, progress: Any) -> Result:
         """One simulated run: on the kernel, or on the asyncio engine when it has to be."""
         if self.engine != "asyncio":
-            counted = _Counted(progress)
+            counted = _KernelProgress(progress)
             try:
                 return self.run_on_kernel(name, fn, seed, counted)
             except NeedsAsyncio as need:
@@ -179,12 +179,14 @@ class _Plan:
             backend=backend,
             clock=lambda: kernel.now,
         )
-        runner = self._runner(run, fn, _Collecting(progress), kernel)
+        if not isinstance(progress, _KernelProgress):
+            progress = _KernelProgress(progress)
+        runner = self._runner(run, fn, progress, kernel)
         if not self.strict:
             kernel.deadlock_handler = lambda: runner.unstick(kernel.describe_deadlock)
         started = time.perf_counter()
         collecting = gc.isenabled()
-        gc.disable()  # a run makes no reference cycles of its own; see _Collecting for the rest
+        gc.disable()  # a run makes no reference cycles of its own; see _KernelProgress for the rest
         interrupted = False
         try:
             with using(backend):
@@ -263,8 +265,10 @@ class _Plan:
         return results
 
 
-class _Counted:
-    """A progress bar that remembers what one run added, so a rerun can take it back."""
+class _KernelProgress:
+    """Progress of one kernel run. It remembers what the run added to the bar, so a run started
+    again on the asyncio engine can take it back, and with the cyclic collector paused it runs a
+    young-generation pass now and then, so an algorithm's own cyclic garbage stays bounded."""
 
     def __init__(self, bar: Any) -> None:
         self.bar = bar
@@ -274,27 +278,13 @@ class _Counted:
         self.count += n
         if self.bar is not None:
             self.bar.update(n)
+        if self.count % _GC_EVERY == 0:
+            gc.collect(1)
 
     def undo(self) -> None:
         if self.bar is not None and self.count:
             self.bar.update(-self.count)
         self.count = 0
-
-
-class _Collecting:
-    """Counts finished requests for the progress bar and, with the cyclic collector paused, runs a
-    young-generation pass now and then, so an algorithm's own cyclic garbage stays bounded."""
-
-    def __init__(self, progress: Any) -> None:
-        self.progress = progress
-        self.finished = 0
-
-    def update(self, n: int = 1) -> None:
-        self.finished += n
-        if self.progress is not None:
-            self.progress.update(n)
-        if self.finished % _GC_EVERY == 0:
-            gc.collect(1)
 
 
 def _execute(plan: _Plan, progress_flag: bool | None, description: str) -> list[Result]:
