@@ -152,6 +152,18 @@ class _Plan:
             interrupted=interrupted,
         )
 
+    def _run_state(
+        self, name: str, seed: int, backend: Any, clock: Callable[[], float]
+    ) -> RunState:
+        return RunState(
+            host=self.host,
+            seed=seed,
+            strategy=name,
+            strict=self.strict,
+            backend=backend,
+            clock=clock,
+        )
+
     # -- a simulated run -------------------------------------------------------------------------
     def run_simulated(self, name: str, fn: Callable[..., Any], seed: int, progress: Any) -> Result:
         """One simulated run: on the kernel, or on the asyncio engine when it has to be."""
@@ -171,14 +183,7 @@ class _Plan:
     def run_on_kernel(self, name: str, fn: Callable[..., Any], seed: int, progress: Any) -> Result:
         kernel = Kernel()
         backend = KernelBackend(kernel)
-        run = RunState(
-            host=self.host,
-            seed=seed,
-            strategy=name,
-            strict=self.strict,
-            backend=backend,
-            clock=lambda: kernel.now,
-        )
+        run = self._run_state(name, seed, backend, lambda: kernel.now)
         if not isinstance(progress, _KernelProgress):
             progress = _KernelProgress(progress)
         runner = self._runner(run, fn, progress, kernel)
@@ -213,14 +218,7 @@ class _Plan:
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
         backend = AsyncioBackend(origin=loop.time())
-        run = RunState(
-            host=self.host,
-            seed=seed,
-            strategy=name,
-            strict=self.strict,
-            backend=backend,
-            clock=backend.now,
-        )
+        run = self._run_state(name, seed, backend, backend.now)
         runner = self._runner(run, fn, progress)
         restore = None
         if isinstance(loop, _engine.VirtualTimeLoop):

@@ -18,3 +18,21 @@ def rows(result: sy.Result, **where) -> list[dict]:
     for column, value in where.items():
         frame = frame[frame[column] == value]
     return frame.to_dict("records")
+
+
+def weak_strong_host() -> sy.SimHost:
+    """A cheap, fast weak model and a dear, slow strong one that is rate limited 10 % of the time."""
+    return sy.SimHost(
+        {
+            "weak": constant_profile(0.25, 50, 100.0, price_in=0.1, price_out=0.4, quality=0.4),
+            "strong": constant_profile(
+                1.0,
+                100,
+                50.0,
+                price_in=5.0,
+                price_out=15.0,
+                quality=0.9,
+                faults=sy.Faults(rate_limit=0.1, retry_after_s=0.5),
+            ),
+        }
+    )

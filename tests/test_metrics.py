@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import constant_profile
+from helpers import weak_strong_host
 
 import sykit as sy
 from sykit import strategies as st
@@ -16,20 +16,7 @@ from sykit._metrics import bootstrap_mean_ci
 
 @pytest.fixture
 def host():
-    return sy.SimHost(
-        {
-            "weak": constant_profile(0.25, 50, 100.0, price_in=0.1, price_out=0.4, quality=0.4),
-            "strong": constant_profile(
-                1.0,
-                100,
-                50.0,
-                price_in=5.0,
-                price_out=15.0,
-                quality=0.9,
-                faults=sy.Faults(rate_limit=0.1, retry_after_s=0.5),
-            ),
-        }
-    )
+    return weak_strong_host()
 
 
 REQUESTS = [sy.Request(f"q{i}", id=i) for i in range(300)]
