@@ -28,6 +28,7 @@ import contextvars
 import heapq
 import importlib
 import itertools
+import math
 import selectors
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -151,6 +152,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):  # type: ignore[misc,valid-typ
     def _run_once(self) -> None:
         """One loop iteration, as asyncio's, minus what virtual time never needs (I/O timeouts)."""
         if self._debug:
+            # asyncio's own iteration takes timers due before ``clock + resolution``: one ulp of
+            # the clock makes that "at or before the clock" exactly, at any magnitude.
+            self._clock_resolution = math.ulp(self._vtime)
             self._base_run_once()
             return
         ready = self._ready

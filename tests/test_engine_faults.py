@@ -397,11 +397,13 @@ def test_far_future_times_stay_exact_on_both_engines(host, engine):
     assert res.requests["end_s"].tolist() == [t0 + 0.375, 2.0**33 + t0 + 0.375]
 
 
-def test_the_virtual_time_loop_fires_timers_exactly_far_in_the_future():
+@pytest.mark.parametrize("debug", [False, True], ids=["plain", "asyncio-debug"])
+def test_the_virtual_time_loop_fires_timers_exactly_far_in_the_future(debug):
     from sykit import _engine
 
     async def main():
         loop = asyncio.get_running_loop()
+        loop.set_debug(debug)  # debug mode runs asyncio's own loop iteration
         seen = []
         for seconds in (2.0**30, 0.5, 2.0**52, 1.0):
             await asyncio.sleep(seconds)

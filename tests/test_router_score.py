@@ -294,9 +294,10 @@ def test_a_fitted_score_is_a_function_of_the_request_and_refuses_unfitted_benchm
     with pytest.raises(sy.ArgumentError, match=r"not been fitted on benchmark 'b'.*calibrate"):
         score.value(*_view(other), other)
     unfitted = st.simulated_score("weak", "strong")
-    result = sy.run(
-        st.threshold_router("weak", "strong", score=unfitted, threshold=0), data[:2], host=host
-    )
+    with pytest.warns(sy.AlgorithmWarning, match="calibrate"):
+        result = sy.run(
+            st.threshold_router("weak", "strong", score=unfitted, threshold=0), data[:2], host=host
+        )
     assert result.requests["error_kind"].eq("algorithm_error").all()
     assert result.requests["error_message"].str.contains("calibrate").all()
 

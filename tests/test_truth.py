@@ -59,7 +59,8 @@ def test_an_algorithm_reads_no_quality_from_responses_or_metadata(graded, host):
     assert result.requests["weak_grade"].tolist()[:5] == [9, 2, 7, 1, 8]
     assert result.requests["topic"].tolist() == ["x", "y"] * 4
     assert not result.requests["reads_truth"].any()
-    assert bool(result.summary()["realizable"].iloc[0])
+    with pytest.warns(sy.UngradedWarning, match="1 served answer has no grade"):
+        assert bool(result.summary()["realizable"].iloc[0])
 
 
 def test_metadata_cannot_name_a_ground_truth_column():
@@ -86,7 +87,8 @@ def test_truth_readers_are_flagged_and_the_rest_are_not(graded, host):
         "weak": False,
         "cascade": False,  # its simulated judge reads the truth inside the host, not the algorithm
     }
-    summary = comparison.summary().set_index("strategy")
+    with pytest.warns(sy.UngradedWarning):
+        summary = comparison.summary().set_index("strategy")
     assert summary["realizable"].to_dict() == {k: not v for k, v in flags.to_dict().items()}
 
 
@@ -99,7 +101,8 @@ def test_peek_truth_in_a_user_algorithm_flags_only_the_requests_that_peeked(grad
 
     result = sy.run(peeks_sometimes, graded, host=host)
     assert result.requests["reads_truth"].tolist() == [True, False] * 4
-    assert not bool(result.summary()["realizable"].iloc[0])
+    with pytest.warns(sy.UngradedWarning):
+        assert not bool(result.summary()["realizable"].iloc[0])
 
 
 def test_peek_truth_needs_a_driver():
@@ -139,6 +142,7 @@ def test_the_oracle_serves_the_best_graded_answer_and_bounds_every_strategy(grad
         both = mine.notna() & best.notna()
         assert (mine[both] <= best[both] + 1e-12).all(), name
     # The old rule (cheapest answer graded ≥ 0.5) is beaten by strong-only on this table.
-    summary = comparison.summary().set_index("strategy")["mean_quality"]
+    with pytest.warns(sy.UngradedWarning):
+        summary = comparison.summary().set_index("strategy")["mean_quality"]
     assert summary["cheapest good"] < summary["strong"] <= summary["oracle"]
     assert math.isclose(summary["oracle"], sum(best_grades) / 8)
