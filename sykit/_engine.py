@@ -144,6 +144,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):  # type: ignore[misc,valid-typ
         self.task_created: Callable[[asyncio.Task[Any], contextvars.Context | None], None] | None
         self.task_created = None
         self.deadlock_handler: Callable[[], bool] | None = None
+        self.interrupt_handler: Callable[[], None] | None = None
 
     # -- the clock ---------------------------------------------------------------------------
     def time(self) -> float:
@@ -300,7 +301,12 @@ def _run_here(
     return anyio.run(main, backend="asyncio", backend_options={"loop_factory": factory})
 
 
-def _cancel_everything(loop: asyncio.AbstractEventLoop) -> None:
+def _interrupt(loop: VirtualTimeLoop) -> None:
+    """Ctrl-C, delivered on the loop's own thread: the loop's ``interrupt_handler`` stops the
+    run its own way (keeping what finished); without one, every task is cancelled."""
+    if loop.interrupt_handler is not None:
+        loop.interrupt_handler()
+        return
     for task in asyncio.all_tasks(loop):
         task.cancel()
 
@@ -314,7 +320,8 @@ def run(
 
     In a thread that already runs an event loop (a notebook cell, or after ``nest_asyncio.apply()``)
     the loop runs in a private worker thread while this thread waits; ``KeyboardInterrupt`` cancels
-    the simulation's tasks and is re-raised once they have stopped.
+    the simulation's tasks and, once they have stopped, is re-raised, unless ``main`` ended with an
+    exception of its own (a run's partial result), which is raised instead.
     """
     if not loop_is_running():
         return _run_here(main, setup)
@@ -334,8 +341,11 @@ def run(
         except KeyboardInterrupt:
             loop = holder.get("loop")
             if loop is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(_cancel_everything, loop)
+                loop.call_soon_threadsafe(_interrupt, loop)
             wait_futures([future])
+            stopped = None if future.cancelled() else future.exception()
+            if stopped is not None and not isinstance(stopped, asyncio.CancelledError):
+                raise stopped from None  # how ``main`` ended when told to stop (e.g. what finished)
             raise
     finally:
         executor.shutdown(wait=True)

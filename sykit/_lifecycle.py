@@ -256,6 +256,12 @@ class StrategyRun:
             if state.root is not None and not state.root.done():
                 b.cancel(state.root, CancelCause.CANCELLED)
 
+    def interrupt(self) -> None:
+        """Ctrl-C: stop the requests in flight without recording them; those that finished are
+        returned."""
+        self.interrupted = True
+        self.stop(None)
+
     def close(self) -> None:
         """The run is over: start nothing more, and drop the bound methods that tie this run to
         itself, so no reference cycle (holding every request) is left for the cyclic collector."""

@@ -225,6 +225,7 @@ class _Plan:
             loop.task_created = track_task
             if not self.strict:
                 loop.deadlock_handler = lambda: runner.unstick(loop.describe_deadlock)
+            loop.interrupt_handler = runner.interrupt  # Ctrl-C while the loop runs in a thread
         else:
             restore = install_task_tracking(loop)
         try:
@@ -241,7 +242,7 @@ class _Plan:
             if restore is not None:
                 restore()
             if isinstance(loop, _engine.VirtualTimeLoop):
-                loop.deadlock_handler = None
+                loop.deadlock_handler = loop.interrupt_handler = None
             runner.close()
         if runner.fatal is not None:
             raise runner.fatal

@@ -189,3 +189,42 @@ def test_an_interrupt_stops_a_simulation_running_in_a_worker_thread():
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "interrupted; sim threads left: 0", out.stderr
+
+
+def test_ctrl_c_in_a_notebook_returns_what_finished_on_the_asyncio_engine():
+    # In a notebook cell (a running loop) an asyncio-engine run lives in a worker thread; Ctrl-C
+    # reaches the main thread. The run stops and returns the requests that had finished.
+    script = textwrap.dedent(
+        """
+        import asyncio, signal, threading, warnings
+        import sykit as sy
+
+        host = sy.SimHost({"m": sy.ModelProfile(latency=sy.Latency(ttft=1.0, tokens_per_s=1e9))})
+
+        async def algorithm(request, driver):
+            if request.id >= 3:
+                while True:  # never ends on its own
+                    await asyncio.sleep(1.0)
+            return sy.route_to("m", request)
+
+        async def cell():
+            return sy.run(algorithm, [sy.Request("q", id=i) for i in range(6)], host=host,
+                          engine="asyncio", progress=False)
+
+        signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = asyncio.run(cell())
+        print(result.interrupted, sorted(result.requests["request_id"].tolist()), result.engine)
+        print([str(w.message).split(":")[0] for w in caught])
+        print("sim threads left:", sum(t.name.startswith("sykit-sim") for t in threading.enumerate()))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "True [0, 1, 2] asyncio",
+        "['interrupted']",
+        "sim threads left: 0",
+    ]
