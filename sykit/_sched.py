@@ -113,8 +113,8 @@ class KernelBackend(Backend):
         task = kernel.spawn(coro, owner=owner, race_id=race_id, track=owner)
         return task
 
-    async def wait_any(self, tasks: Sequence[KTask], timeout: float | None = None) -> KTask | None:
-        return await _kernel.wait_any(tasks, timeout)
+    def wait_any(self, tasks: Sequence[KTask], timeout: float | None = None) -> Any:
+        return _kernel.wait_any(tasks, timeout)  # awaitable as it is: no coroutine around it
 
     def cancel(self, task: KTask, cause: CancelCause | None) -> None:
         self.kernel.cancel(task, cause)

@@ -400,7 +400,11 @@ class _SimSession:
                 ),
                 after_s=ttft,
             )
-        attempt.plan(now + ttft, tps / factor, out)  # accepted: billable from now on
+        # accepted, billable from now on (Generation.plan, inlined: one per attempt)
+        attempt.accepted = True
+        attempt.first_token_at = now + ttft
+        attempt.tokens_per_s = tps / factor
+        attempt.planned = out
         if now + total > deadline:
             # The client gives up at its deadline with the answer still in flight.
             return Reply(
