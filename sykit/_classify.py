@@ -12,7 +12,8 @@ Rules (after Switchyard's client, ``fallback_reason`` and ``is_overflow_body``):
   anything else → ``invalid_request`` (terminal). Phrases match case-insensitively in
   ``error.message``, or in the raw body when it is not JSON.
 * 429 → ``rate_limit`` (Retry-After in seconds, ``retry-after-ms``, or an HTTP date).
-* 403, 408, 5xx → ``unavailable``. Other 4xx (413 and 422 included) → ``invalid_request``.
+* 403, 408, 5xx → ``unavailable``, with its Retry-After as for a 429 (a retry waits for it).
+  Other 4xx (413 and 422 included) → ``invalid_request``.
 """
 
 from __future__ import annotations
@@ -182,7 +183,9 @@ def classify(
             text, model=model, http_status=status, retry_after_s=_retry_after_s(headers, now)
         )
     if status in (403, 408) or 500 <= status <= 599:
-        return UnavailableError(text, model=model, http_status=status)
+        return UnavailableError(
+            text, model=model, http_status=status, retry_after_s=_retry_after_s(headers, now)
+        )
     if 400 <= status <= 499:
         return InvalidRequestError(text, model=model, http_status=status)
     return ModelError(text, model=model, http_status=status, kind="upstream_http")

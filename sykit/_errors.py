@@ -11,7 +11,7 @@ builtin they resemble, so ``except ValueError`` keeps working::
     │   ├── PolicyError                 kind "policy"          HTTP 400 content_policy_violation
     │   ├── InvalidRequestError         kind "invalid_request" any other 4xx: terminal
     │   ├── RateLimitError              kind "rate_limit"      HTTP 429 (.retry_after_s)
-    │   ├── UnavailableError            kind "unavailable"     403, 408, 5xx and transport failures
+    │   ├── UnavailableError            kind "unavailable"     403, 408, 5xx, transport (.retry_after_s)
     │   ├── ModelTimeout                kind "timeout"         no answer before the per-call deadline
     │   └── InvalidResponseError        kind "invalid_response" a 2xx whose body is not usable
     ├── ArgumentError (ValueError)      an argument or setting has a value sykit cannot use
@@ -131,9 +131,22 @@ class RateLimitError(ModelError):
 
 
 class UnavailableError(ModelError):
-    """403, 408, 5xx or a transport failure: the target is not answering right now."""
+    """403, 408, 5xx or a transport failure: the target is not answering right now.
+    ``retry_after_s`` holds the provider's Retry-After (a 503 or 529 often sends one)."""
 
     kind = "unavailable"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str | None = None,
+        http_status: int | None = None,
+        retry_after_s: float | None = None,
+        kind: str | None = None,
+    ) -> None:
+        super().__init__(message, model=model, http_status=http_status, kind=kind)
+        self.retry_after_s = retry_after_s
 
 
 class ModelTimeout(ModelError):

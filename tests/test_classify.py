@@ -204,6 +204,21 @@ def test_retry_after_in_seconds_milliseconds_and_http_dates():
     assert sy.classify(429, None, None).retry_after_s is None
 
 
+@pytest.mark.parametrize("status", [403, 408, 500, 502, 503, 504, 529])
+def test_every_unavailable_status_carries_its_retry_after(status):
+    assert sy.classify(status, None, {"Retry-After": "1"}).retry_after_s == 1.0
+    assert sy.classify(status, None, {"retry-after-ms": "250"}).retry_after_s == 0.25
+    assert sy.classify(status, None, None).retry_after_s is None
+
+
+def test_a_retry_waits_the_retry_after_of_a_503_capped_like_a_429s():
+    policy = sy.HostPolicy(backoff_initial_s=0.25)
+    overloaded = sy.classify(503, None, {"Retry-After": "1"})
+    assert policy.backoff_s(0, overloaded.retry_after_s) == 1.0
+    assert policy.backoff_s(0, sy.classify(503, None, {"Retry-After": "600"}).retry_after_s) == 60
+    assert policy.backoff_s(1, sy.classify(503).retry_after_s) == 0.5
+
+
 def test_timeouts_and_transport_failures():
     timeout = sy.ModelTimeout("no answer", model="m")
     assert sy.fallback_reason(timeout) is None  # retried, but not a fallback reason

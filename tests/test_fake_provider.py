@@ -253,4 +253,8 @@ def test_lifecycle_and_arguments():
         FakeProvider({"x": sy.ModelProfile()})
     with pytest.raises(ValueError, match="slow_s"):
         FakeProvider(slow_s=-1)
+    for bad in ("503", (503.0,), (42,)):
+        with pytest.raises(sy.ArgumentError, match="retry_after_statuses"):
+            FakeModel(retry_after_statuses=bad)
+    assert FakeModel(retry_after_statuses=[503, 529]).retry_after_statuses == (503, 529)
     assert "cut-stream" in FAULTS and "fail-<status>" in FAULTS

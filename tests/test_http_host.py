@@ -28,6 +28,10 @@ FAKE_MODELS = {
     "lenient": FakeModel(ttft_s=0.01),
     "text-only": FakeModel(vision=False),
     "rate-limited": FakeModel(fault="fail-429-once", retry_after_s=0.2),
+    "overloaded": FakeModel(fault="fail-503-once", retry_after_s=0.2, retry_after_statuses=(503,)),
+    "overloaded-529": FakeModel(
+        fault="fail-529-once", retry_after_s=0.2, retry_after_statuses=(529,)
+    ),
 }
 
 
@@ -155,6 +159,20 @@ def test_429_waits_the_retry_after_then_succeeds(fake):
     assert first["retried"]
     assert second["status"] == "ok" and second["retry_index"] == 1
     assert second["start_s"] - first["end_s"] >= 0.2 * 0.95  # Retry-After: 0.2
+
+
+@pytest.mark.parametrize(("model", "status"), [("overloaded", 503), ("overloaded-529", 529)])
+def test_a_5xx_with_retry_after_waits_for_it_then_succeeds(fake, model, status):
+    res = sy.run(sy.strategies.single(model), ["q"], host=http_host(fake, model))
+    first, second = rows(res, model=model)
+    assert (first["error_kind"], first["http_status"], first["retried"]) == (
+        "unavailable",
+        status,
+        True,
+    )
+    assert second["status"] == "ok"
+    # Retry-After: 0.2, where the policy's own backoff would wait 0.01 s
+    assert second["start_s"] - first["end_s"] >= 0.2 * 0.95
 
 
 def test_500_once_then_success_on_retry(fake):

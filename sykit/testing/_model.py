@@ -26,7 +26,9 @@ class FakeModel:
     every ``1 / tokens_per_s`` s, the answer complete at ``ttft_s + output_tokens / tokens_per_s``.
     Each may be a number or a distribution (``sy.LogNormal(0.05, p95=0.2)``), drawn per request
     from the provider's seed. ``fault`` is a name from :data:`FAULTS` (with ``-once`` / ``-x<N>``).
-    ``vision=False`` rejects images with a capability 400, ``context_window`` rejects longer
+    A ``fail-<status>`` answer whose status is in ``retry_after_statuses`` carries
+    ``Retry-After: retry_after_s`` (by default only a 429 does; add 503 or 529 to test a client
+    against a provider that asks for a pause while it is overloaded). ``vision=False`` rejects images with a capability 400, ``context_window`` rejects longer
     requests with an overflow 400. ``verdict`` fixes decision answers by question id (default:
     ``true``, the first option, the highest level).
     """
@@ -36,6 +38,7 @@ class FakeModel:
     output_tokens: int | Distribution = 16
     fault: str | None = None
     retry_after_s: float | None = 0.05
+    retry_after_statuses: tuple[int, ...] = (429,)
     vision: bool = True
     context_window: int | None = None
     verdict: Mapping[str, Any] = field(default_factory=dict)
@@ -58,6 +61,19 @@ class FakeModel:
             raise ArgumentError(
                 f"retry_after_s must be a number ≥ 0 or None, got {self.retry_after_s!r}"
             )
+        statuses = self.retry_after_statuses
+        if (
+            isinstance(statuses, str | bytes)
+            or not isinstance(statuses, tuple | list | frozenset | set)
+            or not all(
+                type(x) is int and 100 <= x <= 599
+                for x in statuses  # type: ignore[union-attr]
+            )
+        ):
+            raise ArgumentError(
+                f"retry_after_statuses must be a tuple of HTTP statuses, got {statuses!r}"
+            )
+        object.__setattr__(self, "retry_after_statuses", tuple(statuses))
         if self.context_window is not None and (
             isinstance(self.context_window, bool)
             or not isinstance(self.context_window, int)

@@ -348,12 +348,12 @@ class FakeProvider:
                 error = error_body(
                     f"Rate limit reached for {name}.", "requests", "rate_limit_exceeded"
                 )
-                if model.retry_after_s is not None:
-                    extra["Retry-After"] = f"{model.retry_after_s:g}"
             else:
                 error = error_body(
                     "The server had an error while processing your request.", "server_error", None
                 )
+            if model.retry_after_s is not None and status in model.retry_after_statuses:
+                extra["Retry-After"] = f"{model.retry_after_s:g}"
             await send_json(conn, status, error, keep_alive=keep_alive, record=record, extra=extra)
             return True
         if fault == "reset":
