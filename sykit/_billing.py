@@ -33,7 +33,7 @@ class Generation:
     an attempt that ends unserved is billed per the policy.
     """
 
-    __slots__ = ("accepted", "first_token_at", "planned", "received", "tokens_per_s")
+    __slots__ = ("accepted", "first_token_at", "planned", "received", "seen_ttft_s", "tokens_per_s")
 
     def __init__(self) -> None:
         self.accepted = False
@@ -41,6 +41,9 @@ class Generation:
         self.tokens_per_s = 0.0
         self.planned = 0
         self.received: int | None = None  # counted by a real host; None when planned
+        # when a real host saw the first token, in seconds from the attempt's start: recorded
+        # even if the attempt then ends unserved (cancelled, timed out, cut)
+        self.seen_ttft_s: float | None = None
 
     def plan(self, first_token_at: float, tokens_per_s: float, planned: int) -> None:
         """A simulated answer: ``planned`` tokens, the first at ``first_token_at``, then

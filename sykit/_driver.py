@@ -236,6 +236,8 @@ def serve_steps(
                 now = clock()
                 cause = run.backend.current_cause()
                 log.cancelled(row, now, _CANCELLED_CODE if cause is None else CAUSE_CODE[cause])
+                if attempt.seen_ttft_s is not None:
+                    log.set_ttft(row, attempt.seen_ttft_s)
                 state.n_cancelled += 1
                 _bill_unserved(run, state, row, kind, request, attempt, now)
                 raise
@@ -254,6 +256,8 @@ def serve_steps(
             log.fail(
                 row, now, error.kind, (error.message or "")[:_MESSAGE_LIMIT], error.http_status
             )
+            if attempt.seen_ttft_s is not None:
+                log.set_ttft(row, attempt.seen_ttft_s)
             # A timeout stops an answer in flight, as a cancellation would; a broken answer had
             # produced tokens. Any other error was a rejection: nothing generated, nothing billed.
             if error.kind == "timeout" or attempt.tokens_at(now) > 0:

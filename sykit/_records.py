@@ -291,6 +291,12 @@ class AttemptLog:
         i[base + 6] = output_tokens
         self.f[index * 5 + 3] = cost
 
+    def set_ttft(self, index: int, ttft: float) -> None:
+        """When the first token came (seconds from the start) to an attempt that ended unserved."""
+        index -= self.base
+        if index >= 0:
+            self.f[index * 5 + 2] = ttft
+
     def set_h(self, index: int, field: int, value: int) -> None:
         index -= self.base
         if index >= 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import socket
 import threading
 
@@ -248,6 +249,9 @@ FAULT_CASES = [
     ("malformed-json", True, "invalid_response", "not valid JSON"),
     ("not-chat", False, "invalid_response", "not a chat completion"),
     ("no-done", True, None, None),
+    ("empty-stream", True, "unavailable", "(after data: [DONE]) (before the first token)"),
+    ("no-content", True, "unavailable", "no content and no finish_reason"),
+    ("done-then-cut", True, "invalid_response", "after data: [DONE]"),
 ]
 
 
@@ -393,6 +397,48 @@ def test_a_lost_race_closes_the_losers_connection_on_the_server(fake):
     served = {r.model: r for r in fake.requests}
     assert served["slow"].disconnected and not served["slow"].completed
     assert served["fast"].completed and not served["fast"].disconnected
+
+
+def test_an_empty_stream_is_retried_not_served(fake):
+    # llama.cpp's answer to a stream it interrupts: a role-only chunk, [DONE], a broken body
+    host = http_host(fake, "empty-stream-once", stream=True)
+    res = sy.run(sy.strategies.single("empty-stream-once"), ["q"], host=host)
+    first, second = rows(res, model="empty-stream-once")
+    assert (first["status"], first["error_kind"], first["retried"]) == (
+        "error",
+        "unavailable",
+        True,
+    )
+    assert "before the first token" in first["error_message"]
+    assert (first["output_tokens"], first["cost_usd"], first["ttft_s"]) == (0, 0.0, None)
+    assert second["status"] == "ok" and second["output_tokens"] > 0
+    assert res.requests.iloc[0]["status"] == "ok"
+
+
+def test_unserved_streams_keep_the_time_of_their_first_token(fake):
+    race = sy.run(
+        sy.strategies.race(["strong", "long"]),
+        ["q"],
+        host=http_host(fake, "strong", "long", stream=True),
+    )
+    cancelled = one(race, model="long")
+    assert cancelled["status"] == "cancelled" and cancelled["output_tokens"] > 0
+    assert 0.005 <= cancelled["ttft_s"] < cancelled["end_s"] - cancelled["start_s"]
+    policy = POLICY.replace(max_retries=0, timeout_s=0.3)
+    late = sy.run(
+        sy.strategies.single("long"),
+        ["q"],
+        host=http_host(fake, "long", policy=policy, stream=True),
+    )
+    timed_out = one(late, model="long")
+    assert timed_out["error_kind"] == "timeout" and timed_out["output_tokens"] > 0
+    assert 0.005 <= timed_out["ttft_s"] < 0.3
+    cut = sy.run(
+        sy.strategies.single("cut-stream"),
+        ["q"],
+        host=http_host(fake, "cut-stream", policy=policy.replace(timeout_s=2.0), stream=True),
+    )
+    assert not math.isnan(one(cut, model="cut-stream")["ttft_s"] or math.nan)
 
 
 def test_a_cancelled_stream_is_billed_for_the_tokens_received(fake):

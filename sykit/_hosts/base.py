@@ -8,7 +8,6 @@ them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -54,12 +53,7 @@ class Attempt(Generation):
         truth: GroundTruth | None,
         start_s: float,
     ) -> None:
-        # Generation.__init__, inlined: one attempt is made per call
-        self.accepted = False
-        self.first_token_at = math.inf
-        self.tokens_per_s = 0.0
-        self.planned = 0
-        self.received = None
+        Generation.__init__(self)
         self.request = request
         self.model = model
         self.kind = kind  # "model" | "decision"

@@ -28,6 +28,7 @@ handling (reading, masking, scrubbing) in ``_secrets``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +59,9 @@ from .base import Attempt, Reply
 __all__ = ["HttpHost", "HttpModel"]
 
 # Streamed tokens are counted as they arrive: "generated so far" is exactly what has been received.
+#: How long a stream's body may stay open after ``data: [DONE]`` before the answer stands.
+_AFTER_DONE_S = 1.0
+
 _DNS_MARKERS = (
     "name or service not known",
     "nodename nor servname",
@@ -429,23 +433,39 @@ class _HttpSession:
     ) -> Reply:
         sse = ChatStream()
         ttft: float | None = None
+        lines = response.aiter_lines()
         try:
-            async for line in response.aiter_lines():
+            async for line in lines:
                 if sse.feed(line):
                     if ttft is None:
                         ttft = clock.elapsed()
+                        attempt.seen_ttft_s = ttft
                     attempt.receive(sse.tokens)
                 if sse.done:
                     break
+            if sse.done:
+                # Read the body to its end: one that breaks after [DONE] was cut, not finished. A
+                # server that holds it open gets a short grace, then the answer stands.
+                grace = min(_AFTER_DONE_S, attempt.deadline_s - clock.now() - _AFTER_DONE_S / 10)
+                if grace > 0:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(grace):
+                            async for _ in lines:
+                                pass
         except StreamBroken as exc:
             return self._broken(attempt, sse.tokens, exc.message, invalid=exc.invalid)
         except httpx.HTTPError as exc:
             endpoint = self.host._endpoints[attempt.model]
-            return self._broken(attempt, sse.tokens, self._describe(exc, endpoint))
+            message = self._describe(exc, endpoint)
+            if sse.done:
+                message += " (after data: [DONE])"
+            return self._broken(attempt, sse.tokens, message)
         if not (sse.done or sse.finished):
             return self._broken(
                 attempt, sse.tokens, "the stream ended without finish_reason or [DONE]"
             )
+        if sse.tokens == 0 and not sse.finished:
+            return self._broken(attempt, 0, "the stream ended with no content and no finish_reason")
         usage = sse.usage_of(attempt.request.input_tokens)
         return Reply(200, text=sse.text(), usage=usage, ttft_s=ttft)
 

@@ -2,8 +2,9 @@
 
 The latency model lives here: the first token at ``ttft`` after the request, then one every
 ``1 / tps`` s, the whole answer at ``ttft + tokens / tps``. So do the faults that break an answer
-that has started (``cut-stream``, ``malformed-chunk``, ``no-done``), because they are about where
-in the body the server stops or goes wrong.
+that has started (``cut-stream``, ``malformed-chunk``, ``no-done``, ``empty-stream``,
+``no-content``, ``done-then-cut``), because they are about where in the body the server stops
+or goes wrong.
 """
 
 from __future__ import annotations
@@ -105,6 +106,14 @@ async def stream(
 
     role = {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
     await conn.write(response_head + event(role))
+    if fault in ("empty-stream", "no-content"):
+        await _pace(start, ttft)
+        if fault == "no-content":
+            await conn.write(event("[DONE]") + b"0\r\n\r\n")
+            return True
+        await conn.write(event("[DONE]"))
+        conn.close()
+        raise Close
     cut_at = len(pieces) // 2 if fault == "cut-stream" else None
     broken_at = min(2, len(pieces) - 1) if fault == "malformed-chunk" else None
     for i, piece in enumerate(pieces):
@@ -140,6 +149,10 @@ async def stream(
         tail += event({**base, "choices": [], "usage": _usage(body, len(pieces))})
     if fault != "no-done":
         tail += event("[DONE]")
+    if fault == "done-then-cut":
+        await conn.write(tail)
+        conn.close()
+        raise Close
     await conn.write(tail + b"0\r\n\r\n")
     record.completed = True
     return True

@@ -25,6 +25,11 @@ FAULTS: Mapping[str, str] = {
     "cut-stream": "stops half-way through the answer and closes the connection",
     "malformed-chunk": "streams a few tokens, then a chunk that is not JSON",
     "no-done": "streams the whole answer with finish_reason and usage, but no data: [DONE]",
+    "empty-stream": "streams a role-only chunk and data: [DONE], then closes with the body "
+    "unfinished (what llama.cpp sends to a stream it interrupts)",
+    "no-content": "streams a role-only chunk and data: [DONE]: no content, no finish_reason",
+    "done-then-cut": "streams the whole answer and data: [DONE], then closes with the body "
+    "unfinished",
     "malformed-json": "200 with a truncated JSON body",
     "not-chat": "200 with valid JSON that is not a chat completion",
     "bad-verdict": "200 whose message is prose, not the JSON verdict a decision asks for",
