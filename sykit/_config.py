@@ -337,6 +337,11 @@ class HostPolicy(_Replaceable):
       (cancelled, stopped at the client deadline, broken mid-answer) is billed: input plus the
       output generated until then (``"generated"``), nothing (``"none"``), or input plus the whole
       planned answer (``"full"``). An attempt rejected before generating is never billed.
+    * ``resend_cut_streams``: over HTTP, a stream that breaks after its first token is a broken
+      answer (``invalid_response``): neither retried nor sent to the next candidate, as the answer
+      had started (the default, the seed system's boundary). With True, for a provider whose
+      contract allows resending, it counts as ``unavailable``: retried, then the next candidate.
+      (A simulated ``Faults(cut_stream=...)`` is a 502, retried either way.)
     """
 
     max_retries: int = 2
@@ -350,6 +355,7 @@ class HostPolicy(_Replaceable):
     routing_fallback: bool = False
     recover_errors: bool = True
     bill_cancelled: BillCancelled = "generated"
+    resend_cut_streams: bool = False
 
     def __post_init__(self) -> None:
         _int(self.max_retries, "max_retries", high=10)
@@ -359,7 +365,12 @@ class HostPolicy(_Replaceable):
         check_number(self.timeout_s, "timeout_s", low_open=True)
         check_number(self.cooldown_s, "cooldown_s")
         object.__setattr__(self, "fallback_reasons", _fallback_reasons(self.fallback_reasons))
-        for flag in ("allow_policy_fallback", "routing_fallback", "recover_errors"):
+        for flag in (
+            "allow_policy_fallback",
+            "routing_fallback",
+            "recover_errors",
+            "resend_cut_streams",
+        ):
             _flag(getattr(self, flag), flag)
         if not isinstance(self.bill_cancelled, str) or self.bill_cancelled not in (
             "generated",

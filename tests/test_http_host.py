@@ -285,6 +285,42 @@ def test_a_stream_cut_after_its_first_token_is_billed_for_what_arrived(fake):
     assert res.requests.iloc[0]["status"] == "failed"
 
 
+def test_a_cut_stream_is_resent_only_when_the_policy_allows_it(fake):
+    terminal = POLICY.replace(max_retries=1)
+    host = http_host(fake, "cut-stream-once", "fast", policy=terminal, stream=True)
+    chain = sy.strategies.fallback_chain(["cut-stream-once", "fast"])
+    kept = sy.run(chain, ["q"], host=host)
+    assert [(r["model"], r["error_kind"], r["retried"]) for r in rows(kept)] == [
+        ("cut-stream-once", "invalid_response", False)
+    ]
+    host = http_host(
+        fake,
+        "cut-stream-once",
+        "fast",
+        policy=terminal.replace(resend_cut_streams=True),
+        stream=True,
+    )
+    fake.reset()
+    resent = sy.run(chain, ["q"], host=host)
+    first, second = rows(resent)
+    assert (first["error_kind"], first["retried"], first["output_tokens"]) == (
+        "unavailable",
+        True,
+        8,
+    )
+    assert "after 8 tokens" in first["error_message"] and first["cost_usd"] > 0
+    assert (second["model"], second["status"]) == ("cut-stream-once", "ok")
+    fake.reset()
+    no_retry = terminal.replace(max_retries=0, resend_cut_streams=True)
+    moved = sy.run(
+        chain, ["q"], host=http_host(fake, "cut-stream-once", "fast", policy=no_retry, stream=True)
+    )
+    assert [(r["model"], r["fallback_reason"]) for r in rows(moved)] == [
+        ("cut-stream-once", "unavailable"),
+        ("fast", None),
+    ]
+
+
 def test_a_stream_past_its_deadline_is_a_timeout_billed_for_what_arrived(fake):
     policy = POLICY.replace(max_retries=0, timeout_s=0.3)
     res = sy.run(

@@ -473,8 +473,9 @@ class _HttpSession:
         self, attempt: Attempt, tokens: int, message: str, *, invalid: bool = False
     ) -> Reply:
         """A stream that failed: before its first token the target is unavailable; after, the
-        answer is broken (terminal) and, like any answer that ends unserved, billed per the
-        policy for the tokens received."""
+        answer is broken (terminal, unless ``HostPolicy(resend_cut_streams=True)`` makes a cut
+        unavailable) and, like any answer that ends unserved, billed per the policy for the
+        tokens received."""
         model = attempt.model
         message = self.host.scrub(message)
         if tokens == 0 and not invalid:
@@ -483,4 +484,7 @@ class _HttpSession:
             )
         if tokens:
             message = f"{message} (after {tokens} tokens)"
+            if not invalid and self.host.policy.resend_cut_streams:
+                # the provider's contract allows resending a cut answer: retried, then fallback
+                return Reply(None, error=UnavailableError(message, model=model))
         return Reply(200, error=InvalidResponseError(message, model=model, http_status=200))
