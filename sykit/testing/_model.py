@@ -28,7 +28,10 @@ class FakeModel:
     from the provider's seed. ``fault`` is a name from :data:`FAULTS` (with ``-once`` / ``-x<N>``).
     ``vision=False`` rejects images with a capability 400, ``context_window`` rejects longer
     requests with an overflow 400. ``verdict`` fixes decision answers by question id (default:
-    ``true``, the first option, the highest level).
+    ``true``, the first option, the highest level). ``reject_json_schema`` is the status (400–599)
+    with which the model refuses ``response_format: json_schema``, as llama.cpp's server does
+    ("Input should be 'text' or 'json_object'", a 500 or a 400 depending on the build), and
+    ``reject_tools`` the status with which it refuses ``tools``; None accepts them.
     """
 
     ttft_s: float | Distribution = 0.01
@@ -39,6 +42,8 @@ class FakeModel:
     vision: bool = True
     context_window: int | None = None
     verdict: Mapping[str, Any] = field(default_factory=dict)
+    reject_json_schema: int | None = None
+    reject_tools: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ttft_s", as_distribution(self.ttft_s, "ttft_s"))
@@ -68,3 +73,11 @@ class FakeModel:
             )
         if not isinstance(self.verdict, Mapping):
             raise ArgumentTypeError("verdict must be a dict of question id → answer")
+        for name in ("reject_json_schema", "reject_tools"):
+            status = getattr(self, name)
+            if status is not None and (
+                isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599
+            ):
+                raise ArgumentError(
+                    f"{name} must be an HTTP error status (400-599) or None, got {status!r}"
+                )

@@ -1,0 +1,134 @@
+"""Decision formats over HTTP: servers without JSON-schema structured output (llama.cpp's server
+refuses it with a 500), ``decision_format="auto"`` falling back to a tool call and remembering it
+per model, and refusals that are never retried as an unavailable server."""
+
+from __future__ import annotations
+
+import httpx
+import pandas as pd
+import pytest
+
+import sykit as sy
+from sykit._hosts.http import HttpHost
+from sykit.testing import FakeModel, FakeProvider
+
+POLICY = sy.HostPolicy(max_retries=2, backoff_initial_s=0.01, cooldown_s=0, timeout_s=2.0)
+QUESTIONS = {"good": sy.Boolean("Is it good?"), "topic": sy.Choice(["math", "code"])}
+LLAMA_500 = {
+    "error": {
+        "code": 500,
+        "message": "1 validation error for ResponseFormat\ntype\n  Input should be 'text' or "
+        "'json_object' [type=literal_error, input_value='json_schema', input_type=str]",
+        "type": "server_error",
+    }
+}
+FAKE_MODELS = {
+    "judge": FakeModel(ttft_s=0.005, verdict={"good": False}),
+    "llama": FakeModel(ttft_s=0.005, reject_json_schema=500, verdict={"good": False}),
+    "llama-400": FakeModel(ttft_s=0.005, reject_json_schema=400),
+    "no-formats": FakeModel(ttft_s=0.005, reject_json_schema=500, reject_tools=500),
+    "flaky": FakeModel(ttft_s=0.005, fault="fail-500-once"),
+}
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeProvider(FAKE_MODELS) as provider:
+        yield provider
+
+
+@pytest.fixture(autouse=True)
+def fresh(fake):
+    fake.reset()
+    yield
+    fake.wait_idle()
+
+
+def host(fake, *models: str, **kwargs) -> HttpHost:
+    return HttpHost(fake.base_url, models=list(models), policy=POLICY, api_key_env=None, **kwargs)
+
+
+def judged(model: str, calls: int, outcomes: list):
+    """An algorithm that asks ``model`` ``calls`` decisions, keeping each verdict or error."""
+
+    async def algorithm(request, driver):
+        for _ in range(calls):
+            try:
+                verdict = await driver.call_decision(
+                    sy.DecisionRequest(QUESTIONS, context=request.prompt), model
+                )
+                outcomes.append((verdict.yes("good"), verdict.choice("topic")))
+            except sy.ModelError as error:
+                outcomes.append(error)
+        return sy.route_to(model, request)
+
+    return algorithm
+
+
+def decision_rows(result: sy.Result) -> list[dict]:
+    frame = result.attempts[result.attempts["kind"] == "decision"]
+    return [
+        {k: (None if not isinstance(v, str | bool) and pd.isna(v) else v) for k, v in row.items()}
+        for row in frame.to_dict("records")
+    ]
+
+
+def formats_sent(fake, model: str) -> list[str]:
+    """What each decision request to ``model`` asked for, as the server received it."""
+    fake.wait_idle()
+    sent = []
+    for served in fake.requests:
+        body = served.body
+        if served.model != model or not isinstance(body, dict):
+            continue
+        if "response_format" in body:
+            sent.append(body["response_format"]["type"])
+        elif "tool_choice" in body:
+            sent.append("tool")
+    return sent
+
+
+# -- the fake server ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("model", "status"), [("llama", 500), ("llama-400", 400)])
+def test_a_fake_model_refuses_json_schema_as_llama_cpp_does(fake, model, status):
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    message = [{"role": "user", "content": "hi"}]
+    json_schema = {"type": "json_schema", "json_schema": {"name": "d", "schema": schema}}
+    tool = {"type": "function", "function": {"name": "answer", "parameters": schema}}
+    with httpx.Client(base_url=fake.base_url, timeout=5) as client:
+        refused = client.post(
+            "/chat/completions",
+            json={"model": model, "messages": message, "response_format": json_schema},
+        )
+        called = client.post(
+            "/chat/completions",
+            json={
+                "model": model,
+                "messages": message,
+                "tools": [tool],
+                "tool_choice": {"type": "function", "function": {"name": "answer"}},
+            },
+        )
+        plain = client.post(
+            "/chat/completions",
+            json={"model": model, "messages": message, "response_format": {"type": "json_object"}},
+        )
+    assert refused.status_code == status
+    assert "Input should be 'text' or 'json_object'" in refused.json()["error"]["message"]
+    assert called.status_code == 200 and plain.status_code == 200
+    assert called.json()["choices"][0]["message"]["tool_calls"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "phrase"),
+    [
+        ({"reject_json_schema": 200}, "reject_json_schema must be an HTTP error status"),
+        ({"reject_tools": True}, "reject_tools must be an HTTP error status"),
+        ({"reject_tools": "500"}, "reject_tools must be an HTTP error status"),
+    ],
+)
+def test_the_fake_refusal_statuses_are_checked(kwargs, phrase):
+    with pytest.raises(sy.ArgumentError, match=phrase):
+        FakeModel(**kwargs)
