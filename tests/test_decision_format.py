@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import sykit as sy
+from sykit._hosts._openai_wire import format_rejection
 from sykit._hosts.http import HttpHost
 from sykit.testing import FakeModel, FakeProvider
 
@@ -132,3 +133,54 @@ def test_a_fake_model_refuses_json_schema_as_llama_cpp_does(fake, model, status)
 def test_the_fake_refusal_statuses_are_checked(kwargs, phrase):
     with pytest.raises(sy.ArgumentError, match=phrase):
         FakeModel(**kwargs)
+
+
+# -- recognising a refusal of the format ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "fmt"),
+    [
+        (500, LLAMA_500, "json_schema"),
+        (
+            400,
+            '{"error": {"code": 400, "message": "response_format type must be one of '
+            '\\"text\\" or \\"json_object\\", but got: json_schema", "type": '
+            '"invalid_request_error"}}',
+            "json_schema",
+        ),
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "loc": ["body", "response_format", "type"],
+                        "msg": "Input should be 'text' or 'json_object'",
+                    }
+                ]
+            },
+            "json_schema",
+        ),
+        (400, "This server does not support structured output", "json_schema"),
+        (500, {"error": {"code": 500, "message": "tools param requires --jinja flag"}}, "tool"),
+    ],
+)
+def test_refusals_of_the_format_are_recognised(status, body, fmt):
+    said = format_rejection(status, body, fmt)
+    assert said is not None and said.startswith(f"HTTP {status}: ")
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "fmt"),
+    [
+        (500, {"error": {"message": "The server had an error."}}, "json_schema"),
+        (503, LLAMA_500, "json_schema"),  # overloaded, whatever it says: transient
+        (429, LLAMA_500, "json_schema"),
+        (400, {"error": {"message": "Input should be a valid list", "code": None}}, "json_schema"),
+        (400, {"error": {"message": "maximum context length is 4096"}}, "json_schema"),
+        (500, {"error": {"message": "tools param requires --jinja flag"}}, "json_schema"),
+        (500, LLAMA_500, "tool"),
+    ],
+)
+def test_other_errors_are_not_refusals_of_the_format(status, body, fmt):
+    assert format_rejection(status, body, fmt) is None
