@@ -184,3 +184,125 @@ def test_refusals_of_the_format_are_recognised(status, body, fmt):
 )
 def test_other_errors_are_not_refusals_of_the_format(status, body, fmt):
     assert format_rejection(status, body, fmt) is None
+
+
+# -- decision_format="auto" -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("model", "status"), [("llama", 500), ("llama-400", 400)])
+def test_auto_falls_back_to_a_tool_call_and_remembers_it_for_the_model(fake, model, status):
+    outcomes: list = []
+    res = sy.run(judged(model, 2, outcomes), ["q"], host=host(fake, model))
+    assert all(isinstance(o, tuple) for o in outcomes), outcomes
+    refused, *served = decision_rows(res)
+    assert refused["status"] == "error" and refused["error_kind"] == "invalid_request"
+    assert refused["http_status"] == status and refused["retried"] is False
+    assert "fell back to decision_format='tool'" in refused["error_message"]
+    assert "Input should be 'text' or 'json_object'" in refused["error_message"]
+    assert [r["status"] for r in served] == ["ok", "ok"]
+    assert [r["retry_index"] for r in (refused, *served)] == [0, 0, 0]
+    assert refused["end_s"] <= served[0]["start_s"] and refused["cost_usd"] == 0
+    request = res.requests.iloc[0]
+    assert request["status"] == "ok" and request["n_retries"] == 0
+    assert request["n_attempts"] == 4  # three decision attempts and the answer
+    # the second decision went straight to the tool format
+    assert formats_sent(fake, model) == ["json_schema", "tool", "tool"]
+
+
+def test_auto_verdicts_from_the_tool_format_are_the_judges(fake):
+    outcomes: list = []
+    sy.run(judged("llama", 1, outcomes), ["q"], host=host(fake, "llama"))
+    assert outcomes == [(False, "math")]
+
+
+def test_auto_remembers_per_model_and_per_run(fake):
+    outcomes: list = []
+
+    async def algorithm(request, driver):
+        for model in ("llama", "judge", "llama", "judge"):
+            verdict = await driver.call_decision(sy.DecisionRequest(QUESTIONS, context="x"), model)
+            outcomes.append(verdict.yes("good"))
+        return sy.route_to("judge", request)
+
+    hosted = host(fake, "llama", "judge")
+    sy.run(algorithm, ["q"], host=hosted)
+    assert formats_sent(fake, "llama") == ["json_schema", "tool", "tool"]
+    assert formats_sent(fake, "judge") == ["json_schema", "json_schema"]
+    fake.reset()
+    sy.run(algorithm, ["q"], host=hosted)  # a new run finds out again
+    assert formats_sent(fake, "llama") == ["json_schema", "tool", "tool"]
+    assert outcomes == [False] * 8
+
+
+def test_auto_is_the_default_and_sends_only_json_schema_to_a_server_that_accepts_it(fake):
+    hosted = HttpHost(fake.base_url, models=["judge"], policy=POLICY, api_key_env=None)
+    assert hosted.decision_format == "auto" and hosted.replace().decision_format == "auto"
+    outcomes: list = []
+    res = sy.run(judged("judge", 2, outcomes), ["q"], host=hosted)
+    assert outcomes == [(False, "math")] * 2
+    assert [r["status"] for r in decision_rows(res)] == ["ok", "ok"]
+    assert formats_sent(fake, "judge") == ["json_schema", "json_schema"]
+    assert all("tools" not in r.body for r in fake.requests)
+
+
+def test_auto_still_retries_an_unrelated_500(fake):
+    outcomes: list = []
+    res = sy.run(
+        judged("flaky", 1, outcomes), ["q"], host=host(fake, "flaky", decision_format="auto")
+    )
+    assert len(outcomes) == 1 and isinstance(outcomes[0], tuple)
+    failed, served = decision_rows(res)
+    assert (failed["error_kind"], failed["http_status"], failed["retried"]) == (
+        "unavailable",
+        500,
+        True,
+    )
+    assert (served["status"], served["retry_index"]) == ("ok", 1)
+    assert res.requests.iloc[0]["n_retries"] == 1
+    assert formats_sent(fake, "flaky") == ["json_schema", "json_schema"]
+
+
+def test_auto_names_both_formats_when_the_server_refuses_both(fake):
+    outcomes: list = []
+    res = sy.run(judged("no-formats", 1, outcomes), ["q"], host=host(fake, "no-formats"))
+    (error,) = outcomes
+    assert isinstance(error, sy.InvalidRequestError)
+    message = str(error)
+    assert "neither decision format" in message
+    assert "decision_format='json_schema'" in message and "decision_format='tool'" in message
+    assert "Input should be 'text'" in message and "--jinja" in message
+    rows = decision_rows(res)
+    assert [(r["error_kind"], r["retried"]) for r in rows] == [("invalid_request", False)] * 2
+    assert res.requests.iloc[0]["n_retries"] == 0
+    assert formats_sent(fake, "no-formats") == ["json_schema", "tool"]
+
+
+# -- explicit formats ------------------------------------------------------------------------------
+
+
+def test_explicit_json_schema_fails_once_and_says_what_to_set(fake):
+    outcomes: list = []
+    res = sy.run(
+        judged("llama", 1, outcomes), ["q"], host=host(fake, "llama", decision_format="json_schema")
+    )
+    (error,) = outcomes
+    assert isinstance(error, sy.InvalidRequestError) and error.http_status == 500
+    assert "decision_format='tool'" in str(error) and "decision_format='auto'" in str(error)
+    (row,) = decision_rows(res)
+    assert (row["error_kind"], row["retried"]) == ("invalid_request", False)
+    assert "set HttpHost(decision_format='tool')" in row["error_message"]
+    assert res.requests.iloc[0]["n_retries"] == 0
+    assert formats_sent(fake, "llama") == ["json_schema"]
+
+
+def test_explicit_tool_sends_only_tool_calls(fake):
+    outcomes: list = []
+    sy.run(judged("llama", 2, outcomes), ["q"], host=host(fake, "llama", decision_format="tool"))
+    assert outcomes == [(False, "math")] * 2
+    assert formats_sent(fake, "llama") == ["tool", "tool"]
+
+
+@pytest.mark.parametrize("value", ["xml", "AUTO", "", None, 1, ["tool"]])
+def test_bad_decision_formats_are_argument_errors(value):
+    with pytest.raises(sy.ArgumentError, match="decision_format must be 'auto', 'json_schema' or"):
+        HttpHost("http://127.0.0.1:9/v1", models=["m"], decision_format=value)
