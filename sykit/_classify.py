@@ -43,6 +43,7 @@ __all__ = [
     "OVERFLOW_PHRASES",
     "FallbackReason",
     "classify",
+    "error_fields",
     "fallback_reason",
     "is_retryable",
 ]
@@ -82,7 +83,7 @@ CAPABILITY_PHRASES: tuple[str, ...] = (
 )
 
 
-def _error_fields(body: Any) -> tuple[str | None, str | None, bool]:
+def error_fields(body: Any) -> tuple[str | None, str | None, bool]:
     """(error.code, error.message, body_was_json) from a JSON body, a dict, or raw text."""
     parsed = body
     if isinstance(body, bytes):
@@ -167,7 +168,7 @@ def classify(
         raise ArgumentTypeError(f"status must be an int HTTP status, got {status!r}")
     if 200 <= status < 300:
         return None
-    code, message, was_json = _error_fields(body)
+    code, message, was_json = error_fields(body)
     text = message or (body if isinstance(body, str) else "") or f"HTTP {status}"
     if status == 400:
         raw = None if was_json else text

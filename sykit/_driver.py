@@ -7,6 +7,9 @@ call for ``route_to`` outcomes. All of them go through one candidate loop, :func
   ``policy.max_retries`` with Retry-After or exponential backoff, each retry its own attempt;
 * across candidates, an error falls back only for an allowed :class:`FallbackReason`, recorded on
   the failed attempt; any other error, and the last candidate's own error, is returned to the caller;
+* a host that rephrases a call after a refusal of its phrasing (``Reply.resend``: a server without
+  JSON-schema decisions) gets it sent again at once, once per target: its own attempt row with the
+  same ``retry_index``, not a retry;
 * a transient failure cools a target down for ``policy.cooldown_s``: while cooling it is skipped
   (a ``skipped`` attempt) if another candidate remains.
 
@@ -205,6 +208,7 @@ def serve_steps(
             )
             continue
         retry = 0
+        resent = False
         while True:
             start = clock()
             row = log.begin(
@@ -262,6 +266,10 @@ def serve_steps(
             # produced tokens. Any other error was a rejection: nothing generated, nothing billed.
             if error.kind == "timeout" or attempt.tokens_at(now) > 0:
                 _bill_unserved(run, state, row, kind, request, attempt, now)
+            if reply.resend and not resent:
+                # Rephrased by the host: sent again at once, with the same retry_index.
+                resent = True
+                continue
             retryable = is_retryable(error)
             if retryable and policy.cooldown_s > 0:
                 run.cooling_until[model] = now + policy.cooldown_s

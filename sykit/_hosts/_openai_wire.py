@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._classify import error_fields
 from .._errors import InvalidResponseError, ModelError
 from .._models import Answer, Boolean, Choice, DecisionRequest, Request, Score, Usage
 from ._secrets import Secret
@@ -27,6 +28,7 @@ __all__ = [
     "StreamBroken",
     "completion_reply",
     "decision_body",
+    "format_rejection",
     "model_body",
 ]
 
@@ -163,6 +165,53 @@ def decision_body(request: DecisionRequest, endpoint: Endpoint, fmt: str) -> dic
     body.update(endpoint.extra_body)
     body["model"] = endpoint.model_id
     return body
+
+
+#: What a server says when it refuses a decision format itself, by format, lower case. A bare
+#: "Input should be" is not enough: it is pydantic's wording for any invalid field.
+_FORMAT_PHRASES: dict[str, tuple[str, ...]] = {
+    "json_schema": (
+        "response_format",
+        "response format",
+        "json_schema",
+        "json schema",
+        "json_object",
+        "structured output",
+    ),
+    "tool": (
+        "tool_choice",
+        "tools",
+        "tool call",
+        "tool_call",
+        "function call",
+        "function_call",
+        "--jinja",
+    ),
+}
+#: Statuses servers refuse a format with: 400 and 422 (validation), 500 (llama.cpp), 501.
+_FORMAT_STATUSES = frozenset((400, 422, 500, 501))
+
+
+def format_rejection(status: int, body: Any, fmt: str) -> str | None:
+    """``"HTTP <status>: <the server's words>"`` when a non-2xx answer to a decision says the server
+    does not support the format ``fmt`` asked in (llama.cpp: 500 "Input should be 'text' or
+    'json_object'"), else None. Such a refusal is not transient: resending it cannot succeed, so it
+    must not be retried as an unavailable server."""
+    if status not in _FORMAT_STATUSES:
+        return None
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    _, message, _ = error_fields(body)
+    if message:
+        text = message
+    elif isinstance(body, str):
+        text = body
+    else:
+        text = json.dumps(_plain(body), default=str)  # e.g. a validation error's "detail" list
+    lowered = text.lower()
+    if not any(phrase in lowered for phrase in _FORMAT_PHRASES.get(fmt, ())):
+        return None
+    return f"HTTP {status}: {_snippet(text)}"
 
 
 # -- response bodies -----------------------------------------------------------------------------

@@ -68,7 +68,10 @@ class Attempt(Generation):
 class Reply:
     """What the provider answered. ``status`` None means no HTTP answer: ``error`` says why
     (transport failure or timeout). A simulated host plans its reply when the attempt starts;
-    ``after_s`` is then how long after the start the reply comes."""
+    ``after_s`` is then how long after the start the reply comes. ``resend`` asks the driver to send
+    the same call again at once: the host has changed how it phrases the call after a refusal of
+    the phrasing itself (a decision format), so the new attempt is not a retry (no backoff, not
+    counted against ``max_retries``)."""
 
     __slots__ = (
         "after_s",
@@ -77,6 +80,7 @@ class Reply:
         "error",
         "headers",
         "quality",
+        "resend",
         "status",
         "text",
         "ttft_s",
@@ -95,6 +99,7 @@ class Reply:
         quality: float | None = None,
         answers: Mapping[str, Answer] | None = None,
         after_s: float = 0.0,
+        resend: bool = False,
     ) -> None:
         self.status = status
         self.body = body
@@ -106,6 +111,7 @@ class Reply:
         self.quality = quality
         self.answers = answers
         self.after_s = after_s
+        self.resend = resend
 
     def __repr__(self) -> str:
         what = self.error if self.error is not None else self.status

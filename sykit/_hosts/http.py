@@ -40,6 +40,7 @@ from .._config import HostPolicy, ModelProfile
 from .._errors import (
     ArgumentError,
     ArgumentTypeError,
+    InvalidRequestError,
     InvalidResponseError,
     ModelTimeout,
     UnavailableError,
@@ -51,12 +52,15 @@ from ._openai_wire import (
     StreamBroken,
     completion_reply,
     decision_body,
+    format_rejection,
     model_body,
 )
 from ._secrets import Secret, read_key, scrub
 from .base import Attempt, Reply
 
 __all__ = ["HttpHost", "HttpModel"]
+
+_DECISION_FORMATS = ("auto", "json_schema", "tool")
 
 # Streamed tokens are counted as they arrive: "generated so far" is exactly what has been received.
 #: How long a stream's body may stay open after ``data: [DONE]`` before the answer stands.
@@ -147,8 +151,16 @@ class HttpHost:
     ``Authorization`` header, as local servers expect). It is sent only as a Bearer header and is
     scrubbed from every error message. ``timeout_s`` is the per-attempt deadline (it replaces
     ``policy.timeout_s``). ``stream=True`` streams every model call (a request can ask with
-    ``metadata={"stream": True}``); decision calls are never streamed. ``decision_format`` asks
-    judges for a strict JSON-schema answer (``"json_schema"``) or a forced tool call (``"tool"``).
+    ``metadata={"stream": True}``); decision calls are never streamed.
+
+    ``decision_format`` is how a judge is asked for its structured answer: a strict JSON schema
+    (``"json_schema"``), a forced tool call (``"tool"``), or ``"auto"`` (the default): JSON schema
+    until a model's server refuses it (llama.cpp's server answers 500 "Input should be 'text' or
+    'json_object'"), then, for that model and the rest of the run, a tool call. The refused try is
+    an ``invalid_request`` attempt row and the same call is sent again at once as a tool call (not
+    a retry). Against servers that accept JSON schema, ``"auto"`` sends exactly what
+    ``"json_schema"`` sends; the explicit ``"json_schema"`` fails on a refusal, at once and with
+    what to set, instead of sending another request.
     """
 
     virtual = False
@@ -163,7 +175,7 @@ class HttpHost:
         policy: HostPolicy | None = None,
         timeout_s: float | None = None,
         stream: bool = False,
-        decision_format: Literal["json_schema", "tool"] = "json_schema",
+        decision_format: Literal["auto", "json_schema", "tool"] = "auto",
         connect_timeout_s: float = 10.0,
         max_connections: int = 256,
     ) -> None:
@@ -177,9 +189,9 @@ class HttpHost:
         self.policy = policy
         if not isinstance(stream, bool):
             raise ArgumentTypeError("stream must be True or False")
-        if decision_format not in ("json_schema", "tool"):
+        if not isinstance(decision_format, str) or decision_format not in _DECISION_FORMATS:
             raise ArgumentError(
-                f"decision_format must be 'json_schema' or 'tool', got {decision_format!r}"
+                f"decision_format must be 'auto', 'json_schema' or 'tool', got {decision_format!r}"
             )
         if (
             isinstance(connect_timeout_s, bool)
@@ -196,7 +208,7 @@ class HttpHost:
         ):
             raise ArgumentError(f"max_connections must be an int ≥ 1, got {max_connections!r}")
         self.stream = stream
-        self.decision_format = decision_format
+        self.decision_format: Literal["auto", "json_schema", "tool"] = decision_format
         self.connect_timeout_s = float(connect_timeout_s)
         self.max_connections = max_connections
         self._api_key = read_key(api_key, api_key_env, "api_key")
@@ -288,7 +300,7 @@ class HttpHost:
             api_key_env=None,
             policy=self.policy if policy is None else policy,
             stream=self.stream if stream is None else stream,
-            decision_format=self.decision_format,  # type: ignore[arg-type]
+            decision_format=self.decision_format,
             connect_timeout_s=self.connect_timeout_s,
             max_connections=self.max_connections,
         )
@@ -330,6 +342,9 @@ class _HttpSession:
 
     def __init__(self, host: HttpHost) -> None:
         self.host = host
+        # With decision_format="auto": each model whose server refused JSON-schema decisions, and
+        # what it said; its later decisions go straight to the tool format.
+        self.json_schema_refused: dict[str, str] = {}
         # Tells a test server which run a request belongs to, so every run meets the same faults.
         self.run_header = {"X-Sykit-Run": uuid.uuid4().hex[:16]}
         self.client = httpx.AsyncClient(
@@ -369,9 +384,11 @@ class _HttpSession:
         endpoint = host._endpoints[attempt.model]
         request = attempt.request
         stream = False
+        fmt = None
         if attempt.kind == "decision":
             assert isinstance(request, DecisionRequest)
-            body = decision_body(request, endpoint, host.decision_format)
+            fmt = self.decision_format(attempt.model)
+            body = decision_body(request, endpoint, fmt)
         else:
             assert isinstance(request, Request)
             stream = bool(request.metadata.get("stream", endpoint.stream))
@@ -390,6 +407,10 @@ class _HttpSession:
                 if not 200 <= status < 300:
                     raw = await response.aread()
                     text = host.scrub(raw.decode("utf-8", "replace"))
+                    if fmt is not None:
+                        refused = self._format_refused(attempt.model, fmt, status, text)
+                        if refused is not None:
+                            return refused
                     return Reply(status, text, dict(response.headers))
                 content_type = response.headers.get("content-type", "")
                 if stream and "text/event-stream" in content_type:
@@ -400,6 +421,44 @@ class _HttpSession:
                 None, error=UnavailableError(self._describe(exc, endpoint), model=attempt.model)
             )
         return completion_reply(attempt, status, host.scrub(raw.decode("utf-8", "replace")))
+
+    def decision_format(self, model: str) -> str:
+        """The format the next decision call to ``model`` is asked in."""
+        setting = self.host.decision_format
+        if setting != "auto":
+            return setting
+        return "tool" if model in self.json_schema_refused else "json_schema"
+
+    def _format_refused(self, model: str, fmt: str, status: int, text: str) -> Reply | None:
+        """The reply for a server's refusal of the decision format itself, else None (classified as
+        usual). Not transient, so never an ``unavailable`` to retry: with ``"auto"`` a JSON-schema
+        refusal is resent as a tool call; otherwise it is an invalid request saying what to set."""
+        said = format_rejection(status, text, fmt)
+        if said is None:
+            return None
+        setting = self.host.decision_format
+        if fmt == "json_schema" and setting == "auto":
+            self.json_schema_refused[model] = said
+            message = (
+                "the server does not accept response_format json_schema; fell back to "
+                f"decision_format='tool' ({said})"
+            )
+            error = InvalidRequestError(message, model=model, http_status=status)
+            return Reply(status, error=error, resend=True)
+        if fmt == "json_schema":
+            message = (
+                "the server does not accept response_format json_schema: set "
+                f"HttpHost(decision_format='tool') or decision_format='auto' ({said})"
+            )
+        elif setting == "auto":
+            message = (
+                "the server accepts neither decision format: decision_format='json_schema' was "
+                f"refused ({self.json_schema_refused[model]}) and "
+                f"decision_format='tool' too ({said}); use a judge that supports either"
+            )
+        else:
+            return None
+        return Reply(status, error=InvalidRequestError(message, model=model, http_status=status))
 
     def _describe(self, exc: httpx.HTTPError, endpoint: Endpoint) -> str:
         url = httpx.URL(endpoint.url)

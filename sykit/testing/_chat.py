@@ -14,7 +14,7 @@ from typing import Any
 
 from ._model import FakeModel
 
-__all__ = ["answer_pieces", "error_body", "rejection", "tool_call", "usage"]
+__all__ = ["answer_pieces", "error_body", "format_rejection", "rejection", "tool_call", "usage"]
 
 _WORDS = ("lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit")
 
@@ -87,6 +87,28 @@ def _decision_schema(body: Mapping[str, Any]) -> tuple[str, Any] | None:
             function = tool.get("function") if isinstance(tool, Mapping) else None
             if isinstance(function, Mapping) and function.get("name") == name:
                 return f"tool:{name}", function.get("parameters", {})
+    return None
+
+
+def format_rejection(
+    model: FakeModel, body: Mapping[str, Any]
+) -> tuple[int, dict[str, Any]] | None:
+    """The status and body with which a model refuses a structured-output format it lacks, else
+    None: the messages of llama.cpp's server, in its error shape (``code`` is the status)."""
+    fmt = body.get("response_format")
+    status = model.reject_json_schema
+    if status is not None and isinstance(fmt, Mapping) and fmt.get("type") == "json_schema":
+        message = (
+            "1 validation error for ResponseFormat\ntype\n  Input should be 'text' or "
+            "'json_object' [type=literal_error, input_value='json_schema', input_type=str]"
+        )
+        kind = "server_error" if status >= 500 else "invalid_request_error"
+        return status, {"error": {"code": status, "message": message, "type": kind}}
+    status = model.reject_tools
+    if status is not None and (body.get("tools") or body.get("tool_choice")):
+        kind = "server_error" if status >= 500 else "invalid_request_error"
+        message = "tools param requires --jinja flag"
+        return status, {"error": {"code": status, "message": message, "type": kind}}
     return None
 
 

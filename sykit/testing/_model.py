@@ -30,7 +30,10 @@ class FakeModel:
     ``Retry-After: retry_after_s`` (by default only a 429 does; add 503 or 529 to test a client
     against a provider that asks for a pause while it is overloaded). ``vision=False`` rejects images with a capability 400, ``context_window`` rejects longer
     requests with an overflow 400. ``verdict`` fixes decision answers by question id (default:
-    ``true``, the first option, the highest level).
+    ``true``, the first option, the highest level). ``reject_json_schema`` is the status (400–599)
+    with which the model refuses ``response_format: json_schema``, as llama.cpp's server does
+    ("Input should be 'text' or 'json_object'", a 500 or a 400 depending on the build), and
+    ``reject_tools`` the status with which it refuses ``tools``; None accepts them.
     """
 
     ttft_s: float | Distribution = 0.01
@@ -42,6 +45,8 @@ class FakeModel:
     vision: bool = True
     context_window: int | None = None
     verdict: Mapping[str, Any] = field(default_factory=dict)
+    reject_json_schema: int | None = None
+    reject_tools: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ttft_s", as_distribution(self.ttft_s, "ttft_s"))
@@ -84,3 +89,11 @@ class FakeModel:
             )
         if not isinstance(self.verdict, Mapping):
             raise ArgumentTypeError("verdict must be a dict of question id → answer")
+        for name in ("reject_json_schema", "reject_tools"):
+            status = getattr(self, name)
+            if status is not None and (
+                isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599
+            ):
+                raise ArgumentError(
+                    f"{name} must be an HTTP error status (400-599) or None, got {status!r}"
+                )

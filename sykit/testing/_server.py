@@ -19,7 +19,7 @@ from typing import Any
 from .._errors import ArgumentError, ArgumentTypeError
 from .._rng import uniforms
 from ._answers import complete, stream
-from ._chat import answer_pieces, error_body, rejection
+from ._chat import answer_pieces, error_body, format_rejection, rejection
 from ._connection import Close, Connection, Disconnected, send_json, send_raw
 from ._faults import STATUS_FAULT, fault_of_name
 from ._model import FakeModel
@@ -364,6 +364,11 @@ class FakeProvider:
             raise Close
         if fault == "hang":
             await asyncio.Event().wait()
+        unsupported = format_rejection(model, body)
+        if unsupported is not None:
+            status, error = unsupported
+            await send_json(conn, status, error, keep_alive=keep_alive, record=record)
+            return True
         refusal = rejection(name, model, body, fault)
         if refusal is not None:
             await send_json(conn, 400, refusal, keep_alive=keep_alive, record=record)
