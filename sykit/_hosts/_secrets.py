@@ -2,35 +2,63 @@
 
 A key is read once, from an argument or an environment variable, checked for the whitespace and
 control characters a shell leaves behind, and wrapped in :class:`Secret`, whose repr is ``'***'``.
-:func:`scrub` removes the raw keys from any text (error bodies, exception messages) before it
-reaches a record, a log line or a DataFrame.
+:func:`scrub` removes the raw keys, and their escaped spellings (``\\/``, ``\\u0073``, ``%73``),
+from any text (error bodies, exception messages) before it reaches a record, a log line or a
+DataFrame; :func:`scrub_json` does the same to every string of a decoded JSON value, so an escape
+that slipped past cannot decode into a key.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
+from typing import Any
 
 from .._errors import ArgumentError, ArgumentTypeError
 
-__all__ = ["Secret", "read_key", "scrub"]
+__all__ = ["Secret", "read_key", "scrub", "scrub_json"]
+
+_ESCAPED_QUOTES = "/\\\"'"
 
 
 class Secret:
     """An API key: its repr and str are ``'***'``, so it cannot slip into a log line or a DataFrame."""
 
-    __slots__ = ("_value",)
+    __slots__ = ("_pattern", "_value")
 
     def __init__(self, value: str) -> None:
         self._value = value
+        self._pattern: re.Pattern[str] | None = None
 
     def reveal(self) -> str:
         return self._value
+
+    def pattern(self) -> re.Pattern[str]:
+        """A regex matching the key however a JSON, Python-repr or URL escape spells each char."""
+        if self._pattern is None:
+            self._pattern = re.compile("".join(_char_pattern(c) for c in self._value))
+        return self._pattern
 
     def __repr__(self) -> str:
         return "'***'"
 
     __str__ = __repr__
+
+
+def _hex(code: int, width: int) -> str:
+    """``code`` as ``width`` hex digits, either case."""
+    return "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in f"{code:0{width}x}")
+
+
+def _char_pattern(c: str) -> str:
+    code = ord(c)
+    forms = [re.escape(c), r"\\u" + _hex(code, 4), "%" + _hex(code, 2)]
+    if code < 256:
+        forms.append(r"\\x" + _hex(code, 2))
+    if c in _ESCAPED_QUOTES:
+        forms.append(re.escape("\\" + c))
+    return "(?:" + "|".join(forms) + ")"
 
 
 def read_key(value: object, env: object, name: str) -> Secret | None:
@@ -61,9 +89,27 @@ def _clean_key(key: str, name: str) -> str:
 
 
 def scrub(text: str, secrets: Iterable[Secret]) -> str:
-    """``text`` with every key in ``secrets`` replaced by ``***`` (give the longest first)."""
+    """``text`` with every key in ``secrets``, plain or escaped, replaced by ``***`` (give the
+    longest first)."""
+    escaped = "\\" in text or "%" in text
     for secret in secrets:
         key = secret.reveal()
         if key in text:
             text = text.replace(key, "***")
+        if escaped:
+            text = secret.pattern().sub("***", text)
     return text
+
+
+def scrub_json(value: Any, secrets: Iterable[Secret]) -> Any:
+    """A decoded JSON value with every key scrubbed from its strings (object keys included)."""
+    secrets = tuple(secrets)
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if isinstance(value, dict):
+        return {scrub(k, secrets): scrub_json(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub_json(v, secrets) for v in value]
+    return value

@@ -28,6 +28,7 @@ handling (reading, masking, scrubbing) in ``_secrets``.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,7 +53,7 @@ from ._openai_wire import (
     decision_body,
     model_body,
 )
-from ._secrets import Secret, read_key, scrub
+from ._secrets import Secret, read_key, scrub, scrub_json
 from .base import Attempt, Reply
 
 __all__ = ["HttpHost", "HttpModel"]
@@ -355,7 +356,7 @@ class _HttpSession:
         except Exception as exc:
             text = str(exc)
             clean = self.host.scrub(text)
-            if clean != text:
+            if clean != text or self.host.scrub(repr(exc)) != repr(exc):
                 raise RuntimeError(f"{type(exc).__name__}: {clean}") from None
             raise
 
@@ -385,8 +386,7 @@ class _HttpSession:
                 status = response.status_code
                 if not 200 <= status < 300:
                     raw = await response.aread()
-                    text = host.scrub(raw.decode("utf-8", "replace"))
-                    return Reply(status, text, dict(response.headers))
+                    return Reply(status, self._error_body(raw), dict(response.headers))
                 content_type = response.headers.get("content-type", "")
                 if stream and "text/event-stream" in content_type:
                     return await self._read_stream(attempt, response, clock)
@@ -395,7 +395,22 @@ class _HttpSession:
             return Reply(
                 None, error=UnavailableError(self._describe(exc, endpoint), model=attempt.model)
             )
-        return completion_reply(attempt, status, host.scrub(raw.decode("utf-8", "replace")))
+        text = host.scrub(raw.decode("utf-8", "replace"))
+        return completion_reply(attempt, status, text, secrets=host._secrets)
+
+    def _error_body(self, raw: bytes) -> str:
+        """An error body scrubbed as text and, if it is JSON, again once decoded: the classifier
+        decodes it, and an escaped key (``\\/``, ``\\u0073``) must not decode into the key."""
+        secrets = self.host._secrets
+        text = scrub(raw.decode("utf-8", "replace"), secrets)
+        if not secrets:
+            return text
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return text
+        clean = scrub_json(data, secrets)
+        return text if clean == data else json.dumps(clean, ensure_ascii=False)
 
     def _describe(self, exc: httpx.HTTPError, endpoint: Endpoint) -> str:
         url = httpx.URL(endpoint.url)
@@ -431,7 +446,7 @@ class _HttpSession:
         ttft: float | None = None
         try:
             async for line in response.aiter_lines():
-                if sse.feed(line):
+                if sse.feed(self.host.scrub(line)):
                     if ttft is None:
                         ttft = clock.elapsed()
                     attempt.receive(sse.tokens)
@@ -447,7 +462,7 @@ class _HttpSession:
                 attempt, sse.tokens, "the stream ended without finish_reason or [DONE]"
             )
         usage = sse.usage_of(attempt.request.input_tokens)
-        return Reply(200, text=sse.text(), usage=usage, ttft_s=ttft)
+        return Reply(200, text=self.host.scrub(sse.text()), usage=usage, ttft_s=ttft)
 
     def _broken(
         self, attempt: Attempt, tokens: int, message: str, *, invalid: bool = False

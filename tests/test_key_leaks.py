@@ -1,0 +1,144 @@
+"""Every door an API key could leak through, each tried with a hostile server that echoes the key
+back: escaped in a JSON error body, in a stream's error event, in a response header (which httpcore
+logs at DEBUG). Also keys that cannot go in a header, URLs with credentials, and pickles."""
+
+from __future__ import annotations
+
+import json
+import threading
+import warnings
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+import sykit as sy
+from sykit._hosts.http import HttpHost
+
+# A '/' so that JSON can escape it as '\/'; letters so that '\uXXXX' has hex letters to vary.
+KEY = "sk-live/Abc-123+xyz_SECRET"
+POLICY = sy.HostPolicy(max_retries=0, backoff_initial_s=0.01, cooldown_s=0, timeout_s=5.0)
+
+
+def slash_escaped(key: str) -> str:
+    return key.replace("/", "\\/")
+
+
+def unicode_escaped(key: str) -> str:
+    return "".join(f"\\u{ord(c):04X}" if c.isalpha() else c for c in key)
+
+
+def leaked_forms(key: str) -> list[str]:
+    """The key and the spellings a JSON decoder would turn back into it."""
+    return [key, slash_escaped(key), unicode_escaped(key), unicode_escaped(key).lower()]
+
+
+def _completion(text: str) -> dict:
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2},
+    }
+
+
+class _Hostile(BaseHTTPRequestHandler):
+    """Answers as the model name says, quoting back whatever key it was sent."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        model = body.get("model")
+        key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        self.server.seen.append(model)  # type: ignore[attr-defined]
+        if model == "escaped-401":
+            # Written by hand: json.dumps escapes neither '/' nor ASCII letters.
+            raw = (
+                '{"error": {"message": "Incorrect API key provided: '
+                + slash_escaped(key)
+                + " (also known as "
+                + unicode_escaped(key)
+                + ')", "code": "invalid_api_key"}}'
+            )
+            self._send(401, raw.encode(), "application/json")
+        elif model == "stream-error":
+            event = '{"error": {"message": "bad key ' + slash_escaped(key) + '"}}'
+            self._send(200, f"data: {event}\n\n".encode(), "text/event-stream")
+        elif model == "echo-header":
+            payload = json.dumps(_completion("hello")).encode()
+            self._send(200, payload, "application/json", {"X-Echo-Authorization": f"Bearer {key}"})
+        else:
+            self._send(200, json.dumps(_completion("hello")).encode(), "application/json")
+
+    def _send(
+        self, status: int, payload: bytes, content_type: str, headers: dict | None = None
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+@pytest.fixture(scope="module")
+def hostile() -> Iterator[ThreadingHTTPServer]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
+    server.daemon_threads = True
+    server.seen = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+def base_url(server: ThreadingHTTPServer) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+def one_call(model: str):
+    async def algorithm(request, driver):
+        return sy.answered(model, await driver.call_model(request, [model]))
+
+    return algorithm
+
+
+# -- 1. escaped keys in decoded bodies ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("model", "stream"), [("escaped-401", False), ("stream-error", True)])
+def test_an_escaped_key_in_an_error_body_is_scrubbed_once_decoded(hostile, model, stream):
+    host = HttpHost(base_url(hostile), api_key=KEY, models=[model], policy=POLICY, stream=stream)
+    messages: list[str] = []
+
+    async def algorithm(request, driver):
+        try:
+            await driver.call_model(request, [model])
+        except sy.ModelError as error:
+            messages.extend([str(error), repr(error), error.message or ""])
+            raise
+        return sy.route_to(model, request)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = sy.run(algorithm, ["q"], host=host)
+    (message,) = result.attempts["error_message"]
+    assert "***" in message
+    if model == "escaped-401":
+        assert result.attempts["http_status"].iloc[0] == 401
+    texts = [
+        result.attempts.to_csv(),
+        result.requests.to_csv(),
+        repr(result),
+        *messages,
+        *(str(w.message) for w in caught),
+    ]
+    assert messages
+    for text in texts:
+        for form in leaked_forms(KEY):
+            assert form not in text, (form, text)
