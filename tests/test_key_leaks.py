@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import sykit as sy
-from sykit._hosts.http import HttpHost
+from sykit._hosts.http import HttpHost, HttpModel
 
 # A '/' so that JSON can escape it as '\/'; letters so that '\uXXXX' has hex letters to vary.
 KEY = "sk-live/Abc-123+xyz_SECRET"
@@ -142,3 +142,43 @@ def test_an_escaped_key_in_an_error_body_is_scrubbed_once_decoded(hostile, model
     for text in texts:
         for form in leaked_forms(KEY):
             assert form not in text, (form, text)
+
+
+# -- 2. keys a header cannot carry ----------------------------------------------------------------
+
+NON_ASCII_KEY = "sk-proj-Zq8\u2013ünïcødé-7Kx"  # an en dash, as a paste from a web page leaves
+
+
+def _parts(key: str, size: int = 4) -> list[str]:
+    return [key[i : i + size] for i in range(len(key) - size + 1)]
+
+
+def _assert_quotes_none_of(text: str, key: str) -> None:
+    for part in _parts(key):
+        assert part not in text, (part, text)
+
+
+def test_a_non_ascii_key_is_refused_up_front_without_quoting_it(hostile, monkeypatch):
+    before = len(hostile.seen)
+    with pytest.raises(sy.ArgumentError, match="non-ASCII") as raised:
+        HttpHost(base_url(hostile), api_key=NON_ASCII_KEY, models=["ok"], policy=POLICY)
+    _assert_quotes_none_of(str(raised.value), NON_ASCII_KEY)
+    _assert_quotes_none_of(repr(raised.value), NON_ASCII_KEY)
+
+    with pytest.raises(sy.ArgumentError, match="non-ASCII") as raised:
+        HttpModel(api_key=NON_ASCII_KEY)
+    _assert_quotes_none_of(str(raised.value), NON_ASCII_KEY)
+
+    monkeypatch.setenv("SYKIT_TEST_UNICODE_KEY", NON_ASCII_KEY)
+    with pytest.raises(sy.ArgumentError, match="SYKIT_TEST_UNICODE_KEY") as raised:
+        HttpHost(
+            base_url(hostile), api_key_env="SYKIT_TEST_UNICODE_KEY", models=["ok"], policy=POLICY
+        )
+    _assert_quotes_none_of(str(raised.value), NON_ASCII_KEY)
+    with pytest.raises(sy.ArgumentError, match="non-ASCII"):
+        HttpHost(
+            base_url(hostile),
+            models={"m": HttpModel(api_key_env="SYKIT_TEST_UNICODE_KEY")},
+            api_key_env=None,
+        )
+    assert len(hostile.seen) == before  # nothing was sent

@@ -1,11 +1,11 @@
 """API keys for the HTTP host: where a key comes from, and keeping it out of everything shown.
 
-A key is read once, from an argument or an environment variable, checked for the whitespace and
-control characters a shell leaves behind, and wrapped in :class:`Secret`, whose repr is ``'***'``.
-:func:`scrub` removes the raw keys, and their escaped spellings (``\\/``, ``\\u0073``, ``%73``),
-from any text (error bodies, exception messages) before it reaches a record, a log line or a
-DataFrame; :func:`scrub_json` does the same to every string of a decoded JSON value, so an escape
-that slipped past cannot decode into a key.
+A key is read once, from an argument or an environment variable, checked to be printable ASCII
+(what an HTTP header can carry; a shell often leaves whitespace behind), and wrapped in
+:class:`Secret`, whose repr is ``'***'``. :func:`scrub` removes the raw keys, and their escaped
+spellings (``\\/``, ``\\u0073``, ``%73``), from any text (error bodies, exception messages)
+before it reaches a record, a log line or a DataFrame; :func:`scrub_json` does the same to every
+string of a decoded JSON value, so an escape that slipped past cannot decode into a key.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ def read_key(value: object, env: object, name: str) -> Secret | None:
     """The key from ``value``, else from the environment variable ``env``, else None."""
     if value is not None:
         if isinstance(value, Secret):
+            _clean_key(value.reveal(), name)
             return value
         if not isinstance(value, str) or not value:
             raise ArgumentTypeError(f"{name} must be a non-empty string or None")
@@ -80,10 +81,18 @@ def read_key(value: object, env: object, name: str) -> Secret | None:
 
 
 def _clean_key(key: str, name: str) -> str:
-    # A header with a control character would fail inside httpx, quoting the key in its message.
+    """``key``, if an HTTP header can carry it; the error never quotes any of it."""
+    # A header with a control character or a non-ASCII one fails inside httpx, quoting the key.
     if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in key):
         raise ArgumentError(
             f"{name} contains whitespace or control characters; check how it was set"
+        )
+    if not key.isascii():
+        count = sum(not c.isascii() for c in key)
+        raise ArgumentError(
+            f"{name} contains {count} non-ASCII character{'s' if count > 1 else ''}; an API key "
+            "must be printable ASCII to go in an HTTP header (check for a pasted look-alike "
+            "character such as a typographic dash or quote)"
         )
     return key
 
