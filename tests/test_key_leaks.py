@@ -182,3 +182,36 @@ def test_a_non_ascii_key_is_refused_up_front_without_quoting_it(hostile, monkeyp
             api_key_env=None,
         )
     assert len(hostile.seen) == before  # nothing was sent
+
+
+# -- 3. URLs with credentials ---------------------------------------------------------------------
+
+URL_SECRET = "sk-in-the-url-42"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (f"https://user:{URL_SECRET}@host/v1", "https://***@host/v1"),
+        (f"ftp://user:{URL_SECRET}@host/v1", "ftp://***@host/v1"),
+        (f"https://user:{URL_SECRET}@host:notaport/v1", "https://***@host:notaport/v1"),
+        (f"https://user:{URL_SECRET}@/v1", "https://***@/v1"),
+        (f"https://{URL_SECRET}@pass@host/v1", "https://***@host/v1"),
+    ],
+)
+def test_a_url_with_credentials_is_shown_redacted(url, shown):
+    for make in (
+        lambda: HttpHost(url, models=["m"], api_key_env=None),
+        lambda: HttpModel(base_url=url),
+        lambda: HttpHost("http://x/v1", models={"m": HttpModel(base_url=url)}, api_key_env=None),
+    ):
+        with pytest.raises(sy.ArgumentError) as raised:
+            make()
+        assert URL_SECRET not in str(raised.value) and URL_SECRET not in repr(raised.value)
+        assert shown in str(raised.value)
+
+
+def test_a_url_that_is_not_a_string_is_shown_redacted():
+    with pytest.raises(sy.ArgumentTypeError) as raised:
+        HttpHost(f"https://u:{URL_SECRET}@host/v1".encode(), models=["m"], api_key_env=None)
+    assert URL_SECRET not in str(raised.value) and "***@host" in str(raised.value)

@@ -17,7 +17,7 @@ from typing import Any
 
 from .._errors import ArgumentError, ArgumentTypeError
 
-__all__ = ["Secret", "read_key", "scrub", "scrub_json"]
+__all__ = ["Secret", "read_key", "redact_url", "scrub", "scrub_json"]
 
 _ESCAPED_QUOTES = "/\\\"'"
 
@@ -122,3 +122,12 @@ def scrub_json(value: Any, secrets: Iterable[Secret]) -> Any:
     if isinstance(value, list):
         return [scrub_json(v, secrets) for v in value]
     return value
+
+
+def redact_url(url: str) -> str:
+    """``url`` with anything before an ``@`` (user and password) shown as ``***``."""
+    if "@" not in url:
+        return url
+    head, _, tail = url.rpartition("@")
+    scheme, slashes, _ = head.partition("//")
+    return f"{scheme}//***@{tail}" if slashes else f"***@{tail}"

@@ -53,7 +53,7 @@ from ._openai_wire import (
     decision_body,
     model_body,
 )
-from ._secrets import Secret, read_key, scrub, scrub_json
+from ._secrets import Secret, read_key, redact_url, scrub, scrub_json
 from .base import Attempt, Reply
 
 __all__ = ["HttpHost", "HttpModel"]
@@ -75,18 +75,23 @@ _DNS_MARKERS = (
 
 
 def _check_url(url: object, name: str) -> str:
+    """``url`` without a trailing slash; the errors show it with any credentials redacted."""
     if not isinstance(url, str) or not url:
         raise ArgumentTypeError(
-            f"{name} must be a URL string such as 'https://api.openai.com/v1', got {url!r}"
+            f"{name} must be a URL string such as 'https://api.openai.com/v1', "
+            f"got {redact_url(repr(url))}"
         )
+    shown = repr(redact_url(url))
     try:
         parsed = httpx.URL(url)
     except Exception:
-        raise ArgumentError(f"{name} is not a valid URL: {url!r}") from None
+        raise ArgumentError(f"{name} is not a valid URL: {shown}") from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ArgumentError(f"{name} must be an http:// or https:// URL with a host, got {url!r}")
+        raise ArgumentError(f"{name} must be an http:// or https:// URL with a host, got {shown}")
     if parsed.userinfo:
-        raise ArgumentError(f"{name} must not contain credentials; pass the key as api_key instead")
+        raise ArgumentError(
+            f"{name} must not contain credentials, got {shown}; pass the key as api_key instead"
+        )
     return url.rstrip("/")
 
 
