@@ -5,6 +5,7 @@ logs at DEBUG). Also keys that cannot go in a header, URLs with credentials, and
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import warnings
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import sykit as sy
+from sykit._hosts._secrets import LogScrubber
 from sykit._hosts.http import HttpHost, HttpModel
 
 # A '/' so that JSON can escape it as '\/'; letters so that '\uXXXX' has hex letters to vary.
@@ -215,3 +217,21 @@ def test_a_url_that_is_not_a_string_is_shown_redacted():
     with pytest.raises(sy.ArgumentTypeError) as raised:
         HttpHost(f"https://u:{URL_SECRET}@host/v1".encode(), models=["m"], api_key_env=None)
     assert URL_SECRET not in str(raised.value) and "***@host" in str(raised.value)
+
+
+# -- 4. httpx / httpcore DEBUG logs ----------------------------------------------------------------
+
+
+def test_a_key_echoed_in_a_response_header_is_scrubbed_from_debug_logs(hostile, caplog):
+    caplog.set_level(logging.DEBUG)
+    host = HttpHost(base_url(hostile), api_key=KEY, models=["echo-header"], policy=POLICY)
+    result = sy.run(one_call("echo-header"), ["q"], host=host)
+    assert result.requests["status"].iloc[0] == "ok"
+    headers_logged = [r for r in caplog.records if "x-echo-authorization" in r.getMessage().lower()]
+    assert headers_logged, "httpcore did not log the response headers"
+    for form in leaked_forms(KEY):
+        assert form not in caplog.text
+    assert "Bearer ***" in caplog.text
+    # Only while a session is open: afterwards the loggers are as they were.
+    for name in ("httpx", "httpcore", "httpcore.http11", "httpcore.connection"):
+        assert not any(isinstance(f, LogScrubber) for f in logging.getLogger(name).filters)

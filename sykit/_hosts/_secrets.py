@@ -3,21 +3,23 @@
 A key is read once, from an argument or an environment variable, checked to be printable ASCII
 (what an HTTP header can carry; a shell often leaves whitespace behind), and wrapped in
 :class:`Secret`, whose repr is ``'***'``. :func:`scrub` removes the raw keys, and their escaped
-spellings (``\\/``, ``\\u0073``, ``%73``), from any text (error bodies, exception messages)
-before it reaches a record, a log line or a DataFrame; :func:`scrub_json` does the same to every
-string of a decoded JSON value, so an escape that slipped past cannot decode into a key.
+spellings (``\\/``, ``\\u0073``, ``%73``), from any text (error bodies, exception messages, log
+lines) before it reaches a record, a log line or a DataFrame; :func:`scrub_json` does the same to
+every string of a decoded JSON value, so an escape that slipped past cannot decode into a key.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from .._errors import ArgumentError, ArgumentTypeError
 
-__all__ = ["Secret", "read_key", "redact_url", "scrub", "scrub_json"]
+__all__ = ["LogScrubber", "Secret", "read_key", "redact_url", "scrub", "scrub_json"]
 
 _ESCAPED_QUOTES = "/\\\"'"
 
@@ -131,3 +133,80 @@ def redact_url(url: str) -> str:
     head, _, tail = url.rpartition("@")
     scheme, slashes, _ = head.partition("//")
     return f"{scheme}//***@{tail}" if slashes else f"***@{tail}"
+
+
+_HTTP_LOGGERS = (
+    "httpx",
+    "httpcore",
+    "httpcore.connection",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+    "httpcore.socks",
+)
+
+
+class LogScrubber(logging.Filter):
+    """Scrubs the keys of every open HTTP session from httpx and httpcore log records.
+
+    At DEBUG, httpcore logs response headers, so a server that echoes a key in a header would
+    print it. The filter sits on those loggers only while some session is open (a logger's
+    filters do not see its children's records, so each known logger gets it).
+    """
+
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+    _sessions: ClassVar[dict[int, tuple[Secret, ...]]] = {}
+    _active: ClassVar[tuple[Secret, ...]] = ()  # replaced whole, so a record reads it unlocked
+
+    @classmethod
+    def attach(cls, secrets: tuple[Secret, ...]) -> int:
+        """Scrub ``secrets`` from the HTTP loggers until :meth:`detach` with the token returned."""
+        with cls._lock:
+            if not cls._sessions:
+                for name in _logger_names():
+                    logging.getLogger(name).addFilter(_FILTER)
+            token = max(cls._sessions, default=0) + 1
+            cls._sessions[token] = secrets
+            cls._update()
+            return token
+
+    @classmethod
+    def detach(cls, token: int) -> None:
+        with cls._lock:
+            if cls._sessions.pop(token, None) is None:
+                return
+            cls._update()
+            if not cls._sessions:
+                for name in _logger_names():
+                    logging.getLogger(name).removeFilter(_FILTER)
+
+    @classmethod
+    def _update(cls) -> None:
+        every = {s for group in cls._sessions.values() for s in group}
+        cls._active = tuple(sorted(every, key=lambda s: len(s.reveal()), reverse=True))
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        secrets = self._active
+        if not secrets:
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:
+            message = f"{record.msg!s} {record.args!r}"
+        clean = scrub(message, secrets)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+def _logger_names() -> list[str]:
+    """The httpx and httpcore loggers, the known ones and any created since."""
+    existing = [
+        name
+        for name in logging.Logger.manager.loggerDict
+        if name.startswith(("httpx.", "httpcore."))
+    ]
+    return sorted(set(_HTTP_LOGGERS).union(existing))
+
+
+_FILTER = LogScrubber()

@@ -53,7 +53,7 @@ from ._openai_wire import (
     decision_body,
     model_body,
 )
-from ._secrets import Secret, read_key, redact_url, scrub, scrub_json
+from ._secrets import LogScrubber, Secret, read_key, redact_url, scrub, scrub_json
 from .base import Attempt, Reply
 
 __all__ = ["HttpHost", "HttpModel"]
@@ -342,9 +342,14 @@ class _HttpSession:
             ),
             follow_redirects=False,
         )
+        # httpcore logs response headers at DEBUG; a server may echo the key in one.
+        self._log_token = LogScrubber.attach(host._secrets)
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        try:
+            await self.client.aclose()
+        finally:
+            LogScrubber.detach(self._log_token)
 
     async def send(self, attempt: Attempt) -> Reply:
         clock = _Clock(asyncio.get_running_loop(), attempt.start_s)
