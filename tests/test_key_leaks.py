@@ -4,8 +4,10 @@ logs at DEBUG). Also keys that cannot go in a header, URLs with credentials, and
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
+import pickle
 import threading
 import warnings
 from collections.abc import Iterator
@@ -235,3 +237,40 @@ def test_a_key_echoed_in_a_response_header_is_scrubbed_from_debug_logs(hostile, 
     # Only while a session is open: afterwards the loggers are as they were.
     for name in ("httpx", "httpcore", "httpcore.http11", "httpcore.connection"):
         assert not any(isinstance(f, LogScrubber) for f in logging.getLogger(name).filters)
+
+
+# -- 5. pickles -----------------------------------------------------------------------------------
+
+
+def test_a_host_holding_a_key_refuses_to_pickle_without_writing_it(hostile):
+    host = HttpHost(base_url(hostile), api_key=KEY, models=["ok"], policy=POLICY)
+    with pytest.raises(TypeError, match="api_key_env") as raised:
+        pickle.dumps(host)
+    assert KEY not in str(raised.value)
+    per_model = HttpHost(
+        base_url(hostile), models={"ok": HttpModel(api_key=KEY)}, api_key_env=None, policy=POLICY
+    )
+    with pytest.raises(TypeError, match="not pickled"):
+        pickle.dumps(per_model)
+    copied = copy.deepcopy(host)  # copies in memory share the key
+    assert copied.scrub(KEY) == "***"
+
+
+def test_a_key_from_the_environment_pickles_as_the_variables_name(hostile, monkeypatch):
+    monkeypatch.setenv("SYKIT_TEST_PICKLED_KEY", KEY)
+    host = HttpHost(
+        base_url(hostile), api_key_env="SYKIT_TEST_PICKLED_KEY", models=["ok"], policy=POLICY
+    )
+    data = pickle.dumps(host)
+    for form in leaked_forms(KEY):
+        assert form.encode() not in data
+    assert b"SYKIT_TEST_PICKLED_KEY" in data
+
+    again = pickle.loads(data)
+    assert again.scrub(f"key={KEY}") == "key=***"
+    assert sy.run(one_call("ok"), ["q"], host=again).requests["status"].iloc[0] == "ok"
+
+    monkeypatch.delenv("SYKIT_TEST_PICKLED_KEY")
+    keyless = pickle.loads(data)
+    with pytest.raises(sy.ArgumentError, match=r"SYKIT_TEST_PICKLED_KEY.*not set"):
+        sy.run(one_call("ok"), ["q"], host=keyless)

@@ -6,6 +6,9 @@ A key is read once, from an argument or an environment variable, checked to be p
 spellings (``\\/``, ``\\u0073``, ``%73``), from any text (error bodies, exception messages, log
 lines) before it reaches a record, a log line or a DataFrame; :func:`scrub_json` does the same to
 every string of a decoded JSON value, so an escape that slipped past cannot decode into a key.
+
+A key is never pickled: a :class:`Secret` read from an environment variable pickles as the name of
+that variable (the unpickled copy reads it again), and one given as a value refuses to pickle.
 """
 
 from __future__ import annotations
@@ -25,19 +28,41 @@ _ESCAPED_QUOTES = "/\\\"'"
 
 
 class Secret:
-    """An API key: its repr and str are ``'***'``, so it cannot slip into a log line or a DataFrame."""
+    """An API key: its repr and str are ``'***'``, so it cannot slip into a log line or a DataFrame.
 
-    __slots__ = ("_pattern", "_value")
+    ``env`` names the environment variable the key was read from. Pickling keeps only that name,
+    and the unpickled key reads the variable again (where it is unset, using the key raises
+    :class:`ArgumentError`); a key given as a value raises ``TypeError`` instead of being written
+    into the pickle. Copies share the key.
+    """
 
-    def __init__(self, value: str) -> None:
+    __slots__ = ("_env", "_pattern", "_value")
+
+    def __init__(self, value: str | None, env: str | None = None) -> None:
         self._value = value
+        self._env = env
         self._pattern: re.Pattern[str] | None = None
 
+    @property
+    def missing(self) -> bool:
+        """True for a key unpickled where its environment variable is not set."""
+        return self._value is None
+
     def reveal(self) -> str:
+        if self._value is None:
+            raise ArgumentError(self.missing_message())
         return self._value
 
-    def pattern(self) -> re.Pattern[str]:
+    def missing_message(self) -> str:
+        return (
+            f"the API key of this host was read from the environment variable {self._env}, "
+            f"which is not set in this process (keys are not pickled, only where they come from)"
+        )
+
+    def pattern(self) -> re.Pattern[str] | None:
         """A regex matching the key however a JSON, Python-repr or URL escape spells each char."""
+        if self._value is None:
+            return None
         if self._pattern is None:
             self._pattern = re.compile("".join(_char_pattern(c) for c in self._value))
         return self._pattern
@@ -46,6 +71,21 @@ class Secret:
         return "'***'"
 
     __str__ = __repr__
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        if self._env is None:
+            raise TypeError(
+                "an API key given as api_key= is not pickled, so that it is never written to a "
+                "file or sent to another process; give it as api_key_env= instead, and the "
+                "unpickled host reads it from that environment variable"
+            )
+        return (_secret_from_env, (self._env,))
+
+    def __copy__(self) -> Secret:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Secret:
+        return self
 
 
 def _hex(code: int, width: int) -> str:
@@ -63,11 +103,20 @@ def _char_pattern(c: str) -> str:
     return "(?:" + "|".join(forms) + ")"
 
 
+def _secret_from_env(env: str) -> Secret:
+    """A key unpickled: read again from its environment variable."""
+    found = os.environ.get(env, "").strip()
+    if not found:
+        return Secret(None, env)
+    return Secret(_clean_key(found, f"the environment variable {env}"), env)
+
+
 def read_key(value: object, env: object, name: str) -> Secret | None:
     """The key from ``value``, else from the environment variable ``env``, else None."""
     if value is not None:
         if isinstance(value, Secret):
-            _clean_key(value.reveal(), name)
+            if not value.missing:
+                _clean_key(value.reveal(), name)
             return value
         if not isinstance(value, str) or not value:
             raise ArgumentTypeError(f"{name} must be a non-empty string or None")
@@ -79,7 +128,7 @@ def read_key(value: object, env: object, name: str) -> Secret | None:
             f"{name}_env must be the name of an environment variable or None, got {env!r}"
         )
     found = os.environ.get(env, "").strip()  # a trailing newline from `export KEY=$(cat file)`
-    return Secret(_clean_key(found, f"the environment variable {env}")) if found else None
+    return Secret(_clean_key(found, f"the environment variable {env}"), env) if found else None
 
 
 def _clean_key(key: str, name: str) -> str:
@@ -104,11 +153,15 @@ def scrub(text: str, secrets: Iterable[Secret]) -> str:
     longest first)."""
     escaped = "\\" in text or "%" in text
     for secret in secrets:
+        if secret.missing:
+            continue
         key = secret.reveal()
         if key in text:
             text = text.replace(key, "***")
         if escaped:
-            text = secret.pattern().sub("***", text)
+            pattern = secret.pattern()
+            assert pattern is not None
+            text = pattern.sub("***", text)
     return text
 
 
@@ -182,7 +235,7 @@ class LogScrubber(logging.Filter):
 
     @classmethod
     def _update(cls) -> None:
-        every = {s for group in cls._sessions.values() for s in group}
+        every = {s for group in cls._sessions.values() for s in group if not s.missing}
         cls._active = tuple(sorted(every, key=lambda s: len(s.reveal()), reverse=True))
 
     def filter(self, record: logging.LogRecord) -> bool:

@@ -205,15 +205,18 @@ class HttpHost:
         self._models = self._check_models(models)
         self.profiles: dict[str, ModelProfile] = {}
         self._endpoints: dict[str, Endpoint] = {}
-        keys = {self._api_key.reveal()} if self._api_key is not None else set()
+        keys: dict[str, Secret] = {}
+        if self._api_key is not None and not self._api_key.missing:
+            keys[self._api_key.reveal()] = self._api_key
         for name, spec in self._models.items():
             endpoint, profile = self._resolve(name, spec)
             self._endpoints[name] = endpoint
             self.profiles[name] = profile
-            if endpoint.key is not None:
-                keys.add(endpoint.key.reveal())
-        # Longest first, so a key that contains another is replaced whole.
-        self._secrets = tuple(Secret(k) for k in sorted(keys, key=len, reverse=True) if k)
+            if endpoint.key is not None and not endpoint.key.missing:
+                keys.setdefault(endpoint.key.reveal(), endpoint.key)
+        # Longest first, so a key that contains another is replaced whole. The Secrets themselves
+        # (not copies) are kept, so that a pickled host carries only where each key came from.
+        self._secrets = tuple(keys[k] for k in sorted(keys, key=len, reverse=True) if k)
 
     @staticmethod
     def _check_models(
@@ -303,6 +306,9 @@ class HttpHost:
         )
 
     def open(self, seed: int) -> _HttpSession:
+        for endpoint in self._endpoints.values():
+            if endpoint.key is not None and endpoint.key.missing:
+                raise ArgumentError(endpoint.key.missing_message())
         return _HttpSession(self)
 
     def scrub(self, text: str) -> str:
