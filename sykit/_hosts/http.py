@@ -146,11 +146,14 @@ class HttpHost:
         res = sy.run(algo, requests, host=host)
 
     The key comes from ``api_key`` or the ``api_key_env`` environment variable (none: no
-    ``Authorization`` header, as local servers expect). It is sent only as a Bearer header and is
-    scrubbed from every error message. ``timeout_s`` is the per-attempt deadline (it replaces
-    ``policy.timeout_s``). ``stream=True`` streams every model call (a request can ask with
-    ``metadata={"stream": True}``); decision calls are never streamed. ``decision_format`` asks
-    judges for a strict JSON-schema answer (``"json_schema"``) or a forced tool call (``"tool"``).
+    ``Authorization`` header, as local servers expect); it must be printable ASCII. It is sent
+    only as a Bearer header and is scrubbed from every error message and httpx log record. A key
+    is never pickled: one from ``api_key_env`` pickles as the variable's name (read again when
+    unpickled), one given as ``api_key`` makes pickling raise ``TypeError``. ``timeout_s`` is the
+    per-attempt deadline (it replaces ``policy.timeout_s``). ``stream=True`` streams every model
+    call (a request can ask with ``metadata={"stream": True}``); decision calls are never
+    streamed. ``decision_format`` asks judges for a strict JSON-schema answer (``"json_schema"``)
+    or a forced tool call (``"tool"``).
     """
 
     virtual = False
