@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .._classify import error_fields
 from .._errors import InvalidResponseError, ModelError
 from .._models import Answer, Boolean, Choice, DecisionRequest, Request, Score, Usage
-from ._secrets import Secret
+from ._secrets import Secret, scrub_json
 from .base import Attempt, Reply
 
 __all__ = [
@@ -259,11 +259,14 @@ def _usage(raw: Any, input_estimate: int, text: str | None, tokens: int | None =
     return Usage(prompt, completion)
 
 
-def completion_reply(attempt: Attempt, status: int, text: str) -> Reply:
-    """The reply for a complete (non-streamed) 2xx body, already decoded and scrubbed."""
+def completion_reply(
+    attempt: Attempt, status: int, text: str, *, secrets: Sequence[Secret] = ()
+) -> Reply:
+    """The reply for a complete (non-streamed) 2xx body, already decoded and scrubbed as text;
+    its JSON is scrubbed of ``secrets`` again once parsed, where escapes have been undone."""
     model = attempt.model
     try:
-        data = json.loads(text)
+        data = scrub_json(json.loads(text), secrets)
     except ValueError:
         return _invalid(f"the 2xx body is not valid JSON: {_snippet(text)}", model, status)
     message = _message(data)

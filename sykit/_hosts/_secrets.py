@@ -1,42 +1,122 @@
 """API keys for the HTTP host: where a key comes from, and keeping it out of everything shown.
 
-A key is read once, from an argument or an environment variable, checked for the whitespace and
-control characters a shell leaves behind, and wrapped in :class:`Secret`, whose repr is ``'***'``.
-:func:`scrub` removes the raw keys from any text (error bodies, exception messages) before it
-reaches a record, a log line or a DataFrame.
+A key is read once, from an argument or an environment variable, checked to be printable ASCII
+(what an HTTP header can carry; a shell often leaves whitespace behind), and wrapped in
+:class:`Secret`, whose repr is ``'***'``. :func:`scrub` removes the raw keys, and their escaped
+spellings (``\\/``, ``\\u0073``, ``%73``), from any text (error bodies, exception messages, log
+lines) before it reaches a record, a log line or a DataFrame; :func:`scrub_json` does the same to
+every string of a decoded JSON value, so an escape that slipped past cannot decode into a key.
+
+A key is never pickled: a :class:`Secret` read from an environment variable pickles as the name of
+that variable (the unpickled copy reads it again), and one given as a value refuses to pickle.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
+import threading
 from collections.abc import Iterable
+from typing import Any, ClassVar
 
 from .._errors import ArgumentError, ArgumentTypeError
 
-__all__ = ["Secret", "read_key", "scrub"]
+__all__ = ["LogScrubber", "Secret", "read_key", "redact_url", "scrub", "scrub_json"]
+
+_ESCAPED_QUOTES = "/\\\"'"
 
 
 class Secret:
-    """An API key: its repr and str are ``'***'``, so it cannot slip into a log line or a DataFrame."""
+    """An API key: its repr and str are ``'***'``, so it cannot slip into a log line or a DataFrame.
 
-    __slots__ = ("_value",)
+    ``env`` names the environment variable the key was read from. Pickling keeps only that name,
+    and the unpickled key reads the variable again (where it is unset, using the key raises
+    :class:`ArgumentError`); a key given as a value raises ``TypeError`` instead of being written
+    into the pickle. Copies share the key.
+    """
 
-    def __init__(self, value: str) -> None:
+    __slots__ = ("_env", "_pattern", "_value")
+
+    def __init__(self, value: str | None, env: str | None = None) -> None:
         self._value = value
+        self._env = env
+        self._pattern: re.Pattern[str] | None = None
+
+    @property
+    def missing(self) -> bool:
+        """True for a key unpickled where its environment variable is not set."""
+        return self._value is None
 
     def reveal(self) -> str:
+        if self._value is None:
+            raise ArgumentError(self.missing_message())
         return self._value
+
+    def missing_message(self) -> str:
+        return (
+            f"the API key of this host was read from the environment variable {self._env}, "
+            f"which is not set in this process (keys are not pickled, only where they come from)"
+        )
+
+    def pattern(self) -> re.Pattern[str] | None:
+        """A regex matching the key however a JSON, Python-repr or URL escape spells each char."""
+        if self._value is None:
+            return None
+        if self._pattern is None:
+            self._pattern = re.compile("".join(_char_pattern(c) for c in self._value))
+        return self._pattern
 
     def __repr__(self) -> str:
         return "'***'"
 
     __str__ = __repr__
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        if self._env is None:
+            raise TypeError(
+                "an API key given as api_key= is not pickled, so that it is never written to a "
+                "file or sent to another process; give it as api_key_env= instead, and the "
+                "unpickled host reads it from that environment variable"
+            )
+        return (_secret_from_env, (self._env,))
+
+    def __copy__(self) -> Secret:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Secret:
+        return self
+
+
+def _hex(code: int, width: int) -> str:
+    """``code`` as ``width`` hex digits, either case."""
+    return "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in f"{code:0{width}x}")
+
+
+def _char_pattern(c: str) -> str:
+    code = ord(c)
+    forms = [re.escape(c), r"\\u" + _hex(code, 4), "%" + _hex(code, 2)]
+    if code < 256:
+        forms.append(r"\\x" + _hex(code, 2))
+    if c in _ESCAPED_QUOTES:
+        forms.append(re.escape("\\" + c))
+    return "(?:" + "|".join(forms) + ")"
+
+
+def _secret_from_env(env: str) -> Secret:
+    """A key unpickled: read again from its environment variable."""
+    found = os.environ.get(env, "").strip()
+    if not found:
+        return Secret(None, env)
+    return Secret(_clean_key(found, f"the environment variable {env}"), env)
+
 
 def read_key(value: object, env: object, name: str) -> Secret | None:
     """The key from ``value``, else from the environment variable ``env``, else None."""
     if value is not None:
         if isinstance(value, Secret):
+            if not value.missing:
+                _clean_key(value.reveal(), name)
             return value
         if not isinstance(value, str) or not value:
             raise ArgumentTypeError(f"{name} must be a non-empty string or None")
@@ -48,22 +128,138 @@ def read_key(value: object, env: object, name: str) -> Secret | None:
             f"{name}_env must be the name of an environment variable or None, got {env!r}"
         )
     found = os.environ.get(env, "").strip()  # a trailing newline from `export KEY=$(cat file)`
-    return Secret(_clean_key(found, f"the environment variable {env}")) if found else None
+    return Secret(_clean_key(found, f"the environment variable {env}"), env) if found else None
 
 
 def _clean_key(key: str, name: str) -> str:
-    # A header with a control character would fail inside httpx, quoting the key in its message.
+    """``key``, if an HTTP header can carry it; the error never quotes any of it."""
+    # A header with a control character or a non-ASCII one fails inside httpx, quoting the key.
     if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in key):
         raise ArgumentError(
             f"{name} contains whitespace or control characters; check how it was set"
+        )
+    if not key.isascii():
+        count = sum(not c.isascii() for c in key)
+        raise ArgumentError(
+            f"{name} contains {count} non-ASCII character{'s' if count > 1 else ''}; an API key "
+            "must be printable ASCII to go in an HTTP header (check for a pasted look-alike "
+            "character such as a typographic dash or quote)"
         )
     return key
 
 
 def scrub(text: str, secrets: Iterable[Secret]) -> str:
-    """``text`` with every key in ``secrets`` replaced by ``***`` (give the longest first)."""
+    """``text`` with every key in ``secrets``, plain or escaped, replaced by ``***`` (give the
+    longest first)."""
+    escaped = "\\" in text or "%" in text
     for secret in secrets:
+        if secret.missing:
+            continue
         key = secret.reveal()
         if key in text:
             text = text.replace(key, "***")
+        if escaped:
+            pattern = secret.pattern()
+            assert pattern is not None
+            text = pattern.sub("***", text)
     return text
+
+
+def scrub_json(value: Any, secrets: Iterable[Secret]) -> Any:
+    """A decoded JSON value with every key scrubbed from its strings (object keys included)."""
+    secrets = tuple(secrets)
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if isinstance(value, dict):
+        return {scrub(k, secrets): scrub_json(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub_json(v, secrets) for v in value]
+    return value
+
+
+def redact_url(url: str) -> str:
+    """``url`` with anything before an ``@`` (user and password) shown as ``***``."""
+    if "@" not in url:
+        return url
+    head, _, tail = url.rpartition("@")
+    scheme, slashes, _ = head.partition("//")
+    return f"{scheme}//***@{tail}" if slashes else f"***@{tail}"
+
+
+_HTTP_LOGGERS = (
+    "httpx",
+    "httpcore",
+    "httpcore.connection",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+    "httpcore.socks",
+)
+
+
+class LogScrubber(logging.Filter):
+    """Scrubs the keys of every open HTTP session from httpx and httpcore log records.
+
+    At DEBUG, httpcore logs response headers, so a server that echoes a key in a header would
+    print it. The filter sits on those loggers only while some session is open (a logger's
+    filters do not see its children's records, so each known logger gets it).
+    """
+
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+    _sessions: ClassVar[dict[int, tuple[Secret, ...]]] = {}
+    _active: ClassVar[tuple[Secret, ...]] = ()  # replaced whole, so a record reads it unlocked
+
+    @classmethod
+    def attach(cls, secrets: tuple[Secret, ...]) -> int:
+        """Scrub ``secrets`` from the HTTP loggers until :meth:`detach` with the token returned."""
+        with cls._lock:
+            if not cls._sessions:
+                for name in _logger_names():
+                    logging.getLogger(name).addFilter(_FILTER)
+            token = max(cls._sessions, default=0) + 1
+            cls._sessions[token] = secrets
+            cls._update()
+            return token
+
+    @classmethod
+    def detach(cls, token: int) -> None:
+        with cls._lock:
+            if cls._sessions.pop(token, None) is None:
+                return
+            cls._update()
+            if not cls._sessions:
+                for name in _logger_names():
+                    logging.getLogger(name).removeFilter(_FILTER)
+
+    @classmethod
+    def _update(cls) -> None:
+        every = {s for group in cls._sessions.values() for s in group if not s.missing}
+        cls._active = tuple(sorted(every, key=lambda s: len(s.reveal()), reverse=True))
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        secrets = self._active
+        if not secrets:
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:
+            message = f"{record.msg!s} {record.args!r}"
+        clean = scrub(message, secrets)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+def _logger_names() -> list[str]:
+    """The httpx and httpcore loggers, the known ones and any created since."""
+    existing = [
+        name
+        for name in logging.Logger.manager.loggerDict
+        if name.startswith(("httpx.", "httpcore."))
+    ]
+    return sorted(set(_HTTP_LOGGERS).union(existing))
+
+
+_FILTER = LogScrubber()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,7 +56,7 @@ from ._openai_wire import (
     format_rejection,
     model_body,
 )
-from ._secrets import Secret, read_key, scrub
+from ._secrets import LogScrubber, Secret, read_key, redact_url, scrub, scrub_json
 from .base import Attempt, Reply
 
 __all__ = ["HttpHost", "HttpModel"]
@@ -82,18 +83,23 @@ _DNS_MARKERS = (
 
 
 def _check_url(url: object, name: str) -> str:
+    """``url`` without a trailing slash; the errors show it with any credentials redacted."""
     if not isinstance(url, str) or not url:
         raise ArgumentTypeError(
-            f"{name} must be a URL string such as 'https://api.openai.com/v1', got {url!r}"
+            f"{name} must be a URL string such as 'https://api.openai.com/v1', "
+            f"got {redact_url(repr(url))}"
         )
+    shown = repr(redact_url(url))
     try:
         parsed = httpx.URL(url)
     except Exception:
-        raise ArgumentError(f"{name} is not a valid URL: {url!r}") from None
+        raise ArgumentError(f"{name} is not a valid URL: {shown}") from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ArgumentError(f"{name} must be an http:// or https:// URL with a host, got {url!r}")
+        raise ArgumentError(f"{name} must be an http:// or https:// URL with a host, got {shown}")
     if parsed.userinfo:
-        raise ArgumentError(f"{name} must not contain credentials; pass the key as api_key instead")
+        raise ArgumentError(
+            f"{name} must not contain credentials, got {shown}; pass the key as api_key instead"
+        )
     return url.rstrip("/")
 
 
@@ -148,10 +154,13 @@ class HttpHost:
         res = sy.run(algo, requests, host=host)
 
     The key comes from ``api_key`` or the ``api_key_env`` environment variable (none: no
-    ``Authorization`` header, as local servers expect). It is sent only as a Bearer header and is
-    scrubbed from every error message. ``timeout_s`` is the per-attempt deadline (it replaces
-    ``policy.timeout_s``). ``stream=True`` streams every model call (a request can ask with
-    ``metadata={"stream": True}``); decision calls are never streamed.
+    ``Authorization`` header, as local servers expect); it must be printable ASCII. It is sent
+    only as a Bearer header and is scrubbed from every error message and httpx log record. A key
+    is never pickled: one from ``api_key_env`` pickles as the variable's name (read again when
+    unpickled), one given as ``api_key`` makes pickling raise ``TypeError``. ``timeout_s`` is the
+    per-attempt deadline (it replaces ``policy.timeout_s``). ``stream=True`` streams every model
+    call (a request can ask with ``metadata={"stream": True}``); decision calls are never
+    streamed.
 
     ``decision_format`` is how a judge is asked for its structured answer: a strict JSON schema
     (``"json_schema"``), a forced tool call (``"tool"``), or ``"auto"`` (the default): JSON schema
@@ -215,15 +224,18 @@ class HttpHost:
         self._models = self._check_models(models)
         self.profiles: dict[str, ModelProfile] = {}
         self._endpoints: dict[str, Endpoint] = {}
-        keys = {self._api_key.reveal()} if self._api_key is not None else set()
+        keys: dict[str, Secret] = {}
+        if self._api_key is not None and not self._api_key.missing:
+            keys[self._api_key.reveal()] = self._api_key
         for name, spec in self._models.items():
             endpoint, profile = self._resolve(name, spec)
             self._endpoints[name] = endpoint
             self.profiles[name] = profile
-            if endpoint.key is not None:
-                keys.add(endpoint.key.reveal())
-        # Longest first, so a key that contains another is replaced whole.
-        self._secrets = tuple(Secret(k) for k in sorted(keys, key=len, reverse=True) if k)
+            if endpoint.key is not None and not endpoint.key.missing:
+                keys.setdefault(endpoint.key.reveal(), endpoint.key)
+        # Longest first, so a key that contains another is replaced whole. The Secrets themselves
+        # (not copies) are kept, so that a pickled host carries only where each key came from.
+        self._secrets = tuple(keys[k] for k in sorted(keys, key=len, reverse=True) if k)
 
     @staticmethod
     def _check_models(
@@ -313,6 +325,9 @@ class HttpHost:
         )
 
     def open(self, seed: int) -> _HttpSession:
+        for endpoint in self._endpoints.values():
+            if endpoint.key is not None and endpoint.key.missing:
+                raise ArgumentError(endpoint.key.missing_message())
         return _HttpSession(self)
 
     def scrub(self, text: str) -> str:
@@ -355,9 +370,14 @@ class _HttpSession:
             ),
             follow_redirects=False,
         )
+        # httpcore logs response headers at DEBUG; a server may echo the key in one.
+        self._log_token = LogScrubber.attach(host._secrets)
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        try:
+            await self.client.aclose()
+        finally:
+            LogScrubber.detach(self._log_token)
 
     async def send(self, attempt: Attempt) -> Reply:
         clock = _Clock(asyncio.get_running_loop(), attempt.start_s)
@@ -374,7 +394,7 @@ class _HttpSession:
         except Exception as exc:
             text = str(exc)
             clean = self.host.scrub(text)
-            if clean != text:
+            if clean != text or self.host.scrub(repr(exc)) != repr(exc):
                 raise RuntimeError(f"{type(exc).__name__}: {clean}") from None
             raise
 
@@ -406,7 +426,7 @@ class _HttpSession:
                 status = response.status_code
                 if not 200 <= status < 300:
                     raw = await response.aread()
-                    text = host.scrub(raw.decode("utf-8", "replace"))
+                    text = self._error_body(raw)
                     if fmt is not None:
                         refused = self._format_refused(attempt.model, fmt, status, text)
                         if refused is not None:
@@ -420,7 +440,22 @@ class _HttpSession:
             return Reply(
                 None, error=UnavailableError(self._describe(exc, endpoint), model=attempt.model)
             )
-        return completion_reply(attempt, status, host.scrub(raw.decode("utf-8", "replace")))
+        text = host.scrub(raw.decode("utf-8", "replace"))
+        return completion_reply(attempt, status, text, secrets=host._secrets)
+
+    def _error_body(self, raw: bytes) -> str:
+        """An error body scrubbed as text and, if it is JSON, again once decoded: the classifier
+        decodes it, and an escaped key (``\\/``, ``\\u0073``) must not decode into the key."""
+        secrets = self.host._secrets
+        text = scrub(raw.decode("utf-8", "replace"), secrets)
+        if not secrets:
+            return text
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return text
+        clean = scrub_json(data, secrets)
+        return text if clean == data else json.dumps(clean, ensure_ascii=False)
 
     def decision_format(self, model: str) -> str:
         """The format the next decision call to ``model`` is asked in."""
@@ -495,7 +530,7 @@ class _HttpSession:
         lines = response.aiter_lines()
         try:
             async for line in lines:
-                if sse.feed(line):
+                if sse.feed(self.host.scrub(line)):
                     if ttft is None:
                         ttft = clock.elapsed()
                         attempt.seen_ttft_s = ttft
@@ -526,7 +561,7 @@ class _HttpSession:
         if sse.tokens == 0 and not sse.finished:
             return self._broken(attempt, 0, "the stream ended with no content and no finish_reason")
         usage = sse.usage_of(attempt.request.input_tokens)
-        return Reply(200, text=sse.text(), usage=usage, ttft_s=ttft)
+        return Reply(200, text=self.host.scrub(sse.text()), usage=usage, ttft_s=ttft)
 
     def _broken(
         self, attempt: Attempt, tokens: int, message: str, *, invalid: bool = False
