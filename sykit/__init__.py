@@ -76,6 +76,8 @@ from ._results import Result as Result
 from ._runner import arun as arun
 from ._runner import compare as compare
 from ._runner import run as run
+from ._stream import Chunk as Chunk
+from ._stream import ModelStream as ModelStream
 from ._sweep import Sweep as Sweep
 from ._sweep import sweep as sweep
 from ._truth import peek_truth as peek_truth
@@ -91,6 +93,7 @@ __all__ = [
     "Boolean",
     "CapabilityError",
     "Choice",
+    "Chunk",
     "Comparison",
     "Constant",
     "ContextWindowError",
@@ -113,6 +116,7 @@ __all__ = [
     "LogNormal",
     "ModelError",
     "ModelProfile",
+    "ModelStream",
     "ModelTimeout",
     "NoTargets",
     "Outcome",

@@ -28,7 +28,7 @@ import asyncio
 import math
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from types import GeneratorType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._billing import Generation, unserved_tokens
 from ._classify import classify, fallback_reason, is_retryable
@@ -41,7 +41,7 @@ from ._errors import (
     SykitError,
     UnknownModel,
 )
-from ._hosts.base import Attempt, Host, HostSession, Reply
+from ._hosts.base import Attempt, Host, HostSession, LiveStream, Reply
 from ._kernel import SLEEP
 from ._models import (
     CANDIDATE_LIMIT,
@@ -57,11 +57,28 @@ from ._records import CAUSE_CODE, KIND_CODE, PHASE_CODE, REASON_CODE, AttemptLog
 from ._sched import Backend
 from ._vocab import CancelCause, Kind, Phase
 
-__all__ = ["SEND", "Call", "Driver", "RequestClosed", "RequestState", "RunState", "serve_steps"]
+if TYPE_CHECKING:
+    from ._stream import ModelStream
+
+__all__ = [
+    "SEND",
+    "Call",
+    "Driver",
+    "RequestClosed",
+    "RequestState",
+    "RunState",
+    "StreamHead",
+    "serve_steps",
+]
 
 _MESSAGE_LIMIT = 300
 #: The trap a candidate loop yields on a real host: "perform this attempt and send me its reply".
 SEND = 16
+#: On a real host, for a stream: "send this attempt and give me its live stream at its first
+#: token (or its reply, if it ended before one)".
+OPEN = 17
+#: On a real host: "give me the next token of this live stream (or its reply, at the end)".
+NEXT = 18
 
 _ROUTING, _ANSWER = PHASE_CODE[Phase.ROUTING], PHASE_CODE[Phase.ANSWER]
 _MODEL, _DECISION = KIND_CODE[Kind.MODEL], KIND_CODE[Kind.DECISION]
@@ -146,7 +163,7 @@ class RunState:
     ) -> Any:
         return Call(serve_steps(self, state, request, candidates, phase, kind))
 
-    async def _serve_on_asyncio(
+    def _serve_on_asyncio(
         self,
         state: RequestState,
         request: Request | DecisionRequest,
@@ -154,23 +171,43 @@ class RunState:
         phase: int,
         kind: int,
     ) -> Any:
-        steps = serve_steps(self, state, request, candidates, phase, kind)
+        return self.drive_on_asyncio(serve_steps(self, state, request, candidates, phase, kind))
+
+    def drive(self, steps: Generator[Any, Any, Any]) -> Any:
+        """An awaitable that runs ``steps`` (a generator of traps) on this run's engine."""
+        if self.backend.name == "kernel":
+            return Call(steps)
+        return self.drive_on_asyncio(steps)
+
+    async def drive_on_asyncio(self, steps: Generator[Any, Any, Any]) -> Any:
+        """Run ``steps`` on an asyncio loop: sleeps, and on a real host its exchanges. A live
+        stream whose read was interrupted is closed once ``steps`` has recorded why."""
         value: Any = None
         error: BaseException | None = None
+        interrupted: LiveStream | None = None
         while True:
             try:
                 trap = steps.send(value) if error is None else steps.throw(error)
-            except StopIteration as stop:
-                return stop.value
+            except BaseException as stop:
+                if interrupted is not None:
+                    await interrupted.aclose()
+                if isinstance(stop, StopIteration):
+                    return stop.value
+                raise
             value = error = None
+            kind = trap[0]
             try:
-                if trap[0] == SLEEP:
+                if kind == SLEEP:
                     await asyncio.sleep(trap[1])
+                elif kind == NEXT:
+                    value = await trap[1].next()
                 else:
-                    assert self.session is not None
-                    value = await self.session.send(trap[1])
+                    session: Any = self.session
+                    value = await (session.send if kind == SEND else session.open_stream)(trap[1])
             except BaseException as exc:  # a cancellation or a host's failure: the loop records it
                 error = exc
+                if kind == NEXT:
+                    interrupted = trap[1]
 
     def cooling(self, model: str, now: float) -> bool:
         until = self.cooling_until.get(model)
@@ -184,9 +221,14 @@ def serve_steps(
     candidates: tuple[str, ...],
     phase: int,
     kind: int,
-) -> Generator[Any, Any, Response | DecisionResponse]:
+    stream: bool = False,
+) -> Generator[Any, Any, Any]:
     """Make one call over ``candidates``: the generator returns a Response/DecisionResponse or
-    raises a ModelError, and yields ``(SLEEP, seconds)`` or ``(SEND, attempt)`` to wait."""
+    raises a ModelError, and yields ``(SLEEP, seconds)`` or ``(SEND, attempt)`` to wait.
+
+    With ``stream``, an attempt whose answer produces tokens ends the loop at its first token:
+    the generator returns a :class:`StreamHead` and the stream takes the attempt from there
+    (failures before the first token are retried and fall back as for any call)."""
     policy = run.policy
     log = run.log
     clock = run.clock
@@ -232,8 +274,21 @@ def serve_steps(
             try:
                 if run.plans:
                     reply = run.session.plan(attempt)  # type: ignore[union-attr]
+                    if (
+                        stream
+                        and reply.after_s > 0
+                        and attempt.tokens_at(start + reply.after_s) > 0
+                    ):
+                        wait = attempt.first_token_at - start
+                        if wait > 0:
+                            yield (SLEEP, wait)
+                        return StreamHead(row, attempt, reply, model, start + reply.after_s)
                     if reply.after_s > 0:
                         yield (SLEEP, reply.after_s)
+                elif stream:
+                    reply = yield (OPEN, attempt)
+                    if not isinstance(reply, Reply):  # a live stream, at its first token
+                        return StreamHead(row, attempt, reply, model, math.inf)
                 else:
                     reply = yield (SEND, attempt)
             except asyncio.CancelledError:
@@ -301,6 +356,22 @@ def serve_steps(
             state.n_fallbacks += 1
     assert error is not None  # the last candidate is never skipped, so it ran and failed
     raise error
+
+
+class StreamHead:
+    """A streamed attempt at its first token: its row, and its planned reply (with when it ends)
+    or, on a real host, its live stream (``end_s`` infinite: not known in advance)."""
+
+    __slots__ = ("attempt", "end_s", "model", "reply", "row")
+
+    def __init__(
+        self, row: int, attempt: Attempt, reply: Reply | LiveStream, model: str, end_s: float
+    ) -> None:
+        self.row = row
+        self.attempt = attempt
+        self.reply = reply
+        self.model = model
+        self.end_s = end_s
 
 
 def _succeed(
@@ -380,6 +451,7 @@ class RequestState:
         "routing_cost",
         "run",
         "start_s",
+        "streams",
         "tasks",
         "truth",
     )
@@ -401,6 +473,7 @@ class RequestState:
         self.arrival_s = arrival_s
         self.start_s = math.nan
         self.tasks: list[Any] = []
+        self.streams: list[Any] = []  # the ModelStreams it opened (closed when it ends)
         self.evidence: dict[str, Any] | None = None
         self.abort_error: BaseException | None = None
         self.root: Any = None
@@ -523,6 +596,23 @@ class Driver:
         if not run.policy.recover_errors:
             return _failing_the_request(state, call)
         return call
+
+    def stream_model(self, request: Request, models: Sequence[str] | str) -> ModelStream:
+        """A model call whose answer is read token by token: ``async for chunk in stream``, then
+        ``stream.response``. Candidates, retries and fallback as for :meth:`call_model`, up to the
+        first token; after it, an error ends the stream and is raised from the iteration. Leaving
+        an ``async with`` block or calling ``aclose()`` early cancels the attempt, billed for
+        the tokens produced so far. Nothing is sent until the first chunk is awaited."""
+        from ._stream import ModelStream
+
+        state = self._state
+        if state.closed:
+            raise _closed(state)
+        if type(request) is not Request and not isinstance(request, Request):
+            raise ArgumentTypeError(f"request must be a sy.Request, got {type(request).__name__}")
+        run = state.run
+        names = run.check_models(models, "stream_model(models=...)")
+        return ModelStream(state, request, names if run.policy.routing_fallback else names[:1])
 
     def call_decision(self, request: DecisionRequest, model: str) -> Awaitable[DecisionResponse]:
         """Ask ``model`` the questions of ``request``: ``await`` it for the answers, or a

@@ -362,6 +362,10 @@ class StrategyRun:
             failure = ("algorithm_error", f"{type(error).__name__}: {error}")
         state.closed = True
         routing_end = run.clock()
+        if state.streams:  # streams the algorithm left open stop now, like its leftover tasks
+            cause = CancelCause.ABANDONED if failure is None else CancelCause.REQUEST_FAILED
+            for stream in list(state.streams):
+                await stream._aclose(cause)
         stuck = 0
         if state.tasks:
             stuck = await self._close_leftovers(

@@ -15,6 +15,8 @@ example of the technique it names.
     sy.strategies.first_success(["small", "large"])        # first success wins
     sy.strategies.hedge("large", after=2.0)                # Tail-at-Scale hedged request
     sy.strategies.hedge("large", after="p95")              # hedge at the observed 95th percentile
+    sy.strategies.stream_race(["small", "large"])          # streamed: first token wins
+    sy.strategies.hedge_first_token("large", after=1.0)    # streamed: hedge on time to first token
     sy.strategies.speculative("small", "large", judge="judge")   # judge races a speculative strong call
     sy.strategies.capability_aware(["small", "large"], vision={"large"})
     sy.strategies.litellm_like(["small", "medium", "large"])     # retries, cooldown, fallbacks
@@ -52,6 +54,7 @@ from ._race import timeout as _timeout
 from ._rng import uniforms
 from ._router_score import SimulatedScore, calibrate, score_of, simulated_score
 from ._sched import backend, new_race_id
+from ._stream import ModelStream
 from ._truth import graded, peek_truth
 from ._vocab import CancelCause
 
@@ -64,12 +67,14 @@ __all__ = [
     "fallback_chain",
     "first_success",
     "hedge",
+    "hedge_first_token",
     "litellm_like",
     "oracle",
     "race",
     "simulated_score",
     "single",
     "speculative",
+    "stream_race",
     "threshold_router",
     "weighted_random",
 ]
@@ -361,6 +366,66 @@ def hedge(
         return answered(model, response)
 
     return _named(f"hedge({model},{after:g}s)", algorithm)
+
+
+# -- streamed answers: the first token decides --------------------------------------------------
+
+
+async def _first_token(stream: ModelStream) -> ModelStream:
+    """Wait for the stream's first token (its errors before it are raised); the stream is then
+    ready to be read on."""
+    await stream.__anext__()
+    return stream
+
+
+async def _read_to_the_end(winner: ModelStream, opened: list[ModelStream]) -> Outcome:
+    for stream in opened:
+        if stream is not winner:
+            await stream._aclose(CancelCause.LOST_RACE)  # its first token came at the same instant
+    async for _ in winner:
+        pass
+    assert winner.model is not None and winner.response is not None
+    return answered(winner.model, winner.response)
+
+
+def stream_race(models: Sequence[str]) -> Algorithm:
+    """Stream from every model at once; the first to produce a token wins and is read to the
+    end, the others are cancelled at that instant (``lost_race``). A model that fails before its
+    first token does not win; if all do, the last error is raised."""
+    names = _models(models, "stream_race()", at_least=2)
+
+    async def algorithm(request: Request, driver: Driver) -> Outcome:
+        opened = [driver.stream_model(request, [m]) for m in names]
+        _, winner = await first_ok(*(_first_token(s) for s in opened))
+        return await _read_to_the_end(winner, opened)
+
+    return _named("stream_race(" + ",".join(names) + ")", algorithm)
+
+
+def hedge_first_token(
+    model: str, *, after: float, backup: str | None = None, copies: int = 2
+) -> Algorithm:
+    """Stream from ``model``; if no token has come after ``after`` seconds, open another stream
+    (to ``backup``, default the same model), up to ``copies`` in all. The first stream to produce
+    a token is read to the end; the others are cancelled at that instant (``lost_race``). It
+    trims the time-to-first-token tail for the price of the tokens the losers produced."""
+    (model,) = _models(model, "hedge_first_token()")
+    spare = model if backup is None else _models(backup, "hedge_first_token(backup=...)")[0]
+    check_number(after, "after")
+    label = f"hedge_first_token({model},{after:g}s" + (f",{spare})" if spare != model else ")")
+
+    async def algorithm(request: Request, driver: Driver) -> Outcome:
+        opened: list[ModelStream] = []
+
+        def another() -> Awaitable[ModelStream]:
+            stream = driver.stream_model(request, [model if not opened else spare])
+            opened.append(stream)
+            return _first_token(stream)
+
+        winner = await _hedge(another, after=after, copies=copies)
+        return await _read_to_the_end(winner, opened)
+
+    return _named(label, algorithm)
 
 
 # -- capabilities, a gateway baseline, the oracle --------------------------------------------------

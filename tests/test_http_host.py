@@ -657,3 +657,99 @@ def test_host_basics():
     assert host.base_url == "http://127.0.0.1:9/v1"
     copy = host.replace(policy=POLICY)
     assert copy.policy is POLICY and copy.stream and copy.scrub(f"key={KEY}") == "key=***"
+
+
+# -- streams read token by token (driver.stream_model) ----------------------------------------------
+
+
+def test_a_stream_over_http_yields_each_token_as_it_arrives(fake):
+    seen: list = []
+
+    async def algorithm(request, driver):
+        async with driver.stream_model(request, ["fast"]) as stream:
+            async for chunk in stream:
+                seen.append(chunk)
+        return sy.answered(stream.model, stream.response)
+
+    res = sy.run(algorithm, ["q"], host=http_host(fake, "fast"))
+    row = one(res, model="fast")
+    assert [c.index for c in seen] == list(range(16)) and row["output_tokens"] == 16
+    assert all(c.text for c in seen)
+    assert [c.at_s for c in seen] == sorted(c.at_s for c in seen)
+    assert row["status"] == "ok" and 0.02 <= row["ttft_s"] < row["end_s"] - row["start_s"]
+    assert seen[0].at_s == pytest.approx(row["start_s"] + row["ttft_s"], abs=0.01)
+    served = res.requests.iloc[0]
+    assert (served["status"], served["served_model"]) == ("ok", "fast")
+
+
+def test_closing_a_stream_over_http_closes_its_connection_and_bills_what_came(fake):
+    async def algorithm(request, driver):
+        stream = driver.stream_model(request, ["long"])
+        async for chunk in stream:
+            if chunk.index == 4:
+                await stream.aclose()
+        return sy.answered("fast", await driver.call_model(request, ["fast"]))
+
+    res = sy.run(algorithm, ["q"], host=http_host(fake, "long", "fast"))
+    row = one(res, model="long")
+    assert (row["status"], row["cancel_cause"], row["output_tokens"]) == (
+        "cancelled",
+        "cancelled",
+        5,
+    )
+    assert row["cost_usd"] == pytest.approx((row["input_tokens"] + 2 * 5) / 1e6)
+    fake.wait_idle()
+    served = {r.model: r for r in fake.requests}
+    assert served["long"].disconnected and served["long"].tokens_sent < 100
+
+
+def test_streaming_strategies_over_http_cancel_the_slower_stream(fake):
+    for strategy in (
+        sy.strategies.stream_race(["slow", "fast"]),
+        sy.strategies.hedge_first_token("slow", after=0.1, backup="fast"),
+    ):
+        fake.reset()
+        res = sy.run(strategy, ["q"], host=http_host(fake, "slow", "fast"))
+        slow, fast = one(res, model="slow"), one(res, model="fast")
+        assert (slow["status"], slow["cancel_cause"], slow["output_tokens"]) == (
+            "cancelled",
+            "lost_race",
+            0,
+        )
+        assert (fast["status"], fast["served"]) == ("ok", True)
+        fake.wait_idle()
+        assert {r.model: r.disconnected for r in fake.requests}["slow"]
+
+
+def test_a_stream_over_http_cut_after_its_first_token_raises_and_is_not_retried(fake):
+    seen: list = []
+
+    async def algorithm(request, driver):
+        with pytest.raises(sy.InvalidResponseError, match="after 8 tokens"):
+            async for chunk in driver.stream_model(request, ["cut-stream"]):
+                seen.append(chunk.index)
+        return sy.answered("fast", await driver.call_model(request, ["fast"]))
+
+    res = sy.run(algorithm, ["q"], host=http_host(fake, "cut-stream", "fast"))
+    assert seen == list(range(8))
+    (row,) = rows(res, model="cut-stream")
+    assert (row["error_kind"], row["output_tokens"], row["retried"]) == (
+        "invalid_response",
+        8,
+        False,
+    )
+    assert not math.isnan(row["ttft_s"])
+
+
+def test_an_empty_stream_is_retried_before_stream_model_yields_anything(fake):
+    async def algorithm(request, driver):
+        async with driver.stream_model(request, ["empty-stream-once"]) as stream:
+            texts = [chunk.text async for chunk in stream]
+        assert "".join(texts) == stream.response.text
+        return sy.answered(stream.model, stream.response)
+
+    res = sy.run(algorithm, ["q"], host=http_host(fake, "empty-stream-once"))
+    assert [(r["status"], r["error_kind"]) for r in rows(res)] == [
+        ("error", "unavailable"),
+        ("ok", None),
+    ]

@@ -318,6 +318,7 @@ class ChatStream:
         self.finished = False
         self.done = False
         self.usage: Any = None
+        self.last = ""  # the text of the last token fed
 
     def feed(self, line: str) -> bool:
         if not line.startswith("data:"):
@@ -349,6 +350,7 @@ class ChatStream:
                 self.pieces.append(piece)
             if tool_piece:
                 self.tool_pieces.append(tool_piece)
+            self.last = piece if isinstance(piece, str) and piece else tool_piece
             self.tokens += 1
         if choice.get("finish_reason"):
             self.finished = True

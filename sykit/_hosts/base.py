@@ -17,7 +17,7 @@ from .._config import HostPolicy, ModelProfile
 from .._errors import ModelError
 from .._models import Answer, DecisionRequest, GroundTruth, Request, Usage
 
-__all__ = ["Attempt", "Host", "HostSession", "Reply"]
+__all__ = ["Attempt", "Host", "HostSession", "LiveStream", "Reply"]
 
 _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 _NO_USAGE = Usage()
@@ -125,6 +125,18 @@ class HostSession(Protocol):
     ``plan(attempt)`` it at once (the driver then waits ``Reply.after_s`` on the virtual clock)."""
 
     async def send(self, attempt: Attempt) -> Reply: ...
+
+    async def aclose(self) -> None: ...
+
+
+class LiveStream(Protocol):
+    """A real host's streamed answer, open at its first token (``first``: that token's text):
+    ``next()`` gives each further token's text and, at the end, the attempt's :class:`Reply`;
+    ``aclose()`` stops it (closing the connection)."""
+
+    first: str
+
+    async def next(self) -> str | Reply: ...
 
     async def aclose(self) -> None: ...
 

@@ -352,6 +352,88 @@ class _Clock:
         return self.start_s + self.elapsed()
 
 
+class _SseReader:
+    """A streamed body read token by token: an HTTP host's live stream (see ``LiveStream``).
+
+    ``next()`` reads on to the next token and returns its text, or, once the stream is over,
+    the attempt's Reply (served, broken, cut or past its deadline), closing the connection."""
+
+    def __init__(
+        self,
+        session: _HttpSession,
+        attempt: Attempt,
+        response: httpx.Response,
+        held: contextlib.AsyncExitStack,
+        clock: _Clock,
+    ) -> None:
+        self.session = session
+        self.attempt = attempt
+        self.held = held
+        self.clock = clock
+        self.sse = ChatStream()
+        self.lines = response.aiter_lines()
+        self.ttft: float | None = None
+        self.first = ""
+        self.closed = False
+        self.deadline = clock.t0 + (attempt.deadline_s - attempt.start_s)  # on the loop clock
+
+    async def next(self) -> str | Reply:
+        try:
+            async with asyncio.timeout_at(self.deadline):
+                item = await self._read()
+        except TimeoutError:
+            item = self.session.timed_out(self.attempt)
+        if isinstance(item, Reply):
+            await self.aclose()
+        return item
+
+    async def aclose(self) -> None:
+        if not self.closed:
+            self.closed = True
+            await self.held.aclose()
+
+    async def _read(self) -> str | Reply:
+        sse, attempt, session = self.sse, self.attempt, self.session
+        try:
+            async for line in self.lines:
+                if sse.feed(session.host.scrub(line)):
+                    if self.ttft is None:
+                        self.ttft = self.clock.elapsed()
+                        attempt.seen_ttft_s = self.ttft
+                    attempt.receive(sse.tokens)
+                    return sse.last
+                if sse.done:
+                    break
+            if sse.done:
+                # Read the body to its end: one that breaks after [DONE] was cut, not finished. A
+                # server that holds it open gets a short grace, then the answer stands.
+                grace = min(
+                    _AFTER_DONE_S, attempt.deadline_s - self.clock.now() - _AFTER_DONE_S / 10
+                )
+                if grace > 0:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(grace):
+                            async for _ in self.lines:
+                                pass
+        except StreamBroken as exc:
+            return session._broken(attempt, sse.tokens, exc.message, invalid=exc.invalid)
+        except httpx.HTTPError as exc:
+            message = session._describe(exc, session.host._endpoints[attempt.model])
+            if sse.done:
+                message += " (after data: [DONE])"
+            return session._broken(attempt, sse.tokens, message)
+        if not (sse.done or sse.finished):
+            return session._broken(
+                attempt, sse.tokens, "the stream ended without finish_reason or [DONE]"
+            )
+        if sse.tokens == 0 and not sse.finished:
+            return session._broken(
+                attempt, 0, "the stream ended with no content and no finish_reason"
+            )
+        usage = sse.usage_of(attempt.request.input_tokens)
+        return Reply(200, text=session.host.scrub(sse.text()), usage=usage, ttft_s=self.ttft)
+
+
 class _HttpSession:
     """One run's HTTP client; closing it closes every pooled connection."""
 
@@ -380,17 +462,23 @@ class _HttpSession:
             LogScrubber.detach(self._log_token)
 
     async def send(self, attempt: Attempt) -> Reply:
+        reply = await self._guarded(attempt, live=False)
+        assert isinstance(reply, Reply)
+        return reply
+
+    async def open_stream(self, attempt: Attempt) -> Reply | _SseReader:
+        """Send a streamed model call and read it up to its first token: the open stream, or the
+        Reply of an attempt that ended before it (an error, or an answer with no content)."""
+        return await self._guarded(attempt, live=True)
+
+    async def _guarded(self, attempt: Attempt, live: bool) -> Reply | _SseReader:
         clock = _Clock(asyncio.get_running_loop(), attempt.start_s)
         remaining = attempt.deadline_s - attempt.start_s
         try:
             async with asyncio.timeout(max(0.0, remaining)):
-                return await self._exchange(attempt, clock)
+                return await self._exchange(attempt, clock, live)
         except TimeoutError:
-            message = f"no answer within {self.host.policy.timeout_s:g} s"
-            received = attempt.received  # content chunks of a stream cut short
-            if received:
-                message += f" (after {received} tokens)"
-            return Reply(None, error=ModelTimeout(message, model=attempt.model))
+            return self.timed_out(attempt)
         except Exception as exc:
             text = str(exc)
             clean = self.host.scrub(text)
@@ -398,8 +486,17 @@ class _HttpSession:
                 raise RuntimeError(f"{type(exc).__name__}: {clean}") from None
             raise
 
+    def timed_out(self, attempt: Attempt) -> Reply:
+        message = f"no answer within {self.host.policy.timeout_s:g} s"
+        received = attempt.received  # content chunks of a stream cut short
+        if received:
+            message += f" (after {received} tokens)"
+        return Reply(None, error=ModelTimeout(message, model=attempt.model))
+
     # -- one exchange --------------------------------------------------------------------------
-    async def _exchange(self, attempt: Attempt, clock: _Clock) -> Reply:
+    async def _exchange(self, attempt: Attempt, clock: _Clock, live: bool) -> Reply | _SseReader:
+        """One HTTP request. With ``live``, a streamed answer is returned open at its first token
+        (its connection stays open until the reader ends or is closed)."""
         host = self.host
         endpoint = host._endpoints[attempt.model]
         request = attempt.request
@@ -411,7 +508,7 @@ class _HttpSession:
             body = decision_body(request, endpoint, fmt)
         else:
             assert isinstance(request, Request)
-            stream = bool(request.metadata.get("stream", endpoint.stream))
+            stream = live or bool(request.metadata.get("stream", endpoint.stream))
             body = model_body(request, endpoint, stream)
         headers = dict(self.run_header)
         if endpoint.key is not None:
@@ -419,27 +516,41 @@ class _HttpSession:
         # A real host cannot see whether the provider started on a request: once it is sent, an
         # attempt that ends unserved (cancelled, timed out) is billed per the policy.
         attempt.receive(0)
+        held = contextlib.AsyncExitStack()
         try:
-            async with self.client.stream(
-                "POST", endpoint.url, json=body, headers=headers
-            ) as response:
-                status = response.status_code
-                if not 200 <= status < 300:
-                    raw = await response.aread()
-                    text = self._error_body(raw)
-                    if fmt is not None:
-                        refused = self._format_refused(attempt.model, fmt, status, text)
-                        if refused is not None:
-                            return refused
-                    return Reply(status, text, dict(response.headers))
-                content_type = response.headers.get("content-type", "")
-                if stream and "text/event-stream" in content_type:
-                    return await self._read_stream(attempt, response, clock)
+            response = await held.enter_async_context(
+                self.client.stream("POST", endpoint.url, json=body, headers=headers)
+            )
+            status = response.status_code
+            if not 200 <= status < 300:
                 raw = await response.aread()
+                await held.aclose()
+                text = self._error_body(raw)
+                if fmt is not None:
+                    refused = self._format_refused(attempt.model, fmt, status, text)
+                    if refused is not None:
+                        return refused
+                return Reply(status, text, dict(response.headers))
+            content_type = response.headers.get("content-type", "")
+            if stream and "text/event-stream" in content_type:
+                reader = _SseReader(self, attempt, response, held, clock)
+                first = await reader.next()
+                if live and not isinstance(first, Reply):
+                    reader.first = first
+                    return reader  # the caller closes it
+                while not isinstance(first, Reply):
+                    first = await reader.next()
+                return first
+            raw = await response.aread()
+            await held.aclose()
         except httpx.HTTPError as exc:
+            await held.aclose()
             return Reply(
                 None, error=UnavailableError(self._describe(exc, endpoint), model=attempt.model)
             )
+        except BaseException:
+            await held.aclose()
+            raise
         text = host.scrub(raw.decode("utf-8", "replace"))
         return completion_reply(attempt, status, text, secrets=host._secrets)
 
@@ -520,48 +631,6 @@ class _HttpSession:
         else:
             message = f"{type(exc).__name__} talking to {where}: {text}"
         return self.host.scrub(message)
-
-    # -- a streamed body -----------------------------------------------------------------------
-    async def _read_stream(
-        self, attempt: Attempt, response: httpx.Response, clock: _Clock
-    ) -> Reply:
-        sse = ChatStream()
-        ttft: float | None = None
-        lines = response.aiter_lines()
-        try:
-            async for line in lines:
-                if sse.feed(self.host.scrub(line)):
-                    if ttft is None:
-                        ttft = clock.elapsed()
-                        attempt.seen_ttft_s = ttft
-                    attempt.receive(sse.tokens)
-                if sse.done:
-                    break
-            if sse.done:
-                # Read the body to its end: one that breaks after [DONE] was cut, not finished. A
-                # server that holds it open gets a short grace, then the answer stands.
-                grace = min(_AFTER_DONE_S, attempt.deadline_s - clock.now() - _AFTER_DONE_S / 10)
-                if grace > 0:
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(grace):
-                            async for _ in lines:
-                                pass
-        except StreamBroken as exc:
-            return self._broken(attempt, sse.tokens, exc.message, invalid=exc.invalid)
-        except httpx.HTTPError as exc:
-            endpoint = self.host._endpoints[attempt.model]
-            message = self._describe(exc, endpoint)
-            if sse.done:
-                message += " (after data: [DONE])"
-            return self._broken(attempt, sse.tokens, message)
-        if not (sse.done or sse.finished):
-            return self._broken(
-                attempt, sse.tokens, "the stream ended without finish_reason or [DONE]"
-            )
-        if sse.tokens == 0 and not sse.finished:
-            return self._broken(attempt, 0, "the stream ended with no content and no finish_reason")
-        usage = sse.usage_of(attempt.request.input_tokens)
-        return Reply(200, text=self.host.scrub(sse.text()), usage=usage, ttft_s=ttft)
 
     def _broken(
         self, attempt: Attempt, tokens: int, message: str, *, invalid: bool = False
