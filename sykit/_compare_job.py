@@ -241,6 +241,7 @@ def run_job(args: argparse.Namespace) -> int:
         host=routing_host,
         weak=weak,
         strong=strong,
+        value_name="target_share",
         **runs,
     )
     randoms = sweep(
@@ -250,6 +251,7 @@ def run_job(args: argparse.Namespace) -> int:
         host=routing_host,
         weak=weak,
         strong=strong,
+        value_name="target_share",
         **runs,
     )
     robustness = compare(lineup, data, host=robustness_host, **runs) if any_faults else None

@@ -72,6 +72,18 @@ def aiq(cost: Sequence[float], quality: Sequence[float]) -> float:
     return float(np.trapezoid(ys, xs) / (xs[-1] - xs[0]))
 
 
+#: The columns :attr:`Sweep.curve` computes, which the swept value's name must not shadow.
+_CURVE_COLUMNS = (
+    "strategy",
+    "cost_per_request_usd",
+    "mean_quality",
+    "strong_share",
+    "success_rate",
+    "n_ungraded",
+    "realizable",
+)
+
+
 @dataclass(frozen=True, repr=False)
 class Sweep:
     """A parametric strategy run at several settings, next to reference strategies: the weak and
@@ -83,6 +95,7 @@ class Sweep:
     weak: str
     strong: str
     reference_labels: dict[str, str]
+    value_name: str = "value"
 
     def _points(self) -> pd.DataFrame:
         requests = self.comparison.requests
@@ -107,12 +120,14 @@ class Sweep:
 
     @property
     def curve(self) -> pd.DataFrame:
-        """One row per setting: the swept ``value``, the strategy's label, cost per request, mean
+        """One row per setting: the swept value (in a column named after what it is, ``value_name``:
+        ``threshold``, ``target_share``, …; ``value`` when the sweep was not told), the strategy's
+        label, cost per request, mean
         quality (failed = 0, ungraded left out), share served by the strong model, success rate,
         the number of ungraded answers, and ``realizable`` (False when the swept strategy read the
         ground truth, e.g. a simulated router score: the curve is then a bound, not a router)."""
         points = self._points().iloc[: len(self.labels)].reset_index(drop=True)
-        points.insert(0, "value", list(self.values))
+        points.insert(0, self.value_name, list(self.values))
         return points
 
     @property
@@ -150,7 +165,9 @@ class Sweep:
 
         curve = self.curve.drop(columns=["strategy"])
         bounds = [name for name in self.references if name not in ("weak", "strong")]
-        return plot_cost_quality_curve(curve, references=self.references, bounds=bounds, ax=ax)
+        return plot_cost_quality_curve(
+            curve, references=self.references, bounds=bounds, setting=self.value_name, ax=ax
+        )
 
     def __repr__(self) -> str:
         return (
@@ -222,6 +239,7 @@ def sweep(
     arrivals: Any = None,
     bounds: Mapping[str, Any] | None = None,
     with_oracle: bool = True,
+    value_name: str = "value",
     progress: bool | None = None,
 ) -> Sweep:
     """Run ``make_strategy(value)`` for every value, plus ``weak`` alone, ``strong`` alone and the
@@ -233,6 +251,9 @@ def sweep(
     ``bounds`` names extra reference strategies drawn as bounds next to the curve; by default,
     on a SimHost, ``{"oracle": sy.strategies.oracle([weak, strong])}`` (``with_oracle=False`` or
     ``bounds={}`` for none).
+
+    ``value_name`` says what the swept values are (``"threshold"``, ``"target_share"``, …): it
+    names their column in :attr:`Sweep.curve` and the labels of the plot.
     """
     if not callable(make_strategy):
         raise ArgumentTypeError(
@@ -240,6 +261,12 @@ def sweep(
             f"got {type(make_strategy).__name__}"
         )
     settings = _check_values(values)
+    if not isinstance(value_name, str) or not value_name:
+        raise ArgumentTypeError(
+            f"value_name must name the swept values (e.g. 'threshold'), got {value_name!r}"
+        )
+    if value_name in _CURVE_COLUMNS:
+        raise ArgumentError(f"value_name {value_name!r} is already a column of the curve")
     labels = [f"{v:g}" for v in settings]
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
@@ -277,4 +304,4 @@ def sweep(
         arrivals=arrivals,
         progress=progress,
     )
-    return Sweep(comparison, tuple(settings), tuple(labels), weak, strong, references)
+    return Sweep(comparison, tuple(settings), tuple(labels), weak, strong, references, value_name)

@@ -549,7 +549,7 @@ def _draw(
 
 def _figure_output(figure: Figure) -> dict[str, Any]:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=80)
+    figure.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
     png = base64.b64encode(buffer.getvalue()).decode("ascii")
     return {
         "output_type": "display_data",

@@ -111,7 +111,7 @@ def test_the_plot_still_labels_points_with_their_value(host):
     matplotlib.use("Agg")
     result = sy.sweep(mix, [0.25, 0.75], REQUESTS[:40], host=host, weak="weak", strong="strong")
     ax = result.plot()
-    assert [t.get_text() for t in ax.texts if t.get_gid() == "threshold"] == ["0.25", "0.75"]
+    assert [t.get_text() for t in ax.texts if t.get_gid() == "setting"] == ["0.25", "0.75"]
 
 
 # -- bounds ---------------------------------------------------------------------------------------
@@ -235,3 +235,37 @@ def test_numpy_values_are_numbers(host):
         mix, np.array([0.0, 1.0]), REQUESTS[:5], host=host, weak="weak", strong="strong"
     )
     assert result.curve["value"].tolist() == [0.0, 1.0]
+
+
+def test_the_curve_calls_the_swept_value_what_it_is(host):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    result = sy.sweep(
+        mix,
+        [0.25, 0.75],
+        REQUESTS[:40],
+        host=host,
+        weak="weak",
+        strong="strong",
+        value_name="target_share",
+    )
+    curve = result.curve
+    assert curve.columns[0] == "target_share" and "value" not in curve.columns
+    assert curve["target_share"].tolist() == [0.25, 0.75]
+    ax = result.plot()
+    assert ax.get_title(loc="left").endswith("(points labelled with their target share)")
+    assert "threshold" not in ax.get_title(loc="left")
+    assert [t.get_text() for t in ax.texts if t.get_gid() == "setting"] == ["0.25", "0.75"]
+    with pytest.raises(sy.ArgumentError, match="'mean_quality' is already a column"):
+        sy.sweep(
+            mix,
+            [0.5],
+            REQUESTS[:5],
+            host=host,
+            weak="weak",
+            strong="strong",
+            value_name="mean_quality",
+        )
+    with pytest.raises(sy.ArgumentTypeError, match="value_name must name"):
+        sy.sweep(mix, [0.5], REQUESTS[:5], host=host, weak="weak", strong="strong", value_name="")

@@ -25,6 +25,7 @@ from sykit._viz import (
     strategy_colors,
 )
 from sykit._viz.latency_cdf import _label, _percent, percentile_over_all
+from sykit._viz.style import text_color
 
 REQUESTS = [sy.Request(f"question {i}", id=i) for i in range(6)]
 # one request in five carries an image: a text-only model answers it with a fast 400
@@ -110,6 +111,11 @@ def legend_texts(ax):
     return [t.get_text() for t in ax.get_legend().get_texts()]
 
 
+def point_labels(ax):
+    """The names written beside the points of a cost–quality plot, in drawing order."""
+    return [t.get_text() for t in ax.texts if str(t.get_gid()).startswith("label:")]
+
+
 # -- timeline -------------------------------------------------------------------------------------
 
 
@@ -173,7 +179,7 @@ def test_timeline_marks_a_failed_request(profiles):
     res = sy.run(fast_only, REQUESTS[:1], host=host)
     ax = res.plot.timeline(0)
     (cross,) = [line for line in ax.lines if line.get_gid() == "outcome"]
-    assert cross.get_label() == "failed: unavailable"
+    assert cross.get_label() == "request failed: unavailable"
     assert list(cross.get_xdata()) == [res.requests["end_s"].iloc[0]]
     labels = texts(ax, "attempt_label")
     assert labels[:-1] == ["503 unavailable · retried"] * 2
@@ -215,8 +221,9 @@ def test_cost_quality_draws_each_strategy_and_the_pareto_frontier(comparison):
         assert list(point.get_xdata()) == [row.cost_per_request_usd]
         assert list(point.get_ydata()) == [row.mean_quality]
         assert point.get_marker() == "o"
-    assert legend_texts(ax) == [*comparison.strategies, "Pareto frontier"]
-    assert ax.get_xlabel() == "cost per request (USD)"
+    assert point_labels(ax) == comparison.strategies
+    assert legend_texts(ax) == ["Pareto frontier"]
+    assert ax.get_xlabel() == "cost per 1k requests (USD)"
     assert "quality" in ax.get_ylabel()
 
 
@@ -266,14 +273,16 @@ def test_cost_quality_draws_bounds_apart_and_off_the_pareto_frontier(failing_rac
     assert realizable["strategy"].tolist() == ["race", "vision"]
     assert list(line.get_xdata()) == realizable["cost_per_request_usd"].tolist()
     assert list(line.get_ydata()) == realizable["mean_quality"].tolist()
-    assert legend_texts(ax) == ["race", "vision", "oracle (bound)", "Pareto frontier"]
+    assert point_labels(ax) == ["race", "vision", "oracle (bound)"]
+    assert legend_texts(ax) == ["Pareto frontier"]
 
 
 def test_cost_quality_with_only_bounds_draws_no_frontier(failing_race):
     summary = failing_race.summary().query("strategy == 'oracle'")
     ax = plot_cost_quality(summary)
     assert not [line for line in ax.lines if line.get_gid() == "pareto"]
-    assert legend_texts(ax) == ["oracle (bound)"]
+    assert point_labels(ax) == ["oracle (bound)"]
+    assert ax.get_legend() is None
 
 
 def test_cost_quality_curve_with_references(comparison):
@@ -294,8 +303,8 @@ def test_cost_quality_curve_with_references(comparison):
         (point,) = [line for line in ax.lines if line.get_gid() == f"{kinds[label]}:{label}"]
         assert (list(point.get_xdata()), list(point.get_ydata())) == ([cost], [quality])
     assert legend_texts(ax) == ["sweep", "random mix", "weak", "strong", "oracle (bound)"]
-    assert sorted(t.get_text() for t in ax.texts if t.get_gid() == "threshold") == ["0", "0.5", "1"]
-    assert ax.get_xlabel() == "cost per request (USD)"
+    assert sorted(texts(ax, "setting")) == ["0", "0.5", "1"]
+    assert ax.get_xlabel() == "cost per 1k requests (USD)"
 
 
 def test_cost_quality_curve_draws_each_named_bound_apart():
@@ -324,7 +333,7 @@ def test_cost_quality_curve_draws_each_named_bound_apart():
         "router score (bound)",
     ]
     # the setting column may be called value as well as threshold
-    assert sorted(texts(ax, "threshold")) == ["0.2", "0.8"]
+    assert sorted(texts(ax, "setting")) == ["0.2", "0.8"]
     assert ax.get_title(loc="left").endswith("(points labelled with their value)")
     ax = plot_cost_quality_curve(curve, references=refs, bounds=[])
     assert [line.get_gid() for line in ax.lines if "oracle" in str(line.get_gid())] == [
@@ -481,7 +490,7 @@ def test_one_colour_per_strategy_across_plots(comparison):
         assert to_hex(ci.get_color()[0]) == color
     fig = comparison.plot.outcomes()
     ticks = fig.axes[0].get_xticklabels()
-    assert [to_hex(t.get_color()) for t in ticks] == list(colors.values())
+    assert [to_hex(t.get_color()) for t in ticks] == [text_color(c) for c in colors.values()]
     with pytest.raises(ValueError, match="repeated"):
         strategy_colors(["a", "a"])
 
@@ -544,3 +553,300 @@ def test_importing_sykit_does_not_load_matplotlib_or_ipywidgets():
         "assert 'ipywidgets' not in sys.modules, 'ipywidgets'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- readable plots: colours, labels, ticks, tails ---------------------------------------------------
+
+
+def lab(color):
+    """CIELAB of a colour (D65), to measure how far apart two colours look."""
+    from matplotlib.colors import to_rgb
+
+    rgb = np.array(to_rgb(color))
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    m = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]])
+    xyz = m @ linear / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def boxes_overlap(a, b):
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def overlapping_pairs(artists):
+    """Pairs of texts whose boxes overlap (the text alone: an annotation's leader line may cross)."""
+    from matplotlib.text import Text
+
+    renderer = artists[0].figure.canvas.get_renderer()
+    boxes = [(a.get_text(), Text.get_window_extent(a, renderer)) for a in artists]
+    return [
+        (p, q) for i, (p, a) in enumerate(boxes) for q, b in boxes[i + 1 :] if boxes_overlap(a, b)
+    ]
+
+
+def shown_ticklabels(axis):
+    """The major tick labels matplotlib draws (inside the view, with text)."""
+    low, high = sorted(axis.get_view_interval())
+    ticks = axis.get_major_ticks()
+    return [
+        t.label1
+        for t, x in zip(ticks, axis.get_majorticklocs(), strict=False)
+        if low * (1 - 1e-9) <= x <= high * (1 + 1e-9) and t.label1.get_text()
+    ]
+
+
+def test_twenty_strategies_get_twenty_colours_far_apart_and_readable_as_text():
+    from sykit._viz.style import contrast_on_white
+
+    names = [f"s{i}" for i in range(20)]
+    colors = list(strategy_colors(names).values())
+    assert len(set(colors)) == 20
+    # 11 strategies (the CLI's line-up with the oracle last) used to give two blues
+    distances = [
+        np.linalg.norm(lab(a) - lab(b)) for i, a in enumerate(colors) for b in colors[i + 1 :]
+    ]
+    assert min(distances) > 20
+    for color in colors:
+        shade = text_color(color)
+        assert contrast_on_white(shade) >= 4.5, (color, shade)
+        assert (
+            np.linalg.norm(lab(shade)[1:] - lab(color)[1:] * (lab(shade)[0] / lab(color)[0])) < 40
+        )
+    # dark colours stay as they are
+    assert text_color("#1f77b4") == "#1f77b4"
+
+
+@pytest.fixture
+def twins(host):
+    """Two strategies with the very same cost and quality (``fast again`` is ``fast``)."""
+    lineup = {
+        "fast": fast_only,
+        "race": race_two,
+        "fast again": fast_only,
+        "strong": sy.strategies.single("strong"),
+        "oracle": sy.strategies.oracle(["fast", "strong"]),
+    }
+    return sy.compare(lineup, REQUESTS, host=host, concurrency=2)
+
+
+def test_cost_quality_labels_points_directly_and_keeps_equal_points_visible(twins):
+    summary = twins.summary().set_index("strategy")
+    assert summary.loc["fast", ["cost_per_request_usd", "mean_quality"]].tolist() == (
+        summary.loc["fast again", ["cost_per_request_usd", "mean_quality"]].tolist()
+    )
+    ax = twins.plot.cost_quality()
+    assert point_labels(ax) == ["fast", "fast again (= fast)", "race", "strong", "oracle (bound)"]
+    assert ax.get_legend() is not None and legend_texts(ax) == ["Pareto frontier"]
+    (first,) = [line for line in ax.lines if line.get_gid() == "point:fast"]
+    (second,) = [line for line in ax.lines if line.get_gid() == "point:fast again"]
+    # the same place, but the earlier one is a wider hollow ring around the later one
+    assert list(first.get_xdata()) == list(second.get_xdata())
+    assert first.get_markersize() > second.get_markersize()
+    assert first.get_markerfacecolor() == "none"
+    assert to_hex(first.get_markeredgecolor()) == twins.plot.colors["fast"]
+    # labels in their strategy's readable colour, none on top of another
+    ax.figure.canvas.draw()
+    labels = [t for t in ax.texts if str(t.get_gid()).startswith("label:")]
+    assert overlapping_pairs(labels) == []
+    for label in labels:
+        name = label.get_gid().removeprefix("label:")
+        assert to_hex(label.get_color()) == text_color(twins.plot.colors[name])
+    assert ax.bbox.contains(*labels[0].get_window_extent().p0)
+
+
+def test_cost_quality_labels_do_not_collide_when_many_points_crowd():
+    names = [f"strategy number {i}" for i in range(10)]
+    summary = pd.DataFrame(
+        {
+            "strategy": names,
+            "cost_per_request_usd": [0.001 + 0.00001 * i for i in range(10)],
+            "mean_quality": [0.5 + 0.002 * (i % 3) for i in range(10)],
+        }
+    )
+    summary.loc[9, ["cost_per_request_usd", "mean_quality"]] = [0.01, 0.9]
+    ax = plot_cost_quality(summary)
+    ax.figure.canvas.draw()
+    labels = [t for t in ax.texts if str(t.get_gid()).startswith("label:")]
+    assert len(labels) == 10
+    assert overlapping_pairs(labels) == []
+
+
+def test_a_subset_keeps_each_strategys_colour(twins):
+    colors = twins.plot.colors
+    full = twins.plot.cost_quality()
+    part = twins.plot.cost_quality(strategies=["oracle", "strong"])
+    for name in ("oracle", "strong"):
+        gid = ("bound:" if name == "oracle" else "point:") + name
+        (a,) = [line for line in full.lines if line.get_gid() == gid]
+        (b,) = [line for line in part.lines if line.get_gid() == gid]
+        assert to_hex(a.get_color()) == to_hex(b.get_color()) == colors[name]
+    assert point_labels(part) == ["oracle (bound)", "strong"]
+    # without the accessor, colours still follow the whole summary's order
+    alone = plot_cost_quality(twins.summary(), strategies=["strong"])
+    (point,) = [line for line in alone.lines if line.get_gid() == "point:strong"]
+    assert to_hex(point.get_color()) == colors["strong"]
+    cdf = twins.plot.latency_cdf(strategies=["strong"])
+    (line,) = [line for line in cdf.lines if line.get_gid() == "cdf:strong"]
+    assert to_hex(line.get_color()) == colors["strong"]
+    fig = twins.plot.outcomes(strategies=["race", "strong"])
+    ticks = fig.axes[0].get_xticklabels()
+    assert [t.get_text() for t in ticks] == ["race", "strong"]
+    assert [to_hex(t.get_color()) for t in ticks] == [
+        text_color(colors["race"]),
+        text_color(colors["strong"]),
+    ]
+    with pytest.raises(ValueError, match=r"strategies \['nope'\] are not in this comparison"):
+        twins.plot.cost_quality(strategies=["nope"])
+    with pytest.raises(TypeError, match="not one string"):
+        twins.plot.latency_cdf(strategies="strong")
+
+
+@pytest.mark.parametrize("width", [3.0, 5.0, 7.5, 12.0])
+@pytest.mark.parametrize("log_cost", [True, False])
+def test_currency_tick_labels_never_overlap(width, log_cost):
+    # costs from $0.00005 to $0.02 per request: 2.6 decades, the span that used to collide
+    costs = [0.00005, 0.0001, 0.0003, 0.002, 0.02]
+    summary = pd.DataFrame(
+        {
+            "strategy": list("abcde"),
+            "cost_per_request_usd": costs,
+            "mean_quality": [0.6, 0.62, 0.7, 0.8, 0.85],
+        }
+    )
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots(figsize=(width, 3.5), layout="constrained")
+    plot_cost_quality(summary, log_cost=log_cost, ax=ax)
+    ax.figure.canvas.draw()
+    labels = shown_ticklabels(ax.xaxis)
+    assert len(labels) >= 2
+    assert overlapping_pairs(labels) == []
+    assert all(t.get_text().startswith("$") for t in labels)
+    assert ax.get_xlabel() == "cost per 1k requests (USD)"
+    assert max(len(t.get_text()) for t in labels) <= 5  # $0.05, $20: no $0.00005
+
+
+def test_cost_unit_keeps_labels_short():
+    from sykit._viz.style import cost_unit
+
+    assert cost_unit([0.5, 2.0]) == (1.0, "request")
+    assert cost_unit([0.00005, 0.007]) == (1e3, "1k requests")
+    assert cost_unit([1e-8, 5e-7]) == (1e6, "1M requests")
+    assert cost_unit([]) == (1.0, "request")
+
+
+def test_latency_survival_draws_the_tail_on_a_log_axis(failing_race):
+    ax = failing_race.plot.latency_cdf(survival=True)
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "log"
+    requests = failing_race.requests
+    race = requests[requests["strategy"] == "race"]
+    (line,) = [line for line in ax.lines if line.get_gid() == "survival:race"]
+    assert list(line.get_xdata()) == [0.5] * 16
+    assert list(line.get_ydata()) == pytest.approx((1 - np.arange(1, 17) / 20).tolist())
+    # the failed fifth never arrives: the tail levels off at 20 % still waiting
+    (plateau,) = [line for line in ax.lines if line.get_gid() == "plateau:race"]
+    assert list(plateau.get_ydata()) == pytest.approx([0.2, 0.2])
+    assert len(race) == 20
+    # p99.9 is marked where it is reached, and the axis goes down far enough to show it
+    (tail,) = [line for line in ax.lines if line.get_gid() == "p99.9:vision"]
+    assert tail.get_ydata()[0] == pytest.approx(0.001)
+    assert ax.get_ylim()[0] < 0.001
+    assert "race (80 % ok; p99, p99.9 not reached)" in legend_texts(ax)
+    assert "1 − CDF" in ax.get_title(loc="left")
+    # the default stays the CDF
+    assert failing_race.plot.latency_cdf().get_yscale() == "linear"
+
+
+def test_percentile_markers_of_equal_latencies_do_not_pile_up(twins):
+    ax = twins.plot.latency_cdf()
+    marks = {}
+    for name in ("fast", "fast again"):
+        (mark,) = [line for line in ax.lines if line.get_gid() == f"p99:{name}"]
+        marks[name] = mark
+    # the same latency in the data ...
+    assert list(marks["fast"].get_xdata()) == list(marks["fast again"].get_xdata())
+    assert list(marks["fast"].get_ydata()) == list(marks["fast again"].get_ydata()) == [0.99]
+    # ... drawn apart on screen
+    ax.figure.canvas.draw()
+    shown = [
+        tuple(m.get_transform().transform((m.get_xdata()[0], m.get_ydata()[0])))
+        for m in marks.values()
+    ]
+    assert shown[0] != shown[1]
+    assert abs(shown[0][1] - shown[1][1]) >= 6
+
+
+def test_outcomes_say_failed_attempts_and_failed_requests_apart(failing_race):
+    fig = failing_race.plot.outcomes()
+    counts, wasted = fig.axes[:2]
+    assert "failed attempt (no retry, no fallback)" in legend_texts(wasted)
+    assert "failed" not in legend_texts(wasted)
+    assert texts(counts, "failed_requests") == ["20 % failed", "0 % failed", "0 % failed"]
+    assert "share of requests failed" in counts.get_title(loc="left")
+    # side by side over the same strategies: one x axis
+    assert counts.get_shared_x_axes().joined(counts, wasted)
+
+
+def test_every_savefig_in_sykit_crops_to_a_tight_box():
+    import pathlib
+    import re
+
+    root = pathlib.Path(sy.__file__).parent
+    calls = []
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        for match in re.finditer(r"\.savefig\(", text):
+            depth, end = 0, match.end() - 1
+            for end in range(match.end() - 1, len(text)):
+                depth += {"(": 1, ")": -1}.get(text[end], 0)
+                if depth == 0:
+                    break
+            calls.append((path.name, text[match.start() : end + 1]))
+    assert calls
+    assert [c for c in calls if 'bbox_inches="tight"' not in c[1]] == []
+
+
+def test_the_cli_saves_its_figures_with_their_titles_inside(host, tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from sykit import _compare_job
+    from sykit.widgets import _figure_output
+
+    saved = []
+    original = Figure.savefig
+
+    def spy(self, fname, *args, **kwargs):
+        self.canvas.draw()
+        box = self.get_tightbbox()
+        titles = [
+            t.get_window_extent().transformed(self.dpi_scale_trans.inverted())
+            for ax in self.axes
+            for t in (ax.title, ax._left_title)
+            if t.get_text()
+        ]
+        saved.append((kwargs.get("bbox_inches"), box, titles))
+        return original(self, fname, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", spy)
+    lineup = {"race weak|strong": race_two, "fast": fast_only}
+    cmp = sy.compare(lineup, REQUESTS, host=host, concurrency=2)
+    _compare_job._write_outputs(tmp_path, cmp, cmp.summary(), cmp, cmp.summary())
+    result = sy.sweep(
+        lambda p: sy.strategies.weighted_random({"fast": 1 - p, "strong": p}),
+        [0.5],
+        REQUESTS,
+        host=host,
+        weak="fast",
+        strong="strong",
+        value_name="target_share",
+    )
+    _compare_job._write_sweeps(tmp_path, result, result)
+    _figure_output(cmp.plot.cost_quality().figure)
+    assert len(saved) == 6
+    for bbox_inches, box, titles in saved:
+        assert bbox_inches == "tight"
+        assert titles
+        for title in titles:
+            assert box.x0 <= title.x0 and title.x1 <= box.x1 and title.y1 <= box.y1
+    assert "target_share" in pd.read_csv(tmp_path / "sweeps.csv").columns

@@ -6,9 +6,10 @@ comparison's strategy order, so a strategy looks the same in each of its plots.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._errors import ArgumentError
+from .._errors import ArgumentError, ArgumentTypeError
 from .cost_quality import plot_cost_quality
 from .latency_cdf import plot_latency_cdf
 from .outcomes import plot_outcomes
@@ -37,14 +38,18 @@ class ResultPlots:
         r = self._result
         return plot_timeline(r.attempts, r.requests, request_id, strategy=r.strategy, ax=ax)
 
-    def latency_cdf(self, ax: Axes | None = None, *, log: bool = True) -> Axes:
+    def latency_cdf(
+        self, ax: Axes | None = None, *, log: bool = True, survival: bool = False
+    ) -> Axes:
         """The latency CDF over all requests (a failed one never arrives, so the curve levels off at
-        the success rate, given in the legend), p50 and p99 marked."""
+        the success rate, given in the legend), p50 and p99 marked; ``survival=True``: 1 − CDF
+        on a log axis, for the tail."""
         return plot_latency_cdf(
             self._result.requests,
             strategies=[self._result.strategy],
             colors=self.colors,
             log=log,
+            survival=survival,
             ax=ax,
         )
 
@@ -72,30 +77,69 @@ class ComparisonPlots:
         """Strategy → colour, as every plot of this comparison uses them."""
         return strategy_colors(self._comparison.strategies)
 
-    def cost_quality(self, ax: Axes | None = None, *, log_cost: bool | None = None) -> Axes:
-        """Cost per request vs mean quality per strategy with 95 % CIs, and the Pareto frontier of
-        the realizable ones (strategies that read the truth are drawn as bounds)."""
-        summary = self._comparison.summary()
-        return plot_cost_quality(summary, colors=self.colors, log_cost=log_cost, ax=ax)
+    def _subset(self, strategies: Sequence[str] | None) -> list[str]:
+        """The strategies to draw: all, or the named ones (colours stay the comparison's)."""
+        every = list(self._comparison.strategies)
+        if strategies is None:
+            return every
+        if isinstance(strategies, str):
+            raise ArgumentTypeError("strategies must be a list of strategy names, not one string")
+        names = [str(s) for s in strategies]
+        unknown = [s for s in names if s not in every]
+        if unknown:
+            raise ArgumentError(f"strategies {unknown} are not in this comparison: {every}")
+        return names
 
-    def latency_cdf(self, ax: Axes | None = None, *, log: bool = True) -> Axes:
-        """Latency CDFs over all requests of each strategy, seeds pooled (failed = never served),
-        p50 and p99 marked; the legend gives each success rate."""
-        return plot_latency_cdf(
-            self._comparison.requests,
-            strategies=self._comparison.strategies,
+    def cost_quality(
+        self,
+        ax: Axes | None = None,
+        *,
+        strategies: Sequence[str] | None = None,
+        log_cost: bool | None = None,
+        direct_labels: bool = True,
+    ) -> Axes:
+        """Cost per request vs mean quality per strategy with 95 % CIs, and the Pareto frontier of
+        the realizable ones (strategies that read the truth are drawn as bounds); each point is
+        labelled with its name. ``strategies`` draws a subset in the comparison's colours."""
+        summary = self._comparison.summary()
+        return plot_cost_quality(
+            summary,
+            strategies=self._subset(strategies),
             colors=self.colors,
-            log=log,
+            log_cost=log_cost,
+            direct_labels=direct_labels,
             ax=ax,
         )
 
-    def outcomes(self, ax: Any = None, *, wasted: bool = True) -> Figure:
+    def latency_cdf(
+        self,
+        ax: Axes | None = None,
+        *,
+        strategies: Sequence[str] | None = None,
+        log: bool = True,
+        survival: bool = False,
+    ) -> Axes:
+        """Latency CDFs over all requests of each strategy, seeds pooled (failed = never served),
+        p50 and p99 marked; the legend gives each success rate. ``survival=True`` draws the
+        tail instead: the share still waiting, 1 − CDF, on a log axis down to p99.9."""
+        return plot_latency_cdf(
+            self._comparison.requests,
+            strategies=self._subset(strategies),
+            colors=self.colors,
+            log=log,
+            survival=survival,
+            ax=ax,
+        )
+
+    def outcomes(
+        self, ax: Any = None, *, strategies: Sequence[str] | None = None, wasted: bool = True
+    ) -> Figure:
         """Attempts per request by outcome and wasted spend, per strategy; returns the Figure."""
         c = self._comparison
         return plot_outcomes(
             c.attempts,
             c.requests,
-            strategies=c.strategies,
+            strategies=self._subset(strategies),
             colors=self.colors,
             ax=ax,
             wasted=wasted,

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .._errors import ArgumentTypeError
+from .latency_cdf import _percent
 from .style import (
     CAUSE_HATCHES,
     CAUSE_LABELS,
@@ -27,6 +28,7 @@ from .style import (
     _strategy_order,
     _usd_axis,
     strategy_colors,
+    text_color,
 )
 
 if TYPE_CHECKING:
@@ -77,9 +79,14 @@ def _category_styles() -> dict[str, dict[str, Any]]:
     return styles
 
 
+#: Legend names that say what is counted: a "failed" bar segment is attempts, not requests.
+OUTCOME_LABELS: dict[str, str] = {"failed": "failed attempt (no retry, no fallback)"}
+
+
 def _color_ticklabels(ax: Axes, names: list[str], colors: Mapping[str, str]) -> None:
+    """Strategy names in their colour, darkened where needed to read on white."""
     for label, name in zip(ax.get_xticklabels(), names, strict=True):
-        label.set_color(colors.get(name, "black"))
+        label.set_color(text_color(colors.get(name, "black")))
 
 
 def plot_outcomes(
@@ -125,7 +132,26 @@ def plot_outcomes(
     axes[0].set_xticks(x, names, rotation=25, ha="right")
     _color_ticklabels(axes[0], names, colors)
     axes[0].set_ylabel("attempts per request")
-    axes[0].set_title("Attempt outcomes", fontsize=10, loc="left")
+    title = "Attempt outcomes"
+    status = requests["status"].astype(str) != "ok"
+    failed = status.groupby(requests["strategy"].astype(str)).sum().reindex(names).fillna(0)
+    if failed.sum() > 0:
+        title += " (on top: share of requests failed)"
+        tops = per.sum(axis=1).to_numpy(dtype=float)
+        for xi, top, lost, total in zip(x, tops, failed, n_requests, strict=True):
+            axes[0].annotate(
+                f"{_percent(int(lost), int(total))} % failed" if total else "",
+                (xi, top),
+                xytext=(0, 2),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color="0.25",
+                gid="failed_requests",
+            )
+        axes[0].set_ylim(0, max(float(tops.max()), 1e-9) * 1.12)
+    axes[0].set_title(title, fontsize=10, loc="left")
     axes[0].grid(axis="y", color="0.92")
     axes[0].set_axisbelow(True)
 
@@ -197,7 +223,7 @@ def plot_outcomes(
             edgecolor=EDGE_COLOR,
             linewidth=0.5,
             hatch=style.get("hatch"),
-            label=category,
+            label=OUTCOME_LABELS.get(category, category),
         )
         for category, style in used.items()
     ]
@@ -241,7 +267,7 @@ def _outcome_axes(ax: Any, wasted: bool, n: int) -> list[Axes]:
 
         width = min(16.0, max(10.0 if wasted else 6.0, 5.5 + 1.1 * n * (2 if wasted else 1)))
         if wasted:
-            _, pair = plt.subplots(1, 2, figsize=(width, 4.3), layout="constrained")
+            _, pair = plt.subplots(1, 2, figsize=(width, 4.3), layout="constrained", sharex=True)
             return list(pair)
         _, one = plt.subplots(figsize=(width, 4.3), layout="constrained")
         return [one]

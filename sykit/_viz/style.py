@@ -62,7 +62,8 @@ UNUSED_COLOR = "#a9d6b0"
 EDGE_COLOR = "#444444"
 RACE_COLOR = "#4c78a8"
 
-# tab10, then the lighter half of tab20: readable, and distinct for up to 20 strategies.
+# tab10, then ten colours picked to stay apart from it and from each other (at least 24 CIELAB
+# units between any two, none pale), so up to 20 strategies never share a colour.
 _PALETTE = (
     "#1f77b4",
     "#ff7f0e",
@@ -74,17 +75,19 @@ _PALETTE = (
     "#7f7f7f",
     "#bcbd22",
     "#17becf",
-    "#aec7e8",
-    "#ffbb78",
-    "#98df8a",
-    "#ff9896",
-    "#c5b0d5",
-    "#c49c94",
-    "#f7b6d2",
-    "#c7c7c7",
-    "#dbdb8d",
-    "#9edae5",
+    "#a6761d",
+    "#f0027f",
+    "#637939",
+    "#1b9e77",
+    "#fb8072",
+    "#393b79",
+    "#9e9ac8",
+    "#bf5b17",
+    "#7b4173",
+    "#e7969c",
 )
+#: The WCAG contrast a text colour keeps against a white background (AA for normal text).
+TEXT_CONTRAST = 4.5
 
 
 def strategy_colors(names: Sequence[str]) -> dict[str, str]:
@@ -97,6 +100,32 @@ def strategy_colors(names: Sequence[str]) -> dict[str, str]:
     if repeated:
         raise ArgumentError(f"names must be unique; repeated: {repeated}")
     return {name: _PALETTE[i % len(_PALETTE)] for i, name in enumerate(names)}
+
+
+def _luminance(color: Any) -> float:
+    from matplotlib.colors import to_rgb
+
+    rgb = np.array(to_rgb(color))
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    return float(linear @ np.array([0.2126, 0.7152, 0.0722]))
+
+
+def contrast_on_white(color: Any) -> float:
+    """WCAG contrast ratio of ``color`` against white (1 to 21)."""
+    return 1.05 / (_luminance(color) + 0.05)
+
+
+def text_color(color: Any) -> str:
+    """``color`` darkened just enough to be read as text on white: a pale strategy colour (olive,
+    cyan, orange) keeps its hue on tick and point labels but not its glare."""
+    from matplotlib.colors import to_hex, to_rgb
+
+    rgb = np.array(to_rgb(color))
+    for step in range(21):
+        shade = rgb * (1 - step / 20)
+        if contrast_on_white(shade) >= TEXT_CONTRAST:
+            return to_hex(shade)
+    return "#000000"
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -123,20 +152,136 @@ def _usd(value: float, _pos: Any = None) -> str:
     return ("-$" if value < 0 else "$") + text
 
 
-def _plain_axis(axis: Any, formatter: Any, log: bool, *, decades: float = 0.0) -> None:
-    """Readable ticks: 0.2, 0.5, 1, 2, 5 on a log axis rather than powers of ten (only powers of
-    ten when the data span more than two and a half decades, so labels do not collide)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+#: Costs per request are tiny; the axis reads them per this many requests instead.
+_COST_UNITS: tuple[tuple[float, str], ...] = (
+    (1.0, "request"),
+    (1e3, "1k requests"),
+    (1e6, "1M requests"),
+)
 
-    if log:
-        subs = (1.0,) if decades > 2.5 else (1.0, 2.0, 5.0)
-        axis.set_major_locator(LogLocator(base=10, subs=subs))
-    axis.set_major_formatter(FuncFormatter(formatter))
+
+def cost_unit(costs: Any) -> tuple[float, str]:
+    """The scale and the unit ("1k requests", …) that make the largest cost read as at least
+    $0.10, so tick labels stay short (``$0.05`` per 1k requests rather than ``$0.00005``)."""
+    values = np.abs(np.asarray(costs, dtype=float))
+    values = values[np.isfinite(values)]
+    top = float(values.max()) if len(values) else 0.0
+    for scale, unit in _COST_UNITS:
+        if top * scale >= 0.1:
+            return scale, unit
+    return _COST_UNITS[-1] if top > 0 else _COST_UNITS[0]
+
+
+def _text_width(text: str, size: float) -> float:
+    """Width of ``text`` in points at font ``size``, the way matplotlib lays it out."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import text_to_path
+
+    width, _, _ = text_to_path.get_text_width_height_descent(
+        text, FontProperties(size=size), ismath=False
+    )
+    return float(width)
+
+
+def _fitting_locator(formatter: Any, log: bool) -> Any:
+    """A tick locator that never puts labels on top of each other."""
+    from matplotlib.ticker import Locator, MaxNLocator
+
+    class FittingLocator(Locator):
+        """The densest readable ticks (1-2-5, 1-3, then powers of ten on a log axis; 1-2-2.5-5
+        steps on a linear one) whose labels, measured at the tick font size, leave a gap."""
+
+        def __call__(self) -> Any:
+            vmin, vmax = self.axis.get_view_interval()
+            return self.tick_values(vmin, vmax)
+
+        def tick_values(self, vmin: float, vmax: float) -> Any:
+            vmin, vmax = sorted((float(vmin), float(vmax)))
+            candidates = self._log(vmin, vmax) if log else self._linear(vmin, vmax)
+            fitting = [t for t in candidates if self._fits(t, vmin, vmax)]
+            for ticks in fitting:
+                if len(ticks) >= 2:
+                    return np.array(ticks)
+            return np.array(fitting[0] if fitting else candidates[-1] if candidates else [])
+
+        def _log(self, vmin: float, vmax: float) -> list[list[float]]:
+            if vmin <= 0 or not math.isfinite(vmin) or not math.isfinite(vmax):
+                return [[]]
+            low, high = math.floor(math.log10(vmin)), math.ceil(math.log10(vmax))
+            plans: list[tuple[tuple[float, ...], int]] = [
+                ((1.0, 2.0, 5.0), 1),
+                ((1.0, 3.0), 1),
+                *[((1.0,), every) for every in (1, 2, 3, 5, 10)],
+                (tuple(float(s) for s in range(1, 10)), 1),
+            ]
+            out = []
+            for subs, every in plans:
+                ticks = [
+                    float(f"{s * 10.0**e:.12g}")
+                    for e in range(low - 1, high + 1)
+                    if e % every == 0
+                    for s in subs
+                ]
+                out.append([t for t in ticks if vmin * (1 - 1e-9) <= t <= vmax * (1 + 1e-9)])
+            return out
+
+        def _linear(self, vmin: float, vmax: float) -> list[list[float]]:
+            out = []
+            for bins in range(9, 0, -1):
+                ticks = MaxNLocator(nbins=bins, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin, vmax)
+                span = vmax - vmin or 1.0
+                out.append(
+                    [float(t) for t in ticks if vmin - 1e-9 * span <= t <= vmax + 1e-9 * span]
+                )
+            return out
+
+        def _fits(self, ticks: list[float], vmin: float, vmax: float) -> bool:
+            if len(ticks) < 2:
+                return True
+            import matplotlib as mpl
+
+            ax = self.axis.axes
+            horizontal = self.axis.axis_name == "x"
+            key = "xtick.labelsize" if horizontal else "ytick.labelsize"
+            from matplotlib.font_manager import FontProperties
+
+            size = FontProperties(size=mpl.rcParams[key]).get_size_in_points()
+            length = (ax.bbox.width if horizontal else ax.bbox.height) * 72.0 / ax.figure.dpi
+            if log:
+                scale = math.log10(vmax) - math.log10(vmin)
+                where = [(math.log10(t) - math.log10(vmin)) / scale * length for t in ticks]
+            else:
+                where = [(t - vmin) / ((vmax - vmin) or 1.0) * length for t in ticks]
+            if horizontal:
+                extents = [_text_width(str(formatter(t, i)), size) for i, t in enumerate(ticks)]
+            else:
+                extents = [1.2 * size] * len(ticks)
+            gap = 0.8 * size
+            return all(
+                b - a >= (wa + wb) / 2 + gap
+                for a, b, wa, wb in zip(where, where[1:], extents, extents[1:], strict=False)
+            )
+
+    return FittingLocator()
+
+
+def _plain_axis(axis: Any, formatter: Any, log: bool, *, decades: float = 0.0) -> None:
+    """Readable ticks: 0.2, 0.5, 1, 2, 5 on a log axis rather than powers of ten, and never more
+    than the axis has room for (labels are measured, so they cannot collide)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    format_tick = FuncFormatter(formatter)
+    axis.set_major_locator(_fitting_locator(format_tick, log))
+    axis.set_major_formatter(format_tick)
     axis.set_minor_formatter(NullFormatter())
 
 
-def _usd_axis(axis: Any, *, log: bool = False, decades: float = 0.0) -> None:
-    _plain_axis(axis, _usd, log, decades=decades)
+def _usd_axis(axis: Any, *, log: bool = False, decades: float = 0.0, scale: float = 1.0) -> None:
+    """USD ticks; ``scale`` turns a cost per request into one per ``scale`` requests."""
+    if scale == 1.0:
+        _plain_axis(axis, _usd, log)
+    else:
+        _plain_axis(axis, lambda value, _pos=None: _usd(value * scale), log)
 
 
 def _legend_outside(ax: Axes, handles: list[Any] | None = None, **kwargs: Any) -> Any:

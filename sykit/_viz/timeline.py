@@ -250,7 +250,7 @@ def plot_timeline(
             mew=0.8,
             ls="none",
             zorder=5,
-            label=f"failed: {request['error_kind']}",
+            label=f"request failed: {request['error_kind']}",
             gid="outcome",
         )
         handles.append(cross)
