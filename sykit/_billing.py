@@ -33,7 +33,16 @@ class Generation:
     an attempt that ends unserved is billed per the policy.
     """
 
-    __slots__ = ("accepted", "first_token_at", "planned", "received", "seen_ttft_s", "tokens_per_s")
+    __slots__ = (
+        "accepted",
+        "first_token_at",
+        "planned",
+        "received",
+        "seen_ttft_s",
+        "stall_after",
+        "stall_s",
+        "tokens_per_s",
+    )
 
     def __init__(self) -> None:
         self.accepted = False
@@ -44,6 +53,9 @@ class Generation:
         # when a real host saw the first token, in seconds from the attempt's start: recorded
         # even if the attempt then ends unserved (cancelled, timed out, cut)
         self.seen_ttft_s: float | None = None
+        # a simulated stall: after ``stall_after`` tokens the answer pauses for ``stall_s``
+        self.stall_after = 0
+        self.stall_s = 0.0
 
     def plan(self, first_token_at: float, tokens_per_s: float, planned: int) -> None:
         """A simulated answer: ``planned`` tokens, the first at ``first_token_at``, then
@@ -67,7 +79,16 @@ class Generation:
         if now < self.first_token_at:
             return 0
         produced = 1 + int((now - self.first_token_at) * self.tokens_per_s + 1e-9)
+        if self.stall_s and produced > self.stall_after:
+            # the tokens after the pause come ``stall_s`` later
+            resumed = 1 + int((now - self.first_token_at - self.stall_s) * self.tokens_per_s + 1e-9)
+            produced = resumed if resumed > self.stall_after else self.stall_after
         return min(self.planned, produced)
+
+    def token_at(self, index: int) -> float:
+        """When token ``index`` (0 for the first) of a planned answer comes."""
+        due = self.first_token_at + index / self.tokens_per_s
+        return due + self.stall_s if self.stall_s and index >= self.stall_after else due
 
 
 def unserved_tokens(

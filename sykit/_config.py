@@ -146,6 +146,8 @@ class Faults(_Replaceable):
     (plain 400), ``reset`` (the connection drops: a transport failure), ``cut_stream`` (the answer
     stops after two thirds of its tokens: a 502), ``malformed`` (a 200 whose body cannot be
     parsed). ``spike_p``: with this probability the latency is multiplied by ``spike_factor``.
+    ``stall_p``: with this probability the answer pauses for ``stall_s`` seconds half-way through
+    its tokens (a streamed reader sees the gap; the whole answer ends that much later).
 
     Scripted: ``outages`` are ``[t0, t1)`` windows of virtual time in which every attempt answers
     503; ``fail_first`` fails the first N attempts at this model in a run with ``fail_first_status``
@@ -169,6 +171,8 @@ class Faults(_Replaceable):
     malformed: float = 0.0
     spike_p: float = 0.0
     spike_factor: float = 10.0
+    stall_p: float = 0.0
+    stall_s: float = 30.0
     outages: Sequence[tuple[float, float]] = ()
     fail_first: int = 0
     fail_first_status: int | Literal["timeout", "reset"] = 429
@@ -186,6 +190,8 @@ class Faults(_Replaceable):
                      _unavailable_status)  # fmt: skip
         _probability(self.spike_p, "spike_p")
         check_number(self.spike_factor, "spike_factor", low=1.0)
+        _probability(self.stall_p, "stall_p")
+        check_number(self.stall_s, "stall_s")
         if isinstance(self.outages, str | bytes | Mapping) or not isinstance(
             self.outages, Iterable
         ):

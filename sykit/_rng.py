@@ -27,7 +27,7 @@ class SLOT:
     SPIKE = 4
     DETAIL = 5  # which rejection phrase, which Retry-After
     JUDGE = 6
-    SPARE = 7
+    STALL = 7
 
 
 def uniforms(*key: object) -> list[float]:

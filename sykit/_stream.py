@@ -157,7 +157,7 @@ class ModelStream:
                 head.reply = item
                 head.end_s = clock()
             elif self._sent < attempt.tokens_at(head.end_s):
-                due = attempt.first_token_at + self._sent / attempt.tokens_per_s
+                due = attempt.token_at(self._sent)
                 wait = due - clock()
                 if wait > 0:
                     yield (SLEEP, wait)

@@ -248,3 +248,50 @@ def test_the_same_seed_gives_the_same_streamed_frames_with_random_latencies(engi
     per_request = attempts.groupby(["strategy", "request_id"], observed=True)["cost_usd"].sum()
     totals = one.requests.set_index(["strategy", "request_id"])["cost_usd"]
     assert (per_request - totals.loc[per_request.index]).abs().max() < 1e-12
+
+
+def test_a_stall_pauses_the_stream_half_way_and_delays_the_whole_answer(engine):
+    stalling = constant_profile(
+        0.5, 4, 8.0, price_in=0.0, price_out=1e6, faults=sy.Faults(stall_p=1.0, stall_s=2.0)
+    )
+    seen: list = []
+
+    async def algorithm(request, driver):
+        return await read_all(request, driver, model="stalling", seen=seen)
+
+    res = sy.run(algorithm, ["q"], host=host(stalling=stalling), engine=engine, strict=True)
+    assert [at for _, at, _ in seen] == [0.5, 0.625, 2.75, 2.875]
+    (row,) = rows(res)
+    assert (row["status"], row["end_s"], row["output_tokens"]) == ("ok", 3.0, 4)
+
+    async def called(request, driver):
+        return sy.answered("stalling", await driver.call_model(request, ["stalling"]))
+
+    whole = sy.run(called, ["q"], host=host(stalling=stalling), engine=engine)
+    assert rows(whole)[0]["end_s"] == 3.0
+
+
+def test_an_inter_token_timeout_abandons_a_stalled_stream_billed_for_what_came(engine):
+    stalling = constant_profile(
+        0.5, 4, 8.0, price_in=0.0, price_out=1e6, faults=sy.Faults(stall_p=1.0, stall_s=30.0)
+    )
+
+    async def algorithm(request, driver):
+        stream = driver.stream_model(request, ["stalling"])
+        while True:
+            try:
+                chunk = await sy.timeout(1.0, stream.__anext__(), default=None)
+            except StopAsyncIteration:
+                return sy.answered(stream.model, stream.response)
+            if chunk is None:  # no token for a second: give up on this stream
+                return sy.route_to("steady", request)
+
+    res = sy.run(algorithm, ["q"], host=host(stalling=stalling), engine=engine, strict=True)
+    stalled, steady = rows(res, model="stalling")[0], rows(res, model="steady")[0]
+    assert (stalled["status"], stalled["cancel_cause"], stalled["end_s"]) == (
+        "cancelled",
+        "timeout",
+        1.625,
+    )
+    assert (stalled["output_tokens"], stalled["cost_usd"]) == (2, 2.0)
+    assert (steady["start_s"], steady["served"]) == (1.625, True)

@@ -151,6 +151,8 @@ class _Card:
         "quality",
         "spike_factor",
         "spike_p",
+        "stall_p",
+        "stall_s",
         "text",
         "tokens_per_s",
         "ttft",
@@ -168,6 +170,8 @@ class _Card:
         self.output_tokens = profile.output_tokens.quantile  # type: ignore[union-attr]
         self.spike_p = faults.spike_p
         self.spike_factor = faults.spike_factor
+        self.stall_p = faults.stall_p
+        self.stall_s = faults.stall_s
         self.window = profile.context_window
         self.quality = profile.quality
         self.text = ""
@@ -388,6 +392,10 @@ class _SimSession:
         if factor != 1.0:
             ttft *= factor
         total = ttft + (out / tps) * factor
+        stall = 0.0
+        if card.stall_p and ((words[SLOT.STALL] >> 10) | 1) * HALF < card.stall_p:
+            stall = card.stall_s
+            total += stall
         deadline = attempt.deadline_s
         if broken == "malformed" and now + ttft <= deadline:
             # The first chunk is garbage: no usable token arrived, as over HTTP; nothing billed.
@@ -405,6 +413,9 @@ class _SimSession:
         attempt.first_token_at = now + ttft
         attempt.tokens_per_s = tps / factor
         attempt.planned = out
+        if stall:
+            attempt.stall_after = max(1, out // 2)
+            attempt.stall_s = stall
         if now + total > deadline:
             # The client gives up at its deadline with the answer still in flight.
             return Reply(
@@ -414,13 +425,16 @@ class _SimSession:
             )
         if broken == "cut_stream":
             produced = max(1, (2 * out) // 3)
+            last = ttft + ((produced - 1) / tps) * factor  # the instant its last token came
+            if stall and produced > attempt.stall_after:
+                last += stall
             return Reply(
                 502,
                 _error_body(
                     f"upstream stream ended early after {produced} of {out} tokens",
                     type_="server_error",
                 ),
-                after_s=ttft + ((produced - 1) / tps) * factor,  # the instant its last token came
+                after_s=last,
             )
         usage = make_usage(request.input_tokens, out)
         if attempt.kind == "decision":
