@@ -1,7 +1,8 @@
 """Properties of the engine over random algorithms × random fault profiles × seeds.
 
 An algorithm here is a random composition of nested ``sy.first`` / ``sy.first_ok`` /
-``sy.timeout`` / ``sy.hedge`` over model calls, decision calls, sleeps and raised errors, with tasks
+``sy.timeout`` / ``sy.hedge`` over model calls, streams read in part or whole (closed or left
+open), decision calls, sleeps and raised errors, with tasks
 started and left running; it ends by returning ``route_to`` or ``answered``, or by raising. Hosts
 get random faults (every random kind, outages, ``fail_first``, flapping), rate limits and
 policies. For each example:
@@ -62,6 +63,8 @@ leaves = st.one_of(
     st.tuples(st.just("decision"), st.sampled_from(MODELS)),
     st.tuples(st.just("sleep"), seconds),
     st.tuples(st.just("raise")),
+    # a stream read for this many tokens (0: to its end), then closed or left open
+    st.tuples(st.just("stream"), model_lists, st.integers(0, 4), st.booleans()),
 )
 
 
@@ -130,6 +133,17 @@ def build(plan: tuple[Any, ...], ending: tuple[Any, ...], delays: bool, ends: di
         if kind == "sleep":
             await ctx.driver.sleep(node[1])
             return None
+        if kind == "stream":
+            stream = ctx.driver.stream_model(ctx.request, node[1])
+            read = 0
+            async for _ in stream:
+                read += 1
+                if read == node[2]:
+                    break
+            if node[3]:
+                await stream.aclose()
+                ctx.ends.append(ctx.driver.now())  # the instant it was closed
+            return stream.response
         raise Bug("a bug in the algorithm")
 
     def awaitable(node: tuple[Any, ...], ctx: Context) -> Any:
@@ -142,7 +156,7 @@ def build(plan: tuple[Any, ...], ending: tuple[Any, ...], delays: bool, ends: di
 
     async def evaluate(node: tuple[Any, ...], ctx: Context) -> Any:
         kind = node[0]
-        if kind in ("call", "decision", "sleep", "raise"):
+        if kind in ("call", "decision", "sleep", "raise", "stream"):
             return await leaf(node, ctx)
         if kind == "spawn":
             return await awaitable(node, ctx)
