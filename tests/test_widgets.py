@@ -11,6 +11,7 @@ import pytest
 
 import sykit as sy
 from sykit import widgets
+from sykit._playground import ui
 from sykit.widgets import KNOBS, Knobs, apply_knobs, build_lineup, scale_distribution
 
 REQUESTS = [sy.Request(f"question {i}", id=i) for i in range(12)]
@@ -144,7 +145,7 @@ def test_strategy_selection_reruns_only_the_chosen_ones(pg):
 
 def test_in_a_notebook_the_plot_is_shown_as_a_png(pg, monkeypatch):
     assert pg.output.outputs == ()  # headless: nothing could show it
-    monkeypatch.setattr(widgets, "_in_notebook", lambda: True)
+    monkeypatch.setattr(ui, "_in_notebook", lambda: True)
     pg.controls["plot"].value = "cost_quality"
     (shown,) = pg.output.outputs
     assert base64.b64decode(shown["data"]["image/png"]).startswith(b"\x89PNG")
@@ -298,3 +299,23 @@ def test_scale_distribution_wraps_other_distributions_and_checks_the_factor():
         scale_distribution(sy.Constant(1.0), math.inf)
     with pytest.raises(TypeError, match="dist must be a distribution"):
         scale_distribution(1.0, 2.0)
+
+
+# -- without widgets ------------------------------------------------------------------------------
+
+
+def test_the_logic_and_the_plots_work_without_ipywidgets(host, monkeypatch):
+    import sys
+
+    from sykit._playground.figures import draw
+    from sykit._playground.session import Session
+
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # any import of it fails
+    session = Session(REQUESTS, host, widgets.default_strategies(host), seed=0)
+    session.run(Knobs(latency_scale=2.0), ["fast only", "hedge strong"])
+    assert session.summary["strategy"].tolist() == ["fast only", "hedge strong"]
+    assert session.host.profiles["fast"].latency.ttft.value == 1.0
+    figure = draw("latency_cdf", session.comparison)
+    assert figure.axes[0].get_xlabel() == "latency (s, log scale)"
+    with pytest.raises(ImportError):
+        widgets.playground(REQUESTS, host)

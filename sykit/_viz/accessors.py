@@ -6,6 +6,7 @@ comparison's strategy order, so a strategy looks the same in each of its plots.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ArgumentError
@@ -62,14 +63,18 @@ class ResultPlots:
 
 
 class ComparisonPlots:
-    """``cmp.plot``: plots of a comparison, one colour per strategy throughout."""
+    """``cmp.plot``: plots of a comparison, one colour per strategy throughout (``colors`` fixes
+    them, e.g. from a larger line-up so a strategy keeps its colour when others are left out)."""
 
-    def __init__(self, comparison: Comparison) -> None:
+    def __init__(self, comparison: Comparison, colors: Mapping[str, str] | None = None) -> None:
         self._comparison = comparison
+        self._colors = dict(colors) if colors is not None else None
 
     @property
     def colors(self) -> dict[str, str]:
         """Strategy → colour, as every plot of this comparison uses them."""
+        if self._colors is not None:
+            return dict(self._colors)
         return strategy_colors(self._comparison.strategies)
 
     def cost_quality(self, ax: Axes | None = None, *, log_cost: bool | None = None) -> Axes:
