@@ -8,7 +8,8 @@ attempt it caused from ``result.attempts`` and every request from ``result.reque
 from contextlib import suppress as _suppress
 
 from . import datasets as datasets
-from . import faults as faults
+from . import failoverbench as failoverbench
+from . import faults as _faults  # sy.faults: the presets' and the catalogue's former home
 from . import profiles as profiles
 from . import strategies as strategies
 from . import testing as testing
@@ -141,8 +142,8 @@ __all__ = [
     "classify",
     "compare",
     "datasets",
+    "failoverbench",
     "fallback_reason",
-    "faults",
     "first",
     "first_ok",
     "hedge",
@@ -163,4 +164,4 @@ for _name in __all__:
     if getattr(_obj, "__module__", "").startswith("sykit."):
         with _suppress(AttributeError, TypeError):
             _obj.__module__ = "sykit"
-del _name, _obj
+del _name, _obj, _faults
