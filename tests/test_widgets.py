@@ -263,6 +263,21 @@ def test_apply_knobs_scales_faults_latency_and_judge(profiles):
     assert (off.rate_limit, off.unavailable, off.spike_p) == (0.0, 0.0, 0.0)
 
 
+def test_fault_scale_zero_turns_every_random_fault_off(profiles):
+    from sykit._config import RANDOM_FAULTS
+
+    every = sy.Faults(**dict.fromkeys(RANDOM_FAULTS, 0.1), spike_p=0.3, outages=[(5.0, 6.0)])
+    host = sy.SimHost({"fast": profiles["fast"].replace(faults=every)})
+    off = apply_knobs(host, Knobs(fault_scale=0.0)).profiles["fast"].faults
+    assert {name: getattr(off, name) for name in (*RANDOM_FAULTS, "spike_p")} == dict.fromkeys(
+        (*RANDOM_FAULTS, "spike_p"), 0.0
+    )
+    assert off.outages == ((5.0, 6.0),)  # scripted, not random
+    scaled = apply_knobs(host, Knobs(fault_scale=1.1, timeout=0.05)).profiles["fast"].faults
+    assert scaled.cut_stream == pytest.approx(0.11) and scaled.malformed == pytest.approx(0.11)
+    assert scaled.timeout == pytest.approx(0.16)
+
+
 @pytest.mark.parametrize(
     "dist",
     [

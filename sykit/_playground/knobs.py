@@ -6,22 +6,21 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from .._config import Faults, ModelProfile
+from .._config import RANDOM_FAULTS, Faults, ModelProfile
 from .._errors import ArgumentError, ArgumentTypeError
 from .._hosts.sim import SimHost
 from .scaling import scale_distribution
 
 __all__ = ["KNOBS", "Knobs", "apply_knobs"]
 
-_RANDOM_FAULTS = ("rate_limit", "unavailable", "timeout", "policy", "invalid")
-
 
 @dataclass(frozen=True, kw_only=True)
 class Knobs:
     """What the playground's controls set.
 
-    * ``fault_scale`` multiplies every model's random fault probabilities and latency-spike chance
-      (0 turns them off); ``rate_limit``, ``unavailable`` and ``timeout`` add that probability of a
+    * ``fault_scale`` multiplies every model's random fault probabilities (all of them: rate
+      limits, errors, timeouts, 400s, resets, cut streams, malformed answers) and latency-spike
+      chance (0 turns them all off; scripted faults such as outages stay); ``rate_limit``, ``unavailable`` and ``timeout`` add that probability of a
       429, a 503 or a timeout to every model. If the rates of a model add up to over 1 they are
       scaled down to sum to 1.
     * ``latency_scale`` multiplies every time to first token and reject delay and divides tokens
@@ -76,7 +75,7 @@ def _real(value: Any, name: str) -> float:
 def _faults(faults: Faults, knobs: Knobs) -> Faults:
     extra = {"rate_limit": knobs.rate_limit, "unavailable": knobs.unavailable}
     extra["timeout"] = knobs.timeout
-    rates = {k: getattr(faults, k) * knobs.fault_scale + extra.get(k, 0.0) for k in _RANDOM_FAULTS}
+    rates = {k: getattr(faults, k) * knobs.fault_scale + extra.get(k, 0.0) for k in RANDOM_FAULTS}
     total = sum(rates.values())
     if total > 1:
         rates = {k: v / total for k, v in rates.items()}
