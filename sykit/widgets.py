@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._playground.figures import PLOTS
 from ._playground.knobs import KNOBS, Knobs, apply_knobs
-from ._playground.lineup import build_lineup, default_strategies
+from ._playground.lineup import build_lineup, default_strategies, hedge_delay
 from ._playground.scaling import scale_distribution
 from ._playground.ui import playground
 
@@ -37,11 +37,12 @@ __all__ = [
     "apply_knobs",
     "build_lineup",
     "default_strategies",
+    "hedge_delay",
     "playground",
     "scale_distribution",
 ]
 
-_OWN = ("Knobs", "apply_knobs", "build_lineup", "default_strategies", "playground")
+_OWN = ("Knobs", "apply_knobs", "build_lineup", "default_strategies", "hedge_delay", "playground")
 for _name in (*_OWN, "scale_distribution"):
     globals()[_name].__module__ = __name__
 del _name

@@ -8,6 +8,7 @@ import math
 import matplotlib
 import pandas.testing as pdt
 import pytest
+from helpers import constant_profile
 
 import sykit as sy
 from sykit import widgets
@@ -36,7 +37,7 @@ def agg_backend():
 
 @pytest.fixture
 def pg(host):
-    return widgets.playground(REQUESTS, host, plot="timeline")
+    return widgets.playground(REQUESTS, host, plot="timeline", hedge_after_s=2.0)
 
 
 def row(pg, strategy):
@@ -56,6 +57,59 @@ def test_default_lineup_uses_cheapest_and_priciest_models_and_the_judge(host):
     assert list(widgets.default_strategies(without_judge)) == ["a only", "hedge a"]
     with pytest.raises(ValueError, match="judge 'oracle' is not a model"):
         widgets.default_strategies(host, judge="oracle")
+
+
+def _abc_host(**kwargs) -> sy.SimHost:
+    """Three answering models named unlike the defaults; b's answers take about 6 s."""
+    slow = sy.Latency(ttft=sy.LogNormal(5.0, p95=9.0), tokens_per_s=100)
+    return sy.SimHost(
+        {
+            "mid": constant_profile(0.5, 50, 100.0, price_in=1.0, price_out=4.0, quality=0.7),
+            "a": constant_profile(0.25, 50, 100.0, price_in=0.1, price_out=0.4, quality=0.5),
+            "b": sy.ModelProfile(
+                price_in=5.0, price_out=15.0, quality=0.9, latency=slow, output_tokens=100
+            ),
+        },
+        **kwargs,
+    )
+
+
+def test_default_lineup_uses_the_hosts_own_models_weak_mid_and_strong():
+    host = _abc_host(judge=sy.Judge(accuracy=0.8))
+    lineup = widgets.default_strategies(host)
+    assert list(lineup) == [
+        "a only",
+        "mid only",
+        "b only",
+        "fallback a>mid>b",
+        "cascade a>b",
+        "race a|b",
+        "hedge b",
+    ]
+    built = build_lineup(lineup, Knobs())
+    assert built["fallback a>mid>b"].name == "fallback(a>mid>b)"
+    # no judge model and no sy.Judge given: no cascade
+    assert "cascade a>b" not in widgets.default_strategies(_abc_host())
+    # a model without a quality is a helper: it judges
+    helper = constant_profile(0.1, 5, 50.0, price_in=0.05, price_out=0.1)
+    graded = sy.SimHost({**_abc_host().profiles, "grader": helper})
+    assert list(graded.judges) and "cascade a>b" in widgets.default_strategies(graded)
+    assert build_lineup(widgets.default_strategies(graded), Knobs())["cascade a>b"].name == (
+        "cascade(a>b)"
+    )
+
+
+def test_the_judge_slider_moves_the_default_cascade_and_the_hedge_starts_at_the_tail():
+    host = _abc_host(judge=sy.Judge(accuracy=0.8))
+    requests = [sy.Request(f"question {i}", id=i) for i in range(60)]
+    pg = widgets.playground(requests, host, plot="cost_quality")
+    assert pg.knobs.judge_error_rate == pytest.approx(0.2)
+    answer_p95 = widgets.hedge_delay(host, "b")
+    assert pg.knobs.hedge_after_s == answer_p95 and 8.0 < answer_p95 < 12.0
+    assert row(pg, "hedge b")["attempts_per_request"] < 1.2  # not 2 s against a 6 s median
+    cascade = row(pg, "cascade a>b")["mean_quality"]
+    pg.controls["judge_error_rate"].value = 0.5
+    assert row(pg, "cascade a>b")["mean_quality"] != cascade
 
 
 # -- building and re-running ----------------------------------------------------------------------

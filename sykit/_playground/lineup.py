@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from .. import strategies as _strategies
+from .._config import Judge
 from .._errors import ArgumentError, ArgumentTypeError
 from .._hosts.sim import SimHost
 from .knobs import KNOBS, Knobs
 
-__all__ = ["Algorithm", "StrategySpec", "build_lineup", "default_strategies"]
+__all__ = [
+    "Algorithm",
+    "Roles",
+    "StrategySpec",
+    "build_lineup",
+    "default_strategies",
+    "hedge_delay",
+    "roles",
+]
 
 Algorithm = Callable[..., Any]
 StrategySpec = Algorithm | Callable[..., Algorithm]
@@ -102,36 +113,79 @@ def build_lineup(
     return built
 
 
-def _judge_model(host: SimHost, judge: str | None) -> str | None:
-    if judge is not None:
-        if judge not in host.models:
-            raise ArgumentError(f"judge {judge!r} is not a model of the host: {list(host.models)}")
-        return judge
-    return "judge" if "judge" in host.models else None
+@dataclass(frozen=True)
+class Roles:
+    """The host's models a default line-up uses: ``weak`` (cheapest), ``mid`` (the middle one when
+    there are three or more), ``strong`` (priciest) and the ``judge`` of a cascade (None: no
+    cascade)."""
+
+    weak: str
+    mid: str | None
+    strong: str
+    judge: str | None
+
+
+def roles(host: SimHost, judge: str | None = None) -> Roles:
+    """Weak, mid and strong by output price (then input price) among the models with a
+    ``quality`` (the others are judges or helpers), and a judge: ``judge``, else a model named
+    "judge", else the cheapest model without a quality, else, when the host was given a
+    ``sy.Judge``, the weak model judging its own drafts."""
+    if not isinstance(host, SimHost):
+        raise ArgumentTypeError(f"host must be a sy.SimHost, got {type(host).__name__}")
+    if judge is not None and judge not in host.models:
+        raise ArgumentError(f"judge {judge!r} is not a model of the host: {list(host.models)}")
+
+    def price(model: str) -> tuple[float, float]:
+        return host.profiles[model].price_out, host.profiles[model].price_in
+
+    if judge is None and "judge" in host.models:
+        judge = "judge"
+    answering = [m for m in host.models if m != judge] or list(host.models)
+    graded = [m for m in answering if host.profiles[m].quality is not None]
+    helpers = sorted((m for m in answering if m not in graded), key=price)
+    by_price = sorted(graded or answering, key=price)
+    weak, strong = by_price[0], by_price[-1]
+    mid = by_price[len(by_price) // 2] if len(by_price) >= 3 else None
+    if judge is None and weak != strong:
+        if graded and helpers:
+            judge = helpers[0]
+        elif any(j != Judge() for j in host.judges.values()):
+            judge = weak
+    return Roles(weak, mid, strong, judge)
+
+
+def hedge_delay(host: SimHost, model: str, q: float = 0.95) -> float:
+    """The ``q`` quantile of ``model``'s answer time on ``host`` (time to first token plus output
+    tokens over tokens per second, spikes left out): a hedge after it duplicates about ``1 - q``
+    of the calls, the slow ones (Dean and Barroso's rule)."""
+    profile = host.profiles[model]
+    draws = np.random.default_rng(0).random((3, 4000)).clip(1e-6, 1 - 1e-6)
+    ttft, tps = profile.latency.ttft, profile.latency.tokens_per_s
+    tokens = profile.output_tokens
+    totals = [
+        ttft.quantile(a)
+        + (tokens.quantile(b) if hasattr(tokens, "quantile") else float(tokens)) / tps.quantile(c)
+        for a, b, c in draws.T
+    ]
+    return round(float(np.quantile(totals, q)), 1) or 0.1
 
 
 def default_strategies(host: SimHost, *, judge: str | None = None) -> dict[str, StrategySpec]:
-    """A lineup from ``sy.strategies`` over the host's cheapest (weak) and priciest (strong)
-    model by output price: each alone, fallback, a cascade if there is a judge (``judge`` or a
-    model named "judge"), a race, and a hedge that follows the ``hedge_after_s`` knob.
-
-    Weak and strong are chosen among the models other than the judge, preferring those with a
-    ``quality`` (the others are likely judges or helpers)."""
-    if not isinstance(host, SimHost):
-        raise ArgumentTypeError(f"host must be a sy.SimHost, got {type(host).__name__}")
-    judge = _judge_model(host, judge)
-    answering = [m for m in host.models if m != judge] or list(host.models)
-    answering = [m for m in answering if host.profiles[m].quality is not None] or answering
-    by_price = sorted(
-        answering, key=lambda m: (host.profiles[m].price_out, host.profiles[m].price_in)
-    )
-    weak, strong = by_price[0], by_price[-1]
+    """A line-up from ``sy.strategies`` over the host's models (see :func:`roles`): the weak, mid
+    and strong model alone, a fallback chain through them, a cascade weak > strong when there is a
+    judge, a race weak | strong and a hedge of the strong model that follows the
+    ``hedge_after_s`` knob."""
+    r = roles(host, judge)
+    weak, mid, strong = r.weak, r.mid, r.strong
     lineup: dict[str, StrategySpec] = {f"{weak} only": _strategies.single(weak)}
     if strong != weak:
+        chain = [weak, strong] if mid is None else [weak, mid, strong]
+        if mid is not None:
+            lineup[f"{mid} only"] = _strategies.single(mid)
         lineup[f"{strong} only"] = _strategies.single(strong)
-        lineup[f"fallback {weak}>{strong}"] = _strategies.fallback_chain([weak, strong])
-        if judge is not None:
-            lineup[f"cascade {weak}>{strong}"] = _strategies.cascade(weak, strong, judge=judge)
+        lineup[f"fallback {'>'.join(chain)}"] = _strategies.fallback_chain(chain)
+        if r.judge is not None:
+            lineup[f"cascade {weak}>{strong}"] = _strategies.cascade(weak, strong, judge=r.judge)
         lineup[f"race {weak}|{strong}"] = _strategies.race([weak, strong])
 
     def hedged(hedge_after_s: float) -> Algorithm:

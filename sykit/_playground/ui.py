@@ -15,7 +15,7 @@ from .._hosts.sim import SimHost
 from .._results import Comparison
 from .figures import PLOTS, draw, figure_output, text_output
 from .knobs import KNOBS, Knobs
-from .lineup import Algorithm, StrategySpec, _as_lineup, _judge_model, default_strategies
+from .lineup import Algorithm, StrategySpec, _as_lineup, default_strategies, hedge_delay, roles
 from .session import Session
 
 if TYPE_CHECKING:
@@ -288,7 +288,7 @@ def playground(
     judge: str | None = None,
     selected: Sequence[str] | None = None,
     concurrency: int = 32,
-    hedge_after_s: float = 2.0,
+    hedge_after_s: float | None = None,
     latency_scale: float = 1.0,
     fault_scale: float = 1.0,
     judge_error_rate: float | None = None,
@@ -299,7 +299,8 @@ def playground(
     ``lambda hedge_after_s: sy.strategies.hedge("large", after=hedge_after_s)``); None builds
     :func:`default_strategies` from the host's models (``judge`` names the judge model).
     ``selected`` picks which run first (default: all). The keyword knobs set the controls'
-    starting values; ``judge_error_rate=None`` starts from the host's own judge.
+    starting values; ``judge_error_rate=None`` starts from the host's own judge and
+    ``hedge_after_s=None`` at the 95th percentile of the strong model's answer time.
     Keep the requests to a few thousand so every change re-runs in well under a second.
     """
     if not isinstance(host, SimHost):
@@ -315,9 +316,11 @@ def playground(
     if plot not in PLOTS:
         raise ArgumentError(f"plot must be one of {list(PLOTS)}, got {plot!r}")
     lineup = default_strategies(host, judge=judge) if strategies is None else _as_lineup(strategies)
+    models = roles(host, judge)
     if judge_error_rate is None:
-        reference = _judge_model(host, judge) or host.models[0]
-        judge_error_rate = round(1.0 - host.judges[reference].accuracy, 6)
+        judge_error_rate = round(1.0 - host.judges[models.judge or models.weak].accuracy, 6)
+    if hedge_after_s is None:
+        hedge_after_s = hedge_delay(host, models.strong)
     knobs = Knobs(
         concurrency=concurrency,
         hedge_after_s=hedge_after_s,
