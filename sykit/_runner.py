@@ -45,7 +45,7 @@ from ._inputs import (
 from ._kernel import Kernel, NeedsAsyncio
 from ._lifecycle import StrategyRun, install_task_tracking, track_task
 from ._models import Request
-from ._progress import make_progress
+from ._progress import label, make_progress
 from ._results import Comparison, Result, request_errors
 from ._sched import AsyncioBackend, KernelBackend, using
 from ._spill import Spill, check_spill
@@ -255,6 +255,7 @@ class _Plan:
         results = []
         for seed in self.seeds:
             for name, fn in self.strategies:
+                label(progress, name, seed, len(self.seeds))
                 try:
                     results.append(await self.run_on_asyncio(name, fn, seed, progress))
                 except RunInterrupted as stop:
@@ -293,6 +294,7 @@ def _execute(plan: _Plan, progress_flag: bool | None, description: str) -> list[
             results = []
             for seed in plan.seeds:
                 for name, fn in plan.strategies:
+                    label(progress, name, seed, len(plan.seeds))
                     try:
                         results.append(plan.run_simulated(name, fn, seed, progress))
                     except RunInterrupted as stop:
