@@ -74,6 +74,7 @@ from ._race import hedge as hedge
 from ._race import timeout as timeout
 from ._results import Comparison as Comparison
 from ._results import Result as Result
+from ._runner import acompare as acompare
 from ._runner import arun as arun
 from ._runner import compare as compare
 from ._runner import run as run
@@ -136,6 +137,7 @@ __all__ = [
     "Uniform",
     "UnknownModel",
     "Usage",
+    "acompare",
     "answered",
     "arun",
     "ask_good_enough",
