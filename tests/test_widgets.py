@@ -119,7 +119,7 @@ def test_playground_is_a_vbox_with_every_control_and_a_first_run(pg):
     import ipywidgets
 
     assert isinstance(pg, ipywidgets.VBox) and isinstance(pg, widgets.Playground)
-    assert set(pg.controls) == {*KNOBS, "strategies", "plot"}
+    assert set(pg.controls) == {*KNOBS, "strategies", "plot", "timeline"}
     assert pg.runs == 1 and pg.error is None
     assert pg.summary["strategy"].tolist() == LINEUP
     assert all(f"<td>{name}</td>" in pg.table.value.replace("&gt;", ">") for name in LINEUP)
@@ -224,6 +224,49 @@ def test_colours_follow_the_lineup_not_the_selection(pg):
     pg.set(strategies=["hedge strong"], plot="latency_cdf")
     (line,) = [line for line in pg.figure.axes[0].lines if line.get_gid() == "cdf:hedge strong"]
     assert to_hex(line.get_color()) == strategy_colors(LINEUP)["hedge strong"]
+
+
+def test_the_timeline_shows_the_chosen_strategy_without_rerunning(pg):
+    assert pg.controls["timeline"].options == tuple(LINEUP)
+    runs = pg.runs
+    pg.controls["timeline"].value = "hedge strong"
+    assert pg.runs == runs
+    assert pg.figure.axes[0].get_title(loc="left").startswith("hedge strong · request")
+    pg.set(strategies=["fast only"])  # the chosen one left out: the first that ran
+    assert pg.figure.axes[0].get_title(loc="left").startswith("fast only · request")
+
+
+def test_the_table_shows_the_change_since_the_previous_run(pg):
+    assert pg.change is None and "(+" not in pg.table.value
+    pg.controls["latency_scale"].value = 2.0
+    change = pg.change.set_index("strategy")
+    assert change.loc["fast only", "latency_p50_s"] == 1.0
+    assert change.loc["fast only", "success_rate"] == 0.0
+    assert '<small style="color:#b00020">(+1.00)</small>' in pg.table.value  # slower: worse
+    assert "change since run 1" in pg.status.value
+    pg.controls["latency_scale"].value = 1.0
+    assert '<small style="color:#1b7f3b">(-1.00)</small>' in pg.table.value  # faster: better
+    pg.set(strategies=["fast only", "race fast|strong"])
+    pg.set(strategies=LINEUP)  # strategies that did not run last time: no change shown
+    assert pg.change.set_index("strategy")["latency_p50_s"].isna().sum() == len(LINEUP) - 2
+
+
+def test_every_control_has_a_tooltip(pg):
+    for name, control in pg.controls.items():
+        assert len(control.tooltip) > 20, name
+
+
+def test_a_change_reruns_only_the_strategies_that_depend_on_it(pg):
+    first = pg.comparison
+    pg.controls["hedge_after_s"].value = 5.0
+    assert pg.session.reused == len(LINEUP) - 1
+    assert pg.comparison["fast only"] is first["fast only"]
+    assert pg.comparison["hedge strong"] is not first["hedge strong"]
+    pg.controls["concurrency"].value = 4
+    assert pg.session.reused == len(LINEUP) - 1  # every strategy depends on the concurrency
+    pg.controls["concurrency"].value = 32
+    pg.controls["hedge_after_s"].value = 2.0
+    assert pg.comparison["hedge strong"] is first["hedge strong"]  # kept from the first run
 
 
 def test_set_changes_several_controls_with_one_run(pg):

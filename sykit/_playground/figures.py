@@ -12,6 +12,7 @@ from .._errors import ArgumentError
 from .._results import Comparison
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
 
 __all__ = ["PLOTS", "draw", "figure_output", "text_output"]
@@ -30,24 +31,26 @@ def draw(
     comparison: Comparison,
     colors: Mapping[str, str] | None = None,
     strategy: str | None = None,
+    summary: pd.DataFrame | None = None,
 ) -> Figure:
     """A Figure (not managed by pyplot, so nothing shows twice) with one of :data:`PLOTS`, drawn by
-    ``comparison.plot`` with the playground's ``colors``; the timeline shows ``strategy`` (default:
-    the first one)."""
+    ``comparison.plot`` with the playground's ``colors``; the timeline shows ``strategy`` (the
+    first one when None or not in the comparison). ``summary``: the comparison's, if known."""
     from matplotlib.figure import Figure
 
     from .._viz import ComparisonPlots
 
     if plot not in PLOTS:
         raise ArgumentError(f"plot must be one of {list(PLOTS)}, got {plot!r}")
-    plots = ComparisonPlots(comparison, colors=colors)
+    plots = ComparisonPlots(comparison, colors=colors, summary=summary)
     if plot == "outcomes":
         figure = Figure(figsize=(11, 3.8), layout="constrained")
         plots.outcomes(ax=figure.subplots(1, 2))
         return figure
     if plot == "timeline":
         figure = Figure(figsize=(9, 3.2), layout="constrained")
-        plots.timeline(strategy or comparison.strategies[0], ax=figure.subplots())
+        shown = strategy if strategy in comparison.strategies else comparison.strategies[0]
+        plots.timeline(shown, ax=figure.subplots())
         return figure
     figure = Figure(figsize=(9, 3.8), layout="constrained")
     getattr(plots, plot)(ax=figure.subplots())

@@ -38,30 +38,62 @@ _TABLE_COLUMNS = {
 }
 
 
-def _summary_html(summary: pd.DataFrame) -> str:
-    """The summary columns that matter when turning knobs, as an HTML table."""
-    table = summary[list(_TABLE_COLUMNS)].rename(columns=_TABLE_COLUMNS)
-    formats = {
-        "success": "{:.1%}",
-        "wasted": "{:.1%}",
-        "quality": "{:.3f}",
-        "USD / request": "${:.6f}",
-        "p50 (s)": "{:.2f}",
-        "p99 (s)": "{:.2f}",
-        "attempts / request": "{:.2f}",
-    }
-    formatters = {column: f.format for column, f in formats.items()}
-    return table.to_html(index=False, formatters=formatters, border=0, na_rep="–")
+_FORMATS = {
+    "success_rate": ("{:.1%}", "{:+.1%}", 1),
+    "wasted_share": ("{:.1%}", "{:+.1%}", -1),
+    "mean_quality": ("{:.3f}", "{:+.3f}", 1),
+    "cost_per_request_usd": ("${:.6f}", "{:+.6f}", -1),
+    "latency_p50_s": ("{:.2f}", "{:+.2f}", -1),
+    "latency_p99_s": ("{:.2f}", "{:+.2f}", -1),
+    "attempts_per_request": ("{:.2f}", "{:+.2f}", -1),
+}
+_BETTER, _WORSE = "#1b7f3b", "#b00020"
+
+
+def _cell(column: str, value: Any, delta: Any) -> str:
+    """A formatted value, with its change from the previous run (green: better, red: worse)."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return "–"
+    fmt, delta_fmt, good = _FORMATS.get(column, ("{}", "", 0))
+    text = html.escape(fmt.format(value))
+    if delta is None or pd.isna(delta) or abs(delta) < 1e-12:
+        return text
+    colour = _BETTER if delta * good > 0 else _WORSE
+    return f'{text} <small style="color:{colour}">({delta_fmt.format(delta)})</small>'
+
+
+def _summary_html(summary: pd.DataFrame, change: pd.DataFrame | None = None) -> str:
+    """The summary columns that matter when turning knobs, as an HTML table; with ``change``
+    (see :func:`difference`), each value also shows how it moved since the previous run."""
+    deltas = change.set_index("strategy") if change is not None else None
+    rows = []
+    for record in summary.to_dict("records"):
+        name = record["strategy"]
+        row = {}
+        for column, title in _TABLE_COLUMNS.items():
+            delta = None
+            if deltas is not None and column in deltas.columns and name in deltas.index:
+                delta = deltas.at[name, column]
+            row[title] = _cell(column, record[column], delta)
+        rows.append(row)
+    table = pd.DataFrame(rows, columns=list(_TABLE_COLUMNS.values()))
+    return table.to_html(index=False, border=0, escape=False)
+
+
+#: The controls that change the view only: they redraw without re-running.
+_VIEW_CONTROLS = ("plot", "timeline")
 
 
 class _PlaygroundLogic:
     """The playground: knob controls over a comparison that re-runs on every change.
 
-    ``controls`` maps each knob name (see :data:`KNOBS`), ``"strategies"`` and ``"plot"`` to its
-    widget; setting a control's ``value`` re-runs (or, for ``"plot"``, redraws). After each run:
-    ``comparison``, ``summary`` (the DataFrame), ``table`` (an HTML widget showing it), ``figure``
-    (the matplotlib Figure drawn into ``output``), ``runs`` (how many so far) and ``error`` (the
-    exception of a failed run, shown in ``status``; the previous results stay).
+    ``controls`` maps each knob name (see :data:`KNOBS`), ``"strategies"``, ``"plot"`` and
+    ``"timeline"`` (the strategy the timeline shows) to its widget; setting a control's ``value``
+    re-runs (or, for ``"plot"`` and ``"timeline"``, redraws). After each run: ``comparison``,
+    ``summary`` (the DataFrame), ``change`` (its difference from the previous run, shown in the
+    table in brackets), ``table`` (an HTML widget showing it), ``figure`` (the matplotlib Figure
+    drawn into ``output``), ``runs`` (how many so far) and ``error`` (the exception of a failed
+    run, shown in ``status``; the previous results stay).
     """
 
     controls: dict[str, Any]
@@ -79,7 +111,7 @@ class _PlaygroundLogic:
         self.figure = None
         self.error = None
         for name, control in self.controls.items():
-            handler = self._plot_changed if name == "plot" else self._knob_changed
+            handler = self._plot_changed if name in _VIEW_CONTROLS else self._knob_changed
             control.observe(handler, names="value")
 
     @property
@@ -91,6 +123,11 @@ class _PlaygroundLogic:
     def summary(self) -> pd.DataFrame | None:
         """The summary of the last successful comparison."""
         return self.session.summary
+
+    @property
+    def change(self) -> pd.DataFrame | None:
+        """The last summary minus the one before, per strategy (None after the first run)."""
+        return self.session.change
 
     @property
     def host(self) -> SimHost:
@@ -126,7 +163,7 @@ class _PlaygroundLogic:
                 self.controls[name].value = tuple(value) if name == "strategies" else value
         finally:
             self._holding = False
-        if set(values) - {"plot"}:
+        if set(values) - set(_VIEW_CONTROLS):
             self.rerun()
         else:
             self.redraw()
@@ -153,10 +190,11 @@ class _PlaygroundLogic:
             return
         self.error = None
         assert self.summary is not None
-        self.table.value = _summary_html(self.summary)
+        self.table.value = _summary_html(self.summary, self.change)
+        since = f"; in brackets: the change since run {self.runs - 1}" if self.runs > 1 else ""
         self.status.value = (
             f"<small>run {self.runs}: {len(self.session.requests)} requests × {len(selected)} "
-            f"strategies, seed {self.session.seed}</small>"
+            f"strategies, seed {self.session.seed}{since}</small>"
         )
         self.redraw()
 
@@ -165,7 +203,13 @@ class _PlaygroundLogic:
         if self.comparison is None:
             return
         try:
-            figure = draw(self.controls["plot"].value, self.comparison, self._colors)
+            figure = draw(
+                self.controls["plot"].value,
+                self.comparison,
+                self._colors,
+                strategy=self.controls["timeline"].value,
+                summary=self.summary,
+            )
         except Exception as exc:
             self.figure = None
             self.output.outputs = (text_output(f"{type(exc).__name__}: {exc}"),)
@@ -206,6 +250,24 @@ def playground_class() -> type:
     return Playground
 
 
+#: What each control does, shown when the pointer rests on it.
+TOOLTIPS: dict[str, str] = {
+    "fault_scale": "Multiplies every model's random fault rates and latency-spike chance; "
+    "0 turns every random fault off.",
+    "rate_limit": "Adds this probability of a 429 rate limit to every attempt at every model.",
+    "unavailable": "Adds this probability of a 503 to every attempt at every model.",
+    "timeout": "Adds this probability of a hang until the client deadline to every attempt.",
+    "latency_scale": "Every answer takes this many times as long (time to first token ×, "
+    "tokens per second ÷).",
+    "concurrency": "How many requests are in flight at once.",
+    "hedge_after_s": "Seconds before a hedge sends its second copy (strategies that take it).",
+    "judge_error_rate": "How often every model's judge gives the wrong verdict (1 − accuracy).",
+    "strategies": "The strategies that run (ctrl/cmd-click to pick several).",
+    "plot": "The plot drawn below the table (redraws without re-running).",
+    "timeline": "The strategy whose timeline is drawn (the plot menu's timeline).",
+}
+
+
 def _controls(
     knobs: Knobs, names: list[str], selected: list[str], plot: str
 ) -> dict[str, ipywidgets.Widget]:
@@ -214,66 +276,62 @@ def _controls(
     style = {"description_width": "130px"}
     layout = w.Layout(width="340px")
 
-    def slider(kind: Any, description: str, value: Any, **kwargs: Any) -> Any:
+    def slider(name: str, kind: Any, description: str, **kwargs: Any) -> Any:
         return kind(
-            value=value,
+            value=getattr(knobs, name),
             description=description,
             continuous_update=False,
             style=style,
             layout=layout,
+            tooltip=TOOLTIPS[name],
             **kwargs,
         )
 
+    def menu(name: str, kind: Any, **kwargs: Any) -> Any:
+        return kind(
+            description=name,
+            tooltip=TOOLTIPS[name],
+            style={"description_width": "70px"},
+            layout=w.Layout(width="330px"),
+            **kwargs,
+        )
+
+    hedge_max = max(10.0, knobs.hedge_after_s)
     return {
         "fault_scale": slider(
-            w.FloatSlider, "fault rates ×", knobs.fault_scale, min=0.0, max=10.0, step=0.1
+            "fault_scale", w.FloatSlider, "fault rates ×", min=0.0, max=10.0, step=0.1
         ),
         "rate_limit": slider(
-            w.FloatSlider, "+ 429 rate", knobs.rate_limit, min=0.0, max=0.5, step=0.01
+            "rate_limit", w.FloatSlider, "+ 429 rate", min=0.0, max=0.5, step=0.01
         ),
         "unavailable": slider(
-            w.FloatSlider, "+ 503 rate", knobs.unavailable, min=0.0, max=0.5, step=0.01
+            "unavailable", w.FloatSlider, "+ 503 rate", min=0.0, max=0.5, step=0.01
         ),
-        "timeout": slider(
-            w.FloatSlider, "+ timeout rate", knobs.timeout, min=0.0, max=0.3, step=0.01
-        ),
+        "timeout": slider("timeout", w.FloatSlider, "+ timeout rate", min=0.0, max=0.3, step=0.01),
         "latency_scale": slider(
-            w.FloatLogSlider,
-            "latency ×",
-            knobs.latency_scale,
-            base=2,
-            min=-3,
-            max=3,
-            step=0.25,
+            "latency_scale", w.FloatLogSlider, "latency ×", base=2, min=-3, max=3, step=0.25
         ),
         "concurrency": slider(
-            w.IntSlider, "concurrency", knobs.concurrency, min=1, max=max(128, knobs.concurrency)
+            "concurrency", w.IntSlider, "concurrency", min=1, max=max(128, knobs.concurrency)
         ),
         "hedge_after_s": slider(
-            w.FloatSlider,
-            "hedge after (s)",
-            knobs.hedge_after_s,
-            min=0.1,
-            max=max(10.0, knobs.hedge_after_s),
-            step=0.1,
+            "hedge_after_s", w.FloatSlider, "hedge after (s)", min=0.1, max=hedge_max, step=0.1
         ),
         "judge_error_rate": slider(
-            w.FloatSlider, "judge error rate", knobs.judge_error_rate, min=0.0, max=0.5, step=0.01
+            "judge_error_rate", w.FloatSlider, "judge error rate", min=0.0, max=0.5, step=0.01
         ),
-        "strategies": w.SelectMultiple(
+        "strategies": menu(
+            "strategies",
+            w.SelectMultiple,
             options=names,
             value=tuple(selected),
             rows=min(8, len(names)),
-            description="strategies",
-            style={"description_width": "70px"},
-            layout=w.Layout(width="330px"),
         ),
-        "plot": w.Dropdown(
-            options=[(label, key) for key, label in PLOTS.items()],
-            value=plot,
-            description="plot",
-            style={"description_width": "70px"},
-            layout=w.Layout(width="330px"),
+        "plot": menu(
+            "plot", w.Dropdown, options=[(label, key) for key, label in PLOTS.items()], value=plot
+        ),
+        "timeline": menu(
+            "timeline", w.Dropdown, options=names, value=selected[0] if selected else names[0]
         ),
     }
 
@@ -361,7 +419,7 @@ def playground(
                 ],
                 layout=column,
             ),
-            w.VBox([controls["strategies"], controls["plot"]]),
+            w.VBox([controls["strategies"], controls["plot"], controls["timeline"]]),
         ]
     )
     pg = playground_class()(children=[panel, status, table, output])

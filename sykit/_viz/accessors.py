@@ -17,6 +17,7 @@ from .style import strategy_colors
 from .timeline import plot_timeline
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -64,11 +65,18 @@ class ResultPlots:
 
 class ComparisonPlots:
     """``cmp.plot``: plots of a comparison, one colour per strategy throughout (``colors`` fixes
-    them, e.g. from a larger line-up so a strategy keeps its colour when others are left out)."""
+    them, e.g. from a larger line-up so a strategy keeps its colour when others are left out;
+    ``summary``, the comparison's summary when the caller has it already, saves computing it)."""
 
-    def __init__(self, comparison: Comparison, colors: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        comparison: Comparison,
+        colors: Mapping[str, str] | None = None,
+        summary: pd.DataFrame | None = None,
+    ) -> None:
         self._comparison = comparison
         self._colors = dict(colors) if colors is not None else None
+        self._summary = summary
 
     @property
     def colors(self) -> dict[str, str]:
@@ -80,7 +88,7 @@ class ComparisonPlots:
     def cost_quality(self, ax: Axes | None = None, *, log_cost: bool | None = None) -> Axes:
         """Cost per request vs mean quality per strategy with 95 % CIs, and the Pareto frontier of
         the realizable ones (strategies that read the truth are drawn as bounds)."""
-        summary = self._comparison.summary()
+        summary = self._summary if self._summary is not None else self._comparison.summary()
         return plot_cost_quality(summary, colors=self.colors, log_cost=log_cost, ax=ax)
 
     def latency_cdf(self, ax: Axes | None = None, *, log: bool = True) -> Axes:
