@@ -17,7 +17,7 @@ import sykit as sy
 OUT = Path(__file__).with_name("reference.md")
 
 SECTIONS = [
-    ("Running", ["run", "arun", "compare", "sweep", "Result", "Comparison", "Sweep"]),
+    ("Running", ["run", "arun", "compare", "acompare", "sweep", "Result", "Comparison", "Sweep"]),
     (
         "Writing algorithms",
         [

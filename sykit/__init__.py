@@ -8,7 +8,8 @@ attempt it caused from ``result.attempts`` and every request from ``result.reque
 from contextlib import suppress as _suppress
 
 from . import datasets as datasets
-from . import faults as faults
+from . import failoverbench as failoverbench
+from . import faults as _faults  # sy.faults: the presets' and the catalogue's former home
 from . import profiles as profiles
 from . import strategies as strategies
 from . import testing as testing
@@ -73,6 +74,7 @@ from ._race import hedge as hedge
 from ._race import timeout as timeout
 from ._results import Comparison as Comparison
 from ._results import Result as Result
+from ._runner import acompare as acompare
 from ._runner import arun as arun
 from ._runner import compare as compare
 from ._runner import run as run
@@ -139,14 +141,15 @@ __all__ = [
     "Uniform",
     "UnknownModel",
     "Usage",
+    "acompare",
     "answered",
     "arun",
     "ask_good_enough",
     "classify",
     "compare",
     "datasets",
+    "failoverbench",
     "fallback_reason",
-    "faults",
     "first",
     "first_ok",
     "hedge",
@@ -167,4 +170,4 @@ for _name in __all__:
     if getattr(_obj, "__module__", "").startswith("sykit."):
         with _suppress(AttributeError, TypeError):
             _obj.__module__ = "sykit"
-del _name, _obj
+del _name, _obj, _faults

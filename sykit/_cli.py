@@ -3,7 +3,7 @@
 ``sykit compare`` compares the library's strategies on a shipped evaluation dataset (RouteLLM's GPT-4
 vs Mixtral table by default): routing quality on a fault-free host (with the APGR/AIQ of a threshold
 sweep), then robustness under the faults it prints (see :mod:`sykit._compare_job`). ``sykit demo``
-does a quick comparison on a synthetic workload.
+does a quick comparison on a synthetic workload. Both write CSVs and plots with ``--out``.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import pandas as pd
 
@@ -21,6 +22,7 @@ from ._config import Faults, Judge, Latency, ModelProfile
 from ._dists import LogNormal
 from ._hosts.sim import SimHost
 from ._models import Request
+from ._results import Comparison
 from ._runner import compare
 
 __all__ = ["demo_host", "demo_requests", "main"]
@@ -116,7 +118,35 @@ def _demo(args: argparse.Namespace) -> int:
     print(
         f"\n{len(lineup)} strategies × {args.requests} requests simulated in {elapsed:.1f} s of wall time"
     )
+    if args.out:
+        written = write_demo_outputs(Path(args.out), comparison, summary)
+        print(f"wrote {len(written)} files to {args.out}/: {', '.join(written)}")
     return 0
+
+
+def write_demo_outputs(out: Path, comparison: Comparison, summary: pd.DataFrame) -> list[str]:
+    """The demo's tables as CSV and its plots as PNG in ``out``, to read or share after the run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    summary.to_csv(out / "summary.csv", index=False)
+    comparison.requests.to_csv(out / "requests.csv", index=False)
+    comparison.attempts.to_csv(out / "attempts.csv", index=False)
+    written = ["summary.csv", "requests.csv", "attempts.csv"]
+    figures = {
+        "cost_quality.png": lambda: comparison.plot.cost_quality().figure,
+        "latency_cdf.png": lambda: comparison.plot.latency_cdf().figure,
+        "outcomes.png": lambda: comparison.plot.outcomes(),
+    }
+    for name, draw in figures.items():
+        figure = draw()
+        figure.savefig(out / name, dpi=110, bbox_inches="tight")
+        plt.close(figure)
+        written.append(name)
+    return written
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -129,6 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--concurrency", type=int, default=32)
     demo.add_argument("--quiet", action="store_true", help="no progress bar")
+    demo.add_argument("--out", default=None, help="folder for CSVs and PNG plots")
     demo.set_defaults(handler=_demo)
     cmp = commands.add_parser(
         "compare",

@@ -90,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--faults",
         choices=("realistic", "none"),
         default="realistic",
-        help="random faults of the robustness run (default: realistic, see sy.faults.realistic)",
+        help="random faults of the robustness run (default: realistic, see sy.Faults.realistic)",
     )
     parser.add_argument(
         "--outage",
@@ -182,7 +182,6 @@ def run_job(args: argparse.Namespace) -> int:
     """Run ``sykit compare`` with parsed arguments; print both tables; write files if asked."""
     from . import datasets, profiles
     from ._sweep import sweep
-    from .faults import realistic
 
     started = time.perf_counter()
     data = datasets.load(args.dataset)
@@ -207,7 +206,7 @@ def run_job(args: argparse.Namespace) -> int:
 
     clean = profiles.from_catalog([weak, strong, JUDGE])
     judge = Judge(accuracy=JUDGE_ACCURACY)
-    random_faults = realistic() if args.faults == "realistic" else Faults()
+    random_faults = Faults.realistic() if args.faults == "realistic" else Faults()
     faulty: dict[str, ModelProfile] = {}
     for name, profile in clean.items():
         windows = tuple((start, end) for model, start, end in outages if model == name)

@@ -234,6 +234,24 @@ class Faults(_Replaceable):
         scripted = bool(self.outages) or self.flapping is not None or self.fail_first > 0
         object.__setattr__(self, "scripted", scripted)
 
+    @classmethod
+    def realistic(cls, **changes: Any) -> Faults:
+        """A fault profile in the range public APIs show on a normal day: 2% rate limits
+        (Retry-After 1 s), 1% server errors, 0.2% connection resets, 0.2% hangs until the client
+        deadline, and 2% of answers ten times slower than usual. Override any field:
+        ``sy.Faults.realistic(rate_limit=0.1)``."""
+        settings: dict[str, Any] = {
+            "rate_limit": 0.02,
+            "retry_after_s": 1.0,
+            "unavailable": 0.01,
+            "reset": 0.002,
+            "timeout": 0.002,
+            "spike_p": 0.02,
+            "spike_factor": 10.0,
+        }
+        settings.update(changes)
+        return cls(**settings)
+
     def in_outage(self, t: float) -> bool:
         return any(t0 <= t < t1 for t0, t1 in self.outages)
 

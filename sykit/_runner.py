@@ -20,7 +20,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import numpy as np
@@ -45,12 +45,14 @@ from ._inputs import (
 from ._kernel import Kernel, NeedsAsyncio
 from ._lifecycle import StrategyRun, install_task_tracking, track_task
 from ._models import Request
-from ._progress import make_progress
+from ._progress import label, make_progress
 from ._results import Comparison, Result, request_errors
 from ._sched import AsyncioBackend, KernelBackend, using
 from ._spill import Spill, check_spill
 
-__all__ = ["ENGINES", "arun", "compare", "run"]
+__all__ = ["ENGINES", "acompare", "arun", "compare", "run"]
+
+_T = TypeVar("_T")
 
 #: The values ``engine=`` takes.
 ENGINES = ("auto", "kernel", "asyncio")
@@ -255,6 +257,7 @@ class _Plan:
         results = []
         for seed in self.seeds:
             for name, fn in self.strategies:
+                label(progress, name, seed, len(self.seeds))
                 try:
                     results.append(await self.run_on_asyncio(name, fn, seed, progress))
                 except RunInterrupted as stop:
@@ -293,6 +296,7 @@ def _execute(plan: _Plan, progress_flag: bool | None, description: str) -> list[
             results = []
             for seed in plan.seeds:
                 for name, fn in plan.strategies:
+                    label(progress, name, seed, len(plan.seeds))
                     try:
                         results.append(plan.run_simulated(name, fn, seed, progress))
                     except RunInterrupted as stop:
@@ -436,6 +440,24 @@ def compare(
     """Run several strategies on the same requests, with the same arrivals and the same random
     draws for the same attempts (common random numbers), once per seed. ``engine`` and ``spill``
     as in :func:`run`; with ``spill`` each strategy × seed writes to its own subfolder."""
+    plan = _compare_plan(strategies, requests, host, seeds, concurrency, arrivals, strict, engine)
+    plan.spill = check_spill(spill, nested=True)
+    results = _execute(plan, progress, "compare")
+    _check_algorithms(results, strict)
+    return Comparison(results)
+
+
+def _compare_plan(
+    strategies: object,
+    requests: object,
+    host: object,
+    seeds: object,
+    concurrency: object,
+    arrivals: object,
+    strict: bool,
+    engine: object,
+) -> _Plan:
+    """The checked plan of a comparison: named strategies, distinct seeds."""
     if isinstance(strategies, Mapping):
         named = [as_algorithm(algo, str(key)) for key, algo in strategies.items()]
     elif isinstance(strategies, Sequence) and not isinstance(strategies, str):
@@ -461,9 +483,36 @@ def compare(
             f"seeds must be distinct; repeated: {repeated} (a repeated seed repeats the same "
             "draws, so every request would be counted twice)"
         )
-    plan = _Plan(named, requests, host, concurrency, arrivals, checked, strict, engine)
+    return _Plan(named, requests, host, concurrency, arrivals, checked, strict, engine)
+
+
+async def acompare(
+    strategies: Mapping[str, Algorithm] | Sequence[Algorithm],
+    requests: Iterable[Request | str],
+    *,
+    host: Host,
+    seeds: Sequence[int] = (0,),
+    concurrency: int | None = None,
+    arrivals: Poisson | Sequence[float] | None = None,
+    progress: bool | None = None,
+    strict: bool = False,
+    engine: str = "auto",
+    spill: str | os.PathLike[str] | None = None,
+) -> Comparison:
+    """``await``-able :func:`compare` for async code, as :func:`arun` is for :func:`run`: on a
+    SimHost the runs happen in a worker thread (a daemon) and the caller's event loop stays free;
+    a real host runs on the caller's loop."""
+    plan = _compare_plan(strategies, requests, host, seeds, concurrency, arrivals, strict, engine)
     plan.spill = check_spill(spill, nested=True)
-    results = _execute(plan, progress, "compare")
+    if plan.host.virtual:
+        results = await _in_daemon_thread(lambda: _execute(plan, progress, "compare"))
+    else:
+        bar = make_progress(plan.total_requests, progress, "compare")
+        try:
+            results = await plan.run_all_real(bar)
+        finally:
+            if bar is not None:
+                bar.close()
     _check_algorithms(results, strict)
     return Comparison(results)
 
@@ -477,10 +526,10 @@ def _check_algorithms(results: list[Result], strict: bool) -> None:
     )
 
 
-async def _in_daemon_thread(work: Callable[[], Result]) -> Result:
+async def _in_daemon_thread(work: Callable[[], _T]) -> _T:
     """Run ``work`` in a daemon thread and await its result without blocking the event loop."""
     loop = asyncio.get_running_loop()
-    future: asyncio.Future[Result] = loop.create_future()
+    future: asyncio.Future[_T] = loop.create_future()
     context = contextvars.copy_context()
 
     def deliver(outcome: Any, failed: bool) -> None:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from . import _catalog
-from ._config import Latency, ModelProfile
+from ._config import Faults, Latency, ModelProfile
 from ._errors import ArgumentError, ArgumentTypeError
 from ._fit import compare_quantiles as compare_quantiles
 from ._fit import fit as fit
@@ -35,6 +35,7 @@ __all__ = [
     "measurements",
     "names",
     "search",
+    "with_faults",
 ]
 
 _MODES = ("auto", "llmperf", "thefastest", "default")
@@ -192,3 +193,11 @@ def _pairs(names: object) -> list[tuple[str, str]]:
     if unknown:
         raise ArgumentError(_catalog.unknown_message(unknown))
     return pairs
+
+
+def with_faults(profiles: Mapping[str, ModelProfile], faults: Faults) -> dict[str, ModelProfile]:
+    """The same profiles, every one with ``faults``:
+    ``sy.profiles.with_faults(sy.profiles.from_catalog(names), sy.Faults.realistic())``."""
+    if not isinstance(faults, Faults):
+        raise ArgumentTypeError(f"faults must be a sy.Faults, got {type(faults).__name__}")
+    return {name: profile.replace(faults=faults) for name, profile in profiles.items()}

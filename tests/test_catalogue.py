@@ -9,7 +9,7 @@ import pytest
 
 import sykit as sy
 
-SCENARIOS = sy.faults.catalogue()
+SCENARIOS = sy.failoverbench.catalogue()
 
 
 def test_there_are_sixteen_scenarios_in_order():
@@ -25,7 +25,7 @@ def test_the_reference_router_passes(scenario_id, engine):
 
 
 def test_the_whole_catalogue_as_one_report(engine):
-    report = sy.faults.run_catalogue(engine=engine)
+    report = sy.failoverbench.run_catalogue(engine=engine)
     assert report["passed"].all()
     assert list(report.columns) == [
         "id",
@@ -42,7 +42,9 @@ NAIVE_FAILS = {"S02", "S04", "S05", "S06", "S07", "S08", "S10", "S12", "S14", "S
 
 
 def test_a_router_without_fallbacks_fails_the_scenarios_that_need_one(engine):
-    report = sy.faults.run_catalogue(sy.strategies.single("primary"), engine=engine).set_index("id")
+    report = sy.failoverbench.run_catalogue(
+        sy.strategies.single("primary"), engine=engine
+    ).set_index("id")
     assert set(report.index[~report["passed"]]) == NAIVE_FAILS
     assert "failed" in report.loc["S04", "problems"]
 
@@ -65,4 +67,4 @@ def test_without_cooldown_the_flapping_primary_is_tried_every_time(engine):
 
 def test_unknown_ids_are_named():
     with pytest.raises(ValueError, match="S99"):
-        sy.faults.run_catalogue(ids=["S01", "S99"])
+        sy.failoverbench.run_catalogue(ids=["S01", "S99"])

@@ -89,3 +89,23 @@ def test_compare_without_faults_says_there_is_no_robustness_run(capsys):
 def test_a_bad_outage_is_refused_with_its_reason(outage, words, capsys):
     with pytest.raises(SystemExit, match=words):
         main(["compare", "--sample", "20", "--quiet", "--outage", outage])
+
+
+def test_demo_writes_its_tables_and_plots_with_out(capsys, tmp_path):
+    out = tmp_path / "demo"
+    assert main(["demo", "--requests", "60", "--quiet", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    files = {p.name for p in out.iterdir()}
+    assert files == {
+        "summary.csv",
+        "requests.csv",
+        "attempts.csv",
+        "cost_quality.png",
+        "latency_cdf.png",
+        "outcomes.png",
+    }
+    assert f"wrote 6 files to {out}/" in printed
+    summary = pd.read_csv(out / "summary.csv")
+    assert "hedge large @2s" in summary["strategy"].tolist()
+    assert len(pd.read_csv(out / "requests.csv")) == 60 * len(summary)
+    assert (out / "outcomes.png").read_bytes().startswith(b"\x89PNG")

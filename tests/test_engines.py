@@ -299,9 +299,9 @@ def test_the_comparison_covers_every_status_cause_and_fault():
     assert (attempts["status"].eq("cancelled") & attempts["output_tokens"].gt(0)).any()
 
 
-@pytest.mark.parametrize("scenario_id", list(sy.faults.catalogue()))
+@pytest.mark.parametrize("scenario_id", list(sy.failoverbench.catalogue()))
 def test_every_catalogue_scenario_gives_the_same_frames(scenario_id):
-    scenario = sy.faults.catalogue()[scenario_id]
+    scenario = sy.failoverbench.catalogue()[scenario_id]
     kernel = scenario.run(engine="kernel").result
     on_asyncio = scenario.run(engine="asyncio").result
     assert (kernel.engine, on_asyncio.engine) == ("kernel", "asyncio")

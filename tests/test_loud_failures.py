@@ -271,7 +271,7 @@ def test_the_fault_catalogue_warns_once_for_a_broken_router():
         return sy.route_to("primry", request)
 
     with pytest.warns(AlgorithmWarning) as caught:
-        report = sy.faults.run_catalogue(misspelt, ids=["S01", "S03", "S04"])
+        report = sy.failoverbench.run_catalogue(misspelt, ids=["S01", "S03", "S04"])
     assert not report["passed"].any()
     assert len(caught) == 1
     assert str(caught[0].message).startswith(

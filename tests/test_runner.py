@@ -261,6 +261,35 @@ def test_run_from_inside_a_running_loop_gives_the_same_frames(profiles, engine):
     pdt.assert_frame_equal(plain.attempts, awaited.attempts)
 
 
+def test_acompare_is_compare_for_async_code(profiles):
+    host = lognormal_host(profiles)
+    many = [sy.Request(f"q{i}") for i in range(40)]
+    lineup = {"race": jittery_race, "fast": fast_only}
+    plain = sy.compare(lineup, many, host=host, seeds=[0, 1])
+
+    async def top_level_await():
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        beat = asyncio.ensure_future(ticker())
+        try:
+            return await sy.acompare(lineup, many, host=host, seeds=[0, 1]), ticks
+        finally:
+            beat.cancel()
+
+    awaited, ticks = asyncio.run(top_level_await())
+    assert isinstance(awaited, sy.Comparison) and ticks > 0  # the caller's loop kept running
+    pdt.assert_frame_equal(plain.attempts, awaited.attempts)
+    pdt.assert_frame_equal(plain.requests, awaited.requests)
+    with pytest.raises(ValueError, match="seeds must be distinct"):
+        asyncio.run(sy.acompare(lineup, many, host=host, seeds=[1, 1]))
+
+
 def test_run_after_nest_asyncio_apply_gives_the_same_frames():
     script = textwrap.dedent(
         """

@@ -811,7 +811,7 @@ def test_the_cli_saves_its_figures_with_their_titles_inside(host, tmp_path, monk
     from matplotlib.figure import Figure
 
     from sykit import _compare_job
-    from sykit.widgets import _figure_output
+    from sykit._playground.figures import figure_output as _figure_output
 
     saved = []
     original = Figure.savefig

@@ -8,9 +8,11 @@ import math
 import matplotlib
 import pandas.testing as pdt
 import pytest
+from helpers import constant_profile
 
 import sykit as sy
 from sykit import widgets
+from sykit._playground import ui
 from sykit.widgets import KNOBS, Knobs, apply_knobs, build_lineup, scale_distribution
 
 REQUESTS = [sy.Request(f"question {i}", id=i) for i in range(12)]
@@ -35,7 +37,7 @@ def agg_backend():
 
 @pytest.fixture
 def pg(host):
-    return widgets.playground(REQUESTS, host, plot="timeline")
+    return widgets.playground(REQUESTS, host, plot="timeline", hedge_after_s=2.0)
 
 
 def row(pg, strategy):
@@ -57,6 +59,59 @@ def test_default_lineup_uses_cheapest_and_priciest_models_and_the_judge(host):
         widgets.default_strategies(host, judge="oracle")
 
 
+def _abc_host(**kwargs) -> sy.SimHost:
+    """Three answering models named unlike the defaults; b's answers take about 6 s."""
+    slow = sy.Latency(ttft=sy.LogNormal(5.0, p95=9.0), tokens_per_s=100)
+    return sy.SimHost(
+        {
+            "mid": constant_profile(0.5, 50, 100.0, price_in=1.0, price_out=4.0, quality=0.7),
+            "a": constant_profile(0.25, 50, 100.0, price_in=0.1, price_out=0.4, quality=0.5),
+            "b": sy.ModelProfile(
+                price_in=5.0, price_out=15.0, quality=0.9, latency=slow, output_tokens=100
+            ),
+        },
+        **kwargs,
+    )
+
+
+def test_default_lineup_uses_the_hosts_own_models_weak_mid_and_strong():
+    host = _abc_host(judge=sy.Judge(accuracy=0.8))
+    lineup = widgets.default_strategies(host)
+    assert list(lineup) == [
+        "a only",
+        "mid only",
+        "b only",
+        "fallback a>mid>b",
+        "cascade a>b",
+        "race a|b",
+        "hedge b",
+    ]
+    built = build_lineup(lineup, Knobs())
+    assert built["fallback a>mid>b"].name == "fallback(a>mid>b)"
+    # no judge model and no sy.Judge given: no cascade
+    assert "cascade a>b" not in widgets.default_strategies(_abc_host())
+    # a model without a quality is a helper: it judges
+    helper = constant_profile(0.1, 5, 50.0, price_in=0.05, price_out=0.1)
+    graded = sy.SimHost({**_abc_host().profiles, "grader": helper})
+    assert list(graded.judges) and "cascade a>b" in widgets.default_strategies(graded)
+    assert build_lineup(widgets.default_strategies(graded), Knobs())["cascade a>b"].name == (
+        "cascade(a>b)"
+    )
+
+
+def test_the_judge_slider_moves_the_default_cascade_and_the_hedge_starts_at_the_tail():
+    host = _abc_host(judge=sy.Judge(accuracy=0.8))
+    requests = [sy.Request(f"question {i}", id=i) for i in range(60)]
+    pg = widgets.playground(requests, host, plot="cost_quality")
+    assert pg.knobs.judge_error_rate == pytest.approx(0.2)
+    answer_p95 = widgets.hedge_delay(host, "b")
+    assert pg.knobs.hedge_after_s == answer_p95 and 8.0 < answer_p95 < 12.0
+    assert row(pg, "hedge b")["attempts_per_request"] < 1.2  # not 2 s against a 6 s median
+    cascade = row(pg, "cascade a>b")["mean_quality"]
+    pg.controls["judge_error_rate"].value = 0.5
+    assert row(pg, "cascade a>b")["mean_quality"] != cascade
+
+
 # -- building and re-running ----------------------------------------------------------------------
 
 
@@ -64,7 +119,7 @@ def test_playground_is_a_vbox_with_every_control_and_a_first_run(pg):
     import ipywidgets
 
     assert isinstance(pg, ipywidgets.VBox) and isinstance(pg, widgets.Playground)
-    assert set(pg.controls) == {*KNOBS, "strategies", "plot"}
+    assert set(pg.controls) == {*KNOBS, "strategies", "plot", "timeline"}
     assert pg.runs == 1 and pg.error is None
     assert pg.summary["strategy"].tolist() == LINEUP
     assert all(f"<td>{name}</td>" in pg.table.value.replace("&gt;", ">") for name in LINEUP)
@@ -144,7 +199,7 @@ def test_strategy_selection_reruns_only_the_chosen_ones(pg):
 
 def test_in_a_notebook_the_plot_is_shown_as_a_png(pg, monkeypatch):
     assert pg.output.outputs == ()  # headless: nothing could show it
-    monkeypatch.setattr(widgets, "_in_notebook", lambda: True)
+    monkeypatch.setattr(ui, "_in_notebook", lambda: True)
     pg.controls["plot"].value = "cost_quality"
     (shown,) = pg.output.outputs
     assert base64.b64decode(shown["data"]["image/png"]).startswith(b"\x89PNG")
@@ -169,6 +224,49 @@ def test_colours_follow_the_lineup_not_the_selection(pg):
     pg.set(strategies=["hedge strong"], plot="latency_cdf")
     (line,) = [line for line in pg.figure.axes[0].lines if line.get_gid() == "cdf:hedge strong"]
     assert to_hex(line.get_color()) == strategy_colors(LINEUP)["hedge strong"]
+
+
+def test_the_timeline_shows_the_chosen_strategy_without_rerunning(pg):
+    assert pg.controls["timeline"].options == tuple(LINEUP)
+    runs = pg.runs
+    pg.controls["timeline"].value = "hedge strong"
+    assert pg.runs == runs
+    assert pg.figure.axes[0].get_title(loc="left").startswith("hedge strong · request")
+    pg.set(strategies=["fast only"])  # the chosen one left out: the first that ran
+    assert pg.figure.axes[0].get_title(loc="left").startswith("fast only · request")
+
+
+def test_the_table_shows_the_change_since_the_previous_run(pg):
+    assert pg.change is None and "(+" not in pg.table.value
+    pg.controls["latency_scale"].value = 2.0
+    change = pg.change.set_index("strategy")
+    assert change.loc["fast only", "latency_p50_s"] == 1.0
+    assert change.loc["fast only", "success_rate"] == 0.0
+    assert '<small style="color:#b00020">(+1.00)</small>' in pg.table.value  # slower: worse
+    assert "change since run 1" in pg.status.value
+    pg.controls["latency_scale"].value = 1.0
+    assert '<small style="color:#1b7f3b">(-1.00)</small>' in pg.table.value  # faster: better
+    pg.set(strategies=["fast only", "race fast|strong"])
+    pg.set(strategies=LINEUP)  # strategies that did not run last time: no change shown
+    assert pg.change.set_index("strategy")["latency_p50_s"].isna().sum() == len(LINEUP) - 2
+
+
+def test_every_control_has_a_tooltip(pg):
+    for name, control in pg.controls.items():
+        assert len(control.tooltip) > 20, name
+
+
+def test_a_change_reruns_only_the_strategies_that_depend_on_it(pg):
+    first = pg.comparison
+    pg.controls["hedge_after_s"].value = 5.0
+    assert pg.session.reused == len(LINEUP) - 1
+    assert pg.comparison["fast only"] is first["fast only"]
+    assert pg.comparison["hedge strong"] is not first["hedge strong"]
+    pg.controls["concurrency"].value = 4
+    assert pg.session.reused == len(LINEUP) - 1  # every strategy depends on the concurrency
+    pg.controls["concurrency"].value = 32
+    pg.controls["hedge_after_s"].value = 2.0
+    assert pg.comparison["hedge strong"] is first["hedge strong"]  # kept from the first run
 
 
 def test_set_changes_several_controls_with_one_run(pg):
@@ -262,6 +360,23 @@ def test_apply_knobs_scales_faults_latency_and_judge(profiles):
     assert (off.rate_limit, off.unavailable, off.spike_p) == (0.0, 0.0, 0.0)
 
 
+def test_fault_scale_zero_turns_every_random_fault_off(profiles):
+    from sykit._config import RANDOM_FAULTS
+
+    every = sy.Faults(
+        **dict.fromkeys(RANDOM_FAULTS, 0.1), spike_p=0.3, stall_p=0.2, outages=[(5.0, 6.0)]
+    )
+    host = sy.SimHost({"fast": profiles["fast"].replace(faults=every)})
+    off = apply_knobs(host, Knobs(fault_scale=0.0)).profiles["fast"].faults
+    assert {
+        name: getattr(off, name) for name in (*RANDOM_FAULTS, "spike_p", "stall_p")
+    } == dict.fromkeys((*RANDOM_FAULTS, "spike_p", "stall_p"), 0.0)
+    assert off.outages == ((5.0, 6.0),)  # scripted, not random
+    scaled = apply_knobs(host, Knobs(fault_scale=1.1, timeout=0.05)).profiles["fast"].faults
+    assert scaled.cut_stream == pytest.approx(0.11) and scaled.malformed == pytest.approx(0.11)
+    assert scaled.timeout == pytest.approx(0.16)
+
+
 @pytest.mark.parametrize(
     "dist",
     [
@@ -298,3 +413,23 @@ def test_scale_distribution_wraps_other_distributions_and_checks_the_factor():
         scale_distribution(sy.Constant(1.0), math.inf)
     with pytest.raises(TypeError, match="dist must be a distribution"):
         scale_distribution(1.0, 2.0)
+
+
+# -- without widgets ------------------------------------------------------------------------------
+
+
+def test_the_logic_and_the_plots_work_without_ipywidgets(host, monkeypatch):
+    import sys
+
+    from sykit._playground.figures import draw
+    from sykit._playground.session import Session
+
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # any import of it fails
+    session = Session(REQUESTS, host, widgets.default_strategies(host), seed=0)
+    session.run(Knobs(latency_scale=2.0), ["fast only", "hedge strong"])
+    assert session.summary["strategy"].tolist() == ["fast only", "hedge strong"]
+    assert session.host.profiles["fast"].latency.ttft.value == 1.0
+    figure = draw("latency_cdf", session.comparison)
+    assert figure.axes[0].get_xlabel() == "latency (s, log scale)"
+    with pytest.raises(ImportError):
+        widgets.playground(REQUESTS, host)

@@ -6,7 +6,7 @@ comparison's strategy order, so a strategy looks the same in each of its plots.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ArgumentError, ArgumentTypeError
@@ -17,6 +17,7 @@ from .style import strategy_colors
 from .timeline import plot_timeline
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -67,14 +68,25 @@ class ResultPlots:
 
 
 class ComparisonPlots:
-    """``cmp.plot``: plots of a comparison, one colour per strategy throughout."""
+    """``cmp.plot``: plots of a comparison, one colour per strategy throughout (``colors`` fixes
+    them, e.g. from a larger line-up so a strategy keeps its colour when others are left out;
+    ``summary``, the comparison's summary when the caller has it already, saves computing it)."""
 
-    def __init__(self, comparison: Comparison) -> None:
+    def __init__(
+        self,
+        comparison: Comparison,
+        colors: Mapping[str, str] | None = None,
+        summary: pd.DataFrame | None = None,
+    ) -> None:
         self._comparison = comparison
+        self._colors = dict(colors) if colors is not None else None
+        self._summary = summary
 
     @property
     def colors(self) -> dict[str, str]:
         """Strategy → colour, as every plot of this comparison uses them."""
+        if self._colors is not None:
+            return dict(self._colors)
         return strategy_colors(self._comparison.strategies)
 
     def _subset(self, strategies: Sequence[str] | None) -> list[str]:
@@ -101,7 +113,7 @@ class ComparisonPlots:
         """Cost per request vs mean quality per strategy with 95 % CIs, and the Pareto frontier of
         the realizable ones (strategies that read the truth are drawn as bounds); each point is
         labelled with its name. ``strategies`` draws a subset in the comparison's colours."""
-        summary = self._comparison.summary()
+        summary = self._summary if self._summary is not None else self._comparison.summary()
         return plot_cost_quality(
             summary,
             strategies=self._subset(strategies),

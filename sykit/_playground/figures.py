@@ -1,0 +1,74 @@
+"""The playground's plots: ``cmp.plot`` drawn on a Figure of the playground's size, and the PNG output
+an ipywidgets.Output shows."""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._errors import ArgumentError
+from .._results import Comparison
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+__all__ = ["PLOTS", "draw", "figure_output", "text_output"]
+
+#: The plots the playground can draw, by ``plot=`` value.
+PLOTS: dict[str, str] = {
+    "cost_quality": "cost vs quality",
+    "latency_cdf": "latency CDF",
+    "outcomes": "attempt outcomes",
+    "timeline": "timeline",
+}
+
+
+def draw(
+    plot: str,
+    comparison: Comparison,
+    colors: Mapping[str, str] | None = None,
+    strategy: str | None = None,
+    summary: pd.DataFrame | None = None,
+) -> Figure:
+    """A Figure (not managed by pyplot, so nothing shows twice) with one of :data:`PLOTS`, drawn by
+    ``comparison.plot`` with the playground's ``colors``; the timeline shows ``strategy`` (the
+    first one when None or not in the comparison). ``summary``: the comparison's, if known."""
+    from matplotlib.figure import Figure
+
+    from .._viz import ComparisonPlots
+
+    if plot not in PLOTS:
+        raise ArgumentError(f"plot must be one of {list(PLOTS)}, got {plot!r}")
+    plots = ComparisonPlots(comparison, colors=colors, summary=summary)
+    if plot == "outcomes":
+        figure = Figure(figsize=(11, 3.8), layout="constrained")
+        plots.outcomes(ax=figure.subplots(1, 2))
+        return figure
+    if plot == "timeline":
+        figure = Figure(figsize=(9, 3.2), layout="constrained")
+        shown = strategy if strategy in comparison.strategies else comparison.strategies[0]
+        plots.timeline(shown, ax=figure.subplots())
+        return figure
+    figure = Figure(figsize=(9, 3.8), layout="constrained")
+    getattr(plots, plot)(ax=figure.subplots())
+    return figure
+
+
+def figure_output(figure: Figure) -> dict[str, Any]:
+    """The figure as a PNG display output."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
+    png = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return {
+        "output_type": "display_data",
+        "data": {"image/png": png, "text/plain": repr(figure)},
+        "metadata": {},
+    }
+
+
+def text_output(text: str) -> dict[str, Any]:
+    """A line of text as a stream output."""
+    return {"output_type": "stream", "name": "stdout", "text": text + "\n"}
