@@ -281,7 +281,9 @@ class ModelProfile(_Replaceable):
     ``output_tokens`` is the answer length drawn when the dataset does not know it; ``quality``
     is the chance of a correct answer on requests without ground truth (requests share one keyed
     difficulty draw, so a model with higher quality is right whenever a weaker one is).
-    ``reject_delay_s`` is how long an error answer (400, 429, 5xx) takes.
+    ``reject_delay_s`` is how long an error answer (400, 429, 5xx) takes. ``prefill=False``
+    refuses (400) a request whose last message is the assistant's, a partial answer to continue,
+    as some providers do.
     """
 
     price_in: float = 0.0
@@ -289,6 +291,7 @@ class ModelProfile(_Replaceable):
     context_window: int = 128_000
     vision: bool = False
     tools: bool = True
+    prefill: bool = True
     latency: Latency = field(default_factory=Latency)
     output_tokens: float | Distribution = field(default_factory=lambda: LogNormal(200, p95=800))
     quality: float | None = None
@@ -300,7 +303,7 @@ class ModelProfile(_Replaceable):
         check_number(self.price_in, "price_in")
         check_number(self.price_out, "price_out")
         _int(self.context_window, "context_window", low=1)
-        for flag in ("vision", "tools"):
+        for flag in ("vision", "tools", "prefill"):
             _flag(getattr(self, flag), flag)
         if not isinstance(self.latency, Latency):
             raise ArgumentTypeError("latency must be a sy.Latency(ttft=..., tokens_per_s=...)")

@@ -68,8 +68,15 @@ def _secondary() -> ModelProfile:
     )
 
 
-def _host(primary: ModelProfile, policy: HostPolicy | None = None) -> SimHost:
-    return SimHost({"primary": primary, "secondary": _secondary()}, policy=policy or HostPolicy())
+def _host(
+    primary: ModelProfile,
+    policy: HostPolicy | None = None,
+    secondary: ModelProfile | None = None,
+) -> SimHost:
+    return SimHost(
+        {"primary": primary, "secondary": secondary or _secondary()},
+        policy=policy or HostPolicy(),
+    )
 
 
 async def _fallback_router(request: Request, driver: Driver) -> Outcome:
@@ -447,10 +454,11 @@ def catalogue() -> dict[str, Scenario]:
                  _host(_primary(faults=Faults(policy=1.0))),
                  single, _fallback_router, _check_s13),
         Scenario("S14", "cut stream, then the fallback rejects assistant prefill",
-                 "The primary's stream is cut. A client that resends the partial answer as an "
-                 "assistant prefill is rejected by the fallback; a correct router sends the fallback "
-                 "the request as it arrived.",
-                 _host(_primary(faults=Faults(cut_stream=1.0))),
+                 "The primary's stream is cut. The fallback refuses assistant prefill (a 400): a "
+                 "client that resends the partial answer as an assistant message fails; a correct "
+                 "router sends the fallback the request as it arrived.",
+                 _host(_primary(faults=Faults(cut_stream=1.0)),
+                       secondary=_secondary().replace(prefill=False)),
                  single, _fallback_router, _check_s14),
         Scenario("S15", "a primary that flaps for 60 s",
                  "The primary alternates 5 s up and 5 s down for the first 60 s while a request "

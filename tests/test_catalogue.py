@@ -68,3 +68,39 @@ def test_without_cooldown_the_flapping_primary_is_tried_every_time(engine):
 def test_unknown_ids_are_named():
     with pytest.raises(ValueError, match="S99"):
         sy.failoverbench.run_catalogue(ids=["S01", "S99"])
+
+
+async def prefilling_router(request, driver):
+    """Streams the primary; when it breaks mid-answer, asks the fallback to continue the partial
+    answer (an assistant prefill), as a naive streaming client might."""
+    text = []
+    try:
+        async for chunk in driver.stream_model(request, ["primary"]):
+            text.append(chunk.text)
+    except sy.ModelError:
+        messages = [*request.messages, {"role": "assistant", "content": "".join(text)}]
+        continued = sy.Request(messages, id=request.id, input_tokens=request.input_tokens + 33)
+        return sy.answered("secondary", await driver.call_model(continued, ["secondary"]))
+    return sy.answered("primary", None)
+
+
+def test_s14_fails_a_router_that_resends_the_partial_answer_as_a_prefill(engine):
+    outcome = SCENARIOS["S14"].run(prefilling_router, engine=engine)
+    assert outcome.problems
+    refused = outcome.result.attempts.query("model == 'secondary'").iloc[0]
+    assert (refused["http_status"], refused["error_kind"]) == (400, "invalid_request")
+    assert "prefill" in refused["error_message"]
+    assert outcome.result.requests.iloc[0]["status"] == "failed"
+
+
+def test_a_model_without_prefill_refuses_a_conversation_ending_with_the_assistant(engine):
+    host = sy.SimHost({"m": sy.ModelProfile(prefill=False, output_tokens=5)})
+    asks = sy.Request([{"role": "user", "content": "hi"}])
+    continues = sy.Request(
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "He"}]
+    )
+    res = sy.run(sy.strategies.single("m"), [asks, continues], host=host, engine=engine)
+    assert res.requests["status"].tolist() == ["ok", "failed"]
+    assert res.requests["error_kind"].tolist()[1] == "invalid_request"
+    with pytest.raises(sy.ArgumentTypeError, match="prefill"):
+        sy.ModelProfile(prefill="no")

@@ -147,6 +147,7 @@ class _Card:
     __slots__ = (
         "faulty",
         "output_tokens",
+        "prefill",
         "profile",
         "quality",
         "spike_factor",
@@ -173,6 +174,7 @@ class _Card:
         self.stall_p = faults.stall_p
         self.stall_s = faults.stall_s
         self.window = profile.context_window
+        self.prefill = profile.prefill
         self.quality = profile.quality
         self.text = ""
 
@@ -207,6 +209,7 @@ class _SimSession:
             request.images
             or request.tools
             or request.input_tokens + (request.max_output_tokens or 0) > card.window
+            or (not card.prefill and _ends_with_assistant(request))  # type: ignore[arg-type]
         ):
             u = [unit(w) for w in words]
             rejection = self._structural(attempt.model, profile, request, u)  # type: ignore[arg-type]
@@ -268,6 +271,11 @@ class _SimSession:
         if request.tools and not profile.tools:
             return 400, _error_body(
                 f"{model} does not support tools (function calling).", code="unsupported_parameter"
+            )
+        if not profile.prefill and _ends_with_assistant(request):
+            return 400, _error_body(
+                "This model does not support assistant message prefill. The conversation must "
+                "end with a user message."
             )
         return None
 
@@ -491,3 +499,9 @@ def _answer(question: Any, target: Any, accuracy: float, u_right: float, u_pick:
     probabilities = {o: (accuracy if o == chosen else rest) for o in options}
     value = float(chosen) if isinstance(question, Score) else chosen
     return Answer(value, probabilities, accuracy)
+
+
+def _ends_with_assistant(request: Request) -> bool:
+    """Whether the request continues a partial answer: its last message is the assistant's."""
+    messages = request.messages
+    return bool(messages) and messages[-1].get("role") == "assistant"
