@@ -753,3 +753,18 @@ def test_an_empty_stream_is_retried_before_stream_model_yields_anything(fake):
         ("error", "unavailable"),
         ("ok", None),
     ]
+
+
+def test_many_concurrent_streamed_calls_all_get_their_answers(fake):
+    async def both(request, driver):
+        _fast, strong = await asyncio.gather(
+            driver.call_model(request, ["fast"]), driver.call_model(request, ["strong"])
+        )
+        return sy.answered("strong", strong)
+
+    host = http_host(fake, "fast", "strong", policy=POLICY.replace(max_retries=0), stream=True)
+    for _ in range(3):
+        fake.reset()
+        res = sy.run(both, [f"q{i}" for i in range(100)], host=host, concurrency=32)
+        assert (res.attempts["status"] == "ok").all(), res.attempts["error_message"].dropna()
+        fake.wait_idle()

@@ -390,7 +390,12 @@ class _SseReader:
     async def aclose(self) -> None:
         if not self.closed:
             self.closed = True
-            await self.held.aclose()
+            try:
+                # Close the line iterator first: left to the garbage collector, httpx's body
+                # iterators would be finalized later, when the connection may serve another call.
+                await self.lines.aclose()  # type: ignore[attr-defined]
+            finally:
+                await self.held.aclose()
 
     async def _read(self) -> str | Reply:
         sse, attempt, session = self.sse, self.attempt, self.session
@@ -511,6 +516,10 @@ class _HttpSession:
             stream = live or bool(request.metadata.get("stream", endpoint.stream))
             body = model_body(request, endpoint, stream)
         headers = dict(self.run_header)
+        if stream:
+            # A connection is not reused after a streamed answer: reusing one that had carried a
+            # stream read to its end left an occasional later call on it without an answer.
+            headers["Connection"] = "close"
         if endpoint.key is not None:
             headers["Authorization"] = f"Bearer {endpoint.key.reveal()}"
         # A real host cannot see whether the provider started on a request: once it is sent, an
