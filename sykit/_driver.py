@@ -386,7 +386,7 @@ def _succeed(
     log = run.log
     usage = reply.usage
     # the grade goes to the records only: the algorithm gets no quality
-    log.ok(row, now, reply.ttft_s, reply.quality)
+    log.ok(row, now, reply.ttft_s, reply.quality, reply.status or 200)
     _bill(run, state, row, kind, usage.input_tokens, usage.output_tokens)
     if run.cooling_until:
         run.cooling_until.pop(model, None)

@@ -55,6 +55,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "n_ungraded",
     "cost_usd",
     "cost_per_request_usd",
+    "cost_per_1k_requests_usd",
     "latency_p50_s",
     "latency_p95_s",
     "latency_p99_s",
@@ -67,8 +68,12 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "fallbacks",
     *(f"fallbacks_{reason}" for reason in FALLBACK_REASONS),
     "retries",
+    "routing_errors",
     "makespan_s",
 )
+
+#: The latency percentiles a summary reports unless told otherwise (and TTFT's median).
+DEFAULT_PERCENTILES: tuple[float, ...] = (0.5, 0.95, 0.99)
 
 
 class UngradedWarning(UserWarning):
@@ -159,7 +164,58 @@ def bootstrap_mean_ci(
     return float(low), float(high)
 
 
-def summarize_one(strategy: str, requests: pd.DataFrame, attempts: pd.DataFrame) -> dict[str, Any]:
+def percentile_label(q: float) -> str:
+    """``0.5`` → ``"p50"``, ``0.999`` → ``"p99.9"``: the name a summary column uses."""
+    return f"p{round(q * 100, 6):g}"
+
+
+def check_percentiles(percentiles: Any) -> tuple[float, ...] | None:
+    """Percentiles as fractions in (0, 1): from fractions (``0.9``) or names (``"p99.9"``)."""
+    if percentiles is None:
+        return None
+    if isinstance(percentiles, str | int | float):
+        percentiles = [percentiles]
+    out = []
+    for value in percentiles:
+        q = value
+        if isinstance(value, str):
+            text = value.strip().lower()
+            try:
+                q = float(text[1:]) / 100 if text.startswith("p") else float("nan")
+            except ValueError:
+                q = float("nan")
+        if isinstance(q, bool) or not isinstance(q, int | float) or not 0 < q < 1:
+            raise ArgumentError(
+                f"percentile {value!r} is not one: give fractions in (0, 1) such as 0.9 or 0.999, "
+                "or names such as 'p90' or 'p99.9'"
+            )
+        out.append(float(q))
+    if not out:
+        raise ArgumentError("percentiles is empty: give at least one, e.g. [0.5, 0.99]")
+    return tuple(dict.fromkeys(out))
+
+
+def summary_columns(percentiles: tuple[float, ...] | None) -> list[str]:
+    """The summary's columns, with one latency and one TTFT column per requested percentile."""
+    if percentiles is None:
+        return list(SUMMARY_COLUMNS)
+    names = [percentile_label(q) for q in percentiles]
+    columns = []
+    for column in SUMMARY_COLUMNS:
+        if column == "latency_p50_s":
+            columns += [f"latency_{n}_s" for n in names]
+            columns += [f"ttft_{n}_s" for n in names]
+        elif not (column.startswith("latency_p") or column.startswith("ttft_p")):
+            columns.append(column)
+    return columns
+
+
+def summarize_one(
+    strategy: str,
+    requests: pd.DataFrame,
+    attempts: pd.DataFrame,
+    percentiles: tuple[float, ...] | None = None,
+) -> dict[str, Any]:
     """One summary row over all of a strategy's rows (every seed). See docs/statistics.md.
 
     ``requests`` counts distinct requests and ``seeds`` the seeds they were replayed with; rates and
@@ -194,10 +250,7 @@ def summarize_one(strategy: str, requests: pd.DataFrame, attempts: pd.DataFrame)
         "n_ungraded": int(ungraded(requests).sum()),
         "cost_usd": cost,
         "cost_per_request_usd": cost / n if n else math.nan,
-        "latency_p50_s": _quantile(ok["latency_s"], 0.50),
-        "latency_p95_s": _quantile(ok["latency_s"], 0.95),
-        "latency_p99_s": _quantile(ok["latency_s"], 0.99),
-        "ttft_p50_s": _quantile(ok["ttft_s"], 0.50),
+        "cost_per_1k_requests_usd": 1000 * cost / n if n else math.nan,
         "attempts_per_request": len(attempted) / n if n else math.nan,
         "cancelled_attempts": int((attempts["status"] == Status.CANCELLED).sum()),
         "wasted_usd": wasted,
@@ -205,12 +258,26 @@ def summarize_one(strategy: str, requests: pd.DataFrame, attempts: pd.DataFrame)
         "routing_usd": float(requests["routing_usd"].sum()),
         "fallbacks": int(attempts["fallback_reason"].notna().sum()),
         "retries": int(attempts["retried"].sum()),
+        # routing-phase attempts that failed (a judge or router call rejected, a raced call's
+        # error): work the summary's fallbacks and retries do not show
+        "routing_errors": int(
+            ((attempts["phase"] == "routing") & (attempts["status"] == Status.ERROR)).sum()
+        ),
         "makespan_s": float(requests["end_s"].max() - requests["arrival_s"].min())
         if n
         else math.nan,
     }
     for reason in FALLBACK_REASONS:
         row[f"fallbacks_{reason}"] = int(reasons.get(reason, 0))
+    latency, ttft = ok["latency_s"], ok["ttft_s"]
+    if percentiles is None:
+        for q in DEFAULT_PERCENTILES:
+            row[f"latency_{percentile_label(q)}_s"] = _quantile(latency, q)
+        row["ttft_p50_s"] = _quantile(ttft, 0.5)
+    else:
+        for q in percentiles:
+            row[f"latency_{percentile_label(q)}_s"] = _quantile(latency, q)
+            row[f"ttft_{percentile_label(q)}_s"] = _quantile(ttft, q)
     return row
 
 
@@ -236,19 +303,63 @@ def _warn_ungraded(requests: pd.DataFrame, table: pd.DataFrame) -> None:
     )
 
 
-def summarize(requests: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
-    """One row per strategy, in the order strategies first appear; warns once
+def summarize(
+    requests: pd.DataFrame,
+    attempts: pd.DataFrame,
+    percentiles: Any = None,
+    by: str | Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """One row per strategy (per strategy and value of the ``by`` columns), in the order they
+    first appear; ``percentiles`` picks the latency and TTFT percentiles reported. Warns once
     (:class:`UngradedWarning`) when some served answers have no grade."""
-    order = list(dict.fromkeys(requests["strategy"].astype(str)))
-    requests_by = _by_strategy(requests)
-    attempts_by = _by_strategy(attempts)
-    rows = [
-        summarize_one(name, requests_by[name], attempts_by.get(name, attempts.iloc[0:0]))
-        for name in order
-    ]
-    table = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    quantiles = check_percentiles(percentiles)
+    keys = _group_columns(requests, by)
+    columns = summary_columns(quantiles)
+    empty = attempts.iloc[0:0]
+    if not keys:
+        order = list(dict.fromkeys(requests["strategy"].astype(str)))
+        requests_by = _by_strategy(requests)
+        attempts_by = _by_strategy(attempts)
+        rows = [
+            summarize_one(name, requests_by[name], attempts_by.get(name, empty), quantiles)
+            for name in order
+        ]
+    else:
+        ids = [c for c in ("strategy", "seed", "request_id") if c in requests and c in attempts]
+        extra = [k for k in keys if k not in ids]
+        labelled = attempts
+        if extra:
+            labels = requests[ids + extra].drop_duplicates(ids)
+            labelled = attempts.merge(labels, on=ids, how="left", suffixes=("", "__by"))
+        names = [k if k in ids or k not in attempts else f"{k}__by" for k in keys]
+        groups = ["strategy", *keys]
+        grouped = dict(
+            iter(labelled.groupby(["strategy", *names], observed=True, sort=False, dropna=False))
+        )
+        rows = []
+        for values, group in requests.groupby(groups, observed=True, sort=False, dropna=False):
+            row = summarize_one(str(values[0]), group, grouped.get(values, empty), quantiles)
+            row.update(zip(keys, values[1:], strict=True))
+            rows.append(row)
+        columns = ["strategy", *keys, *columns[1:]]
+    table = pd.DataFrame(rows, columns=columns)
     _warn_ungraded(requests, table)
     return table
+
+
+def _group_columns(requests: pd.DataFrame, by: str | Sequence[str] | None) -> list[str]:
+    """The ``by`` columns, each checked to be a column of the requests frame."""
+    if by is None:
+        return []
+    keys = [by] if isinstance(by, str) else list(by)
+    unknown = [k for k in keys if not isinstance(k, str) or k not in requests.columns]
+    if unknown or "strategy" in keys:
+        known = [c for c in requests.columns if c != "strategy"]
+        raise ArgumentError(
+            f"summary(by=...) takes columns of the requests frame; {unknown or ['strategy']} "
+            f"{'is not one' if unknown else 'is always grouped by'}: choose from {known}"
+        )
+    return list(dict.fromkeys(keys))
 
 
 _PAIRED_METRICS = {

@@ -60,8 +60,10 @@ ATTEMPT_COLUMNS: tuple[str, ...] = (
     "http_status",
     "fallback_reason",
     "retried",
+    "retry_wait_s",
     "cancel_cause",
     "race_id",
+    "race_size",
     "input_tokens",
     "output_tokens",
     "cost_usd",
@@ -232,7 +234,14 @@ class AttemptLog:
     # Every method takes the run-wide index ``begin`` returned. An index below ``base`` is an
     # attempt already handed over: only a task that outlived its request (one that ignored
     # cancellation on an asyncio loop) can still reach one, and its late change is not recorded.
-    def ok(self, index: int, end: float, ttft: float | None, quality: float | None) -> None:
+    def ok(
+        self,
+        index: int,
+        end: float,
+        ttft: float | None,
+        quality: float | None,
+        http_status: int = 200,
+    ) -> None:
         index -= self.base
         if index < 0:
             return
@@ -243,7 +252,10 @@ class AttemptLog:
             f[base + 2] = ttft
         if quality is not None:
             f[base + 4] = quality
-        self.h[index * 11 + 4] = _OK
+        h = self.h
+        base = index * 11
+        h[base + 4] = _OK
+        h[base + 6] = http_status
 
     def fail(
         self, index: int, end: float, kind: str, message: str, http_status: int | None
@@ -414,10 +426,11 @@ def attempt_frame(
     if n:
         new_call[1:] = (request[1:] != request[:-1]) | (call[1:] != call[:-1])
     call_id = (np.cumsum(new_call) - 1).astype(np.int32)
-    race_id = _renumber(request, take("race"))
+    race_id, race_size = _races(_renumber(request, take("race")), call_id)
     start = take("start_s")
     end = take("end_s")
     http = take("http_status")
+    retried = take("retried").astype(bool)
     columns: dict[str, Any] = {
         "strategy": pd.Categorical.from_codes(np.zeros(n, np.int8), [strategy]),
         "request_id": _ids(ids, request),
@@ -436,9 +449,11 @@ def attempt_frame(
         "error_message": _categorical(take("message"), messages),
         "http_status": pd.arrays.IntegerArray(http, http == 0),
         "fallback_reason": _categorical(take("fallback_reason"), [r.value for r in FallbackReason]),
-        "retried": take("retried").astype(bool),
+        "retried": retried,
+        "retry_wait_s": _retry_waits(call_id, start, end, retried),
         "cancel_cause": _categorical(take("cancel_cause"), [c.value for c in CancelCause]),
         "race_id": pd.arrays.IntegerArray(race_id, race_id < 0),
+        "race_size": race_size,
         "input_tokens": take("input_tokens"),
         "output_tokens": take("output_tokens"),
         "cost_usd": take("cost_usd"),
@@ -446,6 +461,45 @@ def attempt_frame(
         "served": take("served").astype(bool),
     }
     return pd.DataFrame(columns, columns=list(ATTEMPT_COLUMNS))
+
+
+def _races(race_id: np.ndarray, call_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Race ids of real races only (two calls or more: not a lone call under ``sy.timeout`` or a
+    hedge that never sent its copy), renumbered in order, and each row's race size (0: none)."""
+    size = np.zeros(len(race_id), dtype=np.int16)
+    present = race_id >= 0
+    if not present.any():
+        return race_id, size
+    pairs = np.unique(np.stack([race_id[present], call_id[present]]), axis=1)
+    calls = np.bincount(pairs[0], minlength=int(race_id.max()) + 1)
+    size[present] = np.minimum(calls[race_id[present]], np.iinfo(np.int16).max)
+    lone = present & (size < 2)
+    if lone.any():
+        race_id = race_id.copy()
+        race_id[lone] = -1
+        size[lone] = 0
+        race_id = _renumber(np.zeros(len(race_id), dtype=np.int32), race_id)
+    return race_id, size
+
+
+def _retry_waits(
+    call_id: np.ndarray, start: np.ndarray, end: np.ndarray, retried: np.ndarray
+) -> np.ndarray:
+    """On each row followed by a retry: how long the candidate loop waited before it (NaN
+    elsewhere). The retry is the call's next attempt: a call's attempts run one after another."""
+    wait = np.full(len(call_id), np.nan, dtype=np.float32)
+    rows = np.flatnonzero(retried)
+    if not len(rows):
+        return wait
+    order = np.argsort(call_id, kind="stable")  # each call's attempts together, in start order
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    after = position[rows] + 1
+    valid = after < len(order)
+    following = order[np.minimum(after, len(order) - 1)]
+    valid &= call_id[following] == call_id[rows]
+    wait[rows[valid]] = start[following[valid]] - end[rows[valid]]
+    return wait
 
 
 def _renumber(request: np.ndarray, local: np.ndarray) -> np.ndarray:
@@ -663,13 +717,12 @@ def request_frame(
     start = take("start")
     end = take("end")
     arrival = take("arrival")
-    message_values = np.array([None, *messages], dtype=object)
     columns: dict[str, Any] = {
         "strategy": pd.Categorical.from_codes(np.zeros(n, np.int8), [strategy]),
         "request_id": _ids(ids, index[order]),
         "status": _categorical(take("status"), [s.value for s in RequestStatus]),
         "error_kind": _categorical(take("error_kind"), kinds),
-        "error_message": message_values[take("message") + 1],
+        "error_message": _categorical(take("message"), messages),
         "selected_model": _categorical(take("selected"), models),
         "served_model": _categorical(take("served"), models),
         "arrival_s": arrival,

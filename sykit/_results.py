@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from ._errors import ArgumentError
 from ._health import ErrorCount, shorten, top_errors
 from ._metrics import paired_differences, pareto_frontier, summarize
 
@@ -69,9 +70,19 @@ class Result:
     engine: str = field(default="kernel", compare=False)
     interrupted: bool = field(default=False, compare=False)
 
-    def summary(self) -> pd.DataFrame:
-        """A one-row DataFrame: success, quality, cost, latency percentiles, waste, fallbacks."""
-        return summarize(self.requests, self.attempts)
+    def summary(
+        self,
+        *,
+        percentiles: Sequence[float | str] | None = None,
+        by: str | Sequence[str] | None = None,
+    ) -> pd.DataFrame:
+        """A one-row DataFrame: success, quality, cost, latency percentiles, waste, fallbacks.
+
+        ``percentiles`` (e.g. ``[0.5, 0.99, 0.999]`` or ``["p90"]``) chooses the latency and TTFT
+        percentile columns (default: latency p50/p95/p99 and TTFT p50). ``by`` names columns of
+        ``requests`` (a dataset column, ``has_image``, …) to summarise per value, one row each.
+        docs/statistics.md defines every column."""
+        return summarize(self.requests, self.attempts, percentiles, by)
 
     @property
     def plot(self) -> Any:
@@ -138,15 +149,26 @@ class Comparison:
         """Every run's requests, with a ``seed`` column."""
         return _concat([r.requests.assign(seed=r.seed) for r in self.results], self.strategies)
 
-    def summary(self, baseline: str | None = None) -> pd.DataFrame:
+    def summary(
+        self,
+        baseline: str | None = None,
+        *,
+        percentiles: Sequence[float | str] | None = None,
+        by: str | Sequence[str] | None = None,
+    ) -> pd.DataFrame:
         """One row per strategy, over all seeds: ``requests`` distinct requests replayed with
         ``seeds`` seeds; quality means and 95% intervals over requests (each request's mean over
         seeds; failed = 0, ungraded left out and counted in ``n_ungraded``). With ``baseline``,
         also the paired differences (strategy − baseline, same requests and seeds) of quality,
-        cost and latency with 95% CIs. docs/statistics.md defines every column."""
-        table = summarize(self.requests, self.attempts)
+        cost and latency with 95% CIs. ``percentiles`` chooses the latency and TTFT percentile
+        columns (e.g. ``[0.5, 0.99, 0.999]``); ``by`` summarises per value of requests columns
+        (``"seed"``, a dataset column such as ``"benchmark"``), one row each.
+        docs/statistics.md defines every column."""
+        table = summarize(self.requests, self.attempts, percentiles, by)
         if baseline is None:
             return table
+        if by is not None:
+            raise ArgumentError("summary(baseline=...) compares whole strategies: leave out by")
         paired = self.paired(baseline).drop(columns=["baseline", "seeds"])
         return table.merge(paired, on="strategy", how="left")
 
@@ -171,11 +193,31 @@ class Comparison:
 
         return ComparisonPlots(self)
 
-    def __getitem__(self, strategy: str) -> Result:
-        for result in self.results:
-            if result.strategy == strategy:
+    def __getitem__(self, key: str | tuple[str, int]) -> Result:
+        """The Result of one strategy: ``cmp["name"]`` when the comparison ran one seed,
+        ``cmp["name", seed]`` (or :meth:`result`) when it ran several."""
+        if isinstance(key, tuple) and len(key) == 2:
+            return self.result(key[0], seed=key[1])
+        return self.result(key)  # type: ignore[arg-type]
+
+    def result(self, strategy: str, seed: int | None = None) -> Result:
+        """The Result of ``strategy`` with ``seed``; ``seed`` may be left out when the comparison
+        ran a single seed (with several, which one is meant must be said)."""
+        found = [r for r in self.results if r.strategy == strategy]
+        if not found:
+            raise KeyError(f"no strategy {strategy!r}; this comparison has {self.strategies}")
+        seeds = [r.seed for r in found]
+        if seed is None:
+            if len(found) > 1:
+                raise KeyError(
+                    f"strategy {strategy!r} ran with {len(found)} seeds {seeds}: say which, "
+                    f"e.g. cmp[{strategy!r}, {seeds[0]}] or cmp.result({strategy!r}, seed=...)"
+                )
+            return found[0]
+        for result in found:
+            if result.seed == seed:
                 return result
-        raise KeyError(f"no strategy {strategy!r}; this comparison has {self.strategies}")
+        raise KeyError(f"strategy {strategy!r} did not run with seed {seed!r}; its seeds: {seeds}")
 
     def __repr__(self) -> str:
         seeds = sorted({r.seed for r in self.results})

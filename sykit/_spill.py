@@ -426,12 +426,11 @@ class SpilledRun:
         codes = dict(RequestLog.FIELDS)
         raw = {name: _concat(parts.get(name, []), codes[name]) for name in names}
         order = np.argsort(raw["index"], kind="stable")
-        messages = np.array([None, *meta["request_messages"]], dtype=object)
         return pd.DataFrame(
             {
                 "status": _categorical(raw["status"][order], [s.value for s in RequestStatus]),
                 "error_kind": _categorical(raw["error_kind"][order], meta["request_error_kinds"]),
-                "error_message": messages[raw["message"][order] + 1],
+                "error_message": _categorical(raw["message"][order], meta["request_messages"]),
             }
         )
 

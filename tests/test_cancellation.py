@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 
 import anyio
+import pandas as pd
 import pytest
 from helpers import rows
 
@@ -112,6 +113,8 @@ def test_decision_cancelled_at_the_deadline_and_fallback_taken(host, engine):
     assert (answer["model"], answer["start_s"], answer["end_s"]) == ("strong", 0.25, 3.25)
     request = res.requests.iloc[0]
     assert request["routing_s"] == 0.25 and request["evidence_source"] == "timeout_fallback"
+    # a lone call under sy.timeout is not a race
+    assert pd.isna(judge["race_id"]) and judge["race_size"] == 0
 
 
 def test_decision_in_time_is_used(host, engine):
@@ -313,6 +316,7 @@ def test_hedge_starts_a_copy_after_the_delay_and_cancels_the_slower(host, engine
         (2.0, 3.0, "cancelled"),
     ]
     assert strong[1]["cancel_cause"] == "lost_race" and strong[0]["race_id"] == strong[1]["race_id"]
+    assert [r["race_size"] for r in strong] == [2, 2]
 
 
 def test_hedge_not_needed_when_the_primary_is_fast(host, engine):
@@ -322,6 +326,24 @@ def test_hedge_not_needed_when_the_primary_is_fast(host, engine):
 
     res = sy.run(hedged, [REQUEST], host=host, engine=engine)
     assert len(res.attempts) == 1
+    row = res.attempts.iloc[0]
+    assert pd.isna(row["race_id"]) and row["race_size"] == 0  # no copy sent: no race
+
+
+def test_race_ids_are_unique_in_the_run_and_count_their_calls(host, engine):
+    async def twice(request, driver):
+        await sy.first(driver.call_model(request, ["fast"]), driver.call_model(request, ["strong"]))
+        await sy.timeout(5.0, driver.call_model(request, ["fast"]))
+        three = [driver.call_model(request, ["fast"]) for _ in range(3)]
+        _, response = await sy.first(*three)
+        return sy.answered("fast", response)
+
+    res = sy.run(twice, [REQUEST, sy.Request("again", id=1)], host=host, engine=engine)
+    races = res.attempts.dropna(subset=["race_id"])
+    sizes = races.groupby("race_id")["call_id"].nunique()
+    assert sizes.tolist() == [2, 3, 2, 3]  # four races, numbered across both requests
+    assert (races["race_size"] == races["race_id"].map(sizes)).all()
+    assert res.attempts["race_id"].isna().sum() == 2  # the calls under sy.timeout
 
 
 # -- what cancelled calls cost ---------------------------------------------------------------------

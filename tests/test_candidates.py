@@ -319,3 +319,19 @@ def test_failed_attempts_cost_nothing_and_waste_is_what_was_not_served(engine):
     assert strong["cost_usd"] == pytest.approx((TEXT.input_tokens * 10.0 + 50 * 30.0) / 1e6)
     assert request["cost_usd"] == pytest.approx(strong["cost_usd"])
     assert request["wasted_usd"] == 0.0
+
+
+def test_each_retried_row_says_how_long_the_loop_waited_before_the_retry(engine):
+    flaky = sy.ModelProfile(
+        latency=sy.Latency(ttft=0.5, tokens_per_s=100.0),
+        output_tokens=10,
+        faults=sy.Faults(fail_first=2, fail_first_status=429, retry_after_s=1.5),
+        reject_delay_s=0.25,
+    )
+    host = sy.SimHost({"m": flaky}, policy=sy.HostPolicy(max_retries=2, cooldown_s=0))
+    res = sy.run(sy.strategies.single("m"), ["q"], host=host, engine=engine)
+    rows = res.attempts
+    assert rows["retried"].tolist() == [True, True, False]
+    assert rows["retry_wait_s"].tolist()[:2] == [1.5, 1.5]
+    assert pd.isna(rows["retry_wait_s"].iloc[2])
+    assert rows["http_status"].tolist() == [429, 429, 200]  # an answer's status too

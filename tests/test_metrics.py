@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -109,3 +110,92 @@ def test_comparison_pareto_leaves_out_the_oracle(host):
     assert not summary.loc["oracle", "realizable"]
     assert summary.loc["oracle", "mean_quality"] >= summary["mean_quality"].max()
     assert cmp.pareto()["strategy"].tolist() == ["weak", "strong"]
+
+
+def test_summary_reports_the_percentiles_asked_for(host):
+    res = sy.run(st.single("strong"), REQUESTS, host=host)
+    default = res.summary()
+    assert [c for c in default.columns if c.startswith(("latency_p", "ttft_p"))] == [
+        "latency_p50_s",
+        "latency_p95_s",
+        "latency_p99_s",
+        "ttft_p50_s",
+    ]
+    table = res.summary(percentiles=[0.9, "p99.9"])
+    latencies = res.requests.loc[res.requests["status"] == "ok", "latency_s"]
+    assert table["latency_p90_s"].iloc[0] == pytest.approx(latencies.quantile(0.9))
+    assert table["latency_p99.9_s"].iloc[0] == pytest.approx(latencies.quantile(0.999))
+    assert "ttft_p99.9_s" in table and "latency_p50_s" not in table
+    for bad in (1.5, 0, "p100", "ninety", [], True):
+        with pytest.raises(sy.ArgumentError, match="percentile"):
+            res.summary(percentiles=bad)
+
+
+def test_summary_by_a_requests_column_gives_one_row_per_value(host):
+    tagged = [
+        sy.Request(f"q{i}", id=i, metadata={"tier": "pro" if i % 3 else "free"}) for i in range(90)
+    ]
+    cmp = sy.compare(
+        {"strong": st.single("strong"), "fallback": st.fallback_chain(["strong", "weak"])},
+        tagged,
+        host=host,
+        seeds=[0, 1],
+    )
+    table = cmp.summary(by="tier")
+    assert list(table.columns[:2]) == ["strategy", "tier"]
+    assert table[["strategy", "tier"]].values.tolist() == [
+        ["strong", "free"],
+        ["strong", "pro"],
+        ["fallback", "free"],
+        ["fallback", "pro"],
+    ]
+    assert table["requests"].tolist() == [30, 60, 30, 60]
+    pro = cmp.requests[(cmp.requests["strategy"] == "fallback") & (cmp.requests["tier"] == "pro")]
+    row = table.iloc[3]
+    assert row["cost_usd"] == pytest.approx(pro["cost_usd"].sum())
+    attempts = cmp.attempts
+    fallback = attempts[(attempts["strategy"] == "fallback") & (attempts["status"] != "skipped")]
+    attempts = fallback.merge(pro[["seed", "request_id"]], on=["seed", "request_id"])
+    assert row["attempts_per_request"] == pytest.approx(len(attempts) / len(pro))
+    per_seed = cmp.summary(by="seed")
+    assert per_seed["seeds"].tolist() == [1, 1, 1, 1]
+    with pytest.raises(sy.ArgumentError, match=r"choose from .*tier"):
+        cmp.summary(by="tierr")
+    with pytest.raises(sy.ArgumentError, match="baseline"):
+        cmp.summary("strong", by="tier")
+
+
+def test_summary_money_per_1k_requests_and_routing_errors(host):
+    async def probe_then_route(request, driver):
+        with contextlib.suppress(sy.RateLimitError):  # rate limited 10 % of the time
+            await driver.call_model(request, ["strong"])
+        return sy.route_to("weak", request)
+
+    no_retries = host.replace(policy=sy.HostPolicy(max_retries=0))
+    table = sy.run(probe_then_route, REQUESTS, host=no_retries).summary().iloc[0]
+    assert table["cost_per_1k_requests_usd"] == pytest.approx(1000 * table["cost_per_request_usd"])
+    res = sy.run(probe_then_route, REQUESTS, host=no_retries)
+    routing = res.attempts[
+        (res.attempts["phase"] == "routing") & (res.attempts["status"] == "error")
+    ]
+    assert res.summary()["routing_errors"].iloc[0] == len(routing) > 0
+
+
+def test_a_comparison_with_several_seeds_asks_which_run_is_meant(host):
+    cmp = sy.compare({"strong": st.single("strong")}, REQUESTS[:5], host=host, seeds=[3, 4])
+    with pytest.raises(KeyError, match=r"2 seeds \[3, 4\].*cmp\['strong', 3\]"):
+        cmp["strong"]
+    assert cmp["strong", 4].seed == 4 and cmp.result("strong", seed=3).seed == 3
+    with pytest.raises(KeyError, match="seeds: \\[3, 4\\]"):
+        cmp.result("strong", seed=9)
+    single = sy.compare({"strong": st.single("strong")}, REQUESTS[:5], host=host)
+    assert single["strong"].seed == 0
+
+
+def test_error_messages_are_categorical_in_both_frames(host):
+    res = sy.run(
+        st.single("strong"), REQUESTS[:50], host=host.replace(policy=sy.HostPolicy(max_retries=0))
+    )
+    assert isinstance(res.attempts["error_message"].dtype, pd.CategoricalDtype)
+    assert isinstance(res.requests["error_message"].dtype, pd.CategoricalDtype)
+    assert res.requests["error_message"].notna().any()

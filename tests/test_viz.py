@@ -850,3 +850,14 @@ def test_the_cli_saves_its_figures_with_their_titles_inside(host, tmp_path, monk
         for title in titles:
             assert box.x0 <= title.x0 and title.x1 <= box.x1 and title.y1 <= box.y1
     assert "target_share" in pd.read_csv(tmp_path / "sweeps.csv").columns
+
+
+def test_a_timeline_names_the_wrong_type_of_request_id(host):
+    res = sy.run(fast_only, [sy.Request("q", id=3)], host=host)
+    with pytest.raises(
+        sy.ArgumentError,
+        match=r"request_id '3' is a str, but this run's request ids are int.*use 3",
+    ):
+        res.plot.timeline("3")
+    with pytest.raises(sy.ArgumentError, match="no attempts in this run"):
+        res.plot.timeline(4)

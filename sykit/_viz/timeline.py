@@ -139,6 +139,22 @@ def plot_timeline(
     if rows.empty:
         known = list(dict.fromkeys(attempts["request_id"].tolist()))
         sample = ", ".join(repr(k) for k in known[:5]) + (", …" if len(known) > 5 else "")
+        kinds = {type(k) for k in known}
+        if known and type(request_id) not in kinds:
+            wanted = " or ".join(sorted(k.__name__ for k in kinds))
+            hint = ""
+            if str in kinds and str(request_id) in set(map(str, known)):
+                hint = f" (use {str(request_id)!r})"
+            elif (
+                int in kinds
+                and isinstance(request_id, str)
+                and request_id.strip().lstrip("-").isdigit()
+            ):
+                hint = f" (use {int(request_id)!r})"
+            raise ArgumentError(
+                f"request_id {request_id!r} is a {type(request_id).__name__}, but this run's "
+                f"request ids are {wanted}{hint} (ids: {sample})"
+            )
         raise ArgumentError(
             f"request_id {request_id!r} has no attempts in this run (ids: {sample})"
         )
