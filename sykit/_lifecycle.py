@@ -178,6 +178,10 @@ class StrategyRun:
         """Start every request; return when the last one has started (on asyncio: finished)."""
         run = self.run
         run.open(run.host.open(run.seed))
+        if isinstance(run.backend, AsyncioBackend):
+            # The run starts once its host is ready: an HTTP client takes tens of milliseconds to
+            # build (its TLS context), which no arrival should be delayed by or timed for.
+            run.backend.origin = asyncio.get_running_loop().time()
         if self.arrivals is None:
             self._fill()
         else:

@@ -1,5 +1,5 @@
-"""The failoverbench fault catalogue (S01–S16) in simulated time, each with a check of what a correct
-router does.
+"""The failoverbench fault catalogue (S01–S16), in simulated time or over HTTP, each with a check of
+what a correct router does.
 
 Every scenario is a small, self-contained setup (a host with a faulty ``primary`` and a healthy
 ``secondary``, a few requests, a reference router) plus a check that reads the attempt log and
@@ -9,33 +9,101 @@ second of wall time, so it can gate a router in CI or in a notebook:
     report = sy.failoverbench.run_catalogue()             # the reference routers: every row passes
     report = sy.failoverbench.run_catalogue(my_router)    # your router against the same faults
     sy.failoverbench.catalogue()["S07"].run(my_router).problems
+
+The same catalogue runs over real HTTP, against a loopback :class:`sykit.testing.FakeProvider`
+whose models reproduce each scenario's faults, through :class:`sykit.HttpHost` (streaming):
+
+    report = sy.failoverbench.run_catalogue(over="http")                # a few seconds of wall time
+    sy.failoverbench.catalogue()["S07"].run_http(my_router, time_scale=1 / 50)
+
+Real time is slow (S06 waits 30 s, S15 flaps for a minute), so over HTTP every duration of the
+scenario is multiplied by ``time_scale`` (default :data:`HTTP_TIME_SCALE`, 1/50): latencies,
+Retry-After, outages, the host's deadline, backoff and cooldown, arrivals and the reference
+routers' own deadlines and hedges. A router you pass keeps its own durations: give it scaled ones.
+The checks are the same functions; over HTTP they compare times within a :class:`Tolerance` (10 ms
+plus 10 % of the scaled time) instead of exactly, while counts, statuses and billing stay exact.
+Each request carries text for the tokens it declares, so the provider counts (and bills) what the
+simulation counts. One difference is the host's, not the catalogue's: over HTTP an attempt that
+was sent and then cancelled or timed out is billed its input (the provider may have started), so
+S06 and S09 cost a little more than in simulation.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
-from ._config import Faults, Flapping, HostPolicy, Latency, ModelProfile
+from ._config import RANDOM_FAULTS, Faults, Flapping, HostPolicy, Latency, ModelProfile
+from ._dists import Constant, Distribution, check_number
 from ._driver import Driver
 from ._errors import ArgumentError, ModelError
 from ._health import AlgorithmWarning, broken_message
+from ._hosts.http import HttpHost
 from ._hosts.sim import SimHost
 from ._models import Outcome, Request, answered, route_to
 from ._race import first_ok
 from ._race import timeout as _timeout
 from ._results import Result
 from ._runner import run
+from .testing import FakeModel, FakeProvider
+from .testing._chat import prompt_tokens
 
-__all__ = ["Scenario", "ScenarioOutcome", "catalogue", "run_catalogue"]
+__all__ = [
+    "HTTP_TIME_SCALE",
+    "Scenario",
+    "ScenarioOutcome",
+    "Tolerance",
+    "catalogue",
+    "run_catalogue",
+]
 
 Algorithm = Callable[[Request, Driver], Awaitable[Outcome]]
-Check = Callable[[Result], list[str]]
+#: ``check(result, tolerance=EXACT) -> problems``: what a correct router would have done differently.
+Check = Callable[..., list[str]]
+
+#: Run seconds per scenario second over HTTP: the whole catalogue takes a few seconds.
+HTTP_TIME_SCALE = 1 / 50
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How a check compares times: a scenario second lasts ``scale`` run seconds, and a time
+    matches when it is within ``abs_s + rel × the scaled time`` of it. The default is exact, as
+    simulated time is; over HTTP real time jitters by milliseconds."""
+
+    scale: float = 1.0
+    abs_s: float = 0.0
+    rel: float = 0.0
+
+    @classmethod
+    def http(cls, scale: float = HTTP_TIME_SCALE) -> Tolerance:
+        """10 ms plus 10 % of the scaled time. Loopback jitter stays within a few milliseconds even
+        on a busy machine; more slack would pass a retry that skips S02's scaled 1 s Retry-After."""
+        return cls(scale, abs_s=0.01, rel=0.1)
+
+    def at(self, scenario_s: float) -> float:
+        """The run time of ``scenario_s`` scenario seconds."""
+        return scenario_s * self.scale
+
+    def _slack(self, scenario_s: float) -> float:
+        return self.abs_s + self.rel * self.at(scenario_s)
+
+    def near(self, actual_s: float, scenario_s: float) -> bool:
+        """Whether a run time is the scenario's ``scenario_s``, within the tolerance."""
+        return abs(actual_s - self.at(scenario_s)) <= self._slack(scenario_s)
+
+    def within(self, actual_s: float, scenario_s: float) -> bool:
+        """Whether a run time is at most the scenario's ``scenario_s``, within the tolerance."""
+        return actual_s <= self.at(scenario_s) + self._slack(scenario_s)
+
+
+EXACT = Tolerance()
 
 _REJECT_S = 0.125
 _TEXT = Request("Reply with exactly OK.", id="s", input_tokens=40)
@@ -84,23 +152,45 @@ async def _fallback_router(request: Request, driver: Driver) -> Outcome:
     return route_to("primary", request, fallbacks=["secondary"])
 
 
-async def _deadline_router(request: Request, driver: Driver) -> Outcome:
-    """Give the primary 5 s, then route to the secondary."""
-    response = await _timeout(5.0, driver.call_model(request, ["primary"]))
-    if response is None:
-        return route_to("secondary", request)
-    return answered("primary", response)
+@dataclass(frozen=True)
+class _DeadlineRouter:
+    """Give the primary ``limit_s`` (5 s), then route to the secondary."""
+
+    limit_s: float = 5.0
+
+    async def __call__(self, request: Request, driver: Driver) -> Outcome:
+        response = await _timeout(self.limit_s, driver.call_model(request, ["primary"]))
+        if response is None:
+            return route_to("secondary", request)
+        return answered("primary", response)
+
+    def scaled(self, factor: float) -> _DeadlineRouter:
+        """The same router in a clock where a second lasts ``factor`` seconds."""
+        return _DeadlineRouter(self.limit_s * factor)
 
 
-async def _hedge_router(request: Request, driver: Driver) -> Outcome:
-    """Start the primary; start the secondary 2 s later; the first success wins."""
+@dataclass(frozen=True)
+class _HedgeRouter:
+    """Start the primary; start the secondary ``after_s`` (2 s) later; the first success wins."""
 
-    async def secondary_later() -> Any:
-        await driver.sleep(2.0)
-        return await driver.call_model(request, ["secondary"])
+    after_s: float = 2.0
 
-    index, response = await first_ok(driver.call_model(request, ["primary"]), secondary_later())
-    return answered(("primary", "secondary")[index], response)
+    async def __call__(self, request: Request, driver: Driver) -> Outcome:
+        async def secondary_later() -> Any:
+            await driver.sleep(self.after_s)
+            return await driver.call_model(request, ["secondary"])
+
+        calls = (driver.call_model(request, ["primary"]), secondary_later())
+        index, response = await first_ok(*calls)
+        return answered(("primary", "secondary")[index], response)
+
+    def scaled(self, factor: float) -> _HedgeRouter:
+        """The same router in a clock where a second lasts ``factor`` seconds."""
+        return _HedgeRouter(self.after_s * factor)
+
+
+_deadline_router = _DeadlineRouter()
+_hedge_router = _HedgeRouter()
 
 
 async def _catching_router(request: Request, driver: Driver) -> Outcome:
@@ -148,7 +238,7 @@ def _fell_back(result: Result, reason: str, problems: list[str]) -> None:
         problems.append(f"fallback reasons {sorted(reasons)}, expected [{reason!r}]")
 
 
-def _check_s01(result: Result) -> list[str]:
+def _check_s01(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems: list[str] = []
     _served(result, "primary", problems=problems)
     primary = _rows(result, model="primary")
@@ -156,8 +246,8 @@ def _check_s01(result: Result) -> list[str]:
         problems.append(
             f"primary attempts {primary['status'].astype(str).tolist()}, expected one 429 then success"
         )
-    elif primary["start_s"].iloc[1] - primary["end_s"].iloc[0] != 2.0:
-        problems.append("the retry did not wait the 2 s Retry-After")
+    elif not tolerance.near(primary["start_s"].iloc[1] - primary["end_s"].iloc[0], 2.0):
+        problems.append(f"the retry did not wait the {tolerance.at(2.0):g} s Retry-After")
     if len(_rows(result, model="secondary")):
         problems.append("fell back although a retry would succeed")
     return problems
@@ -167,7 +257,7 @@ def _retries_then_fallback(reason: str, kind: str, *, generated: int = 0) -> Che
     """Three failed attempts at the primary, then the secondary serves. Each failed attempt is
     billed for the ``generated`` output tokens it produced before it broke (0: rejected, free)."""
 
-    def check(result: Result) -> list[str]:
+    def check(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
         problems: list[str] = []
         _served(result, "secondary", problems=problems)
         primary = _rows(result, model="primary")
@@ -190,16 +280,16 @@ def _retries_then_fallback(reason: str, kind: str, *, generated: int = 0) -> Che
     return check
 
 
-def _check_s02(result: Result) -> list[str]:
+def _check_s02(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems = _retries_then_fallback("rate_limit", "rate_limit")(result)
     primary = _rows(result, model="primary")
     waits = (primary["start_s"].to_numpy()[1:] - primary["end_s"].to_numpy()[:-1]).tolist()
-    if waits != [1.0, 1.0]:
-        problems.append(f"retries waited {waits}, not the 1 s Retry-After")
+    if len(waits) != 2 or not all(tolerance.near(wait, 1.0) for wait in waits):
+        problems.append(f"retries waited {waits}, not the {tolerance.at(1.0):g} s Retry-After")
     return problems
 
 
-def _check_s03(result: Result) -> list[str]:
+def _check_s03(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems: list[str] = []
     _served(result, "primary", problems=problems)
     primary = _rows(result, model="primary")
@@ -208,24 +298,30 @@ def _check_s03(result: Result) -> list[str]:
     return problems
 
 
-def _check_s06(result: Result) -> list[str]:
+def _check_s06(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems: list[str] = []
     _served(result, "secondary", problems=problems)
     latency = float(result.requests["latency_s"].max())
-    if latency > 10.0:
-        problems.append(f"the request waited {latency:g} s on a silent target (expected ≤ 10 s)")
+    if not tolerance.within(latency, 10.0):
+        problems.append(
+            f"the request waited {latency:g} s on a silent target "
+            f"(expected ≤ {tolerance.at(10.0):g} s)"
+        )
     stuck = _rows(result, model="primary")
     if (stuck["status"] == "ok").any():
         problems.append("a silent target cannot have answered")
     return problems
 
 
-def _check_s07(result: Result) -> list[str]:
+def _check_s07(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems: list[str] = []
     _served(result, "secondary", problems=problems)
     latency = float(result.requests["latency_s"].max())
-    if latency > 5.0:
-        problems.append(f"the request took {latency:g} s; a hedge would answer in about 3.25 s")
+    if not tolerance.within(latency, 5.0):
+        problems.append(
+            f"the request took {latency:g} s; a hedge would answer in about "
+            f"{tolerance.at(3.25):g} s"
+        )
     primary = _rows(result, model="primary")
     if not (primary["status"] == "cancelled").all():
         problems.append("the slow primary was not cancelled")
@@ -234,27 +330,27 @@ def _check_s07(result: Result) -> list[str]:
     return problems
 
 
-def _check_s08(result: Result) -> list[str]:
+def _check_s08(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems = _retries_then_fallback("unavailable", "unavailable", generated=40)(result)
     cut = _rows(result, model="primary")
-    if not cut["error_message"].astype(str).str.contains("40 of 60").all():
+    # the simulated gateway says "after 40 of 60 tokens"; an HTTP client knows only "after 40 tokens"
+    if not cut["error_message"].astype(str).str.contains("after 40 (?:of 60 )?tokens").all():
         problems.append("the cut streams were not reported as cut after 40 of 60 tokens")
     return problems
 
 
-def _check_s09(result: Result) -> list[str]:
+def _check_s09(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems: list[str] = []
     _served(result, "primary", problems=problems)
     primary = _rows(result, model="primary")
-    if (
-        primary["error_kind"].astype(str).tolist()[:1] != ["timeout"]
-        or primary["end_s"].iloc[0] != 10.0
+    if primary["error_kind"].astype(str).tolist()[:1] != ["timeout"] or not tolerance.near(
+        primary["end_s"].iloc[0] - primary["start_s"].iloc[0], 10.0
     ):
         problems.append("the stalled attempt did not time out at the 10 s deadline")
     return problems
 
 
-def _check_s10(result: Result) -> list[str]:
+def _check_s10(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems: list[str] = []
     _served(result, "secondary", problems=problems)
     kinds = _rows(result, model="primary")["error_kind"].astype(str).tolist()
@@ -264,7 +360,7 @@ def _check_s10(result: Result) -> list[str]:
     return problems
 
 
-def _check_s11(result: Result) -> list[str]:
+def _check_s11(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems: list[str] = []
     _served(result, "primary", problems=problems)
     if len(result.attempts) != 1:
@@ -272,7 +368,7 @@ def _check_s11(result: Result) -> list[str]:
     return problems
 
 
-def _check_s12(result: Result) -> list[str]:
+def _check_s12(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems: list[str] = []
     _served(result, "secondary", problems=problems)
     _fell_back(result, "context_window", problems)
@@ -281,7 +377,7 @@ def _check_s12(result: Result) -> list[str]:
     return problems
 
 
-def _check_s13(result: Result) -> list[str]:
+def _check_s13(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems: list[str] = []
     request = result.requests.iloc[0]
     if request["status"] != "failed" or request["error_kind"] != "policy":
@@ -291,7 +387,7 @@ def _check_s13(result: Result) -> list[str]:
     return problems
 
 
-def _check_s14(result: Result) -> list[str]:
+def _check_s14(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems = _retries_then_fallback("unavailable", "unavailable", generated=33)(result)
     secondary = _rows(result, model="secondary", status="ok")
     if len(secondary) and secondary["input_tokens"].iloc[0] != _TEXT.input_tokens:
@@ -301,14 +397,14 @@ def _check_s14(result: Result) -> list[str]:
     return problems
 
 
-def _check_s15(result: Result) -> list[str]:
+def _check_s15(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems: list[str] = []
     requests = result.requests
     if (requests["status"] != "ok").any():
         problems.append(
             f"{int((requests['status'] != 'ok').sum())} request(s) failed during the flapping"
         )
-    late = requests[requests["arrival_s"] >= 66.0]
+    late = requests[requests["arrival_s"] >= tolerance.at(66.0)]
     if (late["served_model"].astype(str) != "primary").any():
         problems.append("after the flapping stopped (60 s) the primary was not used again")
     if not (result.attempts["status"] == "skipped").any():
@@ -316,7 +412,7 @@ def _check_s15(result: Result) -> list[str]:
     return problems
 
 
-def _check_s16(result: Result) -> list[str]:
+def _check_s16(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems: list[str] = []
     _served(result, "secondary", problems=problems)
     _failed_attempts_cost_nothing(result, problems)
@@ -349,7 +445,12 @@ class ScenarioOutcome:
 
 @dataclass(frozen=True)
 class Scenario:
-    """One failoverbench scenario: a host, requests, a reference router and a check."""
+    """One failoverbench scenario: a host, requests, a reference router and a check.
+
+    ``wire_faults`` names, per model, a :data:`sykit.testing.FAULTS` fault that only an HTTP
+    exchange can have (S11's stream without ``[DONE]``): :meth:`run_http` adds it to the model the
+    host's profile describes; simulation has no wire and leaves it out.
+    """
 
     id: str
     title: str
@@ -359,6 +460,7 @@ class Scenario:
     router: Algorithm = field(repr=False)
     check: Check = field(repr=False)
     arrivals: tuple[float, ...] | None = field(default=None, repr=False)
+    wire_faults: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def run(self, router: Any = None, *, seed: int = 0, engine: str = "auto") -> ScenarioOutcome:
         """Run ``router`` (default: the reference router) and check its attempt log; ``engine``
@@ -374,6 +476,163 @@ class Scenario:
             engine=engine,
         )
         return ScenarioOutcome(self, result, tuple(self.check(result)))
+
+    def run_http(
+        self,
+        router: Any = None,
+        *,
+        time_scale: float = HTTP_TIME_SCALE,
+        seed: int = 0,
+        tolerance: Tolerance | None = None,
+    ) -> ScenarioOutcome:
+        """Run ``router`` (default: the reference router, its durations scaled) through a streaming
+        :class:`sykit.HttpHost` against a :class:`sykit.testing.FakeProvider` that reproduces this
+        scenario's host with every duration × ``time_scale``, and check the attempt log with
+        ``tolerance`` (default :meth:`Tolerance.http`)."""
+        scale = check_number(time_scale, "time_scale", low_open=True)
+        if router is None:
+            scaled = getattr(self.router, "scaled", None)
+            router = scaled(scale) if callable(scaled) else self.router
+        if tolerance is None:
+            tolerance = Tolerance.http(scale)
+        fakes = {
+            name: _fake_model(name, profile, scale, self.wire_faults.get(name))
+            for name, profile in self.host.profiles.items()
+        }
+        unknown = set(self.wire_faults) - set(fakes)
+        if unknown:
+            raise ArgumentError(f"{self.id}: wire_faults name models the host lacks: {unknown}")
+        with FakeProvider(fakes, seed=seed) as fake:
+            host = HttpHost(
+                fake.base_url,
+                models=dict(self.host.profiles),
+                api_key_env=None,
+                policy=_scaled_policy(self.host.policy, scale),
+                stream=True,
+            )
+            result = run(
+                router,
+                [_on_the_wire(request) for request in self.requests],
+                host=host,
+                arrivals=None if self.arrivals is None else [t * scale for t in self.arrivals],
+                seed=seed,
+                progress=False,
+                strategy=self.id,
+            )
+            fake.wait_idle()
+        return ScenarioOutcome(self, result, tuple(self.check(result, tolerance)))
+
+
+# -- over HTTP -----------------------------------------------------------------------------------
+
+#: What each random fault, at probability 1, is on the wire.
+_WIRE_FAULTS = {
+    "rate_limit": "fail-429",
+    "timeout": "hang",
+    "policy": "policy-400",
+    "invalid": "fail-400",
+    "reset": "reset",
+    "cut_stream": "cut-stream",
+    "malformed": "malformed-chunk",
+}
+
+
+def _constant(value: Distribution, what: str) -> float:
+    if not isinstance(value, Constant):
+        raise ArgumentError(f"{what} must be a constant to run over HTTP, got {value!r}")
+    return value.value
+
+
+def _fake_model(
+    name: str, profile: ModelProfile, scale: float, wire_fault: str | None
+) -> FakeModel:
+    """A FakeModel that answers as ``profile`` does, every duration × ``scale``. A fault the fake
+    provider cannot reproduce exactly (a probability between 0 and 1, a spike, a stall, a quota)
+    is an error naming it, rather than a scenario that silently tests something else."""
+    faults = profile.faults
+    what = f"models[{name!r}]"
+    unsupported = [
+        f"{fault}={getattr(faults, fault)}"
+        for fault in RANDOM_FAULTS
+        if getattr(faults, fault) not in (0.0, 1.0)
+    ]
+    unsupported += [
+        f"{f}={getattr(faults, f)}" for f in ("spike_p", "stall_p") if getattr(faults, f)
+    ]
+    if profile.rate_limit is not None:
+        unsupported.append(f"rate_limit={profile.rate_limit!r}")
+    if unsupported:
+        raise ArgumentError(f"{what}: FakeProvider cannot reproduce {', '.join(unsupported)}")
+    output_tokens = round(_constant(profile.output_tokens, f"{what}.output_tokens"))  # type: ignore[arg-type]
+    chosen = [wire_fault] if wire_fault is not None else []
+    after = None
+    for fault in RANDOM_FAULTS:
+        if getattr(faults, fault) == 1.0:
+            if fault == "unavailable":
+                chosen.append(f"fail-{faults.unavailable_status}")
+            else:
+                chosen.append(_WIRE_FAULTS[fault])
+            if fault == "cut_stream":
+                after = max(1, (2 * output_tokens) // 3)  # where a simulated stream is cut
+            if fault == "malformed":
+                after = 0  # a simulated malformed body has no token before it
+    if faults.fail_first:
+        status = faults.fail_first_status
+        base = status if isinstance(status, str) else f"fail-{status}"
+        base = {"timeout": "hang"}.get(base, base)
+        chosen.append(f"{base}-once" if faults.fail_first == 1 else f"{base}-x{faults.fail_first}")
+    if len(chosen) > 1:
+        raise ArgumentError(f"{what}: FakeModel takes one fault, this profile has {chosen}")
+    retry_after = faults.retry_after_s
+    flapping = faults.flapping
+    return FakeModel(
+        ttft_s=_constant(profile.latency.ttft, f"{what}.latency.ttft") * scale,  # type: ignore[arg-type]
+        tokens_per_s=_constant(profile.latency.tokens_per_s, f"{what}.latency.tokens_per_s")  # type: ignore[arg-type]
+        / scale,
+        output_tokens=output_tokens,
+        fault=chosen[0] if chosen else None,
+        fault_after_tokens=after,
+        retry_after_s=None if retry_after is None else retry_after * scale,
+        vision=profile.vision,
+        context_window=profile.context_window,
+        prefill=profile.prefill,
+        outages=[(t0 * scale, t1 * scale) for t0, t1 in faults.outages],
+        flapping=None
+        if flapping is None
+        else flapping.replace(
+            up_s=flapping.up_s * scale,
+            down_s=flapping.down_s * scale,
+            start_s=flapping.start_s * scale,
+            until_s=flapping.until_s * scale,
+        ),
+    )
+
+
+def _scaled_policy(policy: HostPolicy, scale: float) -> HostPolicy:
+    """The host policy in scaled time. A simulated cut stream is a 502, retried and a fallback
+    reason; over HTTP a stream cut after its first token is that only with resend_cut_streams."""
+    return policy.replace(
+        timeout_s=policy.timeout_s * scale,
+        backoff_initial_s=policy.backoff_initial_s * scale,
+        backoff_max_s=policy.backoff_max_s * scale,
+        retry_after_cap_s=policy.retry_after_cap_s * scale,
+        cooldown_s=policy.cooldown_s * scale,
+        resend_cut_streams=True,
+    )
+
+
+def _on_the_wire(request: Request) -> Request:
+    """``request`` with its last message padded so that the provider counts the input tokens it
+    declares: billing and context-window checks then see what the simulation sees."""
+    messages = [dict(m) for m in request.messages]
+    last = messages[-1] if messages else None
+    if request.images or request.tools or last is None or not isinstance(last.get("content"), str):
+        return request
+    missing = request.input_tokens - prompt_tokens({"messages": messages})
+    if missing <= 0:
+        return request
+    last["content"] += " " + "x" * (4 * missing - 1)  # four characters a token
+    return dataclasses.replace(request, messages=tuple(messages))
 
 
 def catalogue() -> dict[str, Scenario]:
@@ -439,10 +698,12 @@ def catalogue() -> dict[str, Scenario]:
                  _host(_primary(faults=Faults(malformed=1.0))),
                  single, _catching_router, _check_s10),
         Scenario("S11", "no [DONE]",
-                 "The stream ends without its [DONE] marker but the answer is complete. In simulation "
-                 "the answer arrives whole: a correct router serves it without a retry.",
+                 "The stream ends without its [DONE] marker, but the answer is complete (content, "
+                 "finish_reason, usage). A correct client serves it without a retry; one that waits "
+                 "for [DONE] or treats its absence as a cut retries and falls back. Only HTTP has the "
+                 "marker: in simulation the answer arrives whole and S11 is a sanity check.",
                  _host(_primary()),
-                 single, _fallback_router, _check_s11),
+                 single, _fallback_router, _check_s11, wire_faults={"primary": "no-done"}),
         Scenario("S12", "400 context_length_exceeded",
                  "A 100k-token request overflows the primary's 32k window. A correct router does not "
                  "retry and falls back with reason context_window to the 200k secondary.",
@@ -476,11 +737,23 @@ def catalogue() -> dict[str, Scenario]:
 
 
 def run_catalogue(
-    router: Any = None, *, seed: int = 0, ids: Sequence[str] | None = None, engine: str = "auto"
+    router: Any = None,
+    *,
+    seed: int = 0,
+    ids: Sequence[str] | None = None,
+    engine: str = "auto",
+    over: Literal["sim", "http"] = "sim",
+    time_scale: float = HTTP_TIME_SCALE,
 ) -> pd.DataFrame:
     """Run every scenario (or those in ``ids``) with ``router`` (default: each scenario's reference
     router) and return one row per scenario: passed, problems, attempts, latency and cost.
-    ``engine`` as in :func:`sykit.run`."""
+    ``over="sim"`` runs in simulated time (``engine`` as in :func:`sykit.run`); ``over="http"``
+    runs each scenario over HTTP against a fake provider with every duration × ``time_scale``
+    (see :meth:`Scenario.run_http`; latency is then in real, scaled seconds)."""
+    if over not in ("sim", "http"):
+        raise ArgumentError(f"over must be 'sim' or 'http', got {over!r}")
+    if over == "http" and engine != "auto":
+        raise ArgumentError(f"engine={engine!r} is for over='sim': an HTTP run is real time")
     scenarios = catalogue()
     if ids is not None:
         unknown = [i for i in ids if i not in scenarios]
@@ -492,7 +765,10 @@ def run_catalogue(
     for scenario in scenarios.values():
         with warnings.catch_warnings():  # one warning for the catalogue, not one per scenario
             warnings.simplefilter("ignore", AlgorithmWarning)
-            outcome = scenario.run(router, seed=seed, engine=engine)
+            if over == "http":
+                outcome = scenario.run_http(router, seed=seed, time_scale=time_scale)
+            else:
+                outcome = scenario.run(router, seed=seed, engine=engine)
         requests = outcome.result.requests
         message = broken_message(scenario.id, requests)
         if message is not None:

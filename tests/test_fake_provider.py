@@ -169,6 +169,58 @@ def test_broken_streams(client):
     assert json.loads(no_done[-1])["usage"]["completion_tokens"] == 16
 
 
+def test_streams_break_where_fault_after_tokens_says():
+    models = {
+        "cut": FakeModel(output_tokens=60, fault="cut-stream", fault_after_tokens=40),
+        "bad": FakeModel(output_tokens=60, fault="malformed-chunk", fault_after_tokens=0),
+    }
+    with FakeProvider(models) as fake, httpx.Client(base_url=fake.base_url, timeout=5) as client:
+        with pytest.raises(httpx.RemoteProtocolError):
+            chat(client, "cut", stream=True)
+        broken = events(chat(client, "bad", stream=True))
+        fake.wait_idle()
+        assert [r.tokens_sent for r in fake.requests] == [40, 0]
+    assert len(broken) == 2  # the role chunk, then the malformed one
+    with pytest.raises(ValueError):
+        json.loads(broken[-1])
+
+
+def test_a_model_without_prefill_refuses_a_conversation_ending_with_the_assistant():
+    with (
+        FakeProvider({"strict": FakeModel(prefill=False)}) as fake,
+        httpx.Client(base_url=fake.base_url, timeout=5) as client,
+    ):
+        assert chat(client, "strict").status_code == 200
+        continued = [
+            {"role": "user", "content": "hello there"},
+            {"role": "assistant", "content": "Hel"},
+        ]
+        response = client.post("/chat/completions", json={"model": "strict", "messages": continued})
+    assert response.status_code == 400
+    assert "prefill" in response.json()["error"]["message"]
+
+
+def test_outages_and_flapping_follow_the_run_clock():
+    models = {
+        "outage": FakeModel(outages=[(0.2, 0.4)], retry_after_s=0.5, retry_after_statuses=(503,)),
+        "flapping": FakeModel(flapping=sy.Flapping(up_s=0.2, down_s=0.2, until_s=0.8, status=429)),
+    }
+    with FakeProvider(models) as fake, httpx.Client(base_url=fake.base_url, timeout=5) as client:
+        start = time.monotonic()
+        seen = []
+        for at in (0.0, 0.3, 0.5, 0.9):
+            time.sleep(max(0.0, start + at - time.monotonic()))
+            outage, flapping = chat(client, "outage"), chat(client, "flapping")
+            seen.append((outage.status_code, flapping.status_code))
+            if outage.status_code == 503:
+                assert outage.headers["retry-after"] == "0.5"
+        faults = [r.fault for r in fake.requests]
+        fake.reset()  # a new run: the clock starts again at the next request
+        assert chat(client, "outage").status_code == 200
+    assert seen == [(200, 200), (503, 429), (200, 200), (200, 200)]
+    assert faults.count("outage") == 1 and faults.count("flapping") == 1
+
+
 def test_bad_bodies(client):
     with pytest.raises(ValueError):
         chat(client, "malformed-json").json()
@@ -258,3 +310,11 @@ def test_lifecycle_and_arguments():
             FakeModel(retry_after_statuses=bad)
     assert FakeModel(retry_after_statuses=[503, 529]).retry_after_statuses == (503, 529)
     assert "cut-stream" in FAULTS and "fail-<status>" in FAULTS
+    with pytest.raises(sy.ArgumentError, match="fault_after_tokens"):
+        FakeModel(fault_after_tokens=-1)
+    with pytest.raises(sy.ArgumentError, match=r"outages\[0\] ends"):
+        FakeModel(outages=[(2, 1)])
+    with pytest.raises(TypeError, match="flapping"):
+        FakeModel(flapping=(1, 1))
+    with pytest.raises(TypeError, match="prefill"):
+        FakeModel(prefill="no")

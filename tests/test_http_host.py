@@ -8,6 +8,7 @@ import logging
 import math
 import socket
 import threading
+import time
 
 import pandas as pd
 import pytest
@@ -94,6 +95,20 @@ def test_a_non_streamed_call_records_real_usage_and_cost(fake):
     (served,) = fake.requests
     assert served.body["messages"] == [{"role": "user", "content": "hello there"}]
     assert "stream" not in served.body
+
+
+def test_the_run_clock_starts_once_the_http_client_is_ready(fake, monkeypatch):
+    build = sy.HttpHost.open
+
+    def slow_open(self, seed):
+        session = build(self, seed)
+        time.sleep(0.3)  # a client whose TLS set-up is slow
+        return session
+
+    monkeypatch.setattr(sy.HttpHost, "open", slow_open)
+    res = sy.run(fast_only, ["hello there"], host=http_host(fake, "fast"), arrivals=[0.0])
+    assert one(res, model="fast")["start_s"] < 0.1
+    assert res.requests.iloc[0]["latency_s"] < 0.3
 
 
 def test_a_streamed_call_times_the_first_content_chunk(fake):

@@ -41,8 +41,10 @@ def test_fault_presets_and_the_catalogue_have_their_own_homes():
     faulty = sy.profiles.with_faults(profiles, sy.Faults.realistic())
     assert {p.faults for p in faulty.values()} == {sy.Faults.realistic()}
     assert set(sy.failoverbench.__all__) == {
+        "HTTP_TIME_SCALE",
         "Scenario",
         "ScenarioOutcome",
+        "Tolerance",
         "catalogue",
         "run_catalogue",
     }

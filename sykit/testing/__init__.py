@@ -23,9 +23,10 @@ other clients. Any other model name is a healthy model with the provider's defau
 
 # The annotations of FakeModel and ServedRequest name these; with __module__ set to this package
 # below, typing.get_type_hints resolves them here.
-from collections.abc import Mapping  # noqa: F401
+from collections.abc import Mapping, Sequence  # noqa: F401
 from typing import Any  # noqa: F401
 
+from .._config import Flapping  # noqa: F401
 from .._dists import Distribution  # noqa: F401
 from ._faults import FAULTS
 from ._model import FakeModel

@@ -84,8 +84,10 @@ async def stream(
     ttft: float,
     tps: float,
     fault: str | None,
+    fault_after: int | None = None,
 ) -> bool:
-    """Stream the answer as server-sent events over a chunked body, each token when it is due."""
+    """Stream the answer as server-sent events over a chunked body, each token when it is due;
+    ``cut-stream`` and ``malformed-chunk`` break it after ``fault_after`` tokens when given."""
     loop = asyncio.get_running_loop()
     start = loop.time()
     record.status = 200
@@ -114,11 +116,14 @@ async def stream(
         await conn.write(event("[DONE]"))
         conn.close()
         raise Close
-    cut_at = len(pieces) // 2 if fault == "cut-stream" else None
-    broken_at = min(2, len(pieces) - 1) if fault == "malformed-chunk" else None
+    cut_at = broken_at = None
+    if fault == "cut-stream":
+        cut_at = max(1, len(pieces) // 2) if fault_after is None else fault_after
+    if fault == "malformed-chunk":
+        broken_at = min(2 if fault_after is None else fault_after, len(pieces) - 1)
     for i, piece in enumerate(pieces):
         await _pace(start, ttft + i / tps)
-        if cut_at is not None and i >= max(1, cut_at):
+        if cut_at is not None and i >= cut_at:
             conn.close()
             raise Close
         if broken_at is not None and i >= broken_at:

@@ -14,7 +14,15 @@ from typing import Any
 
 from ._model import FakeModel
 
-__all__ = ["answer_pieces", "error_body", "format_rejection", "rejection", "tool_call", "usage"]
+__all__ = [
+    "answer_pieces",
+    "error_body",
+    "format_rejection",
+    "prompt_tokens",
+    "rejection",
+    "tool_call",
+    "usage",
+]
 
 _WORDS = ("lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit")
 
@@ -24,7 +32,9 @@ def error_body(message: str, type_: str, code: str | None) -> dict[str, Any]:
     return {"error": {"message": message, "type": type_, "param": None, "code": code}}
 
 
-def _prompt_tokens(body: Mapping[str, Any]) -> int:
+def prompt_tokens(body: Mapping[str, Any]) -> int:
+    """The prompt's tokens as this provider counts them: about four characters a token, an image
+    765, the tool schemas by size, and four per message."""
     chars = 0
     count = 0
     for message in body.get("messages") or ():
@@ -51,6 +61,12 @@ def _has_images(body: Mapping[str, Any]) -> bool:
         ):
             return True
     return False
+
+
+def _ends_with_assistant(body: Mapping[str, Any]) -> bool:
+    messages = body.get("messages") or ()
+    last = messages[-1] if messages else None
+    return isinstance(last, Mapping) and last.get("role") == "assistant"
 
 
 def _fill_schema(schema: Any, verdict: Mapping[str, Any]) -> dict[str, Any]:
@@ -115,10 +131,11 @@ def format_rejection(
 def rejection(
     name: str, model: FakeModel, body: Mapping[str, Any], fault: str | None
 ) -> dict[str, Any] | None:
-    """The 400 error body for a request the model refuses (images, context, policy), else None."""
+    """The 400 error body for a request the model refuses (images, context, prefill, policy), else
+    None."""
     if fault == "vision-400" or (not model.vision and _has_images(body)):
         return error_body(f"{name} does not support image input.", "invalid_request_error", None)
-    requested = _prompt_tokens(body) + int(body.get("max_tokens") or 0)
+    requested = prompt_tokens(body) + int(body.get("max_tokens") or 0)
     window = model.context_window
     if fault == "overflow-400" or (window is not None and requested > window):
         window = window or 4096
@@ -127,6 +144,13 @@ def rejection(
             f"{max(requested, window + 1)} tokens. Please reduce the length of the messages.",
             "invalid_request_error",
             "context_length_exceeded",
+        )
+    if not model.prefill and _ends_with_assistant(body):
+        return error_body(
+            "This model does not support assistant message prefill. The conversation must end "
+            "with a user message.",
+            "invalid_request_error",
+            None,
         )
     if fault == "policy-400":
         return error_body(
@@ -171,7 +195,7 @@ def tool_call(name: str, arguments: str) -> dict[str, Any]:
 
 def usage(body: Mapping[str, Any], completion: int) -> dict[str, int]:
     """The ``usage`` object: the prompt estimated at about four characters a token."""
-    prompt = _prompt_tokens(body)
+    prompt = prompt_tokens(body)
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,

@@ -7,11 +7,12 @@ goes through the distributions it holds.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._dists import Distribution, as_distribution
+from .._config import Flapping
+from .._dists import Distribution, as_distribution, check_number
 from .._errors import ArgumentError, ArgumentTypeError
 from ._faults import parse_fault
 
@@ -34,6 +35,14 @@ class FakeModel:
     with which the model refuses ``response_format: json_schema``, as llama.cpp's server does
     ("Input should be 'text' or 'json_object'", a 500 or a 400 depending on the build), and
     ``reject_tools`` the status with which it refuses ``tools``; None accepts them.
+
+    ``prefill=False`` refuses (400) a conversation that ends with the assistant's message, a
+    partial answer to continue, as some providers do. ``fault_after_tokens`` is where a streamed
+    ``cut-stream`` or ``malformed-chunk`` breaks the answer (default: half-way, after two tokens).
+    ``outages`` (``[t0, t1)`` windows, answered 503) and ``flapping`` (a :class:`sykit.Flapping`)
+    make the model down by time, like ``sy.Faults``: seconds since the run's first request to the
+    provider (per ``X-Sykit-Run``, like the fault counters). Their answers carry Retry-After as
+    ``fail-<status>`` does.
     """
 
     ttft_s: float | Distribution = 0.01
@@ -47,6 +56,10 @@ class FakeModel:
     verdict: Mapping[str, Any] = field(default_factory=dict)
     reject_json_schema: int | None = None
     reject_tools: int | None = None
+    prefill: bool = True
+    fault_after_tokens: int | None = None
+    outages: Sequence[tuple[float, float]] = ()
+    flapping: Flapping | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ttft_s", as_distribution(self.ttft_s, "ttft_s"))
@@ -97,3 +110,38 @@ class FakeModel:
                 raise ArgumentError(
                     f"{name} must be an HTTP error status (400-599) or None, got {status!r}"
                 )
+        if not isinstance(self.prefill, bool):
+            raise ArgumentTypeError(f"prefill must be True or False, got {self.prefill!r}")
+        after = self.fault_after_tokens
+        if after is not None and (
+            isinstance(after, bool) or not isinstance(after, int) or after < 0
+        ):
+            raise ArgumentError(f"fault_after_tokens must be an int ≥ 0 or None, got {after!r}")
+        object.__setattr__(self, "outages", _windows(self.outages))
+        if self.flapping is not None and not isinstance(self.flapping, Flapping):
+            raise ArgumentTypeError("flapping must be a sy.Flapping(up_s=..., down_s=...) or None")
+
+    def down_status(self, t: float) -> int | None:
+        """The status a request gets ``t`` s into the run while an outage or flapping has the model
+        down, else None."""
+        if any(t0 <= t < t1 for t0, t1 in self.outages):  # type: ignore[misc]
+            return 503
+        if self.flapping is not None and self.flapping.is_down(t):
+            return self.flapping.status
+        return None
+
+
+def _windows(value: object) -> tuple[tuple[float, float], ...]:
+    """``outages`` as checked ``(start_s, end_s)`` float pairs."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+        raise ArgumentTypeError(f"outages must be a list of (start_s, end_s) pairs, got {value!r}")
+    windows = []
+    for i, window in enumerate(value):
+        if isinstance(window, str | bytes) or not isinstance(window, Sequence) or len(window) != 2:
+            raise ArgumentTypeError(f"outages[{i}] must be a (start_s, end_s) pair, got {window!r}")
+        t0 = check_number(window[0], f"outages[{i}] start")
+        t1 = check_number(window[1], f"outages[{i}] end", allow_inf=True)
+        if not t1 > t0:
+            raise ArgumentError(f"outages[{i}] ends ({t1}) before it starts ({t0})")
+        windows.append((t0, t1))
+    return tuple(windows)

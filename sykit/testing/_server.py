@@ -74,6 +74,7 @@ class FakeProvider:
         self._lock = threading.Lock()
         self._records: list[ServedRequest] = []
         self._counters: dict[tuple[str, str], int] = {}
+        self._origins: dict[str, float] = {}
         self._open_connections = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -165,6 +166,7 @@ class FakeProvider:
         with self._lock:
             self._records.clear()
             self._counters.clear()
+            self._origins.clear()
 
     def wait_idle(self, timeout: float = 5.0, *, connections: bool = False) -> None:
         """Wait until no request is being served (and, with ``connections=True``, none is open).
@@ -281,6 +283,12 @@ class FakeProvider:
             self._counters[model] = n + 1
             return n
 
+    def _run_time(self, run: str) -> float:
+        """Seconds since the first request of this run (the clock of outages and flapping)."""
+        now = self._now()
+        with self._lock:
+            return now - self._origins.setdefault(run, now)
+
     def _model(self, name: str) -> tuple[FakeModel, str | None, int | None]:
         configured = self.models.get(name)
         if configured is not None:
@@ -322,12 +330,15 @@ class FakeProvider:
             await send_json(conn, 400, error, keep_alive=keep_alive, record=record)
             return True
         model, fault, times = self._model(name)
-        n = self._next_number((headers.get("x-sykit-run", ""), name))
+        run = headers.get("x-sykit-run", "")
+        t = self._run_time(run)
+        n = self._next_number((run, name))
         if fault is not None and (times is None or n < times):
             record.fault = fault
         else:
             fault = None
-        return await self._serve(conn, record, body, name, model, fault, n, keep_alive)
+        down = model.down_status(t)
+        return await self._serve(conn, record, body, name, model, fault, n, keep_alive, down)
 
     async def _serve(
         self,
@@ -339,22 +350,12 @@ class FakeProvider:
         fault: str | None,
         n: int,
         keep_alive: bool,
+        down: int | None = None,
     ) -> bool:
         status_fault = STATUS_FAULT.match(fault or "")
         if status_fault:
             status = int(status_fault["status"])
-            extra = {}
-            if status == 429:
-                error = error_body(
-                    f"Rate limit reached for {name}.", "requests", "rate_limit_exceeded"
-                )
-            else:
-                error = error_body(
-                    "The server had an error while processing your request.", "server_error", None
-                )
-            if model.retry_after_s is not None and status in model.retry_after_statuses:
-                extra["Retry-After"] = f"{model.retry_after_s:g}"
-            await send_json(conn, status, error, keep_alive=keep_alive, record=record, extra=extra)
+            await self._fail(conn, record, name, model, status, keep_alive)
             return True
         if fault == "reset":
             conn.reset()
@@ -373,6 +374,10 @@ class FakeProvider:
         if refusal is not None:
             await send_json(conn, 400, refusal, keep_alive=keep_alive, record=record)
             return True
+        if down is not None:
+            record.fault = "outage" if down == 503 and model.outages else "flapping"
+            await self._fail(conn, record, name, model, down, keep_alive)
+            return True
         if fault == "malformed-json":
             text = '{"id": "chatcmpl-fake", "object": "chat.completion", "choices": [{"mess'
             await send_raw(conn, 200, text.encode(), keep_alive=keep_alive, record=record)
@@ -386,7 +391,32 @@ class FakeProvider:
         tps = model.tokens_per_s.quantile(u[2])  # type: ignore[union-attr]
         content, tool_call = answer_pieces(name, model, body, fault, u)
         if record.stream:
-            return await stream(conn, record, body, name, content, tool_call, ttft, tps, fault)
+            return await stream(
+                conn, record, body, name, content, tool_call, ttft, tps, fault,
+                model.fault_after_tokens,
+            )  # fmt: skip
         return await complete(
             conn, record, body, name, content, tool_call, ttft, tps, fault, keep_alive
         )
+
+    async def _fail(
+        self,
+        conn: Connection,
+        record: ServedRequest,
+        name: str,
+        model: FakeModel,
+        status: int,
+        keep_alive: bool,
+    ) -> None:
+        """An error answer with ``status``: a rate limit or a server error, with Retry-After when
+        the model sends one for that status."""
+        if status == 429:
+            error = error_body(f"Rate limit reached for {name}.", "requests", "rate_limit_exceeded")
+        else:
+            error = error_body(
+                "The server had an error while processing your request.", "server_error", None
+            )
+        extra = {}
+        if model.retry_after_s is not None and status in model.retry_after_statuses:
+            extra["Retry-After"] = f"{model.retry_after_s:g}"
+        await send_json(conn, status, error, keep_alive=keep_alive, record=record, extra=extra)
