@@ -470,8 +470,12 @@ def _races(race_id: np.ndarray, call_id: np.ndarray) -> tuple[np.ndarray, np.nda
     present = race_id >= 0
     if not present.any():
         return race_id, size
-    pairs = np.unique(np.stack([race_id[present], call_id[present]]), axis=1)
-    calls = np.bincount(pairs[0], minlength=int(race_id.max()) + 1)
+    races, calls_of = race_id[present], call_id[present]
+    order = np.lexsort((calls_of, races))
+    races, calls_of = races[order], calls_of[order]
+    first = np.ones(len(races), dtype=bool)  # the first row of each (race, call) pair
+    first[1:] = (races[1:] != races[:-1]) | (calls_of[1:] != calls_of[:-1])
+    calls = np.bincount(races[first], minlength=int(race_id.max()) + 1)
     size[present] = np.minimum(calls[race_id[present]], np.iinfo(np.int16).max)
     lone = present & (size < 2)
     if lone.any():
