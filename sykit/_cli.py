@@ -126,10 +126,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def write_demo_outputs(out: Path, comparison: Comparison, summary: pd.DataFrame) -> list[str]:
     """The demo's tables as CSV and its plots as PNG in ``out``, to read or share after the run."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ._compare_job import save_figures
 
     out.mkdir(parents=True, exist_ok=True)
     summary.to_csv(out / "summary.csv", index=False)
@@ -141,12 +138,7 @@ def write_demo_outputs(out: Path, comparison: Comparison, summary: pd.DataFrame)
         "latency_cdf.png": lambda: comparison.plot.latency_cdf().figure,
         "outcomes.png": lambda: comparison.plot.outcomes(),
     }
-    for name, draw in figures.items():
-        figure = draw()
-        figure.savefig(out / name, dpi=110, bbox_inches="tight")
-        plt.close(figure)
-        written.append(name)
-    return written
+    return written + save_figures(out, figures)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,7 +20,7 @@ import platform
 import re
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -311,11 +311,6 @@ def _write_outputs(
     robustness: Any,
     robustness_summary: pd.DataFrame | None,
 ) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out.mkdir(parents=True, exist_ok=True)
     routing_summary.to_csv(out / "routing_summary.csv", index=False)
     routing.requests.to_csv(out / "routing_requests.csv", index=False)
@@ -329,12 +324,22 @@ def _write_outputs(
         figures["latency_cdf.png"] = lambda: robustness.plot.latency_cdf().figure
         figures["outcomes.png"] = lambda: robustness.plot.outcomes()
         figures["race_timeline.png"] = lambda: robustness.plot.timeline("race weak|strong").figure
+    return written + save_figures(out, figures)
+
+
+def save_figures(out: Path, figures: Mapping[str, Callable[[], Any]]) -> list[str]:
+    """Draw each figure, save it as ``out/<name>`` (a tight box: titles and labels inside) and
+    close it; return the names written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     for name, draw in figures.items():
         figure = draw()
         figure.savefig(out / name, dpi=110, bbox_inches="tight")
         plt.close(figure)
-        written.append(name)
-    return written
+    return list(figures)
 
 
 def _write_sweeps(out: Path, thresholds: Any, randoms: Any) -> list[str]:

@@ -585,13 +585,8 @@ class Driver:
         is sent until the call is awaited (or raced); a bad argument is reported at once.
         """
         state = self._state
-        if state.closed:
-            raise _closed(state)
-        if type(request) is not Request and not isinstance(request, Request):
-            raise ArgumentTypeError(f"request must be a sy.Request, got {type(request).__name__}")
         run = state.run
-        names = run.check_models(models, "call_model(models=...)")
-        candidates = names if run.policy.routing_fallback else names[:1]
+        candidates = self._candidates(request, models, "call_model")
         call = run.serve(state, request, candidates, _ROUTING, _MODEL)
         if not run.policy.recover_errors:
             return _failing_the_request(state, call)
@@ -605,14 +600,20 @@ class Driver:
         the tokens produced so far. Nothing is sent until the first chunk is awaited."""
         from ._stream import ModelStream
 
+        candidates = self._candidates(request, models, "stream_model")
+        return ModelStream(self._state, request, candidates)
+
+    def _candidates(self, request: object, models: object, method: str) -> tuple[str, ...]:
+        """The checked candidates of a routing-phase model call (only the first one unless the
+        policy has ``routing_fallback``)."""
         state = self._state
         if state.closed:
             raise _closed(state)
         if type(request) is not Request and not isinstance(request, Request):
             raise ArgumentTypeError(f"request must be a sy.Request, got {type(request).__name__}")
         run = state.run
-        names = run.check_models(models, "stream_model(models=...)")
-        return ModelStream(state, request, names if run.policy.routing_fallback else names[:1])
+        names = run.check_models(models, f"{method}(models=...)")
+        return names if run.policy.routing_fallback else names[:1]
 
     def call_decision(self, request: DecisionRequest, model: str) -> Awaitable[DecisionResponse]:
         """Ask ``model`` the questions of ``request``: ``await`` it for the answers, or a
