@@ -33,7 +33,7 @@ TABLE_COLUMNS = (
     "strategy",
     "success_rate",
     "mean_quality",
-    "cost_per_request_usd",
+    "cost_per_1k_requests_usd",
     "latency_p50_s",
     "latency_p99_s",
     "attempts_per_request",

@@ -46,7 +46,7 @@ ROUTING_COLUMNS = (
     "mean_quality",
     "quality_ci_low",
     "quality_ci_high",
-    "cost_per_request_usd",
+    "cost_per_1k_requests_usd",
     "strong_share",
     "d_quality",
     "d_cost_usd",
@@ -56,7 +56,7 @@ ROBUSTNESS_COLUMNS = (
     "strategy",
     "success_rate",
     "mean_quality",
-    "cost_per_request_usd",
+    "cost_per_1k_requests_usd",
     "latency_p50_s",
     "latency_p99_s",
     "attempts_per_request",
@@ -226,7 +226,7 @@ def run_job(args: argparse.Namespace) -> int:
     routing_summary = routing.summary(baseline="strong only")
     share = _strong_share(routing, strong)
     routing_summary.insert(
-        routing_summary.columns.get_loc("cost_per_request_usd") + 1,
+        routing_summary.columns.get_loc("cost_per_1k_requests_usd") + 1,
         "strong_share",
         routing_summary["strategy"].map(share),
     )

@@ -21,7 +21,7 @@ def test_demo_prints_one_row_per_strategy(capsys):
         "hedge large @2s",
     ):
         assert strategy in out
-    assert "mean_quality" in out and "cost_per_request_usd" in out
+    assert "mean_quality" in out and "cost_per_1k_requests_usd" in out
 
 
 def test_demo_is_deterministic(capsys):
