@@ -78,14 +78,22 @@ class _Replaceable:
 class Latency(_Replaceable):
     """Time to first token plus output tokens over tokens per second.
 
+    ``prefill_tokens_per_s``, when given, is how fast the model reads the prompt: the time to
+    first token is then the ``ttft`` draw plus ``input_tokens / prefill_tokens_per_s``, so long
+    prompts answer later (``sy.profiles.fit`` estimates it from measurements that vary in length).
+
     sy.Latency(ttft=0.4, tokens_per_s=60)
     sy.Latency(ttft=sy.LogNormal(0.8, p95=2.5), tokens_per_s=sy.Uniform(40, 90))
+    sy.Latency(ttft=0.2, tokens_per_s=80, prefill_tokens_per_s=5_000)
     """
 
     ttft: float | Distribution = 0.5
     tokens_per_s: float | Distribution = 50.0
+    prefill_tokens_per_s: float | None = None
 
     def __post_init__(self) -> None:
+        if self.prefill_tokens_per_s is not None:
+            check_number(self.prefill_tokens_per_s, "prefill_tokens_per_s", low_open=True)
         object.__setattr__(self, "ttft", as_distribution(self.ttft, "ttft"))
         tps = as_distribution(self.tokens_per_s, "tokens_per_s")
         if not tps.quantile(U_LOW) > 0:  # the slowest draw divides the output tokens

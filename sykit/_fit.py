@@ -15,6 +15,8 @@ Accepted columns (a DataFrame, a CSV path, or anything with an ``.attempts`` fra
 * ``ttft_s``: time to the first token, in seconds (streamed calls; NaN otherwise);
 * ``tokens_per_s``, or ``latency_s`` with ``output_tokens`` (then tokens/s is
   ``output_tokens / (latency_s - ttft_s)``, the simulated host's own rule);
+* optional ``input_tokens``: where prompts vary in length and the time to first token grows
+  with them, the fit estimates ``Latency.prefill_tokens_per_s`` and fits ``ttft`` to what is left;
 * optional ``status`` (only ``"ok"`` rows give latencies; ``"error"`` rows give failure rates by
   ``error_kind``; cancelled and skipped rows are ignored), ``kind`` (decision calls are left out of
   the latency fit when model calls exist) and ``http_status``.
@@ -41,6 +43,8 @@ from ._errors import ArgumentError, ArgumentTypeError
 __all__ = ["compare_quantiles", "fit"]
 
 _INSTANT_TOKENS_PER_S = 1e6
+_MIN_TTFT_S = 1e-4  # a time to first token left after the prompt is read: never zero
+_MIN_PREFILL_SAMPLES = 20
 #: error_kind → the Faults field whose random rate it measures (structural 400s are not random).
 _FAULT_FIELDS = {
     "rate_limit": "rate_limit",
@@ -205,6 +209,10 @@ def _fit_latency(
     latency = _column(ok, "latency_s")
     out = _column(ok, "output_tokens")
     if np.isfinite(ttft).any():
+        prefill = _prefill(ttft, _column(ok, "input_tokens")) if "input_tokens" in ok else None
+        if prefill is not None:  # the time to first token less the time to read the prompt
+            reading = _column(ok, "input_tokens") / prefill
+            ttft = np.maximum(ttft - reading, _MIN_TTFT_S)
         ttft_dist = _distribution(ttft, ttft_shape)
         if "tokens_per_s" in ok:
             tps = _column(ok, "tokens_per_s")
@@ -218,11 +226,28 @@ def _fit_latency(
         return Latency(
             ttft=ttft_dist,
             tokens_per_s=tps_dist if tps_dist is not None else profile.latency.tokens_per_s,
+            prefill_tokens_per_s=prefill,
         )
     whole = _distribution(latency, ttft_shape)
     if whole is None:
         return None
     return Latency(ttft=whole, tokens_per_s=_INSTANT_TOKENS_PER_S)
+
+
+def _prefill(ttft: np.ndarray, input_tokens: np.ndarray) -> float | None:
+    """Prompt tokens read a second: the inverse slope of a least-squares line of the time to first
+    token over the prompt's length, when prompts vary (the longest at least twice the shortest,
+    20 or more measurements) and the slope stands clear of its noise (4 standard errors)."""
+    usable = np.isfinite(ttft) & np.isfinite(input_tokens) & (input_tokens >= 0)
+    x, y = input_tokens[usable].astype(float), ttft[usable]
+    if len(x) < _MIN_PREFILL_SAMPLES or x.max() < 2 * max(x.min(), 1.0):
+        return None
+    slope, intercept = np.polyfit(x, y, 1)
+    spread = float(((x - x.mean()) ** 2).sum())
+    noise = float(((y - (slope * x + intercept)) ** 2).sum()) / (len(x) - 2)
+    if not slope > 0 or spread <= 0 or slope < 4 * math.sqrt(noise / spread):
+        return None
+    return float(1.0 / slope)
 
 
 def _fit_faults(rows: pd.DataFrame, status: pd.Series, profile: ModelProfile) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import sykit as sy
@@ -212,3 +213,25 @@ def test_fit_latency():
     assert latency.tokens_per_s.sigma == pytest.approx(0.3, rel=0.1)
     with pytest.raises(ValueError, match="at least 5 positive ttft_s samples, got 2"):
         profiles.fit_latency([0.3, 0.4], [50] * 10)
+
+
+def test_fit_estimates_how_fast_a_model_reads_its_prompt():
+    rng = np.random.default_rng(5)
+    tokens = rng.integers(200, 20_000, size=400)
+    base = rng.lognormal(np.log(0.3), 0.3, size=400)
+    measured = pd.DataFrame(
+        {
+            "model": "m",
+            "input_tokens": tokens,
+            "ttft_s": base + tokens / 5_000,
+            "latency_s": base + tokens / 5_000 + 2.0,
+            "output_tokens": 100,
+        }
+    )
+    latency = sy.profiles.fit(measured)["m"].latency
+    assert latency.prefill_tokens_per_s == pytest.approx(5_000, rel=0.1)
+    assert latency.ttft.quantile(0.5) == pytest.approx(0.3, rel=0.1)
+    flat = measured.assign(ttft_s=base, latency_s=base + 2.0)
+    assert sy.profiles.fit(flat)["m"].latency.prefill_tokens_per_s is None
+    same_length = measured.assign(input_tokens=1_000)
+    assert sy.profiles.fit(same_length)["m"].latency.prefill_tokens_per_s is None

@@ -295,3 +295,28 @@ def test_an_inter_token_timeout_abandons_a_stalled_stream_billed_for_what_came(e
     )
     assert (stalled["output_tokens"], stalled["cost_usd"]) == (2, 2.0)
     assert (steady["start_s"], steady["served"]) == (1.625, True)
+
+
+def test_the_first_token_comes_later_for_a_longer_prompt(engine):
+    reader = sy.ModelProfile(
+        latency=sy.Latency(ttft=0.25, tokens_per_s=8.0, prefill_tokens_per_s=4000.0),
+        output_tokens=4,
+    )
+    seen: list = []
+
+    async def algorithm(request, driver):
+        async for chunk in driver.stream_model(request, ["reader"]):
+            if chunk.index == 0:
+                seen.append((request.id, chunk.at_s))
+        return sy.route_to("reader", request)
+
+    prompts = [
+        sy.Request("short", id=0, input_tokens=1000),
+        sy.Request("long", id=1, input_tokens=8000),
+    ]
+    res = sy.run(algorithm, prompts, host=host(reader=reader), engine=engine, concurrency=1)
+    short, long = seen
+    assert short == (0, 0.5)  # 0.25 + 1,000 / 4,000
+    assert long[1] - rows(res, request_id=1)[0]["start_s"] == 2.25  # 0.25 + 8,000 / 4,000
+    with pytest.raises(sy.ArgumentError, match="prefill_tokens_per_s"):
+        sy.Latency(prefill_tokens_per_s=0)

@@ -148,6 +148,7 @@ class _Card:
         "faulty",
         "output_tokens",
         "prefill",
+        "prefill_tokens_per_s",
         "profile",
         "quality",
         "spike_factor",
@@ -175,6 +176,7 @@ class _Card:
         self.stall_s = faults.stall_s
         self.window = profile.context_window
         self.prefill = profile.prefill
+        self.prefill_tokens_per_s = profile.latency.prefill_tokens_per_s
         self.quality = profile.quality
         self.text = ""
 
@@ -393,6 +395,8 @@ class _SimSession:
             if cap is not None and out > cap:
                 out = cap
         ttft = card.ttft(((words[SLOT.TTFT] >> 10) | 1) * HALF)
+        if card.prefill_tokens_per_s:  # reading the prompt comes first
+            ttft += request.input_tokens / card.prefill_tokens_per_s
         tps = card.tokens_per_s(((words[SLOT.TOKENS_PER_S] >> 10) | 1) * HALF)
         factor = 1.0
         if card.spike_p and ((words[SLOT.SPIKE] >> 10) | 1) * HALF < card.spike_p:
