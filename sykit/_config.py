@@ -156,6 +156,9 @@ class Faults(_Replaceable):
     parsed). ``spike_p``: with this probability the latency is multiplied by ``spike_factor``.
     ``stall_p``: with this probability the answer pauses for ``stall_s`` seconds half-way through
     its tokens (a streamed reader sees the gap; the whole answer ends that much later).
+    ``break_after_tokens`` moves a ``cut_stream`` or ``malformed`` fault: the answer breaks after
+    that many good tokens (by default a cut comes after two thirds of them and a malformed chunk
+    first, before any token).
 
     Scripted: ``outages`` are ``[t0, t1)`` windows of virtual time in which every attempt answers
     503; ``fail_first`` fails the first N attempts at this model in a run with ``fail_first_status``
@@ -181,6 +184,7 @@ class Faults(_Replaceable):
     spike_factor: float = 10.0
     stall_p: float = 0.0
     stall_s: float = 30.0
+    break_after_tokens: int | None = None
     outages: Sequence[tuple[float, float]] = ()
     fail_first: int = 0
     fail_first_status: int | Literal["timeout", "reset"] = 429
@@ -200,6 +204,8 @@ class Faults(_Replaceable):
         check_number(self.spike_factor, "spike_factor", low=1.0)
         _probability(self.stall_p, "stall_p")
         check_number(self.stall_s, "stall_s")
+        if self.break_after_tokens is not None:
+            _int(self.break_after_tokens, "break_after_tokens")
         if isinstance(self.outages, str | bytes | Mapping) or not isinstance(
             self.outages, Iterable
         ):

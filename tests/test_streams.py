@@ -320,3 +320,49 @@ def test_the_first_token_comes_later_for_a_longer_prompt(engine):
     assert long[1] - rows(res, request_id=1)[0]["start_s"] == 2.25  # 0.25 + 8,000 / 4,000
     with pytest.raises(sy.ArgumentError, match="prefill_tokens_per_s"):
         sy.Latency(prefill_tokens_per_s=0)
+
+
+@pytest.mark.parametrize(
+    ("fault", "error", "words"),
+    [
+        ("cut_stream", sy.UnavailableError, "ended early after 3 of 6 tokens"),
+        ("malformed", sy.InvalidResponseError, "malformed stream chunk.*after 3 tokens"),
+    ],
+)
+def test_a_stream_breaks_after_the_tokens_the_fault_says(engine, fault, error, words):
+    breaking = constant_profile(
+        0.5,
+        6,
+        8.0,
+        price_in=0.0,
+        price_out=1e6,
+        faults=sy.Faults(**{fault: 1.0}, break_after_tokens=3),
+    )
+    seen: list = []
+
+    async def algorithm(request, driver):
+        with pytest.raises(error, match=words):
+            async for chunk in driver.stream_model(request, ["breaking"]):
+                seen.append(chunk.at_s)
+        return sy.route_to("steady", request)
+
+    res = sy.run(algorithm, ["q"], host=host(breaking=breaking), engine=engine, strict=True)
+    assert seen == [0.5, 0.625, 0.75]
+    (row,) = rows(res, model="breaking")
+    assert (row["end_s"], row["output_tokens"], row["cost_usd"]) == (0.75, 3, 3.0)
+
+
+def test_a_malformed_first_chunk_is_still_the_default(engine):
+    garbled = constant_profile(0.5, 6, 8.0, faults=sy.Faults(malformed=1.0))
+
+    async def algorithm(request, driver):
+        with pytest.raises(sy.InvalidResponseError):
+            async for _ in driver.stream_model(request, ["garbled"]):
+                pytest.fail("no token comes before a malformed first chunk")
+        return sy.route_to("steady", request)
+
+    res = sy.run(algorithm, ["q"], host=host(garbled=garbled), engine=engine, strict=True)
+    (row,) = rows(res, model="garbled")
+    assert (row["end_s"], row["output_tokens"], row["cost_usd"]) == (0.5, 0, 0.0)
+    with pytest.raises(sy.ArgumentError, match="break_after_tokens"):
+        sy.Faults(break_after_tokens=-1)

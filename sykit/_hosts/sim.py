@@ -145,6 +145,7 @@ class _Card:
     """What a session needs of one model's profile on every attempt, looked up once."""
 
     __slots__ = (
+        "break_after",
         "faulty",
         "output_tokens",
         "prefill",
@@ -173,6 +174,7 @@ class _Card:
         self.spike_p = faults.spike_p
         self.spike_factor = faults.spike_factor
         self.stall_p = faults.stall_p
+        self.break_after = faults.break_after_tokens
         self.stall_s = faults.stall_s
         self.window = profile.context_window
         self.prefill = profile.prefill
@@ -409,7 +411,7 @@ class _SimSession:
             stall = card.stall_s
             total += stall
         deadline = attempt.deadline_s
-        if broken == "malformed" and now + ttft <= deadline:
+        if broken == "malformed" and not card.break_after and now + ttft <= deadline:
             # The first chunk is garbage: no usable token arrived, as over HTTP; nothing billed.
             return Reply(
                 None,
@@ -435,11 +437,23 @@ class _SimSession:
                 error=ModelTimeout("no answer before the deadline", model=model),
                 after_s=deadline - now,
             )
-        if broken == "cut_stream":
-            produced = max(1, (2 * out) // 3)
+        if broken is not None:  # a cut stream, or a malformed chunk after some good tokens
+            after = card.break_after
+            produced = max(1, (2 * out) // 3) if after is None else max(1, min(after, out))
             last = ttft + ((produced - 1) / tps) * factor  # the instant its last token came
             if stall and produced > attempt.stall_after:
                 last += stall
+            if broken == "malformed":
+                return Reply(
+                    None,
+                    error=InvalidResponseError(
+                        "malformed stream chunk: 'data: {\"choices\": [' is not valid JSON "
+                        f"(after {produced} tokens)",
+                        model=model,
+                        http_status=200,
+                    ),
+                    after_s=last,
+                )
             return Reply(
                 502,
                 _error_body(
