@@ -14,6 +14,7 @@ the sampling of requests, not simulation noise across seeds (docs/statistics.md)
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import sys
 import warnings
@@ -184,7 +185,7 @@ def check_percentiles(percentiles: Any) -> tuple[float, ...] | None:
                 q = float(text[1:]) / 100 if text.startswith("p") else float("nan")
             except ValueError:
                 q = float("nan")
-        if isinstance(q, bool) or not isinstance(q, int | float) or not 0 < q < 1:
+        if isinstance(q, bool | np.bool_) or not isinstance(q, numbers.Real) or not 0 < q < 1:
             raise ArgumentError(
                 f"percentile {value!r} is not one: give fractions in (0, 1) such as 0.9 or 0.999, "
                 "or names such as 'p90' or 'p99.9'"

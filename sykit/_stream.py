@@ -66,7 +66,16 @@ class ModelStream:
     ended with a served answer; ``model`` names the model that streams once the first token came.
     """
 
-    __slots__ = ("_candidates", "_ended", "_head", "_request", "_response", "_sent", "_state")
+    __slots__ = (
+        "_candidates",
+        "_ended",
+        "_head",
+        "_reading",
+        "_request",
+        "_response",
+        "_sent",
+        "_state",
+    )
 
     def __init__(self, state: RequestState, request: Request, candidates: tuple[str, ...]) -> None:
         self._state = state
@@ -76,6 +85,7 @@ class ModelStream:
         self._sent = 0
         self._response: Response | None = None
         self._ended = False
+        self._reading = False  # an __anext__ is waiting: a stream has one reader at a time
 
     @property
     def response(self) -> Response | None:
@@ -116,6 +126,18 @@ class ModelStream:
 
     # -- the steps of one __anext__ -------------------------------------------------------------
     def _next(self) -> Generator[Any, Any, Chunk]:
+        if self._reading:
+            raise RuntimeError(
+                "this stream is already being read (an earlier __anext__ has not returned): "
+                "read a stream from one task at a time"
+            )
+        self._reading = True
+        try:
+            return (yield from self._step())
+        finally:
+            self._reading = False
+
+    def _step(self) -> Generator[Any, Any, Chunk]:
         state = self._state
         if self._ended:
             raise StopAsyncIteration

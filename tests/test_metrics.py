@@ -126,7 +126,9 @@ def test_summary_reports_the_percentiles_asked_for(host):
     assert table["latency_p90_s"].iloc[0] == pytest.approx(latencies.quantile(0.9))
     assert table["latency_p99.9_s"].iloc[0] == pytest.approx(latencies.quantile(0.999))
     assert "ttft_p99.9_s" in table and "latency_p50_s" not in table
-    for bad in (1.5, 0, "p100", "ninety", [], True):
+    as_numpy = res.summary(percentiles=np.array([0.9], dtype=np.float32))
+    assert as_numpy["latency_p90_s"].iloc[0] == pytest.approx(latencies.quantile(0.9), rel=1e-6)
+    for bad in (1.5, 0, "p100", "ninety", [], True, float("nan")):
         with pytest.raises(sy.ArgumentError, match="percentile"):
             res.summary(percentiles=bad)
 

@@ -366,3 +366,14 @@ def test_a_malformed_first_chunk_is_still_the_default(engine):
     assert (row["end_s"], row["output_tokens"], row["cost_usd"]) == (0.5, 0, 0.0)
     with pytest.raises(sy.ArgumentError, match="break_after_tokens"):
         sy.Faults(break_after_tokens=-1)
+
+
+def test_a_stream_has_one_reader_at_a_time(engine):
+    async def algorithm(request, driver):
+        stream = driver.stream_model(request, ["steady"])
+        _, outcome = await sy.first(stream.__anext__(), stream.__anext__())
+        assert isinstance(outcome, RuntimeError) and "already being read" in str(outcome)
+        return sy.route_to("steady", request)
+
+    res = sy.run(algorithm, ["q"], host=host(), engine=engine, strict=True)
+    assert len(rows(res, phase="routing")) == 1  # one attempt, not two
