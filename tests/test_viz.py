@@ -861,3 +861,22 @@ def test_a_timeline_names_the_wrong_type_of_request_id(host):
         res.plot.timeline("3")
     with pytest.raises(sy.ArgumentError, match="no attempts in this run"):
         res.plot.timeline(4)
+
+
+def test_timeline_labels_end_inside_the_axes():
+    long_name = "a-model-with-a-very-long-name-indeed-2026-11-preview"
+    slow = sy.ModelProfile(
+        latency=sy.Latency(ttft=0.5, tokens_per_s=100.0), output_tokens=50, price_out=10.0
+    )
+    fast = slow.replace(latency=sy.Latency(ttft=0.25, tokens_per_s=100.0))
+    host = sy.SimHost({long_name: slow, "b": fast}, policy=sy.HostPolicy(cooldown_s=0))
+    res = sy.run(sy.strategies.race([long_name, "b"]), ["q"], host=host)
+    from matplotlib import pyplot as plt
+
+    _, narrow = plt.subplots(figsize=(3.5, 2.0))
+    ax = res.plot.timeline(ax=narrow)
+    ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    right = ax.get_window_extent(renderer).x1
+    labels = [t for t in ax.texts if t.get_gid() == "attempt_label"]
+    assert labels and all(t.get_window_extent(renderer).x1 <= right + 1 for t in labels)

@@ -283,6 +283,7 @@ def plot_timeline(
     ax.set_yticks(range(n), _lane_names(lanes), fontsize=8)
     ax.set_ylim(n - 0.4, -0.6)
     ax.set_xlim(first - 0.02 * span, last + 0.42 * span)
+    _fit_labels(ax)
     ax.set_xlabel("run clock (s)")
     ax.grid(axis="x", color="0.9", zorder=0)
     ax.set_axisbelow(True)
@@ -302,3 +303,23 @@ def plot_timeline(
     ax.set_title(title, fontsize=10, loc="left")
     _legend_outside(ax, handles)
     return ax
+
+
+def _fit_labels(ax: Axes) -> None:
+    """Widen the x axis so every attempt label ends inside it: a label is anchored at its bar's
+    end (in data) and has a width in pixels, so the right limit that fits it solves
+    ``x + w · (right − left) / W = right``."""
+    labels = [t for t in ax.texts if t.get_gid() == "attempt_label"]
+    if not labels:
+        return
+    renderer = ax.figure.canvas.get_renderer()
+    left, right = ax.get_xlim()
+    width = ax.get_window_extent(renderer).width
+    needed = right
+    for label in labels:
+        share = label.get_window_extent(renderer).width / width
+        if share < 0.95:
+            x = label.get_position()[0]
+            needed = max(needed, (x - left * share) / (1 - share) + 0.01 * (right - left))
+    if needed > right:
+        ax.set_xlim(left, needed)
