@@ -312,7 +312,9 @@ def _fit_labels(ax: Axes) -> None:
     labels = [t for t in ax.texts if t.get_gid() == "attempt_label"]
     if not labels:
         return
-    renderer = ax.figure.canvas.get_renderer()
+    figure = ax.figure
+    get_renderer = getattr(figure.canvas, "get_renderer", None)  # a bare Figure() has none
+    renderer = get_renderer() if get_renderer is not None else figure._get_renderer()
     left, right = ax.get_xlim()
     width = ax.get_window_extent(renderer).width
     needed = right
