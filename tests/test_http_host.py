@@ -783,3 +783,19 @@ def test_many_concurrent_streamed_calls_all_get_their_answers(fake):
         res = sy.run(both, [f"q{i}" for i in range(100)], host=host, concurrency=32)
         assert (res.attempts["status"] == "ok").all(), res.attempts["error_message"].dropna()
         fake.wait_idle()
+
+
+def test_a_stream_left_open_over_http_is_abandoned_and_its_connection_closed(fake):
+    async def algorithm(request, driver):
+        stream = driver.stream_model(request, ["long"])
+        await stream.__anext__()
+        await stream.__anext__()  # two tokens, then the stream is left open
+        return sy.route_to("fast", request)
+
+    res = sy.run(algorithm, ["q"], host=http_host(fake, "long", "fast"))
+    row = one(res, model="long")
+    assert (row["status"], row["cancel_cause"]) == ("cancelled", "abandoned")
+    assert 2 <= row["output_tokens"] < 100 and not math.isnan(row["ttft_s"])
+    fake.wait_idle()
+    served = {r.model: r for r in fake.requests}
+    assert served["long"].disconnected and not served["long"].completed
