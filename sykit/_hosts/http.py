@@ -375,14 +375,20 @@ class _SseReader:
         self.ttft: float | None = None
         self.first = ""
         self.closed = False
+        # Within its exchange, the exchange's timeout bounds every read; a stream handed over to
+        # the caller keeps the attempt's deadline itself.
+        self.own_deadline = False
         self.deadline = clock.t0 + (attempt.deadline_s - attempt.start_s)  # on the loop clock
 
     async def next(self) -> str | Reply:
-        try:
-            async with asyncio.timeout_at(self.deadline):
-                item = await self._read()
-        except TimeoutError:
-            item = self.session.timed_out(self.attempt)
+        if not self.own_deadline:
+            item = await self._read()
+        else:
+            try:
+                async with asyncio.timeout_at(self.deadline):
+                    item = await self._read()
+            except TimeoutError:
+                item = self.session.timed_out(self.attempt)
         if isinstance(item, Reply):
             await self.aclose()
         return item
@@ -526,15 +532,15 @@ class _HttpSession:
         # attempt that ends unserved (cancelled, timed out) is billed per the policy.
         attempt.receive(0)
         held = contextlib.AsyncExitStack()
+        reader: _SseReader | None = None
+        handed_over = False
         try:
             response = await held.enter_async_context(
                 self.client.stream("POST", endpoint.url, json=body, headers=headers)
             )
             status = response.status_code
             if not 200 <= status < 300:
-                raw = await response.aread()
-                await held.aclose()
-                text = self._error_body(raw)
+                text = self._error_body(await response.aread())
                 if fmt is not None:
                     refused = self._format_refused(attempt.model, fmt, status, text)
                     if refused is not None:
@@ -546,22 +552,21 @@ class _HttpSession:
                 first = await reader.next()
                 if live and not isinstance(first, Reply):
                     reader.first = first
+                    reader.own_deadline = True  # read on after this exchange's own timeout
+                    handed_over = True
                     return reader  # the caller closes it
                 while not isinstance(first, Reply):
                     first = await reader.next()
                 return first
-            raw = await response.aread()
-            await held.aclose()
+            text = host.scrub((await response.aread()).decode("utf-8", "replace"))
+            return completion_reply(attempt, status, text, secrets=host._secrets)
         except httpx.HTTPError as exc:
-            await held.aclose()
             return Reply(
                 None, error=UnavailableError(self._describe(exc, endpoint), model=attempt.model)
             )
-        except BaseException:
-            await held.aclose()
-            raise
-        text = host.scrub(raw.decode("utf-8", "replace"))
-        return completion_reply(attempt, status, text, secrets=host._secrets)
+        finally:
+            if not handed_over:  # the connection goes back (or away) with this exchange
+                await (reader.aclose() if reader is not None else held.aclose())
 
     def _error_body(self, raw: bytes) -> str:
         """An error body scrubbed as text and, if it is JSON, again once decoded: the classifier
