@@ -139,17 +139,8 @@ def plot_outcomes(
         title += " (on top: share of requests failed)"
         tops = per.sum(axis=1).to_numpy(dtype=float)
         for xi, top, lost, total in zip(x, tops, failed, n_requests, strict=True):
-            axes[0].annotate(
-                f"{_percent(int(lost), int(total))} % failed" if total else "",
-                (xi, top),
-                xytext=(0, 2),
-                textcoords="offset points",
-                ha="center",
-                va="bottom",
-                fontsize=7,
-                color="0.25",
-                gid="failed_requests",
-            )
+            text = f"{_percent(int(lost), int(total))} % failed" if total else ""
+            _bar_note(axes[0], xi, top, text, "0.25", "failed_requests")
         axes[0].set_ylim(0, max(float(tops.max()), 1e-9) * 1.12)
     axes[0].set_title(title, fontsize=10, loc="left")
     axes[0].grid(axis="y", color="0.92")
@@ -183,17 +174,7 @@ def plot_outcomes(
         for xi, top, share in zip(
             x, bottom, (total / spend.replace(0, np.nan)).fillna(0.0), strict=True
         ):
-            axes[1].annotate(
-                f"{share:.0%}",
-                (xi, top),
-                xytext=(0, 2),
-                textcoords="offset points",
-                ha="center",
-                va="bottom",
-                fontsize=7,
-                color="0.3",
-                gid="wasted_share",
-            )
+            _bar_note(axes[1], xi, top, f"{share:.0%}", "0.3", "wasted_share")
         axes[1].set_xlim(-0.5 - pad, len(names) - 0.5 + pad)
         axes[1].set_xticks(x, names, rotation=25, ha="right")
         _color_ticklabels(axes[1], names, colors)
@@ -285,3 +266,18 @@ def _outcome_axes(ax: Any, wasted: bool, n: int) -> list[Axes]:
             f" with wasted={wasted}, got {ax!r}"
         )
     return given
+
+
+def _bar_note(ax: Any, x: float, top: float, text: str, color: str, gid: str) -> None:
+    """A small note centred just above a bar's top."""
+    ax.annotate(
+        text,
+        (x, top),
+        xytext=(0, 2),
+        textcoords="offset points",
+        ha="center",
+        va="bottom",
+        fontsize=7,
+        color=color,
+        gid=gid,
+    )
