@@ -305,16 +305,11 @@ def serve_steps(
                 message = f"{type(exc).__name__}: {exc}"[:_MESSAGE_LIMIT]
                 log.fail(row, now, "host_error", message, None)
                 raise
-            error = reply.error
-            status = reply.status
-            if error is None and status is not None and not 200 <= status < 300:
-                error = classify(status, reply.body, reply.headers, model=model)
+            error = reply_error(reply, model)
             now = clock()
             if error is None:
                 return _succeed(run, state, row, reply, model, kind, now)
-            log.fail(
-                row, now, error.kind, (error.message or "")[:_MESSAGE_LIMIT], error.http_status
-            )
+            log_failure(log, row, now, error)
             if attempt.seen_ttft_s is not None:
                 log.set_ttft(row, attempt.seen_ttft_s)
             # A timeout stops an answer in flight, as a cancellation would; a broken answer had
@@ -356,6 +351,20 @@ def serve_steps(
             state.n_fallbacks += 1
     assert error is not None  # the last candidate is never skipped, so it ran and failed
     raise error
+
+
+def reply_error(reply: Reply, model: str) -> ModelError | None:
+    """The error a reply means: the host's own, or its non-2xx status classified; None if served."""
+    error = reply.error
+    status = reply.status
+    if error is None and status is not None and not 200 <= status < 300:
+        error = classify(status, reply.body, reply.headers, model=model)
+    return error
+
+
+def log_failure(log: AttemptLog, row: int, now: float, error: ModelError) -> None:
+    """Record ``row`` as ended by ``error`` at ``now``."""
+    log.fail(row, now, error.kind, (error.message or "")[:_MESSAGE_LIMIT], error.http_status)
 
 
 class StreamHead:

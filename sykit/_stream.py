@@ -20,10 +20,8 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from ._classify import classify
 from ._driver import (
     _CANCELLED_CODE,
-    _MESSAGE_LIMIT,
     _MODEL,
     _ROUTING,
     CAUSE_CODE,
@@ -33,6 +31,8 @@ from ._driver import (
     _bill_unserved,
     _closed,
     _succeed,
+    log_failure,
+    reply_error,
     serve_steps,
 )
 from ._errors import ModelError
@@ -209,17 +209,12 @@ class ModelStream:
         now = head.end_s
         self._ended = True
         self._forget()
-        error = reply.error
-        status = reply.status
-        if error is None and status is not None and not 200 <= status < 300:
-            error = classify(status, reply.body, reply.headers, model=head.model)
+        error = reply_error(reply, head.model)
         if error is None:
             self._response = _succeed(run, state, head.row, reply, head.model, _MODEL, now)
             return
         log = run.log
-        log.fail(
-            head.row, now, error.kind, (error.message or "")[:_MESSAGE_LIMIT], error.http_status
-        )
+        log_failure(log, head.row, now, error)
         log.set_ttft(head.row, _ttft(head, log))
         _bill_unserved(run, state, head.row, _MODEL, self._request, head.attempt, now)
         if raising:
