@@ -292,13 +292,8 @@ def serve_steps(
                 else:
                     reply = yield (SEND, attempt)
             except asyncio.CancelledError:
-                now = clock()
                 cause = run.backend.current_cause()
-                log.cancelled(row, now, _CANCELLED_CODE if cause is None else CAUSE_CODE[cause])
-                if attempt.seen_ttft_s is not None:
-                    log.set_ttft(row, attempt.seen_ttft_s)
-                state.n_cancelled += 1
-                _bill_unserved(run, state, row, kind, request, attempt, now)
+                cancel_attempt(run, state, row, kind, request, attempt, cause, attempt.seen_ttft_s)
                 raise
             except BaseException as exc:
                 now = clock()
@@ -360,6 +355,27 @@ def reply_error(reply: Reply, model: str) -> ModelError | None:
     if error is None and status is not None and not 200 <= status < 300:
         error = classify(status, reply.body, reply.headers, model=model)
     return error
+
+
+def cancel_attempt(
+    run: RunState,
+    state: RequestState,
+    row: int,
+    kind: int,
+    request: Request | DecisionRequest,
+    attempt: Attempt,
+    cause: CancelCause | None,
+    ttft: float | None,
+) -> None:
+    """Record ``row`` as cancelled now with ``cause`` (and the first token's time, if one came),
+    and bill it per the policy for what the provider had produced."""
+    now = run.clock()
+    log = run.log
+    log.cancelled(row, now, _CANCELLED_CODE if cause is None else CAUSE_CODE[cause])
+    if ttft is not None:
+        log.set_ttft(row, ttft)
+    state.n_cancelled += 1
+    _bill_unserved(run, state, row, kind, request, attempt, now)
 
 
 def log_failure(log: AttemptLog, row: int, now: float, error: ModelError) -> None:

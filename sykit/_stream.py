@@ -21,16 +21,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._driver import (
-    _CANCELLED_CODE,
     _MODEL,
     _ROUTING,
-    CAUSE_CODE,
     NEXT,
     RequestState,
     StreamHead,
     _bill_unserved,
     _closed,
     _succeed,
+    cancel_attempt,
     log_failure,
     reply_error,
     serve_steps,
@@ -235,11 +234,8 @@ class ModelStream:
             self._finish(raising=False)
             return
         self._forget()
-        log = run.log
-        log.cancelled(head.row, now, _CANCELLED_CODE if cause is None else CAUSE_CODE[cause])
-        log.set_ttft(head.row, _ttft(head, log))
-        state.n_cancelled += 1
-        _bill_unserved(run, state, head.row, _MODEL, self._request, head.attempt, now)
+        ttft = _ttft(head, run.log)
+        cancel_attempt(run, state, head.row, _MODEL, self._request, head.attempt, cause, ttft)
 
     async def _aclose(self, cause: CancelCause | None) -> None:
         """:meth:`_stop`, and on a real host the connection closed."""
