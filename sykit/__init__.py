@@ -48,6 +48,8 @@ from ._errors import SimDeadlock as SimDeadlock
 from ._errors import SykitError as SykitError
 from ._errors import UnavailableError as UnavailableError
 from ._errors import UnknownModel as UnknownModel
+from ._grid import Grid as Grid
+from ._grid import grid as grid
 from ._health import AlgorithmError as AlgorithmError
 from ._health import AlgorithmWarning as AlgorithmWarning
 from ._hosts.http import HttpHost as HttpHost
@@ -107,6 +109,7 @@ __all__ = [
     "FallbackReason",
     "Faults",
     "Flapping",
+    "Grid",
     "GroundTruth",
     "HostPolicy",
     "HttpHost",
@@ -152,6 +155,7 @@ __all__ = [
     "fallback_reason",
     "first",
     "first_ok",
+    "grid",
     "hedge",
     "peek_truth",
     "profiles",

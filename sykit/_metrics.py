@@ -28,8 +28,10 @@ from ._errors import ArgumentError
 from ._vocab import Status
 
 __all__ = [
+    "ATTEMPT_COUNTS",
     "SUMMARY_COLUMNS",
     "UngradedWarning",
+    "attempt_counts",
     "bootstrap_mean_ci",
     "mean_quality",
     "paired_differences",
@@ -38,6 +40,7 @@ __all__ = [
     "request_quality",
     "summarize",
     "ungraded",
+    "warn_ungraded",
 ]
 
 FALLBACK_REASONS = ("context_window", "capability", "unavailable", "rate_limit", "policy")
@@ -211,10 +214,40 @@ def summary_columns(percentiles: tuple[float, ...] | None) -> list[str]:
     return columns
 
 
+ATTEMPT_COUNTS: tuple[str, ...] = (
+    "attempted",
+    "cancelled_attempts",
+    "fallbacks",
+    "retries",
+    "routing_errors",
+    *(f"fallbacks_{reason}" for reason in FALLBACK_REASONS),
+)
+
+
+def attempt_counts(attempts: pd.DataFrame) -> dict[str, int]:
+    """What a summary needs from the attempts frame: counts, which add up across runs, so a
+    summary of many runs needs their requests and these counts, never every attempt row."""
+    reasons = attempts["fallback_reason"].astype("string").value_counts()
+    counts = {
+        "attempted": int((attempts["status"] != Status.SKIPPED).sum()),
+        "cancelled_attempts": int((attempts["status"] == Status.CANCELLED).sum()),
+        "fallbacks": int(attempts["fallback_reason"].notna().sum()),
+        "retries": int(attempts["retried"].sum()),
+        # routing-phase attempts that failed (a judge or router call rejected, a raced call's
+        # error): work the summary's fallbacks and retries do not show
+        "routing_errors": int(
+            ((attempts["phase"] == "routing") & (attempts["status"] == Status.ERROR)).sum()
+        ),
+    }
+    for reason in FALLBACK_REASONS:
+        counts[f"fallbacks_{reason}"] = int(reasons.get(reason, 0))
+    return counts
+
+
 def summarize_one(
     strategy: str,
     requests: pd.DataFrame,
-    attempts: pd.DataFrame,
+    attempts: pd.DataFrame | dict[str, int],
     percentiles: tuple[float, ...] | None = None,
 ) -> dict[str, Any]:
     """One summary row over all of a strategy's rows (every seed). See docs/statistics.md.
@@ -223,6 +256,7 @@ def summarize_one(
     per-request figures (``success_rate``, ``cost_per_request_usd``, ``attempts_per_request``)
     average over rows (each request appears once per seed); ``cost_usd``, ``wasted_usd``,
     ``routing_usd``, ``cancelled_attempts``, ``fallbacks`` and ``retries`` are totals over all rows.
+    ``attempts`` is the attempts frame of those rows, or its :func:`attempt_counts`.
     ``mean_quality`` is the mean over requests of each request's mean over seeds (failed = 0,
     ungraded left out and counted in ``n_ungraded``), with a 95% bootstrap interval over requests.
     Latency percentiles are over successful rows.
@@ -234,8 +268,7 @@ def summarize_one(
     low, high = bootstrap_mean_ci(quality_by_request.to_numpy(dtype=float))
     cost = float(requests["cost_usd"].sum())
     wasted = float(requests["wasted_usd"].sum())
-    attempted = attempts[attempts["status"] != Status.SKIPPED]
-    reasons = attempts["fallback_reason"].astype("string").value_counts()
+    counts = attempts if isinstance(attempts, dict) else attempt_counts(attempts)
     row = {
         "strategy": strategy,
         # False when the algorithm read the ground truth (sy.peek_truth): a bound, not a router
@@ -252,24 +285,20 @@ def summarize_one(
         "cost_usd": cost,
         "cost_per_request_usd": cost / n if n else math.nan,
         "cost_per_1k_requests_usd": 1000 * cost / n if n else math.nan,
-        "attempts_per_request": len(attempted) / n if n else math.nan,
-        "cancelled_attempts": int((attempts["status"] == Status.CANCELLED).sum()),
+        "attempts_per_request": counts["attempted"] / n if n else math.nan,
+        "cancelled_attempts": counts["cancelled_attempts"],
         "wasted_usd": wasted,
         "wasted_share": wasted / cost if cost > 0 else 0.0,
         "routing_usd": float(requests["routing_usd"].sum()),
-        "fallbacks": int(attempts["fallback_reason"].notna().sum()),
-        "retries": int(attempts["retried"].sum()),
-        # routing-phase attempts that failed (a judge or router call rejected, a raced call's
-        # error): work the summary's fallbacks and retries do not show
-        "routing_errors": int(
-            ((attempts["phase"] == "routing") & (attempts["status"] == Status.ERROR)).sum()
-        ),
+        "fallbacks": counts["fallbacks"],
+        "retries": counts["retries"],
+        "routing_errors": counts["routing_errors"],
         "makespan_s": float(requests["end_s"].max() - requests["arrival_s"].min())
         if n
         else math.nan,
     }
     for reason in FALLBACK_REASONS:
-        row[f"fallbacks_{reason}"] = int(reasons.get(reason, 0))
+        row[f"fallbacks_{reason}"] = counts[f"fallbacks_{reason}"]
     latency, ttft = ok["latency_s"], ok["ttft_s"]
     if percentiles is None:
         for q in DEFAULT_PERCENTILES:
@@ -287,9 +316,14 @@ def _by_strategy(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def _warn_ungraded(requests: pd.DataFrame, table: pd.DataFrame) -> None:
+    warn_ungraded(table, bool(((requests["status"] == "ok") & requests["quality"].notna()).any()))
+
+
+def warn_ungraded(table: pd.DataFrame, any_graded: bool) -> None:
     """One :class:`UngradedWarning` for the strategies with ungraded answers, unless no served
-    answer has a grade at all (no ground truth: every ``mean_quality`` is NaN and says so)."""
-    if not ((requests["status"] == "ok") & requests["quality"].notna()).any():
+    answer has a grade at all (``any_graded`` False: no ground truth, every ``mean_quality`` is
+    NaN and says so)."""
+    if not any_graded:
         return
     counted = table[table["n_ungraded"] > 0]
     if counted.empty:

@@ -44,7 +44,7 @@ def _is_terminal(stream: Any) -> bool:
         return False
 
 
-def make_progress(total: int, progress: bool | None, description: str) -> Any:
+def make_progress(total: int, progress: bool | None, description: str, unit: str = "req") -> Any:
     """A tqdm bar that appears only if the run lasts over a second (``progress=None``), or None
     when there should be no bar (see the module docstring)."""
     if not _progress_enabled(progress):
@@ -52,7 +52,7 @@ def make_progress(total: int, progress: bool | None, description: str) -> Any:
     settings: dict[str, Any] = {
         "total": total,
         "desc": description,
-        "unit": "req",
+        "unit": unit,
         "delay": 1.0 if progress is None else 0.0,
         "leave": False,
     }

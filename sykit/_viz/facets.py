@@ -1,0 +1,155 @@
+"""A grid's summary as small multiples: one panel per value of ``col`` (and ``row``), a line per
+strategy along ``x``.
+
+A strategy that does not use the ``x`` axis (a reference such as "strong only") is one value per
+panel: it is drawn as a dashed horizontal line across the panel, so the curves read against it. The quality interval is drawn as a band when ``y`` is
+``mean_quality``. Every panel shares its y axis, so panels compare at a glance.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._errors import ArgumentError
+from .style import _legend_outside, _strategy_order, strategy_colors
+
+__all__ = ["GridPlots", "plot_grid_lines"]
+
+_BANDS = {"mean_quality": ("quality_ci_low", "quality_ci_high")}
+
+
+def _values(table: pd.DataFrame, column: str | None) -> list[Any]:
+    if column is None:
+        return [None]
+    series = table[column]
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        present = set(series.dropna())
+        return [c for c in series.cat.categories if c in present]
+    return sorted(series.dropna().unique().tolist())
+
+
+def _panel(table: pd.DataFrame, column: str | None, value: Any) -> pd.DataFrame:
+    if column is None:
+        return table
+    # a strategy that does not use the facet's axis belongs in every panel
+    return table[(table[column] == value) | table[column].isna()]
+
+
+def plot_grid_lines(
+    table: pd.DataFrame,
+    *,
+    x: str,
+    y: str = "mean_quality",
+    col: str | None = None,
+    row: str | None = None,
+    axes: Sequence[str] = (),
+    strategies: Sequence[str] | None = None,
+    height: float = 3.0,
+) -> Any:
+    """Small multiples of a grid summary (see the module docstring); returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    for name, role in ((x, "x"), (y, "y"), (col, "col"), (row, "row")):
+        if name is not None and name not in table.columns:
+            raise ArgumentError(
+                f"{role}={name!r} is not a column of the summary; axes: {list(axes)}, "
+                f"columns: {list(table.columns)}"
+            )
+    if not pd.api.types.is_numeric_dtype(table[y]):
+        raise ArgumentError(f"y={y!r} is not a numeric column of the summary")
+    free = [a for a in axes if a not in (x, col, row) and table[a].nunique(dropna=True) > 1]
+    if free:
+        raise ArgumentError(
+            f"the axis {free} varies within a panel: facet it (col=/row=), or summarise a slice "
+            "(grid.summary() filtered to one value) and plot that with plot_grid_lines"
+        )
+    order = _strategy_order(table, strategies)
+    colors = strategy_colors(order)
+    cols, rows = _values(table, col), _values(table, row)
+    figure, grid = plt.subplots(
+        len(rows),
+        len(cols),
+        figsize=(0.6 + 3.6 * len(cols) + 1.8, 0.4 + height * len(rows)),
+        sharex=True,
+        sharey=True,
+        squeeze=False,
+        layout="constrained",
+    )
+    x_all = table[x].dropna()
+    x_span = (float(x_all.min()), float(x_all.max())) if len(x_all) else (0.0, 1.0)
+    band = _BANDS.get(y)
+    for r, row_value in enumerate(rows):
+        for c, col_value in enumerate(cols):
+            ax = grid[r][c]
+            panel = _panel(_panel(table, row, row_value), col, col_value)
+            for name in order:
+                lines = panel[panel["strategy"].astype(str) == name]
+                if lines.empty:
+                    continue
+                color = colors[name]
+                along = lines[lines[x].notna()].sort_values(x)
+                if not along.empty:
+                    xs = along[x].astype(float).to_numpy()
+                    ax.plot(xs, along[y], marker="o", ms=3, color=color, label=name)
+                    if band is not None and set(band) <= set(along.columns):
+                        low, high = along[band[0]], along[band[1]]
+                        ax.fill_between(xs, low, high, color=color, alpha=0.15, lw=0)
+                flat = lines[lines[x].isna()]
+                if not flat.empty:
+                    level = float(flat[y].iloc[0])
+                    if math.isfinite(level):
+                        ax.hlines(level, *x_span, colors=color, linestyles="--", lw=1.2, label=name)
+
+            title = [f"{n} = {v}" for n, v in ((row, row_value), (col, col_value)) if n]
+            if title:
+                ax.set_title(", ".join(title), fontsize="small")
+            if r == len(rows) - 1:
+                ax.set_xlabel(x)
+            if c == 0:
+                ax.set_ylabel(y)
+            ax.grid(alpha=0.3)
+    handles, labels = [], []
+    for ax in np.ravel(grid):
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    if handles:
+        _legend_outside(grid[0][-1], handles=handles, labels=labels, title="strategy")
+    return figure
+
+
+class GridPlots:
+    """``grid.plot``: figures of a grid's summary."""
+
+    def __init__(self, grid: Any) -> None:
+        self._grid = grid
+
+    def lines(
+        self,
+        x: str,
+        y: str = "mean_quality",
+        *,
+        col: str | None = None,
+        row: str | None = None,
+        summary: pd.DataFrame | None = None,
+    ) -> Any:
+        """``y`` (a summary column: ``mean_quality``, ``cost_per_1k_requests_usd``,
+        ``latency_p99_s``, …) against the axis ``x``, a line per strategy, one panel per value
+        of ``col`` and ``row``. Every other axis must have one value (facet it or pass a
+        filtered ``summary``). Returns the Figure."""
+        table = self._grid.summary() if summary is None else summary
+        return plot_grid_lines(
+            table,
+            x=x,
+            y=y,
+            col=col,
+            row=row,
+            axes=self._grid.axes,
+            strategies=self._grid.strategies,
+        )
