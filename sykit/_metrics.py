@@ -360,17 +360,17 @@ def summarize(
             for name in order
         ]
     else:
+        # attempts take the values of by-columns they lack from their request's row; columns
+        # both frames have (a grid's axes, seed) also identify that row
         ids = [c for c in ("strategy", "seed", "request_id") if c in requests and c in attempts]
-        extra = [k for k in keys if k not in ids]
+        ids += [k for k in keys if k in attempts and k not in ids]
+        extra = [k for k in keys if k not in attempts]
         labelled = attempts
         if extra:
             labels = requests[ids + extra].drop_duplicates(ids)
-            labelled = attempts.merge(labels, on=ids, how="left", suffixes=("", "__by"))
-        names = [k if k in ids or k not in attempts else f"{k}__by" for k in keys]
+            labelled = attempts.merge(labels, on=ids, how="left")
         groups = ["strategy", *keys]
-        grouped = dict(
-            iter(labelled.groupby(["strategy", *names], observed=True, sort=False, dropna=False))
-        )
+        grouped = dict(iter(labelled.groupby(groups, observed=True, sort=False, dropna=False)))
         rows = []
         for values, group in requests.groupby(groups, observed=True, sort=False, dropna=False):
             row = summarize_one(str(values[0]), group, grouped.get(values, empty), quantiles)
