@@ -224,23 +224,33 @@ ATTEMPT_COUNTS: tuple[str, ...] = (
 )
 
 
+def _counts(column: pd.Series) -> dict[Any, int]:
+    """Occurrences of each value of a column (missing values left out); from the codes when the
+    column is categorical, which on a small frame is many times faster than value_counts."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()
+        tally = np.bincount(codes[codes >= 0], minlength=len(column.cat.categories))
+        return {str(c): int(n) for c, n in zip(column.cat.categories, tally, strict=True) if n}
+    return {str(k): int(v) for k, v in column.dropna().value_counts().items()}
+
+
 def attempt_counts(attempts: pd.DataFrame) -> dict[str, int]:
     """What a summary needs from the attempts frame: counts, which add up across runs, so a
     summary of many runs needs their requests and these counts, never every attempt row."""
-    reasons = attempts["fallback_reason"].astype("string").value_counts()
+    status = _counts(attempts["status"])
+    reasons = _counts(attempts["fallback_reason"])
+    routing = attempts["phase"].to_numpy() == "routing"
     counts = {
-        "attempted": int((attempts["status"] != Status.SKIPPED).sum()),
-        "cancelled_attempts": int((attempts["status"] == Status.CANCELLED).sum()),
-        "fallbacks": int(attempts["fallback_reason"].notna().sum()),
-        "retries": int(attempts["retried"].sum()),
+        "attempted": len(attempts) - status.get(Status.SKIPPED, 0),
+        "cancelled_attempts": status.get(Status.CANCELLED, 0),
+        "fallbacks": sum(reasons.values()),
+        "retries": int(attempts["retried"].to_numpy().sum()),
         # routing-phase attempts that failed (a judge or router call rejected, a raced call's
         # error): work the summary's fallbacks and retries do not show
-        "routing_errors": int(
-            ((attempts["phase"] == "routing") & (attempts["status"] == Status.ERROR)).sum()
-        ),
+        "routing_errors": int((routing & (attempts["status"].to_numpy() == Status.ERROR)).sum()),
     }
     for reason in FALLBACK_REASONS:
-        counts[f"fallbacks_{reason}"] = int(reasons.get(reason, 0))
+        counts[f"fallbacks_{reason}"] = reasons.get(reason, 0)
     return counts
 
 

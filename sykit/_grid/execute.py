@@ -3,7 +3,9 @@
 
 Every executor runs the same function on the same cells (:func:`~sykit._grid.cell.work`), and each
 cell is an independent ``sy.run`` keyed by its seed, so the records do not depend on the executor,
-the number of workers or the order cells finish in. The grid is pickled once with cloudpickle:
+the number of workers or the order cells finish in. Cells go in tasks of a few consecutive
+cells (:func:`_tasks`), so small cells do not each pay a round trip. The grid is pickled once
+with cloudpickle:
 a local pool unpickles it in each worker's initializer, Dask receives it scattered to every worker,
 another executor receives it with each task (each worker unpickles it once).
 
@@ -106,7 +108,13 @@ def _context() -> Any:
     methods = multiprocessing.get_all_start_methods()
     if threading.active_count() == 1 and "fork" in methods:
         return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if "forkserver" not in methods:
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    # The fork server (one per process, started on first use) imports sykit once, so the workers
+    # of every later grid start in milliseconds instead of importing pandas each.
+    context.set_forkserver_preload(["sykit"])
+    return context
 
 
 class Pool:
@@ -117,7 +125,8 @@ class Pool:
         self.spec = spec
         self.executor = executor
         self.own: cf.ProcessPoolExecutor | None = None
-        self.submit: Callable[[Cell], cf.Future[list[CellOutcome]]] | None = None
+        self.submit: Callable[[list[Cell]], cf.Future[list[CellOutcome]]] | None = None
+        self.slots = 1  # cells the executor runs at once
         if executor.kind == "serial" or cells == 0:
             return
         digest, payload = _pickled(spec)
@@ -129,17 +138,20 @@ class Pool:
                 initializer=init_worker,
                 initargs=(digest, payload),
             )
-            self.submit = lambda c: pool.submit(work, digest, None, [c])
+            self.slots = min(executor.workers or 1, cells)
+            self.submit = lambda c: pool.submit(work, digest, None, c)
             if context.get_start_method() == "fork":
                 pool.submit(int).result()  # start every worker now, while no other thread runs
         elif executor.kind == "dask":
             client = executor.target
             shared = client.scatter(payload, broadcast=True, hash=False)
             dask_pool = client.get_executor(pure=False)
-            self.submit = lambda c: dask_pool.submit(work, digest, shared, [c])
+            self.slots = max(1, sum(client.nthreads().values()))
+            self.submit = lambda c: dask_pool.submit(work, digest, shared, c)
         else:
             target = executor.target
-            self.submit = lambda c: target.submit(work, digest, payload, [c])
+            self.slots = getattr(target, "_max_workers", None) or cpu_count()
+            self.submit = lambda c: target.submit(work, digest, payload, c)
 
     def run(self, cells: Sequence[Cell], done: Callable[[CellOutcome], None]) -> Stopped:
         """Run ``cells``, handing each outcome to ``done`` as it arrives (in this thread)."""
@@ -147,7 +159,7 @@ class Pool:
             return _serial(self.spec, cells, done)
         stopped = Stopped(interrupted=True)  # until _collect returns
         try:
-            stopped = _collect(cells, self.submit, done)
+            stopped = _collect(_tasks(cells, self.slots), self.submit, done)
         finally:
             self.close(stopped.interrupted)
         return stopped
@@ -170,23 +182,35 @@ def _serial(spec: GridSpec, cells: Sequence[Cell], done: Callable[[CellOutcome],
     return stopped
 
 
+#: Most cells in one task: bounds what a lost worker takes with it and how far the bar jumps.
+MAX_CELLS_PER_TASK = 16
+
+
+def _tasks(cells: Sequence[Cell], slots: int) -> list[list[Cell]]:
+    """Consecutive cells grouped into tasks, about four per slot or more, so that small cells do
+    not each pay a task's scheduling and round trip, while every worker stays busy to the end."""
+    size = max(1, min(MAX_CELLS_PER_TASK, len(cells) // (4 * max(1, slots))))
+    return [list(cells[i : i + size]) for i in range(0, len(cells), size)]
+
+
 def _collect(
-    cells: Sequence[Cell],
-    submit: Callable[[Cell], cf.Future[list[CellOutcome]]],
+    tasks: Sequence[list[Cell]],
+    submit: Callable[[list[Cell]], cf.Future[list[CellOutcome]]],
     done: Callable[[CellOutcome], None],
 ) -> Stopped:
     stopped = Stopped()
-    futures: dict[cf.Future[list[CellOutcome]], Cell] = {}
+    futures: dict[cf.Future[list[CellOutcome]], list[Cell]] = {}
     try:
-        for cell in cells:
-            futures[submit(cell)] = cell
+        for task in tasks:
+            futures[submit(task)] = task
         for future in cf.as_completed(futures):
-            cell = futures[future]
+            task = futures[future]
             if future.cancelled():
                 continue
             error = future.exception()
             if error is not None:
-                stopped.lost[cell.index] = f"{type(error).__name__}: {error}".rstrip(": ")
+                why = f"{type(error).__name__}: {error}".rstrip(": ")
+                stopped.lost.update(dict.fromkeys((cell.index for cell in task), why))
                 continue
             for outcome in future.result():
                 done(outcome)
