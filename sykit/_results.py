@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
 import pandas as pd
 
 from ._errors import ArgumentError
@@ -271,24 +272,56 @@ def _errors_html(errors: list[ErrorCount]) -> str:
 
 
 def _concat(frames: list[pd.DataFrame], strategies: list[str]) -> pd.DataFrame:
+    """The frames one under the other, with the union of their columns (a column a frame lacks,
+    such as another strategy's evidence, is missing in its rows), categorical columns kept
+    categorical: the union of their categories in order of first appearance (``strategy`` in
+    the order of ``strategies``). Column by column, on the arrays: a grid's thousands of small
+    frames would spend seconds in pandas' per-frame bookkeeping."""
     if not frames:
         return pd.DataFrame()
-    # Align categorical columns so the concatenation keeps them categorical.
-    categorical = [
-        c for c in frames[0].columns if isinstance(frames[0][c].dtype, pd.CategoricalDtype)
-    ]
-    aligned = []
-    unions = {}
-    for column in categorical:
-        values: dict[object, None] = {}
-        for frame in frames:
-            if column in frame and isinstance(frame[column].dtype, pd.CategoricalDtype):
-                values.update(dict.fromkeys(frame[column].cat.categories))
-        unions[column] = list(values) if column != "strategy" else strategies
-    for frame in frames:
-        frame = frame.copy()
-        for column, cats in unions.items():
-            if column in frame and isinstance(frame[column].dtype, pd.CategoricalDtype):
-                frame[column] = frame[column].cat.set_categories(cats)
-        aligned.append(frame)
-    return pd.concat(aligned, ignore_index=True)
+    by_frame = [dict(frame.items()) for frame in frames]
+    names = list(dict.fromkeys(name for columns in by_frame for name in columns))
+    merged: dict[str, Any] = {}
+    for name in names:
+        parts = [
+            columns.get(name, len(frame)) for columns, frame in zip(by_frame, frames, strict=True)
+        ]
+        present = [part for part in parts if isinstance(part, pd.Series)]
+        dtypes = {part.dtype for part in present}
+        if all(isinstance(dtype, pd.CategoricalDtype) for dtype in dtypes):
+            merged[name] = _merge_categorical(parts, strategies if name == "strategy" else None)
+        elif (
+            len(present) == len(parts)
+            and len(dtypes) == 1
+            and isinstance(next(iter(dtypes)), np.dtype)
+        ):
+            merged[name] = np.concatenate([part.to_numpy() for part in present])
+        else:
+            # missing rows as a reindex would make them (float for ints, object for bools)
+            filled = [
+                part if isinstance(part, pd.Series) else present[0].iloc[:0].reindex(range(part))
+                for part in parts
+            ]
+            merged[name] = pd.concat(filled, ignore_index=True)
+    return pd.DataFrame(merged)
+
+
+def _merge_categorical(parts: list[pd.Series | int], order: list[str] | None) -> pd.Categorical:
+    """One categorical of ``parts`` (a number: that many missing rows), recoding each part's
+    codes into the union of categories (one vectorised lookup per part, not a
+    re-categorisation of its values)."""
+    union: dict[Any, None] = dict.fromkeys(order or ())
+    if order is None:
+        for part in parts:
+            if isinstance(part, pd.Series):
+                union.update(dict.fromkeys(part.cat.categories))
+    categories = pd.Index(list(union))
+    codes = []
+    for part in parts:
+        if not isinstance(part, pd.Series):
+            codes.append(np.full(part, -1, dtype=np.int64))
+            continue
+        own = part.cat.codes.to_numpy()
+        lookup = np.append(categories.get_indexer(part.cat.categories), -1)
+        codes.append(lookup[own])  # code -1 (missing) picks the appended -1
+    return pd.Categorical.from_codes(np.concatenate(codes), categories=categories)
