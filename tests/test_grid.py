@@ -523,3 +523,70 @@ def test_an_unpicklable_grid_is_refused_with_a_reason():
         sy.grid({"locked": holds_a_lock}, _requests(), host=_host(), workers=2, progress=False)
     serial = sy.grid({"locked": holds_a_lock}, _requests(), host=_host(), progress=False)
     assert (serial.cells["status"] == "done").all()
+
+
+def test_labels_of_any_text_make_usable_folders(tmp_path):
+    labels = ["a/b", "..", "", "ünïcode ✓", "x" * 500, "%2F"]
+    grid = sy.grid(
+        {"w": lambda tag: st.single("weak")},
+        _requests(),
+        host=_host(),
+        axes={"tag": labels},
+        out=tmp_path / "grid",
+        progress=False,
+    )
+    assert (grid.cells["status"] == "done").all()
+    assert list(grid.requests.drop_duplicates("tag")["tag"]) == labels
+    folders = {p.parent.parent.name for p in (tmp_path / "grid" / "requests").rglob("*.parquet")}
+    assert len(folders) == len(labels) and all(len(f) <= 100 for f in folders)
+
+
+def test_an_output_folder_that_cannot_be_written_fails_the_cells(tmp_path, monkeypatch):
+    from sykit._grid import store
+
+    def refuse(*args, **kwargs):
+        raise PermissionError("read-only file system")
+
+    monkeypatch.setattr(store, "write_cell", refuse)
+    with pytest.warns(UserWarning, match="2 of 2 cells failed.*read-only"):
+        grid = sy.grid(
+            {"w": st.single("weak")},
+            _requests(),
+            host=_host(),
+            seeds=[0, 1],
+            out=tmp_path / "grid",
+            progress=False,
+        )
+    assert (grid.cells["status"] == "failed").all()
+
+
+def test_progress_counts_cells_and_failures(monkeypatch):
+    seen = {"updates": 0, "postfix": [], "total": None, "unit": None}
+
+    class Bar:
+        def update(self, n=1):
+            seen["updates"] += n
+
+        def set_postfix(self, **values):
+            seen["postfix"].append(values)
+
+        def close(self):
+            seen["closed"] = True
+
+    def bar(total, progress, description, unit="req"):
+        seen.update(total=total, unit=unit)
+        return Bar()
+
+    monkeypatch.setattr("sykit._grid.plan.make_progress", bar)
+
+    def flaky(mode):
+        if mode == "chain":
+            raise ValueError("no")
+        return _race_or_chain(mode)
+
+    with pytest.warns(UserWarning, match="cells failed"):
+        sy.grid(
+            {"f": flaky}, _requests(), host=_host(), axes={"mode": ["race", "chain"]}, seeds=[0, 1]
+        )
+    assert seen["total"] == 4 and seen["unit"] == "cell" and seen["updates"] == 4
+    assert seen["postfix"][-1] == {"failed": 2} and seen["closed"]

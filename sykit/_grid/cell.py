@@ -72,9 +72,8 @@ def run_cell(spec: GridSpec, cell: Cell, capture: bool) -> CellOutcome:
         if capture:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                result = _run(spec, cell)
-        else:
-            result = _run(spec, cell)
+                return _run_and_keep(spec, cell, started, caught)
+        return _run_and_keep(spec, cell, started, caught)
     except RunInterrupted:
         raise KeyboardInterrupt from None
     except Exception as error:
@@ -87,6 +86,14 @@ def run_cell(spec: GridSpec, cell: Cell, capture: bool) -> CellOutcome:
             traceback="".join(traceback.format_exception(error)),
             notes=_notes(caught),
         )
+
+
+def _run_and_keep(
+    spec: GridSpec, cell: Cell, started: float, caught: list[warnings.WarningMessage]
+) -> CellOutcome:
+    """Run the cell, and write its records to the output folder if there is one (a folder that
+    cannot be written fails the cell, with the reason)."""
+    result = _run(spec, cell)
     notes = list(_notes(caught))
     broken = broken_message(cell.strategy, result.requests)
     if broken is not None:

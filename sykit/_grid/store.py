@@ -100,8 +100,16 @@ def _clear(path: Path) -> None:
     (path / MARKER).unlink()
 
 
+#: Longest label written out in a folder name; a longer one is named by its digest (the file
+#: holds the label itself), so that no path segment exceeds what file systems allow.
+MAX_SEGMENT = 80
+
+
 def _segment(name: str, label: Any) -> str:
-    return f"{name}-" + urllib.parse.quote(str(label), safe="")
+    text = urllib.parse.quote(str(label), safe="")
+    if len(text) > MAX_SEGMENT:
+        text = "sha1-" + hashlib.sha1(str(label).encode("utf-8")).hexdigest()[:16]
+    return f"{name}-{text}"
 
 
 def partition(cell: Cell) -> Path:
