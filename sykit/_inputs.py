@@ -11,7 +11,7 @@ import functools
 import inspect
 import itertools
 import math
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -223,6 +223,20 @@ def check_seed(seed: object) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ArgumentTypeError(f"seed must be an int, got {type(seed).__name__}")
     return seed
+
+
+def check_seeds(seeds: object) -> list[int]:
+    """A non-empty list of distinct int seeds (a range or any sequence of ints)."""
+    if isinstance(seeds, int) or not isinstance(seeds, Sequence) or not seeds:
+        raise ArgumentTypeError("seeds must be a non-empty list of ints")
+    checked = [check_seed(s) for s in seeds]
+    repeated = sorted({s for s in checked if checked.count(s) > 1})
+    if repeated:
+        raise ArgumentError(
+            f"seeds must be distinct; repeated: {repeated} (a repeated seed repeats the same "
+            "draws, so every request would be counted twice)"
+        )
+    return checked
 
 
 def check_arrivals(arrivals: object, n: int) -> Poisson | list[float] | None:

@@ -41,6 +41,7 @@ from ._inputs import (
     check_concurrency,
     check_host,
     check_seed,
+    check_seeds,
 )
 from ._kernel import Kernel, NeedsAsyncio
 from ._lifecycle import StrategyRun, install_task_tracking, track_task
@@ -474,16 +475,7 @@ def _compare_plan(
         raise ArgumentError(
             f"strategy names must be unique; repeated: {duplicates} (pass a dict to name them)"
         )
-    if isinstance(seeds, int) or not isinstance(seeds, Sequence) or not seeds:
-        raise ArgumentTypeError("seeds must be a non-empty list of ints")
-    checked = [check_seed(s) for s in seeds]
-    repeated = sorted({s for s in checked if checked.count(s) > 1})
-    if repeated:
-        raise ArgumentError(
-            f"seeds must be distinct; repeated: {repeated} (a repeated seed repeats the same "
-            "draws, so every request would be counted twice)"
-        )
-    return _Plan(named, requests, host, concurrency, arrivals, checked, strict, engine)
+    return _Plan(named, requests, host, concurrency, arrivals, check_seeds(seeds), strict, engine)
 
 
 async def acompare(

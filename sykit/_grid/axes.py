@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import ArgumentError, ArgumentTypeError
-from .._inputs import as_algorithm, check_seed
+from .._inputs import as_algorithm
 from .._records import ATTEMPT_COLUMNS, REQUEST_COLUMNS
 
 __all__ = ["Axis", "Binding", "Cell", "StrategyEntry", "cells_of", "check_axes", "check_strategies"]
@@ -251,19 +251,6 @@ def check_strategies(strategies: object, axes: Mapping[str, Axis]) -> list[Strat
             + ("" if named else " (pass a dict to name them)")
         )
     return entries
-
-
-def check_seeds(seeds: object) -> list[int]:
-    if isinstance(seeds, int) or not isinstance(seeds, Sequence | range) or not seeds:
-        raise ArgumentTypeError("seeds must be a non-empty list of ints")
-    checked = [check_seed(s) for s in seeds]
-    repeated = sorted({s for s in checked if checked.count(s) > 1})
-    if repeated:
-        raise ArgumentError(
-            f"seeds must be distinct; repeated: {repeated} (a repeated seed repeats the same "
-            "draws, so every request would be counted twice)"
-        )
-    return checked
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,8 @@ def _run_and_keep(
     return outcome
 
 
-def _run(spec: GridSpec, cell: Cell) -> Any:
+def plan_cell(spec: GridSpec, cell: Cell) -> tuple[_Plan, Any]:
+    """The checked run of a cell (its algorithm built, host and traffic resolved), not started."""
     values = {name: spec.axes[name].value(label) for name, label in cell.labels}
     fn = spec.strategies[cell.strategy].build(values)
     plan = _Plan(
@@ -131,6 +132,11 @@ def _run(spec: GridSpec, cell: Cell) -> Any:
         spec.strict,
         spec.engine,
     )
+    return plan, fn
+
+
+def _run(spec: GridSpec, cell: Cell) -> Any:
+    plan, fn = plan_cell(spec, cell)
     if plan.host.virtual:
         return plan.run_simulated(cell.strategy, fn, cell.seed, None)
     result = _run_real(plan, None)[0]

@@ -11,12 +11,11 @@ from typing import Any
 import pandas as pd
 
 from .._errors import ArgumentError
-from .._inputs import Algorithm, as_requests
+from .._inputs import Algorithm, as_requests, check_seeds
 from .._models import Request
 from .._progress import make_progress
-from .._runner import _Plan
-from .axes import Binding, Cell, bind, cells_of, check_axes, check_seeds, check_strategies
-from .cell import CellOutcome, GridSpec
+from .axes import Binding, Cell, bind, cells_of, check_axes, check_strategies
+from .cell import CellOutcome, GridSpec, plan_cell
 from .execute import Pool, check_executor
 from .result import CellFrames, Grid
 from .store import check_out, finished_cells, open_store, requests_fingerprint
@@ -174,18 +173,7 @@ def _check_first_cells(spec: GridSpec, cells: Sequence[Cell]) -> None:
         if cell.strategy in seen:
             continue
         seen.add(cell.strategy)
-        values = {name: spec.axes[name].value(label) for name, label in cell.labels}
-        fn = spec.strategies[cell.strategy].build(values)
-        _Plan(
-            [(cell.strategy, fn)],
-            spec.requests,
-            spec.host.resolve(values),
-            spec.concurrency.resolve(values),
-            spec.arrivals.resolve(values),
-            [cell.seed],
-            spec.strict,
-            spec.engine,
-        )
+        plan_cell(spec, cell)
 
 
 def _record(path: Path, cell: Cell) -> dict[str, Any]:
