@@ -437,11 +437,35 @@ def compare(
     strict: bool = False,
     engine: str = "auto",
     spill: str | os.PathLike[str] | None = None,
+    workers: int | None = None,
+    executor: Any = None,
 ) -> Comparison:
     """Run several strategies on the same requests, with the same arrivals and the same random
     draws for the same attempts (common random numbers), once per seed. ``engine`` and ``spill``
-    as in :func:`run`; with ``spill`` each strategy × seed writes to its own subfolder."""
+    as in :func:`run`; with ``spill`` each strategy × seed writes to its own subfolder.
+
+    ``workers=N`` runs the strategy × seed runs in N local worker processes, ``executor=`` on a
+    ``concurrent.futures`` executor or a ``dask.distributed.Client``, as :func:`sy.grid` does
+    (same results; not with ``spill``)."""
+    parallel = workers is not None or executor is not None
+    if (
+        parallel
+        and not isinstance(requests, Sequence)
+        and not hasattr(requests, "analysis_columns")
+    ):
+        requests = list(requests)  # read once here: the workers get the same requests
     plan = _compare_plan(strategies, requests, host, seeds, concurrency, arrivals, strict, engine)
+    if parallel:
+        if spill is not None:
+            raise ArgumentError(
+                "spill= keeps one process's runs on disk; with workers= or executor= use "
+                "sy.grid(..., out=folder), which writes every run's records as Parquet"
+            )
+        from ._grid.plan import compare_runs
+
+        results = compare_runs(plan, requests, workers, executor, progress)
+        _check_algorithms(results, strict)
+        return Comparison(results)
     plan.spill = check_spill(spill, nested=True)
     results = _execute(plan, progress, "compare")
     _check_algorithms(results, strict)

@@ -241,6 +241,8 @@ def sweep(
     with_oracle: bool = True,
     value_name: str = "value",
     progress: bool | None = None,
+    workers: int | None = None,
+    executor: Any = None,
 ) -> Sweep:
     """Run ``make_strategy(value)`` for every value, plus ``weak`` alone, ``strong`` alone and the
     ``bounds``, all on the same requests and draws; return the :class:`Sweep`.
@@ -253,7 +255,8 @@ def sweep(
     ``bounds={}`` for none).
 
     ``value_name`` says what the swept values are (``"threshold"``, ``"target_share"``, …): it
-    names their column in :attr:`Sweep.curve` and the labels of the plot.
+    names their column in :attr:`Sweep.curve` and the labels of the plot. ``workers`` and
+    ``executor`` run the runs in parallel, as in :func:`sy.compare`.
     """
     if not callable(make_strategy):
         raise ArgumentTypeError(
@@ -303,5 +306,7 @@ def sweep(
         concurrency=concurrency,
         arrivals=arrivals,
         progress=progress,
+        workers=workers,
+        executor=executor,
     )
     return Sweep(comparison, tuple(settings), tuple(labels), weak, strong, references, value_name)

@@ -590,3 +590,44 @@ def test_progress_counts_cells_and_failures(monkeypatch):
         )
     assert seen["total"] == 4 and seen["unit"] == "cell" and seen["updates"] == 4
     assert seen["postfix"][-1] == {"failed": 2} and seen["closed"]
+
+
+# -- compare and sweep on an executor -------------------------------------------------------------
+def test_compare_on_workers_equals_compare():
+    lineup = {"race": st.race(["weak", "strong"]), "chain": st.fallback_chain(["weak", "strong"])}
+    here = sy.compare(lineup, _requests(), host=_host(0.3), seeds=[0, 1], progress=False)
+    there = sy.compare(
+        lineup, iter(_requests()), host=_host(0.3), seeds=[0, 1], workers=2, progress=False
+    )
+    assert [(r.strategy, r.seed) for r in there.results] == [
+        (r.strategy, r.seed) for r in here.results
+    ]
+    pd.testing.assert_frame_equal(here.requests, there.requests)
+    pd.testing.assert_frame_equal(here.attempts, there.attempts)
+    with pytest.raises(sy.ArgumentError, match="spill"):
+        sy.compare(lineup, _requests(), host=_host(), workers=2, spill="x")
+
+
+def test_compare_on_workers_raises_a_failed_run():
+    async def broken(request, driver):
+        raise ValueError("no route")
+
+    with pytest.raises(sy.SykitError, match="failed.*'bad' seed 0.*no route"):
+        sy.compare(
+            {"bad": broken, "ok": st.single("weak")},
+            _requests(),
+            host=_host(),
+            workers=2,
+            strict=True,
+            progress=False,
+        )
+
+
+def test_sweep_on_workers_equals_sweep():
+    def make(share):
+        return st.weighted_random({"weak": 1 - share, "strong": share})
+
+    kwargs = {"host": _host(), "weak": "weak", "strong": "strong", "progress": False}
+    here = sy.sweep(make, [0.2, 0.8], _requests(), **kwargs)
+    there = sy.sweep(make, [0.2, 0.8], _requests(), workers=2, **kwargs)
+    pd.testing.assert_frame_equal(here.curve, there.curve)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -10,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._errors import ArgumentError
+from .._errors import ArgumentError, SykitError
 from .._inputs import Algorithm, as_requests, check_seeds
 from .._models import Request
 from .._progress import make_progress
@@ -20,7 +21,13 @@ from .execute import Pool, check_executor
 from .result import CellFrames, Grid
 from .store import check_out, finished_cells, open_store, requests_fingerprint
 
-__all__ = ["grid"]
+__all__ = ["compare_runs", "grid"]
+
+#: Set while ``sy.compare`` runs on an executor: it raises a failed run's error itself, so the
+#: grid does not also warn about it.
+_FAILURES_RAISED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "sykit_grid_failures_raised", default=False
+)
 
 
 def grid(
@@ -250,7 +257,7 @@ def _report(grid: Grid, cells: Sequence[Cell], resumed: set[int], interrupted: b
             stacklevel=3,
         )
     failed = table[table["status"] == "failed"]
-    if len(failed):
+    if len(failed) and not _FAILURES_RAISED.get():
         first = failed.iloc[0]
         warnings.warn(
             f"{len(failed)} of {total} cells failed (grid.failures lists them, with the "
@@ -285,3 +292,47 @@ def _report(grid: Grid, cells: Sequence[Cell], resumed: set[int], interrupted: b
             UserWarning,
             stacklevel=3,
         )
+
+
+def compare_runs(
+    plan: Any,
+    requests: Any,
+    workers: int | None,
+    executor: Any,
+    progress: bool | None,
+) -> list[Any]:
+    """``sy.compare`` on an executor: its runs as the cells of an axis-less grid, returned in
+    compare's order (seed by seed, strategy by strategy). A run that failed raises a
+    :class:`SykitError` naming it and its error (with ``strict``, an algorithm's exception)."""
+    token = _FAILURES_RAISED.set(True)
+    try:
+        result = grid(
+            dict(plan.strategies),
+            requests,
+            host=plan.host,
+            seeds=plan.seeds,
+            concurrency=plan.concurrency,
+            arrivals=plan.arrivals,
+            workers=workers,
+            executor=executor,
+            progress=progress,
+            strict=plan.strict,
+            engine=plan.engine,
+        )
+    finally:
+        _FAILURES_RAISED.reset(token)
+    cells = result.cells
+    failed = cells[cells["status"] == "failed"]
+    if len(failed):
+        raise SykitError(
+            f"{len(failed)} run(s) of the comparison failed; the first, strategy "
+            f"{failed.iloc[0]['strategy']!r} seed {failed.iloc[0]['seed']}: "
+            f"{failed.iloc[0]['error']}"
+        )
+    done = cells[cells["status"] == "done"]
+    order = {name: i for i, (name, _) in enumerate(plan.strategies)}
+    rows = sorted(
+        (row for _, row in done.iterrows()),
+        key=lambda row: (plan.seeds.index(int(row["seed"])), order[str(row["strategy"])]),
+    )
+    return [result._result(row) for row in rows]
