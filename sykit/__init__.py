@@ -80,6 +80,8 @@ from ._runner import acompare as acompare
 from ._runner import arun as arun
 from ._runner import compare as compare
 from ._runner import run as run
+from ._session import Session as Session
+from ._session import Turn as Turn
 from ._stream import Chunk as Chunk
 from ._stream import ModelStream as ModelStream
 from ._sweep import Sweep as Sweep
@@ -135,10 +137,12 @@ __all__ = [
     "Response",
     "Result",
     "Score",
+    "Session",
     "SimDeadlock",
     "SimHost",
     "Sweep",
     "SykitError",
+    "Turn",
     "UnavailableError",
     "UngradedWarning",
     "Uniform",

@@ -475,8 +475,10 @@ class RequestState:
         "root_cancelled",
         "routing_cost",
         "run",
+        "session_state",
         "start_s",
         "streams",
+        "succeeded",
         "tasks",
         "truth",
     )
@@ -505,6 +507,8 @@ class RequestState:
         self.root_cancelled = False
         self.closed = False
         self.reads_truth = False  # set by sy.peek_truth: the strategy is not realizable
+        self.succeeded = False  # set when the request is recorded: it served an answer
+        self.session_state: dict[str, Any] | None = None  # its session's, for driver.session_state
         self.attempts_by_model: dict[str, int] = {}  # attempts so far, per model (keys draws)
         self._calls = 0
         self._races = 0
@@ -596,6 +600,14 @@ class Driver:
     def models(self) -> tuple[str, ...]:
         """The names of the models the host serves."""
         return tuple(self._state.run.profiles)
+
+    @property
+    def session_state(self) -> dict[str, Any] | None:
+        """A dict sykit keeps for this request's agent session (:class:`sy.Session`): what the
+        algorithm stored there on the session's earlier turns is there on its later ones (a
+        latched model, tool-signal counts). ``{}`` on a session's first turn; None for a
+        request that is not part of a session."""
+        return self._state.session_state
 
     @property
     def request_id(self) -> Any:

@@ -30,6 +30,7 @@ from ._kernel import NeedsAsyncio
 from ._models import GroundTruth, Outcome, Request, Response
 from ._records import REQUEST_COLUMNS, STATUS_CODE, AttemptLog
 from ._sched import CURRENT_REQUEST, AsyncioBackend
+from ._session import SessionPlan
 from ._vocab import CancelCause, Status
 
 __all__ = ["StrategyRun", "install_task_tracking", "track_task"]
@@ -153,11 +154,15 @@ class StrategyRun:
         arrivals: list[float] | None,
         concurrency: int | None,
         progress: Any,
+        sessions: SessionPlan | None = None,
     ) -> None:
         self.run = run
         self.fn = fn
         self.items = items
         self.arrivals = arrivals
+        self.sessions = sessions
+        # one dict per session, for the algorithm's own state across turns (driver.session_state)
+        self.session_states: dict[int, dict[str, Any]] = {}
         self.concurrency = concurrency
         self.progress = progress
         self.finished = 0
@@ -186,12 +191,13 @@ class StrategyRun:
             self._fill()
         else:
             b = run.backend
-            for index, arrival in enumerate(self.arrivals):
+            for position, arrival in enumerate(self.arrivals):
                 if self.stopping:
                     break
                 delay = arrival - run.clock()
                 if delay > 0:
                     await b.sleep(delay)
+                index = position if self.sessions is None else self.sessions.first[position]
                 self._waiting.append((index, arrival))
                 self._fill()
         if isinstance(run.backend, AsyncioBackend):
@@ -206,13 +212,14 @@ class StrategyRun:
         loop). A loop, not a recursion: a request that ends at once frees its slot for this loop."""
         self._fill_pending = False
         closed = self.arrivals is None
-        n = len(self.items)
+        starts = self.sessions.first if self.sessions is not None else None
+        n = len(self.items) if starts is None else len(starts)
         while self._free > 0 and not self.stopping:
             if self._waiting_head < len(self._waiting):
                 index, arrival = self._waiting[self._waiting_head]
                 self._waiting_head += 1
             elif closed and self._next < n:
-                index = self._next
+                index = self._next if starts is None else starts[self._next]
                 self._next += 1
                 arrival = self.run.clock()
             else:
@@ -225,6 +232,9 @@ class StrategyRun:
     def _start(self, index: int, arrival: float) -> None:
         request_id, request, truth = self.items[index]
         state = RequestState(self.run, index, request, request_id, truth, arrival)
+        if self.sessions is not None:
+            session = self.sessions.session[index]
+            state.session_state = self.session_states.setdefault(session, {})
         self._running += 1
         self._spawn(state)
 
@@ -241,14 +251,42 @@ class StrategyRun:
         )
         state.tasks.clear()  # the task factory counted the request's own task among its tasks
 
-    def _release(self) -> None:
+    def _release(self, state: RequestState | None = None) -> None:
         """A request ended: its slot is free, and the next request starts at this same instant,
-        once what is running now has finished its step (as an asyncio loop would start it)."""
+        once what is running now has finished its step (as an asyncio loop would start it). A
+        session's turn that succeeded instead keeps the slot for the session's next turn, which
+        starts after its pause."""
+        if self.sessions is not None and state is not None and self._continues(state):
+            return
         self._running -= 1
         self._free += 1
         if not self._fill_pending:
             self._fill_pending = True
             self.run.backend.call_soon(self._fill)
+
+    def _continues(self, state: RequestState) -> bool:
+        """Schedule the session's next turn after ``state``'s request, if there is one to send."""
+        assert self.sessions is not None
+        following = self.sessions.following[state.index]
+        if following < 0 or self.stopping or not state.succeeded:
+            self.session_states.pop(self.sessions.session[state.index], None)  # the session ended
+            return False
+        gap = self.sessions.gap(following, self.run.seed)
+        self.run.backend.spawn_detached(self._next_turn(following, gap))
+        return True
+
+    async def _next_turn(self, index: int, gap: float) -> None:
+        """Send a session's next turn after its pause (the session's slot is held meanwhile)."""
+        if gap > 0:
+            await self.run.backend.sleep(gap)
+        self._running -= 1  # the turn that ended; _start counts the next one
+        if self.stopping:
+            self._free += 1
+            self.session_states.pop(self.sessions.session[index], None)  # type: ignore[union-attr]
+            if self._running == 0 and self._idle is not None:
+                self._idle.set()
+            return
+        self._start(index, self.run.clock())
 
     def stop(self, error: BaseException | None) -> None:
         """Stop the run: start nothing more, cancel what runs; ``error`` is raised at the end."""
@@ -318,7 +356,7 @@ class StrategyRun:
             state.tasks.clear()
             state.root = None
             state.abort_error = None
-            self._release()
+            self._release(state)
             if self.progress is not None:
                 self.progress.update(1)
 
@@ -476,6 +514,7 @@ class StrategyRun:
         if state.evidence:
             for key, value in state.evidence.items():
                 extra[f"evidence_{key}"] = value
+        state.succeeded = ok
         run.requests.add(
             state.index,
             failure,

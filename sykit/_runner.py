@@ -49,6 +49,7 @@ from ._models import Request
 from ._progress import label, make_progress
 from ._results import Comparison, Result, request_errors
 from ._sched import AsyncioBackend, KernelBackend, using
+from ._session import SessionPlan, flatten_sessions
 from ._spill import Spill, check_spill
 
 __all__ = ["ENGINES", "acompare", "arun", "compare", "run"]
@@ -84,10 +85,16 @@ class _Plan:
         engine: object = "auto",
     ) -> None:
         self.host = check_host(host)
+        flat = flatten_sessions(requests) if isinstance(requests, Sequence) else None
+        self.sessions: SessionPlan | None = None
+        if flat is not None:
+            requests, self.sessions = flat
         self.items = as_requests(requests)
         self.ids = [item[0] for item in self.items]
         self.concurrency = check_concurrency(concurrency, arrivals is not None)
-        self.arrivals = check_arrivals(arrivals, len(self.items))  # now, not inside the simulation
+        # now, not inside the simulation; with sessions, the arrivals are the first turns'
+        starts = len(self.sessions.first) if self.sessions is not None else len(self.items)
+        self.arrivals = check_arrivals(arrivals, starts)
         self.strategies = strategies
         self.seeds = seeds
         if not isinstance(strict, bool):
@@ -117,8 +124,9 @@ class _Plan:
             start_run()  # a stateful strategy starts every run afresh, so runs stay independent
         if self.spill is not None:
             self.spill.attach(run, self.ids)
-        arrivals = arrival_times(self.arrivals, len(self.items), run.seed)
-        chain = fixed_chain(fn) if kernel is not None else None
+        starts = len(self.sessions.first) if self.sessions is not None else len(self.items)
+        arrivals = arrival_times(self.arrivals, starts, run.seed)
+        chain = fixed_chain(fn) if kernel is not None and self.sessions is None else None
         if chain is not None and all(m in self.host.profiles for m in chain):
             return FixedChainRun(
                 run,
@@ -130,7 +138,9 @@ class _Plan:
                 chain=chain,
                 kernel=kernel,
             )
-        return StrategyRun(run, fn, self.items, arrivals, self.concurrency, progress)
+        return StrategyRun(
+            run, fn, self.items, arrivals, self.concurrency, progress, sessions=self.sessions
+        )
 
     def _result(
         self, run: RunState, runner: StrategyRun, started: float, interrupted: bool = False

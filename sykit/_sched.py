@@ -52,6 +52,11 @@ class Backend:
     def spawn(self, coro: Coroutine[Any, Any, Any], race_id: int | None) -> Any:
         raise NotImplementedError
 
+    def spawn_detached(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Start ``coro`` as a task of the run, belonging to no request (a session's pause
+        before its next turn)."""
+        raise NotImplementedError
+
     async def wait_any(self, tasks: Sequence[Any], timeout: float | None = None) -> Any:
         raise NotImplementedError
 
@@ -113,6 +118,9 @@ class KernelBackend(Backend):
         task = kernel.spawn(coro, owner=owner, race_id=race_id, track=owner)
         return task
 
+    def spawn_detached(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self.kernel.spawn(coro, name="session pause")
+
     def wait_any(self, tasks: Sequence[KTask], timeout: float | None = None) -> Any:
         return _kernel.wait_any(tasks, timeout)  # awaitable as it is: no coroutine around it
 
@@ -167,6 +175,7 @@ class AsyncioBackend(Backend):
 
     def __init__(self, origin: float = 0.0) -> None:
         self.origin = origin
+        self._detached: set[asyncio.Task[Any]] = set()
 
     def now(self) -> float:
         return asyncio.get_running_loop().time() - self.origin
@@ -178,6 +187,12 @@ class AsyncioBackend(Backend):
         context = contextvars.copy_context()
         context.run(CURRENT_RACE.set, race_id)
         return asyncio.get_running_loop().create_task(coro, context=context)
+
+    def spawn_detached(self, coro: Coroutine[Any, Any, Any]) -> None:
+        # an empty context: the task belongs to no request (none tracks or cancels it)
+        task = asyncio.get_running_loop().create_task(coro, context=contextvars.Context())
+        self._detached.add(task)  # the loop holds tasks weakly
+        task.add_done_callback(self._detached.discard)
 
     async def wait_any(
         self, tasks: Sequence[asyncio.Task[Any]], timeout: float | None = None

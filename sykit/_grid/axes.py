@@ -29,7 +29,9 @@ from .._records import ATTEMPT_COLUMNS, REQUEST_COLUMNS
 __all__ = ["Axis", "Binding", "Cell", "StrategyEntry", "cells_of", "check_axes", "check_strategies"]
 
 #: Column names an axis cannot take: the frames' own, and the grid's.
-RESERVED = frozenset({*ATTEMPT_COLUMNS, *REQUEST_COLUMNS, "seed", "cell"})
+RESERVED = frozenset(
+    {*ATTEMPT_COLUMNS, *REQUEST_COLUMNS, "seed", "cell", "session_id", "turn", "parent_session"}
+)
 
 Label = bool | int | float | str
 

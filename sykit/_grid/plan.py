@@ -15,6 +15,7 @@ from .._errors import ArgumentError, SykitError
 from .._inputs import Algorithm, as_requests, check_seeds
 from .._models import Request
 from .._progress import make_progress
+from .._session import flatten_sessions
 from .axes import Binding, Cell, bind, cells_of, check_axes, check_strategies
 from .cell import CellOutcome, GridSpec, plan_cell
 from .execute import Pool, check_executor
@@ -85,7 +86,8 @@ def grid(
     items_source = requests
     if not isinstance(items_source, Sequence) and not hasattr(items_source, "analysis_columns"):
         items_source = list(items_source)  # an iterator is read once, here
-    items = as_requests(items_source)
+    flat = flatten_sessions(items_source)
+    items = as_requests(items_source if flat is None else flat[0])
     protected = tuple(getattr(items_source, "analysis_columns", ()) or ())
     checked_axes = check_axes(axes, protected)
     entries = check_strategies(strategies, checked_axes)

@@ -1,0 +1,170 @@
+"""Agent sessions: turns sent one after another (after the previous answer and a pause), on both
+engines, with per-session state for algorithms."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import sykit as sy
+from sykit import strategies as st
+
+ENGINES = ["kernel", "asyncio"]
+
+
+def _host(fail_every: int = 0) -> sy.SimHost:
+    latency = sy.Latency(ttft=sy.Constant(0.5), tokens_per_s=2.0)  # one token: 1 s exactly
+    profile = sy.ModelProfile(latency=latency, output_tokens=1, price_in=1e-6, price_out=1e-6)
+    return sy.SimHost({"weak": profile, "strong": profile})
+
+
+def _sessions(n: int = 4, turns: int = 3, gap=2.0) -> list[sy.Session]:
+    return [
+        sy.Session(
+            [
+                sy.Turn(sy.Request(f"s{s} t{k}", input_tokens=100 * (k + 1)), gap_s=gap)
+                for k in range(turns)
+            ],
+            id=f"s{s}",
+        )
+        for s in range(n)
+    ]
+
+
+async def counting(request, driver):
+    state = driver.session_state
+    state["turns"] = state.get("turns", 0) + 1
+    driver.evidence(turns_seen=state["turns"])
+    return sy.route_to("weak", request)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_turns_follow_answers_and_pauses_exactly(engine):
+    result = sy.run(
+        counting, _sessions(), host=_host(), concurrency=2, engine=engine, progress=False
+    )
+    assert result.engine == engine
+    r = result.requests
+    assert list(r["session_id"]) == ["s0"] * 3 + ["s1"] * 3 + ["s2"] * 3 + ["s3"] * 3
+    assert list(r["turn"]) == [0, 1, 2] * 4
+    # answer after 1 s, pause 2 s: turns at 0, 3, 6; the slot frees at 7 for the next sessions
+    assert list(r["arrival_s"]) == [0, 3, 6, 0, 3, 6, 7, 10, 13, 7, 10, 13]
+    assert list(r["start_s"]) == list(r["arrival_s"])
+    assert list(r["evidence_turns_seen"]) == [1, 2, 3] * 4
+    assert list(r["request_id"][:3]) == ["s0#0", "s0#1", "s0#2"]
+
+
+def test_session_state_is_none_outside_sessions():
+    seen = []
+
+    async def probe(request, driver):
+        seen.append(driver.session_state)
+        return sy.route_to("weak", request)
+
+    sy.run(probe, [sy.Request("a"), sy.Request("b")], host=_host(), progress=False)
+    assert seen == [None, None]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_failed_turn_ends_its_session(engine):
+    async def fails_turn_1_of_s0(request, driver):
+        if request.metadata["session_id"] == "s0" and request.metadata["turn"] == 1:
+            raise RuntimeError("tool crashed")
+        return sy.route_to("weak", request)
+
+    result = sy.run(
+        fails_turn_1_of_s0,
+        _sessions(n=2),
+        host=_host(),
+        concurrency=1,
+        engine=engine,
+        progress=False,
+    )
+    r = result.requests
+    assert list(zip(r["session_id"], r["turn"], r["status"], strict=True)) == [
+        ("s0", 0, "ok"),
+        ("s0", 1, "failed"),
+        ("s1", 0, "ok"),
+        ("s1", 1, "ok"),
+        ("s1", 2, "ok"),
+    ]
+    # s0 failed at once at 3 s; s1 starts at that instant
+    assert r.loc[r["session_id"] == "s1", "arrival_s"].tolist() == [3.0, 6.0, 9.0]
+
+
+def test_gaps_from_a_distribution_are_the_same_for_every_strategy_and_vary_by_seed():
+    sessions = _sessions(n=3, turns=4, gap=sy.LogNormal(5.0, sigma=0.8))
+    lineup = {"weak": st.single("weak"), "strong": st.single("strong")}
+    cmp = sy.compare(lineup, sessions, host=_host(), seeds=[0, 1], progress=False)
+    r = cmp.requests
+    arrivals = {
+        key: g["arrival_s"].tolist() for key, g in r.groupby(["strategy", "seed"], observed=True)
+    }
+    assert arrivals["weak", 0] == arrivals["strong", 0]
+    assert arrivals["weak", 1] == arrivals["strong", 1]
+    assert arrivals["weak", 0] != arrivals["weak", 1]
+    again = sy.compare(lineup, sessions, host=_host(), seeds=[0, 1], progress=False)
+    pd.testing.assert_frame_equal(again.requests, r)
+
+
+def test_open_loop_arrivals_are_the_first_turns():
+    result = sy.run(counting, _sessions(n=2), host=_host(), arrivals=[0.0, 0.5], progress=False)
+    r = result.requests
+    assert r.loc[r["turn"] == 0, "arrival_s"].tolist() == [0.0, 0.5]
+    assert r.loc[r["session_id"] == "s1", "arrival_s"].tolist() == [0.5, 3.5, 6.5]
+    with pytest.raises(sy.ArgumentError):
+        sy.run(counting, _sessions(n=2), host=_host(), arrivals=[0.0] * 6, progress=False)
+
+
+def test_a_fixed_chain_on_sessions_equals_the_general_path():
+    chain = st.fallback_chain(["weak", "strong"])
+
+    async def general(request, driver):
+        return await chain(request, driver)
+
+    a = sy.run(chain, _sessions(), host=_host(), progress=False, strategy="c")
+    b = sy.run(general, _sessions(), host=_host(), progress=False, strategy="c")
+    pd.testing.assert_frame_equal(a.requests, b.requests)
+    pd.testing.assert_frame_equal(a.attempts, b.attempts)
+
+
+def test_sub_agent_sessions_name_their_parent():
+    child = sy.Session([sy.Request("look up the API")], id="s0/search", parent="s0")
+    result = sy.run(counting, [*_sessions(n=1), child], host=_host(), progress=False)
+    r = result.requests
+    assert r.loc[r["session_id"] == "s0/search", "parent_session"].tolist() == ["s0"]
+    assert r.loc[r["session_id"] == "s0", "parent_session"].isna().all()
+
+
+def test_sessions_run_in_a_grid_on_workers():
+    kwargs = {"host": _host(), "seeds": [0, 1], "progress": False}
+    sessions = _sessions(n=3, gap=sy.Exponential(3.0))
+    here = sy.grid({"count": counting}, sessions, **kwargs)
+    there = sy.grid({"count": counting}, sessions, workers=2, **kwargs)
+    pd.testing.assert_frame_equal(here.requests, there.requests)
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "match"),
+    [
+        (lambda: sy.Session([], id="empty"), sy.ArgumentError, "session 'empty' has no turns"),
+        (lambda: sy.Session(["text"], id="x"), sy.ArgumentTypeError, "session 'x': turn 0"),
+        (lambda: sy.Session(sy.Request("a")), sy.ArgumentTypeError, "list of sy.Turn"),
+        (lambda: sy.Turn(sy.Request("a"), gap_s=-1), sy.ArgumentError, "≥ 0"),
+        (lambda: sy.Turn(sy.Request("a"), gap_s=float("inf")), sy.ArgumentError, "finite"),
+        (lambda: sy.Turn("a"), sy.ArgumentTypeError, "sy.Request"),
+    ],
+)
+def test_bad_sessions_are_refused(make, error, match):
+    with pytest.raises(error, match=match):
+        make()
+
+
+def test_bad_session_lists_are_refused():
+    with pytest.raises(sy.ArgumentTypeError, match="mixes sessions"):
+        sy.run(counting, [*_sessions(n=1), sy.Request("lone")], host=_host(), progress=False)
+    with pytest.raises(sy.ArgumentError, match="session id 's0'"):
+        sy.run(counting, [*_sessions(n=1), *_sessions(n=1)], host=_host(), progress=False)
+    clash = sy.Session([sy.Request("a", metadata={"turn": 7})], id="m")
+    with pytest.raises(sy.ArgumentError, match="metadata key 'turn'"):
+        sy.run(counting, [clash], host=_host(), progress=False)
