@@ -39,6 +39,7 @@ from typing import Any
 from ._dists import check_number
 from ._driver import Driver
 from ._errors import ArgumentError, ArgumentTypeError, ModelError, UnavailableError
+from ._inputs import as_algorithm
 from ._models import (
     Boolean,
     DecisionRequest,
@@ -60,6 +61,7 @@ from ._vocab import CancelCause
 
 __all__ = [
     "SimulatedScore",
+    "affinity",
     "calibrate",
     "capability_aware",
     "cascade",
@@ -546,6 +548,66 @@ def _serve_in_order(ranked: list[str], request: Request, driver: Driver) -> Any:
         raise last_error
 
     return serve()
+
+
+AFFINITY_TRIGGERS = ("new_session", "user_turn")
+
+
+def affinity(
+    inner: Algorithm,
+    *,
+    trigger: str = "new_session",
+    latch_only: Sequence[str] | None = None,
+) -> Algorithm:
+    """Session affinity (Switchyard's ``AffinityRouter``, reference §C.8): the first model
+    ``inner`` picks in an agent session (:class:`sy.Session`) is latched, and the session's later
+    turns go to it with no routing work (no judge, no classifier call).
+
+    ``trigger="new_session"`` decides once per session (the first assignment wins);
+    ``"user_turn"`` decides again on each real user turn (the last message is the user's own
+    text, not a tool result) and holds through the tool continuations in between.
+    ``latch_only`` latches only those models (a strong-tier latch: a turn ``inner`` sends
+    elsewhere is routed afresh next time). A request outside a session is routed by ``inner``
+    alone. Evidence ``affinity``: ``"held"`` (the latch routed it) or ``"decided"``."""
+    if trigger not in AFFINITY_TRIGGERS:
+        raise ArgumentError(f"trigger must be one of {list(AFFINITY_TRIGGERS)}, got {trigger!r}")
+    _, route = as_algorithm(inner, None)
+    allowed = None if latch_only is None else frozenset(_models(latch_only, "latch_only"))
+
+    async def algorithm(request: Request, driver: Driver) -> Outcome:
+        state = driver.session_state
+        if state is None:
+            return await route(request, driver)  # type: ignore[no-any-return]
+        latched = state.get("affinity")
+        if latched is not None and not (trigger == "user_turn" and _is_user_turn(request)):
+            driver.evidence(affinity="held")
+            return route_to(latched, request)
+        outcome = await route(request, driver)
+        if isinstance(outcome, Outcome) and (allowed is None or outcome.model in allowed):
+            state["affinity"] = outcome.model
+        driver.evidence(affinity="decided")
+        return outcome  # type: ignore[no-any-return]
+
+    return _named(f"affinity({getattr(inner, '__name__', 'inner')})", algorithm)
+
+
+def _is_user_turn(request: Request) -> bool:
+    """The last message is the user's own words (not tool results, in OpenAI's ``tool`` role or
+    as Anthropic ``tool_result`` blocks)."""
+    if not request.messages:
+        return False
+    last = request.messages[-1]
+    if last.get("role") != "user":
+        return False
+    content = last.get("content")
+    if isinstance(content, str):
+        return bool(content.strip())
+    if isinstance(content, Sequence):
+        return any(
+            isinstance(block, Mapping) and block.get("type") == "text" and block.get("text")
+            for block in content
+        )
+    return False
 
 
 def oracle(models: Sequence[str]) -> Algorithm:

@@ -168,3 +168,101 @@ def test_bad_session_lists_are_refused():
     clash = sy.Session([sy.Request("a", metadata={"turn": 7})], id="m")
     with pytest.raises(sy.ArgumentError, match="metadata key 'turn'"):
         sy.run(counting, [clash], host=_host(), progress=False)
+
+
+# -- session affinity -----------------------------------------------------------------------------
+def _agent_session(sid: str, user_turns: tuple[int, ...] = ()) -> sy.Session:
+    """Turns whose last message is a tool result, except ``user_turns`` (a new user message)."""
+    turns = []
+    for k in range(5):
+        last = (
+            {"role": "user", "content": f"new instruction {k}"}
+            if k == 0 or k in user_turns
+            else {"role": "tool", "tool_call_id": f"c{k}", "content": "ok"}
+        )
+        history = (
+            [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"c{k}",
+                            "type": "function",
+                            "function": {"name": "bash", "arguments": "{}"},
+                        }
+                    ],
+                }
+            ]
+            if k
+            else []
+        )
+        turns.append(sy.Turn(sy.Request([*history, last], input_tokens=100), gap_s=1.0))
+    return sy.Session(turns, id=sid)
+
+
+def _by_turn_model(result) -> list[tuple[str, int, str]]:
+    r = result.requests
+    return list(zip(r["session_id"], r["turn"], r["selected_model"].astype(str), strict=True))
+
+
+def test_affinity_latches_the_first_choice_of_a_session():
+    chooser = st.weighted_random(["weak", "strong"], seed=3)
+    result = sy.run(
+        st.affinity(chooser),
+        [_agent_session(f"s{i}") for i in range(6)],
+        host=_host(),
+        progress=False,
+    )
+    r = result.requests
+    per_session = r.groupby("session_id")["selected_model"].nunique()
+    assert (per_session == 1).all()
+    assert set(r["selected_model"].astype(str)) == {"weak", "strong"}  # sessions still differ
+    assert list(r.loc[r["turn"] == 0, "evidence_affinity"]) == ["decided"] * 6
+    assert set(r.loc[r["turn"] > 0, "evidence_affinity"]) == {"held"}
+
+
+def test_affinity_on_user_turns_decides_again_and_holds_through_tool_results():
+    picks = iter(["weak", "strong", "weak"])
+
+    async def next_pick(request, driver):
+        return sy.route_to(next(picks), request)
+
+    result = sy.run(
+        st.affinity(next_pick, trigger="user_turn"),
+        [_agent_session("s", user_turns=(3,))],
+        host=_host(),
+        progress=False,
+    )
+    assert [m for _, _, m in _by_turn_model(result)] == ["weak", "weak", "weak", "strong", "strong"]
+
+
+def test_affinity_latch_only_latches_those_models():
+    picks = iter(["weak", "strong", "weak"])
+
+    async def next_pick(request, driver):
+        return sy.route_to(next(picks), request)
+
+    result = sy.run(
+        st.affinity(next_pick, latch_only=["strong"]),
+        [_agent_session("s")],
+        host=_host(),
+        progress=False,
+    )
+    assert [m for _, _, m in _by_turn_model(result)] == [
+        "weak",
+        "strong",
+        "strong",
+        "strong",
+        "strong",
+    ]
+
+
+def test_affinity_outside_sessions_is_the_inner_strategy():
+    inner = st.weighted_random(["weak", "strong"], seed=1)
+    requests = [sy.Request(f"q{i}") for i in range(20)]
+    a = sy.run(st.affinity(inner), requests, host=_host(), progress=False, strategy="x")
+    b = sy.run(inner, requests, host=_host(), progress=False, strategy="x")
+    assert a.requests["selected_model"].tolist() == b.requests["selected_model"].tolist()
+    with pytest.raises(sy.ArgumentError, match="trigger"):
+        st.affinity(inner, trigger="always")
