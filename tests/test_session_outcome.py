@@ -278,3 +278,20 @@ def test_bad_input_is_a_clear_error():
         expected_success_rate({"SAFE": 3, "EASY": 1}, 0.5)
     with pytest.raises(sy.ArgumentError, match="counts holds no task"):
         expected_success_rate(dict.fromkeys(QUADRANTS, 0), 0.5)
+
+
+def test_the_session_outcomes_page_runs_as_written():
+    page = data_dir().parent / "docs" / "session-outcomes.md"
+    if not page.is_file():  # an installed wheel carries the data, not the docs
+        pytest.skip("docs/ is not next to the data")
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    assert len(blocks) == 3
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "docs/session-outcomes.md", "exec"), namespace)
+    assert namespace["outcomes"].critical("task-1", planned_turns=20, seed=0) == (11,)
+    rate = sum(namespace["success"]) / len(namespace["success"])
+    assert round(rate, 3) == 0.358
+    assert (
+        round(namespace["expected_success_rate"](quadrant_counts(swebench_pro()), 0.5), 3) == 0.357
+    )
