@@ -1,0 +1,239 @@
+"""Whether an agent task succeeds, given which model served each of its turns.
+
+Per-task benchmark results (:mod:`sykit.sessions._swebench`) say, for a strong and a weak run,
+whether each task was resolved: its quadrant. A routed session mixes the two models turn by turn,
+and no benchmark measured that. :class:`TaskOutcomes` fills the gap with as few assumptions as keep
+both measured ends exact: a task's difficulty sits at ``critical_turns`` turns of its session,
+drawn per task and seed, and
+
+- SAFE (both runs resolved it) succeeds whenever the session finished,
+- HARD (neither did) never succeeds,
+- RESCUE (only the strong run) succeeds iff every critical turn was served by a strong model,
+- LOSS (only the weak run) succeeds iff every critical turn was served by a weak model,
+
+and a session that ended early (a failed turn, so fewer turns served than planned) fails. Serving
+every turn with the strong model gives back the strong run's result for every task, every turn
+with the weak model the weak run's. Under independent per-turn routing with strong share ``p``,
+a task with ``k`` critical turns succeeds with probability :func:`expected_success`: 1, ``p**k``,
+``(1-p)**k``, 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from numbers import Integral
+from types import MappingProxyType
+
+from .._errors import ArgumentError, ArgumentTypeError
+from .._rng import uniforms
+
+__all__ = [
+    "QUADRANTS",
+    "TIERS",
+    "TaskOutcomes",
+    "expected_success",
+    "expected_success_rate",
+    "quadrant_of",
+]
+
+#: Which of a strong/weak pair resolved a task: both, only strong, only weak, neither.
+QUADRANTS = ("SAFE", "RESCUE", "LOSS", "HARD")
+
+#: What a served model counts as when a task's outcome is decided.
+TIERS = ("strong", "weak")
+
+
+def quadrant_of(strong_resolved: bool, weak_resolved: bool) -> str:
+    """The quadrant of a task from the two runs' results, so every caller names them alike."""
+    if strong_resolved:
+        return "SAFE" if weak_resolved else "RESCUE"
+    return "LOSS" if weak_resolved else "HARD"
+
+
+@dataclass(frozen=True, init=False)
+class TaskOutcomes:
+    """Decides each task's success from the models that served its turns.
+
+    ``tiers`` maps every model a run may serve to ``"strong"`` or ``"weak"`` (the run it stands
+    in for), so a model the mapping does not name is an error rather than a guess.
+    ``critical_turns`` (k ≥ 1, default 1) is how many turns of a session carry the task's
+    difficulty; a session with fewer planned turns has all of them critical. With k = 1 the
+    expected success under a strong share p is linear in p between the two measured runs, the
+    interpolation that adds no shape of its own; a larger k makes mixing costlier (both RESCUE
+    and LOSS tasks need k turns on the right side).
+    """
+
+    tiers: Mapping[str, str]
+    critical_turns: int
+
+    def __init__(self, tiers: Mapping[str, str], *, critical_turns: int = 1) -> None:
+        if not isinstance(tiers, Mapping):
+            raise ArgumentTypeError(
+                f"tiers must be a mapping of model name to 'strong' or 'weak', got "
+                f"{type(tiers).__name__}"
+            )
+        if not tiers:
+            raise ArgumentError("tiers is empty; name every model a run may serve")
+        for model, tier in tiers.items():
+            if not isinstance(model, str):
+                raise ArgumentTypeError(
+                    f"tiers keys must be model names (str), got {type(model).__name__} {model!r}"
+                )
+            if tier not in TIERS:
+                raise ArgumentError(
+                    f"tiers[{model!r}] is {tier!r}; it must be one of {', '.join(map(repr, TIERS))}"
+                )
+        critical_turns = _check_count("critical_turns", critical_turns)
+        object.__setattr__(self, "tiers", MappingProxyType(dict(tiers)))
+        object.__setattr__(self, "critical_turns", critical_turns)
+
+    def critical(self, task_id: str | int, planned_turns: int, seed: int) -> tuple[int, ...]:
+        """The turns (0-based, ascending) that carry ``task_id``'s difficulty in a session of
+        ``planned_turns`` turns: the k turns with the smallest keyed uniforms, so every strategy
+        run with the same seed faces the same critical turns, and another seed moves them."""
+        _check_task(task_id)
+        planned_turns = _check_count("planned_turns", planned_turns)
+        seed = _check_seed(seed)
+        draws = [
+            uniforms(seed, "session-critical-turn", task_id, turn)[0]
+            for turn in range(planned_turns)
+        ]
+        ranked = sorted(range(planned_turns), key=draws.__getitem__)
+        return tuple(sorted(ranked[: self.critical_turns]))
+
+    def success(
+        self,
+        task_id: str | int,
+        quadrant: str,
+        served_models: Iterable[str],
+        planned_turns: int,
+        seed: int,
+    ) -> bool:
+        """Whether the task succeeded: ``served_models[t]`` is the model that answered turn t, in
+        order; fewer served than ``planned_turns`` means the session ended early, which fails."""
+        _check_task(task_id)
+        seed = _check_seed(seed)
+        if quadrant not in QUADRANTS:
+            raise ArgumentError(
+                f"task {task_id!r}: unknown quadrant {quadrant!r}; it must be one of "
+                f"{', '.join(QUADRANTS)}"
+            )
+        tiers = self._tiers_of(task_id, served_models)
+        planned_turns = _check_count("planned_turns", planned_turns)
+        if planned_turns < len(tiers):
+            raise ArgumentError(
+                f"task {task_id!r}: {len(tiers)} turns were served but planned_turns is "
+                f"{planned_turns}; a session cannot serve more turns than it has"
+            )
+        if len(tiers) < planned_turns or quadrant == "HARD":
+            return False
+        if quadrant == "SAFE":
+            return True
+        wanted = "strong" if quadrant == "RESCUE" else "weak"
+        return all(tiers[t] == wanted for t in self.critical(task_id, planned_turns, seed))
+
+    def _tiers_of(self, task_id: str | int, served_models: Iterable[str]) -> list[str]:
+        if isinstance(served_models, str | bytes | Mapping) or not isinstance(
+            served_models, Iterable
+        ):
+            raise ArgumentTypeError(
+                f"task {task_id!r}: served_models must be a list of model names, one per served "
+                f"turn, got {type(served_models).__name__}"
+            )
+        served_models = list(served_models)
+        if not served_models:
+            raise ArgumentError(
+                f"task {task_id!r}: served_models is empty; a session that served no turn has "
+                "nothing to decide (its first turn failed: count it as a failure)"
+            )
+        tiers = []
+        for turn, model in enumerate(served_models):
+            tier = self.tiers.get(model) if isinstance(model, str) else None
+            if tier is None:
+                raise ArgumentError(
+                    f"task {task_id!r} turn {turn}: model {model!r} is not in tiers; known: "
+                    f"{', '.join(map(repr, self.tiers))}"
+                )
+            tiers.append(tier)
+        return tiers
+
+
+def expected_success(
+    quadrant: str,
+    strong_share: float,
+    *,
+    critical_turns: int = 1,
+    planned_turns: int | None = None,
+) -> float:
+    """The probability that a finished session of a ``quadrant`` task succeeds when each turn
+    goes to a strong model with probability ``strong_share``, independently of the others:
+    SAFE 1, RESCUE p**k, LOSS (1-p)**k, HARD 0, with k = min(critical_turns, planned_turns)."""
+    if quadrant not in QUADRANTS:
+        raise ArgumentError(
+            f"unknown quadrant {quadrant!r}; it must be one of {', '.join(QUADRANTS)}"
+        )
+    p = _check_share(strong_share)
+    k = _check_count("critical_turns", critical_turns)
+    if planned_turns is not None:
+        k = min(k, _check_count("planned_turns", planned_turns))
+    return {"SAFE": 1.0, "RESCUE": p**k, "LOSS": (1.0 - p) ** k, "HARD": 0.0}[quadrant]
+
+
+def expected_success_rate(
+    counts: Mapping[str, int], strong_share: float, *, critical_turns: int = 1
+) -> float:
+    """The expected share of tasks that succeed, from :func:`quadrant_counts`-style ``counts``
+    (a missing quadrant counts 0), when every session finishes and plans at least
+    ``critical_turns`` turns: (SAFE + RESCUE·p**k + LOSS·(1-p)**k) / tasks. Compare a run's
+    success rate with it to check the routing did what its strong share says."""
+    if not isinstance(counts, Mapping):
+        raise ArgumentTypeError(
+            f"counts must be a mapping of quadrant to count, got {type(counts).__name__}"
+        )
+    unknown = [q for q in counts if q not in QUADRANTS]
+    if unknown:
+        raise ArgumentError(
+            f"counts has unknown quadrant {unknown[0]!r}; quadrants are {', '.join(QUADRANTS)}"
+        )
+    for quadrant, n in counts.items():
+        if isinstance(n, bool) or not isinstance(n, Integral) or n < 0:
+            raise ArgumentError(f"counts[{quadrant!r}] must be a count (int ≥ 0), got {n!r}")
+    total = sum(counts.values())
+    if total == 0:
+        raise ArgumentError("counts holds no task; the rate of nothing is undefined")
+    expected = sum(
+        n * expected_success(q, strong_share, critical_turns=critical_turns)
+        for q, n in counts.items()
+    )
+    return expected / total
+
+
+def _check_count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ArgumentError(f"{name} must be ≥ 1, got {value}")
+    return int(value)
+
+
+def _check_seed(seed: object) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, Integral):
+        raise ArgumentTypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
+    return int(seed)
+
+
+def _check_task(task_id: object) -> None:
+    if isinstance(task_id, bool) or not isinstance(task_id, str | Integral):
+        raise ArgumentTypeError(
+            f"task_id must be a str or int, got {type(task_id).__name__} {task_id!r}"
+        )
+
+
+def _check_share(share: object) -> float:
+    if isinstance(share, bool) or not isinstance(share, int | float):
+        raise ArgumentTypeError(f"strong_share must be a number, got {type(share).__name__}")
+    if not math.isfinite(share) or not 0.0 <= share <= 1.0:
+        raise ArgumentError(f"strong_share must be in [0, 1], got {share!r}")
+    return float(share)
