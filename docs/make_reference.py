@@ -18,6 +18,8 @@ OUT = Path(__file__).with_name("reference.md")
 
 SECTIONS = [
     ("Running", ["run", "arun", "compare", "acompare", "sweep", "Result", "Comparison", "Sweep"]),
+    ("Grids", ["grid", "Grid"]),
+    ("Agent sessions", ["Session", "Turn"]),
     (
         "Writing algorithms",
         [
