@@ -1,0 +1,214 @@
+"""Coding-agent session workloads: synthetic sessions fitted to the OpenHands trace."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import statistics
+
+import pandas as pd
+import pytest
+
+import sykit as sy
+from sykit.datasets._files import data_dir
+from sykit.sessions._synthetic import TOOLS, AgentTrace, fit_openhands, synthetic_sessions
+
+CALLS = "agentic/openhands_sweverified_claude35_calls.csv"
+ERROR_MARK = re.compile(r"Traceback|exit code [1-9]|^ERROR:", re.M)
+
+
+def _host() -> sy.SimHost:
+    latency = sy.Latency(ttft=sy.Constant(0.5), tokens_per_s=2.0)  # one token: 1 s exactly
+    profile = sy.ModelProfile(latency=latency, output_tokens=1, price_in=1e-6, price_out=1e-6)
+    return sy.SimHost({"weak": profile, "strong": profile})
+
+
+async def weak(request, driver):
+    return sy.route_to("weak", request)
+
+
+# -- the trace's own figures, computed from the CSV here (not by the code under test) ----------
+
+
+@pytest.fixture(scope="module")
+def table() -> dict:
+    calls = pd.read_csv(data_dir() / CALLS)
+    # a conversation starts at a call whose prompt is the system prompt and the task only
+    calls["conversation"] = (calls["n_messages"] == 2).cumsum()
+    calls["kind"] = calls["tool_sub"].fillna(calls["tool"])
+    by = calls.groupby("conversation")
+    later = calls[calls["n_messages"] > 2]
+    previous_kind = by["kind"].shift()[calls["n_messages"] > 2]
+    return {
+        "tasks": calls["instance_id"].nunique(),
+        "conversations": calls["conversation"].nunique(),
+        "calls_per_task": calls.groupby("instance_id").size().median(),
+        "calls": by.size().median(),
+        "calls_mean": by.size().mean(),
+        "prompt": calls["prompt_tokens"].median(),
+        "first_prompt": by["prompt_tokens"].first().median(),
+        "growth": by["prompt_tokens"].diff().median(),
+        "error": later["prev_obs_error"].mean(),
+        "gap": later["gap_s"].median(),
+        "completion": calls["completion_tokens"].median(),
+        "mix": previous_kind.value_counts(normalize=True).to_dict(),
+        "cap": calls.loc[calls["finish_reason"] == "length", "completion_tokens"].max(),
+    }
+
+
+@pytest.fixture(scope="module")
+def generated() -> dict:
+    sessions = synthetic_sessions(400, seed=0)
+    turns = [turn for s in sessions for turn in s.turns]
+    later = [turn for s in sessions for turn in s.turns[1:]]
+    growth = [
+        b.request.input_tokens - a.request.input_tokens
+        for s in sessions
+        for a, b in itertools.pairwise(s.turns)
+    ]
+    kinds = pd.Series([t.request.metadata["tool_kind"] for t in later])
+    return {
+        "calls": statistics.median(len(s.turns) for s in sessions),
+        "calls_mean": statistics.mean(len(s.turns) for s in sessions),
+        "prompt": statistics.median(t.request.input_tokens for t in turns),
+        "first_prompt": statistics.median(s.turns[0].request.input_tokens for s in sessions),
+        "growth": statistics.median(growth),
+        "error": statistics.mean(t.request.metadata["tool_error"] for t in later),
+        "gap": statistics.median(t.gap_s for t in later),
+        "completion": statistics.median(t.request.metadata["completion_tokens"] for t in turns),
+        "mix": kinds.value_counts(normalize=True).to_dict(),
+    }
+
+
+# -- synthetic sessions --------------------------------------------------------------------------
+
+
+def test_the_fit_cuts_the_trace_into_conversations(table):
+    trace = fit_openhands()
+    assert trace.tasks == table["tasks"] == 50
+    assert len(trace.conversations) == len(trace.first_prompt_tokens) == table["conversations"]
+    assert trace.restarts == table["conversations"] - table["tasks"] == 12
+    assert sum(map(len, trace.conversations)) == sum(map(len, trace.completion_tokens.values()))
+    assert trace.max_output_tokens == table["cap"] == 8192
+    assert trace.output_tokens().quantile(0.5) == table["completion"]
+    assert fit_openhands() is trace  # fitted once
+
+
+@pytest.mark.parametrize(
+    ("figure", "tolerance"),
+    [
+        ("calls", 0.15),  # median calls per conversation (a discrete median of 62 lengths)
+        ("calls_mean", 0.10),
+        ("prompt", 0.10),  # median prompt tokens over all calls
+        ("first_prompt", 0.10),
+        ("growth", 0.10),  # median prompt growth turn over turn
+        ("gap", 0.10),  # median pause before a later turn
+        ("completion", 0.10),  # median traced answer length
+    ],
+)
+def test_generated_sessions_reproduce_the_trace_medians(table, generated, figure, tolerance):
+    assert generated[figure] == pytest.approx(table[figure], rel=tolerance)
+
+
+def test_generated_sessions_reproduce_the_error_share_and_tool_mix(table, generated):
+    assert generated["error"] == pytest.approx(table["error"], abs=0.03)  # ~24 %
+    assert set(generated["mix"]) <= set(table["mix"])
+    for kind, share in table["mix"].items():
+        assert generated["mix"].get(kind, 0.0) == pytest.approx(share, abs=0.03), kind
+
+
+def test_the_headline_figures_are_the_ones_documented(table):
+    assert table["calls_per_task"] == 22 and table["calls"] == 18
+    assert round(table["prompt"], -3) == 21_000
+    assert 495 <= table["growth"] <= 510
+    assert round(table["error"], 2) == 0.24
+    assert round(table["gap"], 1) == 8.3
+    assert table["completion"] == 130
+
+
+def test_same_seed_same_sessions_other_seeds_differ():
+    a = synthetic_sessions(15, seed=3)
+    assert a == synthetic_sessions(15, seed=3)
+    assert a != synthetic_sessions(15, seed=4)
+    assert [s.id for s in a[:2]] == ["task-0", "task-1"]
+    assert [s.id for s in synthetic_sessions(2, id_prefix="run")] == ["run-0", "run-1"]
+
+
+def test_turns_are_well_formed_openai_chat_prompts():
+    names = {tool["function"]["name"] for tool in TOOLS}
+    for session in synthetic_sessions(40, seed=1):
+        before = 0
+        for k, turn in enumerate(session.turns):
+            request = turn.request
+            messages = request.messages
+            assert [m["role"] for m in messages[:2]] == ["system", "user"]
+            assert len(messages) == 2 + 2 * k  # each earlier call: its message and its result
+            assert request.input_tokens > before  # the context grows turn over turn
+            before = request.input_tokens
+            assert request.max_output_tokens == 8192
+            assert {t["function"]["name"] for t in request.tools} == names
+            calls = {}
+            for m in messages[2:]:
+                if m["role"] == "assistant":
+                    for call in m.get("tool_calls", []):
+                        assert call["type"] == "function" and call["function"]["name"] in names
+                        json.loads(call["function"]["arguments"])
+                        calls[call["id"]] = call["function"]["name"]
+                elif m["role"] == "tool":
+                    assert m["tool_call_id"] in calls
+                else:
+                    assert m["role"] == "user"  # the agent's nudge after an answer without a tool
+            meta = request.metadata
+            if k == 0:
+                assert meta["tool"] is None and meta["tool_error"] is False
+                assert turn.gap_s == 0.0
+                continue
+            last, answer = messages[-1], messages[-2]
+            if meta["tool"] == "none":
+                assert last["role"] == "user" and "tool_calls" not in answer
+            else:
+                assert last["role"] == "tool"
+                call = answer["tool_calls"][0]
+                assert last["tool_call_id"] == call["id"]
+                assert call["function"]["name"] == meta["tool"]
+                assert bool(ERROR_MARK.search(last["content"])) is meta["tool_error"]
+            assert turn.gap_s > 0
+
+
+def test_generated_sessions_run_with_exact_turn_counts():
+    sessions = synthetic_sessions(6, seed=2)
+    result = sy.run(weak, sessions, host=_host(), concurrency=3, progress=False)
+    r = result.requests
+    assert (r["status"] == "ok").all()
+    counts = r.groupby("session_id", sort=False).size().to_dict()
+    assert counts == {s.id: len(s.turns) for s in sessions}
+    for session in sessions:
+        rows = r[r["session_id"] == session.id]
+        assert rows["turn"].tolist() == list(range(len(session.turns)))
+        assert rows["tool_error"].tolist() == [
+            t.request.metadata["tool_error"] for t in session.turns
+        ]
+        gaps = [t.gap_s for t in session.turns[1:]]
+        waited = (rows["arrival_s"].to_numpy()[1:] - rows["end_s"].to_numpy()[:-1]).tolist()
+        assert waited == pytest.approx(gaps)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"n": 0}, sy.ArgumentError),
+        ({"n": 2, "seed": "0"}, sy.ArgumentTypeError),
+        ({"n": 2, "trace": "openhands"}, sy.ArgumentTypeError),
+        ({"n": 2, "id_prefix": 3}, sy.ArgumentTypeError),
+    ],
+)
+def test_bad_generator_arguments_are_refused(kwargs, error):
+    with pytest.raises(error):
+        synthetic_sessions(**kwargs)
+
+
+def test_a_trace_with_an_unknown_transition_is_refused():
+    trace = fit_openhands()
+    with pytest.raises(sy.ArgumentError, match="has no traced transitions"):
+        AgentTrace(**{**trace.__dict__, "transitions": {}})
