@@ -1,4 +1,5 @@
-"""Coding-agent session workloads: synthetic sessions fitted to the OpenHands trace."""
+"""Coding-agent session workloads: synthetic sessions fitted to the OpenHands trace, and agent
+logs loaded as sessions."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 import sykit as sy
 from sykit.datasets._files import data_dir
 from sykit.sessions._synthetic import TOOLS, AgentTrace, fit_openhands, synthetic_sessions
+from sykit.sessions._transcripts import load_transcripts
 
 CALLS = "agentic/openhands_sweverified_claude35_calls.csv"
 ERROR_MARK = re.compile(r"Traceback|exit code [1-9]|^ERROR:", re.M)
@@ -212,3 +214,231 @@ def test_a_trace_with_an_unknown_transition_is_refused():
     trace = fit_openhands()
     with pytest.raises(sy.ArgumentError, match="has no traced transitions"):
         AgentTrace(**{**trace.__dict__, "transitions": {}})
+
+
+# -- transcripts ---------------------------------------------------------------------------------
+
+
+def _write(path, lines) -> None:
+    path.write_text(
+        "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+    )
+
+
+def _line(text="hi", **extra) -> dict:
+    return {"messages": [{"role": "user", "content": text}], **extra}
+
+
+def test_generated_sessions_survive_a_round_trip_through_transcripts(tmp_path):
+    sessions = synthetic_sessions(5, seed=7)
+    for session in sessions:
+        clock, lines = 1_000.0, []
+        for turn in session.turns:
+            clock += turn.gap_s
+            request = turn.request
+            lines.append(
+                {
+                    "messages": [dict(m) for m in request.messages],
+                    "timestamp": clock,
+                    "end_timestamp": clock + 3.0,
+                    "usage": {
+                        "prompt_tokens": request.input_tokens,
+                        "completion_tokens": request.metadata["completion_tokens"],
+                    },
+                    "tools": [dict(t) for t in request.tools],
+                }
+            )
+            clock += 3.0
+        _write(tmp_path / f"{session.id}.jsonl", lines)
+    loaded = load_transcripts(tmp_path)
+    assert [s.id for s in loaded] == sorted(s.id for s in sessions)
+    by_id = {s.id: s for s in sessions}
+    for back in loaded:
+        original = by_id[back.id]
+        assert len(back.turns) == len(original.turns)
+        for a, b in zip(original.turns, back.turns, strict=True):
+            assert b.request.messages == a.request.messages
+            assert b.request.tools == a.request.tools
+            assert b.request.input_tokens == a.request.input_tokens
+            assert (
+                b.request.metadata["completion_tokens"] == a.request.metadata["completion_tokens"]
+            )
+            assert b.gap_s == pytest.approx(a.gap_s)
+
+
+def test_sessions_come_from_session_ids_or_files_in_order(tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    _write(folder / "b.jsonl", [_line("b0"), _line("b1")])
+    _write(
+        folder / "a.jsonl",
+        [_line("a0", session_id=7), _line("x0", session_id="x"), _line("a1", session_id=7)],
+    )
+    (folder / "notes.txt").write_text("not a transcript")
+    loaded = load_transcripts(folder)
+    assert [s.id for s in loaded] == [7, "x", "b"]
+    assert [[t.request.prompt for t in s.turns] for s in loaded] == [
+        ["a0", "a1"],
+        ["x0"],
+        ["b0", "b1"],
+    ]
+    assert [t.request.metadata["transcript_line"] for t in loaded[0].turns] == [
+        "a.jsonl:1",
+        "a.jsonl:3",
+    ]
+    # a list of paths, and a single path, give the same sessions for those files
+    assert load_transcripts([folder / "a.jsonl", str(folder / "b.jsonl")]) == loaded
+    assert load_transcripts(folder / "b.jsonl") == loaded[2:]
+
+
+def test_gaps_come_from_end_times_else_start_times_else_gap_s(tmp_path):
+    _write(
+        tmp_path / "t.jsonl",
+        [
+            _line(session_id="ends", timestamp=10.0, end_timestamp=12.5),
+            _line(session_id="ends", timestamp=20.0, end_timestamp=21.0),
+            _line(session_id="starts", timestamp=100),
+            _line(session_id="starts", timestamp=104.5),
+            _line(session_id="none"),
+            _line(session_id="none"),
+            "",
+        ],
+    )
+    ends, starts, none = load_transcripts(tmp_path / "t.jsonl", gap_s=2.0)
+    assert [t.gap_s for t in ends.turns] == [0.0, 7.5]
+    assert [t.gap_s for t in starts.turns] == [0.0, 4.5]
+    assert [t.gap_s for t in none.turns] == [0.0, 2.0]
+    pause = sy.LogNormal(8.4, p95=16)
+    assert load_transcripts(tmp_path / "t.jsonl", gap_s=pause)[2].turns[1].gap_s is pause
+
+
+def test_lines_keep_usage_tools_and_other_keys(tmp_path):
+    tool = {"type": "function", "function": {"name": "execute_bash", "parameters": {}}}
+    messages = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "fix it"},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "execute_bash", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "[Command finished with exit code 1]"},
+    ]
+    usage = {
+        "prompt_tokens": 900,
+        "completion_tokens": 40,
+        "prompt_tokens_details": {"cached_tokens": 512},
+    }
+    _write(
+        tmp_path / "s.jsonl",
+        [{"messages": messages, "usage": usage, "tools": [tool], "model": "m1"}],
+    )
+    (session,) = load_transcripts(tmp_path / "s.jsonl")
+    request = session.turns[0].request
+    assert request.input_tokens == 900
+    assert request.messages[2]["content"] is None  # omitted with tool calls, as OpenAI allows
+    assert [dict(t) for t in request.tools] == [tool]
+    assert dict(request.metadata) == {
+        "model": "m1",
+        "transcript_line": "s.jsonl:1",
+        "completion_tokens": 40,
+        "cached_tokens": 512,
+    }
+    assert load_transcripts(tmp_path / "s.jsonl")[0].turns[0].request.input_tokens == 900
+    _write(tmp_path / "u.jsonl", [_line("x" * 400)])
+    assert (
+        load_transcripts(tmp_path / "u.jsonl")[0].turns[0].request.input_tokens > 100
+    )  # estimated
+
+
+def test_loaded_sessions_run(tmp_path):
+    _write(tmp_path / "a.jsonl", [_line("a", timestamp=0.0), _line("b", timestamp=5.0)])
+    result = sy.run(weak, load_transcripts(tmp_path), host=_host(), progress=False)
+    r = result.requests
+    assert r["session_id"].tolist() == ["a", "a"]
+    assert r["arrival_s"].tolist() == [0.0, 6.0]  # answered at 1 s, then the 5 s pause
+
+
+_CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+@pytest.mark.parametrize(
+    ("lines", "match"),
+    [
+        ([_line(), "{not json"], r"bad\.jsonl, line 2 \(session unknown\): not valid JSON"),
+        ([_line(), "[1, 2]"], r"line 2 \(session unknown\): expected a JSON object"),
+        (
+            [{"session_id": "s", "prompt": "hi"}],
+            r"line 1 \(session 's'\): the line has no 'messages'",
+        ),
+        ([], r"bad\.jsonl: the file holds no calls, so session 'bad' has no turns"),
+        (
+            [_line(session_id="s", timestamp=9.0), _line(session_id="s", timestamp=5.0)],
+            r"line 2 \(session 's'\): timestamp 5\.0 is before the previous call",
+        ),
+        (
+            [_line(timestamp=1.0, end_timestamp=8.0), _line(timestamp=5.0)],
+            r"line 2 \(session 'bad'\): timestamp 5\.0 is before the previous call of the session ended",
+        ),
+        (
+            [
+                {
+                    "messages": [
+                        {"role": "assistant", "content": None, "tool_calls": [_CALL]},
+                        {"role": "tool", "tool_call_id": "c2", "content": "x"},
+                    ]
+                }
+            ],
+            r"line 1 \(session 'bad'\): messages\[1\] is a tool result for tool_call_id 'c2'",
+        ),
+        (
+            [
+                {
+                    "messages": [
+                        {"role": "tool", "tool_call_id": "c1", "content": "x"},
+                        {"role": "assistant", "content": None, "tool_calls": [_CALL]},
+                    ]
+                }
+            ],
+            r"messages\[0\] is a tool result for tool_call_id 'c1', which no earlier",
+        ),
+        ([_line(timestamp=1.0), _line()], r"line 2 \(session 'bad'\): no timestamp, unlike"),
+        ([_line(timestamp="2026-01-01")], r"line 1 \(session 'bad'\): timestamp must be a number"),
+        ([_line(usage={"prompt_tokens": -1})], r"usage prompt_tokens must be an int ≥ 0"),
+        ([_line(turn=3)], r"key 'turn' is one sykit sets"),
+        (
+            [{"messages": [{"role": "user"}]}],
+            r"line 1 \(session 'bad'\): messages\[0\] \(user\) has no 'content'",
+        ),
+        ([{"messages": "hi"}], r"'messages' must be a non-empty list"),
+        ([_line(tools="bash")], r"line 1 \(session 'bad'\): tools must be a list"),
+        ([_line(session_id=True)], r"session_id must be a string or an integer"),
+    ],
+)
+def test_bad_transcripts_give_one_clear_error(tmp_path, lines, match):
+    _write(tmp_path / "bad.jsonl", lines)
+    with pytest.raises(sy.ArgumentError, match=match):
+        load_transcripts(tmp_path / "bad.jsonl")
+
+
+def test_bad_paths_are_refused(tmp_path):
+    with pytest.raises(sy.ArgumentError, match="no such file or folder"):
+        load_transcripts(tmp_path / "missing.jsonl")
+    with pytest.raises(sy.ArgumentError, match=r"holds no \*\.jsonl file"):
+        load_transcripts(tmp_path)
+    _write(tmp_path / "a.jsonl", [_line()])
+    with pytest.raises(sy.ArgumentError, match="given twice"):
+        load_transcripts([tmp_path / "a.jsonl", tmp_path])
+    (tmp_path / "sub").mkdir()
+    _write(tmp_path / "sub" / "a.jsonl", [_line()])
+    with pytest.raises(sy.ArgumentError, match="also names its session 'a'"):
+        load_transcripts([tmp_path / "a.jsonl", tmp_path / "sub" / "a.jsonl"])
+    with pytest.raises(sy.ArgumentError, match="paths is empty"):
+        load_transcripts([])
+    with pytest.raises(sy.ArgumentError, match="gap_s"):
+        load_transcripts(tmp_path / "a.jsonl", gap_s=-1)
