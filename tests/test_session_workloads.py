@@ -133,6 +133,7 @@ def test_same_seed_same_sessions_other_seeds_differ():
     a = synthetic_sessions(15, seed=3)
     assert a == synthetic_sessions(15, seed=3)
     assert a != synthetic_sessions(15, seed=4)
+    assert synthetic_sessions(16, seed=3)[:15] == a  # each session is drawn by its own keys
     assert [s.id for s in a[:2]] == ["task-0", "task-1"]
     assert [s.id for s in synthetic_sessions(2, id_prefix="run")] == ["run-0", "run-1"]
 
