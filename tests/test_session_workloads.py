@@ -357,6 +357,15 @@ def test_lines_keep_usage_tools_and_other_keys(tmp_path):
     )  # estimated
 
 
+def test_lines_split_only_at_newlines(tmp_path):
+    text = "one\u2028two\x85three\r"  # JSON may carry these unescaped; they end no line
+    (tmp_path / "w.jsonl").write_text(
+        json.dumps(_line(text), ensure_ascii=False) + "\r\n", encoding="utf-8"
+    )
+    (session,) = load_transcripts(tmp_path / "w.jsonl")
+    assert [t.request.prompt for t in session.turns] == [text]
+
+
 def test_loaded_sessions_run(tmp_path):
     _write(tmp_path / "a.jsonl", [_line("a", timestamp=0.0), _line("b", timestamp=5.0)])
     result = sy.run(weak, load_transcripts(tmp_path), host=_host(), progress=False)

@@ -49,7 +49,7 @@ _RESERVED = frozenset(
 PathLike = str | os.PathLike[str]
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Call:
     """One parsed line, and where it came from."""
 
@@ -124,7 +124,8 @@ def _read(path: Path, sessions: dict[str | int, list[_Call]], stems: dict[str, P
     except UnicodeDecodeError as exc:
         raise ArgumentError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     count = 0
-    for number, line in enumerate(text.splitlines(), start=1):
+    # JSON strings may hold U+2028 and other characters str.splitlines() would split at
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         where = f"{path}, line {number}"
