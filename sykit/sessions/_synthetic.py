@@ -24,8 +24,9 @@ error flag; each answer's length from the traced answers that called the same to
 The cost: there are only as many distinct tool sequences as traced conversations (62); sizes,
 pauses, answer lengths and message texts differ per session.
 
-**Conversations, not tasks.** On 11 tasks the evaluation harness restarted the agent 47 to 73
-minutes later with a fresh history (system prompt and task again): 12 restarts. A session is one
+**Conversations, not tasks.** On 11 tasks the evaluation harness restarted the agent with a
+fresh history (system prompt and task again): 12 restarts, 2 to 73 minutes after the previous
+call (all but one after 47 minutes or more). A session is one
 conversation whose context grows, so a restart starts a new one: 62 conversations (median 18
 calls; 22 per task when a task's restarts are counted together). The 12 restart pauses are harness
 time, not pauses between turns, and are counted in :attr:`AgentTrace.restarts`, not resampled.
