@@ -1,0 +1,283 @@
+"""Your own agent logs as sessions, to replay them against routing strategies.
+
+A transcript is JSONL: one LLM call per line, in the order the agent made them, each line a JSON
+object with
+
+- ``messages`` (required): the full prompt of that call, OpenAI chat format;
+- ``session_id`` (optional): the session the call belongs to; without it, the file's name (its
+  stem) is the session, so one file holds one session;
+- ``timestamp`` (optional): when the call was sent, in seconds (e.g. epoch seconds), and
+  ``end_timestamp`` (optional): when its answer arrived. The pause before a turn is the time from
+  the previous call's end to this call's start; when the previous call has no end time, from its
+  start (which then also counts the previous call's latency). Either every call of a session has
+  a timestamp or none has; without them every pause is ``gap_s``;
+- ``usage`` (optional): ``prompt_tokens`` becomes the request's ``input_tokens`` (else it is
+  estimated from the text); ``completion_tokens`` and ``prompt_tokens_details.cached_tokens`` go
+  into metadata as ``completion_tokens`` and ``cached_tokens``;
+- ``tools`` (optional): the tool definitions sent with the call.
+
+Any other key of a line is kept in the request's metadata under its own name, and
+``transcript_line`` (``"<file name>:<line>"``) says where each turn came from. Turns follow file
+order within a session (files in the order given, a folder's ``*.jsonl`` files in name order).
+Blank lines are skipped. Bad input stops the load with one :class:`~sykit.ArgumentError` naming the
+file, the line and the session, rather than replaying a log that is not what was recorded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._errors import ArgumentError, ArgumentTypeError
+from .._models import Request
+from .._session import Session, Turn, _check_gap
+
+__all__ = ["load_transcripts"]
+
+_KNOWN = frozenset(("messages", "session_id", "timestamp", "end_timestamp", "usage", "tools"))
+#: metadata keys sykit sets on session turns, or this loader sets from ``usage``.
+_RESERVED = frozenset(
+    ("turn", "parent_session", "completion_tokens", "cached_tokens", "transcript_line")
+)
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One parsed line, and where it came from."""
+
+    where: str  # "<file>, line <n>"
+    request: Request
+    timestamp: float | None
+    end: float | None
+
+
+def load_transcripts(paths: PathLike | Sequence[PathLike], *, gap_s: Any = 0.0) -> list[Session]:
+    """The sessions in JSONL transcripts: one path, a list of paths, or a folder (its
+    ``*.jsonl`` files in name order); sessions in the order they first appear.
+
+    ``gap_s`` is the pause before each later turn of a session whose calls carry no timestamps
+    (seconds, or a distribution such as ``sy.LogNormal(8.4, p95=16)``)."""
+    try:
+        _check_gap(gap_s)
+    except (ArgumentError, ArgumentTypeError) as exc:
+        raise ArgumentError(str(exc)) from None
+    files = _files(paths)
+    sessions: dict[str | int, list[_Call]] = {}
+    stems: dict[str, Path] = {}
+    for path in files:
+        used = _read(path, sessions, stems)
+        if not used:
+            raise ArgumentError(
+                f"{path}: the file holds no calls, so session {path.stem!r} has no turns"
+            )
+    return [_session(sid, calls, gap_s) for sid, calls in sessions.items()]
+
+
+def _files(paths: Any) -> list[Path]:
+    """The transcript files named by ``paths``, each once."""
+    if isinstance(paths, str | os.PathLike):
+        given = [paths]
+    elif isinstance(paths, Sequence) and not isinstance(paths, bytes):
+        given = list(paths)
+        if not given:
+            raise ArgumentError(
+                "paths is empty: give a transcript file, a list of them or a folder"
+            )
+    else:
+        raise ArgumentTypeError(
+            f"paths must be a path, a list of paths or a folder, got {type(paths).__name__}"
+        )
+    files: list[Path] = []
+    for item in given:
+        if not isinstance(item, str | os.PathLike):
+            raise ArgumentTypeError(f"paths must hold paths, got {type(item).__name__}")
+        path = Path(item)
+        if path.is_dir():
+            found = sorted(path.glob("*.jsonl"), key=lambda p: p.name)
+            if not found:
+                raise ArgumentError(f"{path}: the folder holds no *.jsonl file")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise ArgumentError(f"{path}: no such file or folder")
+    seen: set[Path] = set()
+    for path in files:
+        if path.resolve() in seen:
+            raise ArgumentError(f"{path} is given twice; its calls would be replayed twice")
+        seen.add(path.resolve())
+    return files
+
+
+def _read(path: Path, sessions: dict[str | int, list[_Call]], stems: dict[str, Path]) -> int:
+    """Add the calls of one file to ``sessions``; how many there were."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ArgumentError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    count = 0
+    # JSON strings may hold U+2028 and other characters str.splitlines() would split at
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}, line {number}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ArgumentError(
+                f"{where} (session unknown): not valid JSON ({exc.msg} at column {exc.colno})"
+            ) from None
+        if not isinstance(data, dict):
+            raise ArgumentError(
+                f"{where} (session unknown): expected a JSON object, got {type(data).__name__}"
+            )
+        sid = data.get("session_id", path.stem)
+        if isinstance(sid, bool) or not isinstance(sid, str | int):
+            raise ArgumentError(f"{where}: session_id must be a string or an integer, got {sid!r}")
+        if "session_id" not in data:
+            other = stems.setdefault(path.stem, path)
+            if other != path:
+                raise ArgumentError(
+                    f"{where} (session {sid!r}): {other} also names its session {sid!r}; "
+                    "rename a file or give session_id in its lines"
+                )
+        where = f"{where} (session {sid!r})"
+        call = _call(data, where, f"{path.name}:{number}")
+        sessions.setdefault(sid, []).append(call)
+        count += 1
+    return count
+
+
+def _call(data: dict[str, Any], where: str, origin: str) -> _Call:
+    """One line as a request, with its times."""
+    if "messages" not in data:
+        raise ArgumentError(f"{where}: the line has no 'messages' (the prompt of the call)")
+    messages = _messages(data["messages"], where)
+    timestamp = _seconds(data, "timestamp", where)
+    end = _seconds(data, "end_timestamp", where)
+    if end is not None and (timestamp is None or end < timestamp):
+        raise ArgumentError(
+            f"{where}: end_timestamp {end} needs a timestamp no later than it, got {timestamp}"
+        )
+    metadata = {key: value for key, value in data.items() if key not in _KNOWN}
+    clash = sorted(_RESERVED & metadata.keys())
+    if clash:
+        raise ArgumentError(
+            f"{where}: key {clash[0]!r} is one sykit sets on each turn; rename it in the log"
+        )
+    metadata["transcript_line"] = origin
+    usage = data.get("usage")
+    input_tokens = None
+    if usage is not None:
+        if not isinstance(usage, dict):
+            raise ArgumentError(f"{where}: usage must be an object, got {usage!r}")
+        input_tokens = _count(usage, "prompt_tokens", where)
+        completion = _count(usage, "completion_tokens", where)
+        if completion is not None:
+            metadata["completion_tokens"] = completion
+        details = usage.get("prompt_tokens_details")
+        if details is not None:
+            if not isinstance(details, dict):
+                raise ArgumentError(f"{where}: usage.prompt_tokens_details must be an object")
+            cached = _count(details, "cached_tokens", where)
+            if cached is not None:
+                metadata["cached_tokens"] = cached
+    try:
+        request = Request(
+            messages,
+            tools=data.get("tools", ()),
+            input_tokens=input_tokens,
+            metadata=metadata,
+        )
+    except (ArgumentError, ArgumentTypeError) as exc:
+        raise ArgumentError(f"{where}: {exc}") from None
+    return _Call(where, request, timestamp, end)
+
+
+def _messages(messages: Any, where: str) -> list[dict[str, Any]]:
+    """The prompt's messages, checked: each a dict with a role; every tool result answers an
+    earlier assistant tool call of the same prompt."""
+    if not isinstance(messages, list) or not messages:
+        raise ArgumentError(f"{where}: 'messages' must be a non-empty list of message objects")
+    calls: set[Any] = set()
+    checked = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise ArgumentError(f"{where}: messages[{i}] must be an object with a 'role'")
+        role = message["role"]
+        if "content" not in message:
+            if role != "assistant" or not message.get("tool_calls"):
+                raise ArgumentError(f"{where}: messages[{i}] ({role}) has no 'content'")
+            message = {**message, "content": None}  # the OpenAI format lets tool calls omit it
+        if role == "assistant":
+            tool_calls = message.get("tool_calls") or []
+            if not isinstance(tool_calls, list):
+                raise ArgumentError(f"{where}: messages[{i}].tool_calls must be a list")
+            for call in tool_calls:
+                if not isinstance(call, dict) or not isinstance(call.get("id"), str):
+                    raise ArgumentError(f"{where}: messages[{i}] has a tool call without an 'id'")
+                calls.add(call["id"])
+        elif role == "tool":
+            answered = message.get("tool_call_id")
+            if not isinstance(answered, str) or answered not in calls:
+                raise ArgumentError(
+                    f"{where}: messages[{i}] is a tool result for tool_call_id {answered!r}, "
+                    "which no earlier assistant tool call in this prompt has"
+                )
+        checked.append(message)
+    return checked
+
+
+def _seconds(data: dict[str, Any], key: str, where: str) -> float | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ArgumentError(f"{where}: {key} must be a number of seconds, got {value!r}")
+    return float(value)
+
+
+def _count(data: Mapping[str, Any], key: str, where: str) -> int | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ArgumentError(f"{where}: usage {key} must be an int ≥ 0, got {value!r}")
+    return value
+
+
+def _session(sid: str | int, calls: list[_Call], gap_s: Any) -> Session:
+    """A session of ``calls``; pauses from their timestamps, else ``gap_s``."""
+    timed = [call.timestamp is not None for call in calls]
+    if any(timed) and not all(timed):
+        odd = calls[timed.index(not timed[0])]
+        raise ArgumentError(
+            f"{odd.where}: {'no' if timed[0] else 'a'} timestamp, unlike the session's first "
+            f"call ({calls[0].where}); give every call of a session a timestamp, or none"
+        )
+    turns = [Turn(calls[0].request)]
+    for previous, call in itertools.pairwise(calls):
+        if call.timestamp is None:
+            gap = gap_s
+        else:
+            since = previous.end if previous.end is not None else previous.timestamp
+            gap = call.timestamp - since  # type: ignore[operator]
+            if gap < 0:
+                what = "ended" if previous.end is not None else "was sent"
+                raise ArgumentError(
+                    f"{call.where}: timestamp {call.timestamp} is before the previous call "
+                    f"of the session {what} ({since}, {previous.where}); turns must be in order"
+                )
+        try:
+            turns.append(Turn(call.request, gap_s=gap))
+        except (ArgumentError, ArgumentTypeError) as exc:
+            raise ArgumentError(f"{call.where}: {exc}") from None
+    return Session(turns, id=sid)
