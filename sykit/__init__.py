@@ -11,6 +11,7 @@ from . import datasets as datasets
 from . import failoverbench as failoverbench
 from . import faults as _faults  # sy.faults: the presets' and the catalogue's former home
 from . import profiles as profiles
+from . import sessions as sessions
 from . import strategies as strategies
 from . import testing as testing
 from . import widgets as widgets
@@ -165,6 +166,7 @@ __all__ = [
     "profiles",
     "route_to",
     "run",
+    "sessions",
     "strategies",
     "sweep",
     "testing",
