@@ -25,6 +25,7 @@ from ._config import Judge as Judge
 from ._config import Latency as Latency
 from ._config import ModelProfile as ModelProfile
 from ._config import Poisson as Poisson
+from ._config import PromptCache as PromptCache
 from ._config import RateLimit as RateLimit
 from ._dists import Constant as Constant
 from ._dists import Empirical as Empirical
@@ -130,6 +131,7 @@ __all__ = [
     "Outcome",
     "Poisson",
     "PolicyError",
+    "PromptCache",
     "RateLimit",
     "RateLimitError",
     "RealIOError",

@@ -282,6 +282,10 @@ class Entry:
     provider: str | None
     family: str | None
     note: str
+    # prompt caching (USD per 1M tokens; None where the table gives none)
+    cache_read: float | None = None
+    cache_write: float | None = None
+    cache_min_tokens: int | None = None
 
 
 def resolve(name: str) -> Entry:
@@ -310,7 +314,18 @@ def resolve(name: str) -> Entry:
         provider=provider,
         family=family,
         note=note,
+        cache_read=_price(row.get("cache_read_usd_per_1m"))
+        if row.get("supports_prompt_caching") == 1
+        else None,
+        cache_write=_price(row.get("cache_write_5m_usd_per_1m")),
+        cache_min_tokens=int(row["prompt_cache_min_tokens"])
+        if _known(row.get("prompt_cache_min_tokens"))
+        else None,
     )
+
+
+def _price(value: object) -> float | None:
+    return float(value) if _known(value) else None  # type: ignore[arg-type]
 
 
 def _known(value: object) -> bool:

@@ -289,6 +289,38 @@ class RateLimit(_Replaceable):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PromptCache(_Replaceable):
+    """A model's prompt cache (prices in USD per 1M tokens).
+
+    Within an agent session (:class:`sy.Session`), a prompt that starts with the prompt this
+    model saw on an earlier turn of the session reads that prefix from the cache at ``read_price``
+    — if the entry is younger than ``ttl_s`` (a hit refreshes it) and at least ``min_tokens``
+    long — and the rest is written at ``write_price`` (``None``: the plain input price, no
+    surcharge, as OpenAI bills; Anthropic charges 1.25× for a 5-minute cache). The cache is per
+    model and per session, so a session that switches models pays the cold prefix again. A
+    turn's prompt shorter than the cached one (a compacted history) misses. A prompt the
+    provider answers is cached (even if the algorithm then cancels the attempt, as a provider
+    caches what it has read); cache prices apply to answered attempts, while a cancelled or
+    failed one is billed per ``HostPolicy`` at the plain input price. Reading the cached prefix
+    takes no prefill time (``Latency.prefill_tokens_per_s`` applies to the uncached part only).
+    """
+
+    read_price: float
+    write_price: float | None = None
+    ttl_s: float = 300.0
+    min_tokens: int = 1024
+
+    def __post_init__(self) -> None:
+        check_number(self.read_price, "read_price")
+        if self.write_price is not None:
+            check_number(self.write_price, "write_price")
+        check_number(self.ttl_s, "ttl_s")
+        if not math.isfinite(self.ttl_s) or self.ttl_s <= 0:
+            raise ArgumentError(f"ttl_s must be a finite number of seconds > 0, got {self.ttl_s!r}")
+        _int(self.min_tokens, "min_tokens", low=0)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelProfile(_Replaceable):
     """A simulated model: prices (USD per 1M tokens), limits, capabilities, latency and faults.
 
@@ -312,6 +344,7 @@ class ModelProfile(_Replaceable):
     faults: Faults = field(default_factory=Faults)
     rate_limit: RateLimit | None = None
     reject_delay_s: float | Distribution = 0.05
+    cache: PromptCache | None = None
 
     def __post_init__(self) -> None:
         check_number(self.price_in, "price_in")
@@ -333,10 +366,21 @@ class ModelProfile(_Replaceable):
         object.__setattr__(
             self, "reject_delay_s", as_distribution(self.reject_delay_s, "reject_delay_s")
         )
+        if self.cache is not None and not isinstance(self.cache, PromptCache):
+            raise ArgumentTypeError("cache must be a sy.PromptCache(read_price=...) or None")
 
-    def cost_usd(self, input_tokens: int, output_tokens: int) -> float:
-        """What the provider bills for these tokens."""
-        return (input_tokens * self.price_in + output_tokens * self.price_out) / 1e6
+    def cost_usd(
+        self, input_tokens: int, output_tokens: int, cached: int = 0, written: int = 0
+    ) -> float:
+        """What the provider bills for these tokens: of the input, ``cached`` tokens read from
+        the prompt cache and ``written`` tokens written to it (see :class:`PromptCache`)."""
+        cost = (input_tokens - cached - written) * self.price_in + output_tokens * self.price_out
+        if cached or written:
+            cache = self.cache
+            read = cache.read_price if cache is not None else self.price_in
+            write = cache.write_price if cache is not None else None
+            cost += cached * read + written * (self.price_in if write is None else write)
+        return cost / 1e6
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -412,7 +412,16 @@ def _succeed(
     usage = reply.usage
     # the grade goes to the records only: the algorithm gets no quality
     log.ok(row, now, reply.ttft_s, reply.quality, reply.status or 200)
-    _bill(run, state, row, kind, usage.input_tokens, usage.output_tokens)
+    _bill(
+        run,
+        state,
+        row,
+        kind,
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cached_input_tokens,
+        usage.cache_write_tokens,
+    )
     if run.cooling_until:
         run.cooling_until.pop(model, None)
     if kind == _DECISION:
@@ -437,18 +446,28 @@ def _bill_unserved(
 
 
 def _bill(
-    run: RunState, state: RequestState, row: int, kind: int, input_tokens: int, output_tokens: int
+    run: RunState,
+    state: RequestState,
+    row: int,
+    kind: int,
+    input_tokens: int,
+    output_tokens: int,
+    cached: int = 0,
+    written: int = 0,
 ) -> None:
-    """The one place an attempt is priced: tokens at the model's prices (USD per 1M)."""
+    """The one place an attempt is priced: tokens at the model's prices (USD per 1M), the
+    prompt-cache reads and writes among the input at the cache's (see ``sy.PromptCache``)."""
     log = run.log
     cost = 0.0
     if input_tokens or output_tokens:
-        cost = run.profiles[log.model_of(row)].cost_usd(input_tokens, output_tokens)
+        cost = run.profiles[log.model_of(row)].cost_usd(
+            input_tokens, output_tokens, cached, written
+        )
         if kind == _MODEL:
             state.model_cost += cost
         else:
             state.routing_cost += cost
-    log.bill(row, input_tokens, output_tokens, cost)
+    log.bill(row, input_tokens, output_tokens, cost, cached, written)
 
 
 class RequestState:

@@ -248,6 +248,9 @@ class Usage:
 
     input_tokens: int = 0
     output_tokens: int = 0
+    #: Of ``input_tokens``: read from the model's prompt cache, and written to it.
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -274,13 +277,15 @@ class Response:
 _new = object.__new__
 
 
-def make_usage(input_tokens: int, output_tokens: int) -> Usage:
+def make_usage(input_tokens: int, output_tokens: int, cached: int = 0, written: int = 0) -> Usage:
     """A :class:`Usage`, built without the frozen dataclass's per-field ``__setattr__`` calls
     (the simulated host makes one per attempt)."""
     usage = _new(Usage)
     fields = usage.__dict__
     fields["input_tokens"] = input_tokens
     fields["output_tokens"] = output_tokens
+    fields["cached_input_tokens"] = cached
+    fields["cache_write_tokens"] = written
     return usage
 
 

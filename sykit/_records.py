@@ -65,6 +65,8 @@ ATTEMPT_COLUMNS: tuple[str, ...] = (
     "race_id",
     "race_size",
     "input_tokens",
+    "cached_input_tokens",
+    "cache_write_tokens",
     "output_tokens",
     "cost_usd",
     "quality",
@@ -140,7 +142,8 @@ def _code_dtype(n: int) -> type:
 
 
 _NEW_F = array("d", (0.0, NAN, NAN, 0.0, NAN))
-_NEW_I = array("i", (0, 0, 0, -1, -1, 0, 0))
+_NEW_I = array("i", (0, 0, 0, -1, -1, 0, 0, 0, 0))
+_I = len(_NEW_I)  # int32 fields per attempt
 _NEW_H = array("h", (0, 0, 0, 0, RUNNING, -1, 0, -1, 0, -1, 0))
 
 
@@ -158,14 +161,24 @@ class AttemptLog:
     # float fields
     START, END, TTFT, COST, QUALITY = range(5)
     # int32 fields
-    REQUEST, CALL, MODEL, RACE, MESSAGE, INPUT, OUTPUT = range(7)
+    REQUEST, CALL, MODEL, RACE, MESSAGE, INPUT, OUTPUT, CACHED, WRITTEN = range(9)
     # int16 fields
     CANDIDATE, RETRY, PHASE, KIND, STATUS, ERROR_KIND, HTTP, FALLBACK, RETRIED, CAUSE, SERVED = (
         range(11)
     )
     #: The names of the fields of each array, in order (the raw columns :meth:`hand_over` gives).
     FLOAT_FIELDS = ("start_s", "end_s", "ttft_s", "cost_usd", "quality")
-    INT_FIELDS = ("request", "call", "model", "race", "message", "input_tokens", "output_tokens")
+    INT_FIELDS = (
+        "request",
+        "call",
+        "model",
+        "race",
+        "message",
+        "input_tokens",
+        "output_tokens",
+        "cached_input_tokens",
+        "cache_write_tokens",
+    )
     CODE_FIELDS = (
         "candidate_index",
         "retry_index",
@@ -218,7 +231,7 @@ class AttemptLog:
         i.extend(_NEW_I)
         h.extend(_NEW_H)
         f[index * 5] = start
-        base = index * 7
+        base = index * _I
         i[base] = request
         i[base + 1] = call
         i[base + 2] = model
@@ -268,7 +281,7 @@ class AttemptLog:
         base = index * 11
         h[base + 4] = _ERROR
         h[base + 5] = self.kinds.code(kind)
-        self.i[index * 7 + 4] = self.messages.code(message)
+        self.i[index * _I + 4] = self.messages.code(message)
         if http_status is not None:
             h[base + 6] = http_status
 
@@ -291,16 +304,27 @@ class AttemptLog:
         base = index * 11
         h[base + 4] = _SKIPPED
         h[base + 5] = self.kinds.code("cooldown")
-        self.i[index * 7 + 4] = self.messages.code(message)
+        self.i[index * _I + 4] = self.messages.code(message)
 
-    def bill(self, index: int, input_tokens: int, output_tokens: int, cost: float) -> None:
+    def bill(
+        self,
+        index: int,
+        input_tokens: int,
+        output_tokens: int,
+        cost: float,
+        cached: int = 0,
+        written: int = 0,
+    ) -> None:
         index -= self.base
         if index < 0:
             return
         i = self.i
-        base = index * 7
+        base = index * _I
         i[base + 5] = input_tokens
         i[base + 6] = output_tokens
+        if cached or written:
+            i[base + 7] = cached
+            i[base + 8] = written
         self.f[index * 5 + 3] = cost
 
     def set_ttft(self, index: int, ttft: float) -> None:
@@ -322,7 +346,7 @@ class AttemptLog:
 
     def get_i(self, index: int, field: int) -> int:
         index -= self.base
-        return self.i[index * 7 + field] if index >= 0 else -1
+        return self.i[index * _I + field] if index >= 0 else -1
 
     def get_f(self, index: int, field: int) -> float:
         index -= self.base
@@ -332,7 +356,7 @@ class AttemptLog:
         index -= self.base
         if index < 0:
             raise LookupError("this attempt's request has finished and its records were written")
-        return self.models.values[self.i[index * 7 + 2]]
+        return self.models.values[self.i[index * _I + 2]]
 
     def fail_message(self, index: int, kind: str, message: str) -> None:
         """Rewrite the error kind and message of a failed attempt (a host's own failure)."""
@@ -340,12 +364,12 @@ class AttemptLog:
         if index < 0:
             return
         self.h[index * 11 + 5] = self.kinds.code(kind)
-        self.i[index * 7 + 4] = self.messages.code(message)
+        self.i[index * _I + 4] = self.messages.code(message)
 
     # -- handing attempts over (a spilling run) ---------------------------------------------------
     def held_requests(self) -> np.ndarray:
         """The request index of each attempt still held (a copy)."""
-        return np.frombuffer(self.i[0::7], dtype=np.int32)
+        return np.frombuffer(self.i[0::_I], dtype=np.int32)
 
     def hand_over(self, n: int) -> dict[str, np.ndarray]:
         """The first ``n`` attempts still held, as raw columns (:attr:`FLOAT_FIELDS`,
@@ -353,7 +377,7 @@ class AttemptLog:
         Their run-wide indices stay valid for the attempts after them."""
         columns = _raw_columns(self.f, self.i, self.h, n)
         del self.f[: n * 5]
-        del self.i[: n * 7]
+        del self.i[: n * _I]
         del self.h[: n * 11]
         self.base += n
         return columns
@@ -384,9 +408,9 @@ def _raw_columns(f: array, i: array, h: array, n: int, copy: bool = True) -> dic
     the arrays own their memory (the ``array.array`` buffers are not exported, so they can
     still be resized)."""
     if copy:
-        f, i, h = f[: n * 5], i[: n * 7], h[: n * 11]  # slicing an array.array copies it
+        f, i, h = f[: n * 5], i[: n * _I], h[: n * 11]  # slicing an array.array copies it
     floats = np.frombuffer(f, dtype=np.float64, count=n * 5).reshape(n, 5)
-    ints = np.frombuffer(i, dtype=np.int32, count=n * 7).reshape(n, 7)
+    ints = np.frombuffer(i, dtype=np.int32, count=n * _I).reshape(n, _I)
     codes = np.frombuffer(h, dtype=np.int16, count=n * 11).reshape(n, 11)
     columns: dict[str, np.ndarray] = {}
     for matrix, names in (
@@ -455,6 +479,8 @@ def attempt_frame(
         "race_id": pd.arrays.IntegerArray(race_id, race_id < 0),
         "race_size": race_size,
         "input_tokens": take("input_tokens"),
+        "cached_input_tokens": take("cached_input_tokens"),
+        "cache_write_tokens": take("cache_write_tokens"),
         "output_tokens": take("output_tokens"),
         "cost_usd": take("cost_usd"),
         "quality": take("quality"),

@@ -16,12 +16,13 @@ endpoints. docs/datasets.md explains each source and its biases.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from . import _catalog
-from ._config import Faults, Latency, ModelProfile
+from ._config import Faults, Latency, ModelProfile, PromptCache
 from ._errors import ArgumentError, ArgumentTypeError
 from ._fit import compare_quantiles as compare_quantiles
 from ._fit import fit as fit
@@ -39,6 +40,8 @@ __all__ = [
 ]
 
 _MODES = ("auto", "llmperf", "thefastest", "default")
+#: The minimum cacheable prompt where the price table gives none (OpenAI's and Anthropic's).
+DEFAULT_CACHE_MIN_TOKENS = 1024
 
 
 def names() -> tuple[str, ...]:
@@ -70,8 +73,10 @@ def from_catalog(
 
     ``latency`` is ``"auto"`` (LLMPerf, then TheFastest.ai, then the default), ``"llmperf"`` or
     ``"thefastest"`` (one source, else the default), ``"default"``, or a ``sy.Latency`` used for
-    every model. Quality and output length stay at ``ModelProfile``'s defaults: datasets bring
-    their own; change them with ``profile.replace(quality=0.8)``. An unknown name raises
+    every model. A model the table marks as caching prompts gets a ``sy.PromptCache`` with its
+    cache-read and (5-minute) cache-write prices and minimum cacheable prompt (1,024 tokens
+    where the table gives none). Quality and output length stay at ``ModelProfile``'s
+    defaults: datasets bring their own; change them with ``profile.replace(quality=0.8)``. An unknown name raises
     ``ValueError`` listing close names.
     """
     pairs = _pairs(names)
@@ -92,7 +97,15 @@ def from_catalog(
             fitted = latency
         else:
             fitted = _catalog.fit_for(entry.provider, entry.family, latency).latency
-        options = {} if entry.context_window is None else {"context_window": entry.context_window}
+        options: dict[str, Any] = {}
+        if entry.context_window is not None:
+            options["context_window"] = entry.context_window
+        if entry.cache_read is not None:
+            options["cache"] = PromptCache(
+                read_price=entry.cache_read,
+                write_price=entry.cache_write,
+                min_tokens=entry.cache_min_tokens or DEFAULT_CACHE_MIN_TOKENS,
+            )
         profiles[key] = ModelProfile(
             price_in=entry.price_in,
             price_out=entry.price_out,

@@ -256,7 +256,24 @@ def _usage(raw: Any, input_estimate: int, text: str | None, tokens: int | None =
         prompt = input_estimate
     if not isinstance(completion, int) or isinstance(completion, bool) or completion < 0:
         completion = tokens if tokens is not None else math.ceil(len(text or "") / _CHARS_PER_TOKEN)
-    return Usage(prompt, completion)
+    cached = written = 0
+    if isinstance(raw, Mapping):
+        # OpenAI: prompt_tokens_details.cached_tokens; Anthropic (and gateways passing its
+        # fields through): cache_read_input_tokens, cache_creation_input_tokens
+        details = raw.get("prompt_tokens_details")
+        read = details.get("cached_tokens") if isinstance(details, Mapping) else None
+        if read is None:
+            read = raw.get("cache_read_input_tokens")
+        cached = _count(read, prompt)
+        written = _count(raw.get("cache_creation_input_tokens"), prompt - cached)
+    return Usage(prompt, completion, cached, written)
+
+
+def _count(value: Any, most: int) -> int:
+    """A reported token count, kept within what it can be part of (0 when absent or invalid)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return 0
+    return min(value, most)
 
 
 def completion_reply(

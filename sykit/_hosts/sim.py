@@ -195,6 +195,8 @@ class _SimSession:
         self.fail_first_seen: dict[str, int] = {}
         self.buckets: dict[str, tuple[_Bucket | None, _Bucket | None]] = {}
         self.cards = {name: _Card(profile) for name, profile in host.profiles.items()}
+        # prompt caches: (model, session id) → (tokens of the cached prompt, when it expires)
+        self.prompt_cache: dict[tuple[str, Any], tuple[int, float]] = {}
         for name, card in self.cards.items():
             card.text = f"(simulated answer from {name})"
 
@@ -396,9 +398,20 @@ class _SimSession:
             cap = request.max_output_tokens  # type: ignore[union-attr]
             if cap is not None and out > cap:
                 out = cap
+        cached = 0
+        cache = card.profile.cache if attempt.kind == "model" else None
+        session = request.metadata.get("session_id") if cache is not None else None  # type: ignore[union-attr]
+        if session is not None:
+            entry = self.prompt_cache.get((model, session))
+            if (
+                entry is not None
+                and now <= entry[1]
+                and cache.min_tokens <= entry[0] <= request.input_tokens  # type: ignore[union-attr]
+            ):
+                cached = entry[0]  # this session's earlier prompt is a prefix of this one
         ttft = card.ttft(((words[SLOT.TTFT] >> 10) | 1) * HALF)
-        if card.prefill_tokens_per_s:  # reading the prompt comes first
-            ttft += request.input_tokens / card.prefill_tokens_per_s
+        if card.prefill_tokens_per_s:  # reading the (uncached part of the) prompt comes first
+            ttft += (request.input_tokens - cached) / card.prefill_tokens_per_s
         tps = card.tokens_per_s(((words[SLOT.TOKENS_PER_S] >> 10) | 1) * HALF)
         factor = 1.0
         if card.spike_p and ((words[SLOT.SPIKE] >> 10) | 1) * HALF < card.spike_p:
@@ -462,7 +475,18 @@ class _SimSession:
                 ),
                 after_s=last,
             )
-        usage = make_usage(request.input_tokens, out)
+        if session is not None:
+            written = 0
+            if request.input_tokens >= cache.min_tokens:  # type: ignore[union-attr]
+                written = request.input_tokens - cached
+                # the answered prompt is cached (a hit refreshes the entry) until its TTL runs out
+                self.prompt_cache[(model, session)] = (
+                    request.input_tokens,
+                    now + total + cache.ttl_s,  # type: ignore[union-attr]
+                )
+            usage = make_usage(request.input_tokens, out, cached, written)
+        else:
+            usage = make_usage(request.input_tokens, out)
         if attempt.kind == "decision":
             answers = self._judge(attempt, truth)
             return Reply(200, None, _NO_HEADERS, None, "", usage, ttft, None, answers, total)

@@ -1,0 +1,200 @@
+"""Prompt caching: per model and session, TTL, minimum length; priced reads and writes; prefill
+time on the uncached part only; attempt columns."""
+
+from __future__ import annotations
+
+import pytest
+
+import sykit as sy
+from sykit._hosts._openai_wire import _usage
+
+CACHE = sy.PromptCache(read_price=0.3, write_price=3.75, ttl_s=300.0, min_tokens=1024)
+
+
+def _profile(cache=CACHE, prefill=None):
+    latency = sy.Latency(ttft=sy.Constant(0.5), tokens_per_s=10.0, prefill_tokens_per_s=prefill)
+    return sy.ModelProfile(
+        latency=latency, output_tokens=10, price_in=3.0, price_out=15.0, cache=cache
+    )
+
+
+def _host(**kwargs) -> sy.SimHost:
+    return sy.SimHost({"a": _profile(**kwargs), "b": _profile(**kwargs)})
+
+
+def _session(tokens, gap=1.0, sid="s"):
+    return sy.Session(
+        [sy.Turn(sy.Request(f"turn {k}", input_tokens=n), gap_s=gap) for k, n in enumerate(tokens)],
+        id=sid,
+    )
+
+
+def _route(models):
+    async def algorithm(request, driver):
+        return sy.route_to(models[request.metadata["turn"]], request)
+
+    return algorithm
+
+
+def _cache_columns(result):
+    a = result.attempts
+    return list(
+        zip(a["input_tokens"], a["cached_input_tokens"], a["cache_write_tokens"], strict=True)
+    )
+
+
+def test_a_session_reads_its_earlier_prompt_and_writes_the_rest():
+    result = sy.run(_route("aaa"), [_session([2000, 3000, 4500])], host=_host(), progress=False)
+    assert _cache_columns(result) == [(2000, 0, 2000), (3000, 2000, 1000), (4500, 3000, 1500)]
+    costs = result.attempts["cost_usd"].tolist()
+    out = 10 * 15.0
+    assert costs == pytest.approx(
+        [
+            (2000 * 3.75 + out) / 1e6,
+            (2000 * 0.3 + 1000 * 3.75 + out) / 1e6,
+            (3000 * 0.3 + 1500 * 3.75 + out) / 1e6,
+        ]
+    )
+
+
+def test_switching_models_pays_the_cold_prefix_again():
+    result = sy.run(_route("aba"), [_session([2000, 3000, 4500])], host=_host(), progress=False)
+    # b has never seen the session; back on a, the cache holds turn 0's prompt
+    assert _cache_columns(result) == [(2000, 0, 2000), (3000, 0, 3000), (4500, 2000, 2500)]
+
+
+def test_the_cache_expires_after_its_ttl_and_each_session_has_its_own():
+    short = sy.PromptCache(read_price=0.3, ttl_s=5.0, min_tokens=1024)
+    late = sy.run(
+        _route("aa"), [_session([2000, 3000], gap=10.0)], host=_host(cache=short), progress=False
+    )
+    assert _cache_columns(late)[1] == (3000, 0, 3000)
+    soon = sy.run(
+        _route("aa"), [_session([2000, 3000], gap=2.0)], host=_host(cache=short), progress=False
+    )
+    assert _cache_columns(soon)[1] == (3000, 2000, 1000)
+    two = sy.run(
+        _route("aa"),
+        [_session([2000, 3000], sid="x"), _session([2500, 3500], sid="y")],
+        host=_host(),
+        progress=False,
+        concurrency=2,
+    )
+    by_request = {
+        (rid): (cached, written)
+        for rid, cached, written in zip(
+            two.attempts["request_id"],
+            two.attempts["cached_input_tokens"],
+            two.attempts["cache_write_tokens"],
+            strict=True,
+        )
+    }
+    assert by_request["x#1"] == (2000, 1000) and by_request["y#1"] == (2500, 1000)
+
+
+def test_short_prompts_and_compacted_histories_miss():
+    result = sy.run(
+        _route("aaaa"), [_session([500, 900, 3000, 1500])], host=_host(), progress=False
+    )
+    # below 1,024 tokens nothing is written; a prompt shorter than the cached one misses
+    assert _cache_columns(result) == [(500, 0, 0), (900, 0, 0), (3000, 0, 3000), (1500, 0, 1500)]
+
+
+def test_prefill_time_counts_only_the_uncached_tokens():
+    result = sy.run(
+        _route("aa"), [_session([2000, 3000])], host=_host(prefill=1000.0), progress=False
+    )
+    ttft = result.attempts["ttft_s"].tolist()
+    assert ttft == pytest.approx([0.5 + 2000 / 1000, 0.5 + 1000 / 1000])
+
+
+def test_no_caching_without_a_session_or_a_cache():
+    plain = sy.run(
+        sy.strategies.single("a"),
+        [sy.Request("x", input_tokens=5000)] * 1,
+        host=_host(),
+        progress=False,
+    )
+    assert _cache_columns(plain) == [(5000, 0, 0)]
+    uncached = sy.run(
+        _route("aa"), [_session([2000, 3000])], host=_host(cache=None), progress=False
+    )
+    assert _cache_columns(uncached) == [(2000, 0, 0), (3000, 0, 0)]
+    assert uncached.attempts["cost_usd"].tolist() == pytest.approx(
+        [(2000 * 3 + 150) / 1e6, (3000 * 3 + 150) / 1e6]
+    )
+
+
+def test_a_write_price_of_none_is_the_input_price():
+    profile = _profile(cache=sy.PromptCache(read_price=0.3))
+    assert profile.cost_usd(3000, 10, cached=2000, written=1000) == pytest.approx(
+        (2000 * 0.3 + 1000 * 3.0 + 150) / 1e6
+    )
+
+
+def test_catalog_profiles_carry_the_table_cache_prices():
+    profile = sy.profiles.from_catalog(["gpt-4o"])["gpt-4o"]
+    assert profile.cache is not None
+    assert profile.cache.read_price == pytest.approx(profile.price_in / 2)
+    assert sy.profiles.from_catalog(["gpt-4-1106-preview"])["gpt-4-1106-preview"].cache is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (
+            {
+                "prompt_tokens": 3000,
+                "completion_tokens": 5,
+                "prompt_tokens_details": {"cached_tokens": 2048},
+            },
+            (2048, 0),
+        ),
+        (
+            {
+                "prompt_tokens": 3000,
+                "completion_tokens": 5,
+                "cache_read_input_tokens": 1000,
+                "cache_creation_input_tokens": 2000,
+            },
+            (1000, 2000),
+        ),
+        (
+            {
+                "prompt_tokens": 3000,
+                "completion_tokens": 5,
+                "prompt_tokens_details": {"cached_tokens": 99_999},
+            },
+            (3000, 0),
+        ),
+        (
+            {
+                "prompt_tokens": 3000,
+                "completion_tokens": 5,
+                "cache_read_input_tokens": -4,
+                "cache_creation_input_tokens": "many",
+            },
+            (0, 0),
+        ),
+        ({"prompt_tokens": 3000, "completion_tokens": 5}, (0, 0)),
+    ],
+)
+def test_reported_cache_usage_is_read_and_kept_within_the_prompt(raw, expected):
+    usage = _usage(raw, 100, None)
+    assert (usage.cached_input_tokens, usage.cache_write_tokens) == expected
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"read_price": -1}, "read_price"),
+        ({"read_price": 0.1, "ttl_s": 0}, "ttl_s"),
+        ({"read_price": 0.1, "ttl_s": float("inf")}, "ttl_s"),
+        ({"read_price": 0.1, "min_tokens": -5}, "min_tokens"),
+    ],
+)
+def test_bad_cache_settings_are_refused(kwargs, match):
+    with pytest.raises(sy.ArgumentError, match=match):
+        sy.PromptCache(**kwargs)
+    with pytest.raises(sy.ArgumentTypeError, match="PromptCache"):
+        sy.ModelProfile(cache={"read_price": 0.1})
