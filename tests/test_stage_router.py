@@ -1,5 +1,6 @@
-"""Switchyard's tool signals (reference §C.5): what a conversation's messages say, the severity
-table, and the dimensions and tanh score at hand-computed values."""
+"""The stage router (Switchyard reference §C.5): tool signals from messages, the severity table,
+the dimensions and tanh score at hand-computed values, the pick-tier rules, the judge and its
+fail-open, and per-session state over runs of sessions."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import json
 import math
 
 import pytest
+from helpers import constant_profile
 
 import sykit as sy
+from sykit._agent.stage import SOURCES, StageState, pick_tier, stage_router
 from sykit._agent.tool_signals import (
     ERROR_PATTERNS,
     classify_tool_call,
@@ -17,6 +20,8 @@ from sykit._agent.tool_signals import (
     score,
     tool_signals,
 )
+
+ENGINES = ["kernel", "asyncio"]
 
 # -- conversations in OpenAI's chat format ------------------------------------------------------
 
@@ -305,3 +310,307 @@ def test_score_at_hand_computed_values(parts, raw, expected):
     assert scored.score == pytest.approx(math.tanh(5 * raw), abs=1e-12)
     assert scored.score == pytest.approx(expected, abs=1e-12)
     assert scored.confidence == abs(scored.score)
+
+
+# -- the pick-tier rules --------------------------------------------------------------------------
+
+
+def test_rule_1_override_on_compaction_or_critical_severity():
+    marker = user("This session is being continued from a previous conversation.")
+    assert tier_source(pick_tier(tool_signals(convo(marker, bash("ls"))), 0.5)) == (
+        "capable",
+        "override",
+    )
+    critical_after_passing_tests = convo(tool("Write", "ok"), bash("pytest", "3 passed in 1s"))
+    critical_after_passing_tests += bash("python big.py", "MemoryError")
+    pick = pick_tier(tool_signals(critical_after_passing_tests), 0.99)
+    assert (pick.tier, pick.source) == ("capable", "override")
+
+
+def test_rule_2_tests_passed_after_production_and_no_error():
+    messages = convo(tool("Edit", "ok"), bash("pytest", "12 passed in 0.4s"))
+    assert tier_source(pick_tier(tool_signals(messages), 0.0)) == ("efficient", "tests_passed")
+    no_production = convo(tool("Read", "x"), bash("pytest", "12 passed in 0.4s"))
+    assert pick_tier(tool_signals(no_production), 0.9).tier is None
+    soft_error = convo(tool("Edit", "ok"), bash("pytest", "12 passed"), bash("make", "exit code 2"))
+    assert pick_tier(tool_signals(soft_error), 0.9).source == "ambiguous"
+
+
+def test_rule_3_the_scorer_decides_at_or_above_the_threshold():
+    spinning_hard = tool_signals(convo(*THREE_COMMANDS, bash("make", TRACEBACK)))  # 0.76
+    assert tier_source(pick_tier(spinning_hard, 0.5)) == ("capable", "dimensions")
+    assert tier_source(pick_tier(spinning_hard, 0.7615941559557649)) == ("capable", "dimensions")
+    assert pick_tier(spinning_hard, 0.77).tier is None
+    producing = tool_signals(convo(tool("Write", "ok")))  # −0.46
+    assert tier_source(pick_tier(producing, 0.4)) == ("efficient", "dimensions")
+    assert tier_source(pick_tier(producing, 0.5)) == (None, "ambiguous")
+    quiet = tool_signals(convo(bash("make")))  # score 0 follows the sign rule: not positive
+    assert tier_source(pick_tier(quiet, 0.0)) == ("efficient", "dimensions")
+
+
+def test_rule_4_abstain_and_no_tool_activity_abstains():
+    one_signal = pick_tier(tool_signals(convo(*THREE_COMMANDS, bash("make"))), 0.5)
+    assert (one_signal.tier, one_signal.source) == (None, "ambiguous")
+    assert one_signal.score == pytest.approx(0.46211715726000974)
+    nothing = pick_tier(tool_signals(convo(user("and also this"))), 0.0)
+    assert (nothing.tier, nothing.source) == (None, "ambiguous")
+    assert math.isnan(nothing.score) and math.isnan(nothing.confidence)
+
+
+# -- the router on a host -------------------------------------------------------------------------
+
+
+def _host(*, efficient_quality=None, judge_faults=None, accuracy=1.0) -> sy.SimHost:
+    judge_kwargs = {} if judge_faults is None else {"faults": judge_faults}
+    return sy.SimHost(
+        {
+            "big": constant_profile(1.0, 10, 10.0, price_in=3.0, price_out=15.0, quality=0.9),
+            "small": constant_profile(
+                0.5, 10, 10.0, price_in=0.3, price_out=1.2, quality=efficient_quality
+            ),
+            "judge": constant_profile(0.25, 5, 20.0, price_in=0.1, price_out=0.4, **judge_kwargs),
+        },
+        judge=sy.Judge(accuracy=accuracy),
+    )
+
+
+ONE_SIGNAL = sy.Request(convo(*THREE_COMMANDS, bash("make")), id="one-signal")  # 0.46: undecided
+
+
+def _row(result: sy.Result) -> dict:
+    (row,) = result.requests.to_dict("records")
+    return row
+
+
+@pytest.mark.parametrize(("quality", "tier"), [(1.0, "efficient"), (0.0, "capable")])
+def test_an_undecided_turn_asks_the_judge(quality, tier):
+    result = sy.run(
+        stage_router("big", "small", judge="judge"),
+        [ONE_SIGNAL],
+        host=_host(efficient_quality=quality),
+        progress=False,
+    )
+    row = _row(result)
+    assert row["selected_model"] == {"efficient": "small", "capable": "big"}[tier]
+    assert (row["evidence_stage_source"], row["evidence_stage_judge"]) == ("llm-classifier", tier)
+    decisions = result.attempts[result.attempts["kind"] == "decision"]
+    assert list(decisions["model"]) == ["judge"]
+    assert decisions["input_tokens"].iloc[0] > 0
+
+
+def test_the_judge_threshold_reads_its_probability():
+    # a judge right 70 % of the time says yes with probability 0.7: enough at 0.5, not at 0.8
+    host = _host(efficient_quality=1.0, accuracy=0.7)
+    runs = {
+        floor: _row(
+            sy.run(
+                stage_router("big", "small", judge="judge", base_threshold=floor),
+                [ONE_SIGNAL],
+                host=host,
+                seed=3,
+                progress=False,
+            )
+        )
+        for floor in (0.5, 0.8)
+    }
+    said_yes = runs[0.5]["evidence_stage_judge"] == "efficient"
+    assert runs[0.8]["evidence_stage_judge"] == "capable"
+    assert said_yes == (runs[0.5]["selected_model"] == "small")
+
+
+@pytest.mark.parametrize(
+    ("default", "model"), [(None, "small"), ("small", "small"), ("big", "big")]
+)
+def test_a_failing_judge_fails_open_to_the_default(default, model):
+    host = _host(efficient_quality=0.0, judge_faults=sy.Faults(invalid=1.0))
+    row = _row(
+        sy.run(
+            stage_router("big", "small", judge="judge", default=default),
+            [ONE_SIGNAL],
+            host=host,
+            progress=False,
+        )
+    )
+    assert row["status"] == "ok"
+    assert row["selected_model"] == model
+    assert (row["evidence_stage_source"], row["evidence_stage_judge"]) == ("fall_open", "failed")
+
+
+def test_without_a_judge_an_undecided_turn_takes_the_default():
+    for default, model in ((None, "small"), ("big", "big")):
+        result = sy.run(
+            stage_router("big", "small", default=default),
+            [ONE_SIGNAL],
+            host=_host(),
+            progress=False,
+        )
+        row = _row(result)
+        assert row["selected_model"] == model
+        assert row["evidence_stage_source"] == "fall_open"
+        assert row["evidence_stage_judge"] is None
+        assert (result.attempts["kind"] == "model").all()
+
+
+def test_the_other_tier_is_the_fallback():
+    host = sy.SimHost(
+        {
+            "big": constant_profile(1.0, 10, 10.0, faults=sy.Faults(unavailable=1.0)),
+            "small": constant_profile(0.5, 10, 10.0),
+        },
+        policy=sy.HostPolicy(max_retries=0),
+    )
+    request = sy.Request(convo(bash("python big.py", "MemoryError")))
+    row = _row(sy.run(stage_router("big", "small"), [request], host=host, progress=False))
+    assert (row["selected_model"], row["served_model"]) == ("big", "small")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"default": "judge"}, "default must be the capable model 'big' or the efficient"),
+        ({"confidence_threshold": 1.5}, "confidence_threshold must be ≥ 0 and ≤ 1"),
+        ({"confidence_threshold": -0.1}, "confidence_threshold must be ≥ 0 and ≤ 1"),
+        ({"recent_turn_window": 0}, "recent_turn_window must be an int ≥ 1"),
+        ({"base_threshold": 0.6}, "base_threshold is the judge's threshold: give judge="),
+        ({"judge": "judge", "base_threshold": 2.0}, "base_threshold must be ≥ 0 and ≤ 1"),
+        ({"tool_semantics": {"new": ["x"]}}, "category 'new' is not one of"),
+    ],
+)
+def test_bad_options_are_named(kwargs, message):
+    with pytest.raises(sy.ArgumentError, match=message.replace("(", r"\(")):
+        stage_router("big", "small", **kwargs)
+
+
+def test_bad_models_are_named():
+    with pytest.raises(sy.ArgumentError, match="both 'big'"):
+        stage_router("big", "big")
+    with pytest.raises(sy.ArgumentTypeError, match="efficient must be a model name"):
+        stage_router("big", "")
+    assert stage_router("big", "small").name == "stage_router(big|small@0.5)"
+
+
+# -- sessions: exact routing per turn, state across turns ----------------------------------------
+
+
+def tier_source(pick) -> tuple:
+    return pick.tier, pick.source
+
+
+def _turns(*conversations) -> list[sy.Turn]:
+    return [sy.Turn(sy.Request(messages), gap_s=1.0) for messages in conversations]
+
+
+def _fixing_session() -> sy.Session:
+    """A task: a script fails and the agent keeps running it, crashes out of memory, writes and
+    edits a fix until the crash leaves the window, then the tests pass."""
+    t0 = convo()
+    t1 = t0 + bash("python run.py")
+    t2 = t1 + bash("python run.py", TRACEBACK)
+    t3 = t2 + bash("python run.py", TRACEBACK)
+    t4 = t3 + bash("make")
+    t5 = t4 + bash("python big.py", "MemoryError: cannot allocate")
+    t6 = t5 + tool("Write", "File written")
+    t7 = t6 + tool("Edit", "ok")
+    t8 = t7 + tool("Edit", "ok")
+    t9 = t8 + bash("pytest", "===== 9 passed in 0.3s =====")
+    return sy.Session(_turns(t0, t1, t2, t3, t4, t5, t6, t7, t8, t9), id="fix")
+
+
+FIXING_ROUTES = [
+    # (tier, source): why each turn of _fixing_session goes where it does
+    ("efficient", "fall_open"),  # no tool activity yet
+    ("efficient", "fall_open"),  # an unknown command: score 0
+    ("efficient", "fall_open"),  # hard error alone: 0.46 < 0.5
+    ("efficient", "fall_open"),  # still one signal: 7 messages are not deep enough to spin
+    ("capable", "dimensions"),  # 9 messages, no reads or writes, the error in the window: 0.76
+    ("capable", "override"),  # MemoryError: critical
+    ("capable", "override"),  # still in the window of the last three results
+    ("capable", "override"),  # still
+    ("efficient", "fall_open"),  # clean, all production: −0.46, below 0.5
+    ("efficient", "tests_passed"),  # passed after edits, no error in the window
+]
+
+
+def _compacted_session() -> sy.Session:
+    marker = user("This session is being continued from a previous conversation.")
+    t0 = convo(bash("ls"))
+    t1 = [*t0, marker]
+    t2 = t1 + tool("Write", "ok")
+    return sy.Session(_turns(t0, t1, t2), id="compacted")
+
+
+def _state_probe(router):
+    async def probe(request, driver):
+        outcome = await router(request, driver)
+        kept = driver.session_state["stage_router"]
+        assert isinstance(kept, StageState)
+        driver.evidence(turns_kept=kept.turns, tier_kept=kept.tier)
+        return outcome
+
+    return probe
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_sessions_route_turn_by_turn_with_state_per_session(engine):
+    router = stage_router("big", "small")
+    result = sy.run(
+        _state_probe(router),
+        [_fixing_session(), _compacted_session()],
+        host=_host(),
+        concurrency=2,
+        engine=engine,
+        progress=False,
+    )
+    r = result.requests.sort_values(["session_id", "turn"])
+    fix = r[r["session_id"] == "fix"]
+    assert list(zip(fix["evidence_stage_tier"], fix["evidence_stage_source"], strict=True)) == (
+        FIXING_ROUTES
+    )
+    tiers = [tier for tier, _ in FIXING_ROUTES]
+    assert list(fix["selected_model"]) == [
+        {"capable": "big", "efficient": "small"}[t] for t in tiers
+    ]
+    switched = [k > 0 and tiers[k] != tiers[k - 1] for k in range(len(tiers))]
+    assert list(fix["evidence_stage_switched"]) == switched
+    assert sum(switched) == 2
+    assert list(fix["evidence_turns_kept"]) == list(range(1, 11))
+    assert list(fix["evidence_tier_kept"]) == tiers
+    compacted = r[r["session_id"] == "compacted"]
+    assert list(compacted["evidence_stage_source"]) == ["fall_open", "override", "override"]
+    assert list(compacted["selected_model"]) == ["small", "big", "big"]
+    assert list(compacted["evidence_turns_kept"]) == [1, 2, 3]  # its own state, from 1
+
+
+def test_a_request_outside_a_session_starts_fresh():
+    requests = [sy.Request(convo(bash("python big.py", "MemoryError")), id=i) for i in range(2)]
+    r = sy.run(stage_router("big", "small"), requests, host=_host(), progress=False).requests
+    assert list(r["evidence_stage_switched"]) == [False, False]
+    assert list(r["selected_model"]) == ["big", "big"]
+
+
+def test_synthetic_agent_sessions_use_both_tiers():
+    sessions = sy.sessions.synthetic_sessions(30, seed=0)
+    host = _host(efficient_quality=0.5, accuracy=0.8)
+    result = sy.run(
+        stage_router("big", "small", judge="judge"),
+        sessions,
+        host=host,
+        concurrency=8,
+        progress=False,
+    )
+    r = result.requests
+    assert (r["status"] == "ok").all()
+    assert len(r) == sum(len(s.turns) for s in sessions)
+    for column in ("source", "tier", "score", "confidence", "judge", "switched"):
+        assert f"evidence_stage_{column}" in r.columns
+    assert set(r["selected_model"].astype(str)) == {"big", "small"}
+    assert set(r["evidence_stage_tier"]) == {"capable", "efficient"}
+    assert set(r["evidence_stage_source"]) <= set(SOURCES)
+    assert {"dimensions", "llm-classifier"} <= set(r["evidence_stage_source"])
+    judged = r["evidence_stage_source"] == "llm-classifier"
+    decisions = result.attempts[result.attempts["kind"] == "decision"]
+    assert len(decisions) == judged.sum()
+    first_turns = r[r["turn"] == 0]
+    assert (first_turns["evidence_stage_source"] == "llm-classifier").all()  # nothing to score yet
+    assert first_turns["evidence_stage_score"].isna().all()
+    assert (r.loc[r["evidence_stage_source"] == "dimensions", "selected_model"] == "big").all()
