@@ -1,16 +1,18 @@
 """The stage router (Switchyard reference §C.5): tool signals from messages, the severity table,
 the dimensions and tanh score at hand-computed values, the pick-tier rules, the judge and its
-fail-open, and per-session state over runs of sessions."""
+fail-open, per-session state over runs of sessions, and the threshold calibration recipe."""
 
 from __future__ import annotations
 
 import json
 import math
 
+import pandas as pd
 import pytest
 from helpers import constant_profile
 
 import sykit as sy
+from sykit._agent.calibration import StageCalibration, calibrate_stage_router
 from sykit._agent.stage import SOURCES, StageState, pick_tier, stage_router
 from sykit._agent.tool_signals import (
     ERROR_PATTERNS,
@@ -614,3 +616,101 @@ def test_synthetic_agent_sessions_use_both_tiers():
     assert (first_turns["evidence_stage_source"] == "llm-classifier").all()  # nothing to score yet
     assert first_turns["evidence_stage_score"].isna().all()
     assert (r.loc[r["evidence_stage_source"] == "dimensions", "selected_model"] == "big").all()
+
+
+# -- calibration ----------------------------------------------------------------------------------
+
+SPIN = [bash("python a.py"), bash("python b.py")]  # with the task and one more call: depth 7
+
+
+def _calibration_sessions() -> list[sy.Session]:
+    """One turn each, so its one turn is critical, with hand-known confidences."""
+    system = {"role": "system", "content": "You are a coding agent."}
+    conversations = {
+        "A": [system, *convo(*SPIN, bash("make", TRACEBACK))],  # spinning + hard: 0.762
+        "B": [system, *convo(*SPIN, bash("make", "exit code 1"))],  # spinning + soft: 0.613
+        "C": [system, *convo(*SPIN, bash("make"))],  # spinning: 0.462
+        "D": convo(bash("make", "exit code 2")),  # soft, shallow: 0.211
+        "E": convo(),
+        "F": convo(),
+        "G": convo(),  # no row in the task table
+    }
+    return [
+        sy.Session([sy.Request(messages, metadata={"task_id": task})], id=f"s-{task}")
+        for task, messages in conversations.items()
+    ]
+
+
+TASKS = pd.DataFrame(
+    {
+        "instance_id": ["A", "B", "C", "D", "E", "F"],
+        "quadrant": ["RESCUE", "RESCUE", "LOSS", "LOSS", "SAFE", "HARD"],
+    }
+)
+
+
+def _pure_runs(sessions):
+    host = _host()
+    runs = sy.compare(
+        [sy.strategies.single("big"), sy.strategies.single("small")],
+        sessions,
+        host=host,
+        progress=False,
+    )
+    return runs["single(big)"], runs["single(small)"]
+
+
+def test_calibration_picks_the_lowest_threshold_that_rescues_without_spoiling():
+    sessions = _calibration_sessions()
+    capable_run, efficient_run = _pure_runs(sessions)
+    found = calibrate_stage_router(sessions, capable_run, efficient_run, TASKS)
+    assert isinstance(found, StageCalibration)
+    # A and B (RESCUE) escalate up to 0.613; C (LOSS) is spoiled below 0.462: 0.5 is the lowest
+    # threshold that keeps both rescues and spoils no LOSS task
+    assert found.threshold == 0.5
+    assert (found.rescued, found.spoiled) == (2, 0)
+    assert dict(found.quadrants) == {"SAFE": 1, "RESCUE": 2, "LOSS": 2, "HARD": 1}
+    assert (found.sessions, found.left_out) == (6, 1)
+    sweep = found.sweep.set_index("threshold")
+    nets = {0.0: 0, 0.2: 0, 0.25: 1, 0.45: 1, 0.5: 2, 0.6: 2, 0.65: 1, 0.75: 1, 0.8: 0, 1.0: 0}
+    assert {t: sweep.loc[t, "net"] for t in nets} == nets
+    assert sweep.loc[0.0, "capable_share"] == pytest.approx(4 / 6)
+    assert sweep.loc[1.0, "capable_share"] == 0.0
+
+
+def test_calibration_over_a_probe_subset_and_other_thresholds():
+    sessions = _calibration_sessions()
+    capable_run, _ = _pure_runs(sessions)
+    _, probe = _pure_runs(sessions[:3])  # the efficient probe ran A, B and C only
+    found = calibrate_stage_router(
+        sessions, capable_run, probe, TASKS, thresholds=[0.1, 0.3, 0.62, 0.9]
+    )
+    assert (found.sessions, found.left_out) == (3, 4)
+    assert dict(found.quadrants) == {"SAFE": 0, "RESCUE": 2, "LOSS": 1, "HARD": 0}
+    # 0.1 and 0.3 rescue A and B but spoil C; 0.62 rescues A alone: the same net, for fewer
+    # capable turns
+    assert list(found.sweep["net"]) == [1, 1, 1, 0]
+    assert found.threshold == 0.62
+    assert (found.rescued, found.spoiled) == (1, 0)
+
+
+def test_calibration_errors_name_the_problem():
+    sessions = _calibration_sessions()
+    capable_run, efficient_run = _pure_runs(sessions)
+    mixed = sy.run(stage_router("big", "small"), sessions, host=_host(), progress=False)
+    with pytest.raises(sy.ArgumentError, match="one model served every turn"):
+        calibrate_stage_router(sessions, mixed, efficient_run, TASKS)
+    both = sy.compare(
+        [sy.strategies.single("big"), sy.strategies.single("small")],
+        sessions,
+        host=_host(),
+        progress=False,
+    )
+    with pytest.raises(sy.ArgumentError, match="Comparison of 2 runs"):
+        calibrate_stage_router(sessions, both, efficient_run, TASKS)
+    with pytest.raises(sy.ArgumentError, match="lacks column 'quadrant'"):
+        calibrate_stage_router(sessions, capable_run, efficient_run, TASKS[["instance_id"]])
+    with pytest.raises(sy.ArgumentError, match="no session is served by both runs"):
+        calibrate_stage_router(sessions, capable_run, efficient_run, TASKS, task_key="other")
+    with pytest.raises(sy.ArgumentError, match=r"thresholds must be numbers in \[0, 1\]"):
+        calibrate_stage_router(sessions, capable_run, efficient_run, TASKS, thresholds=[1.5])
