@@ -16,6 +16,7 @@ from sykit._agent.calibration import StageCalibration, calibrate_stage_router
 from sykit._agent.stage import SOURCES, StageState, pick_tier, stage_router
 from sykit._agent.tool_signals import (
     ERROR_PATTERNS,
+    Dimensions,
     classify_tool_call,
     dimensions,
     error_severity,
@@ -280,8 +281,6 @@ def test_spinning_and_exploring_need_a_deep_turn_without_production():
 
 
 def sy_dims(**given):
-    from sykit._agent.tool_signals import Dimensions
-
     values = {"severity": 0.0, "spinning": 0.0, "exploring": 0.0, "production_intensity": 0.0}
     return Dimensions(**{**values, **given})
 
