@@ -1,0 +1,250 @@
+"""Routers for agent sessions written after the seed system's: the LLM task classifier (§C.6),
+turn by turn on exact simulated hosts."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from helpers import constant_profile
+
+import sykit as sy
+from sykit._agent.classifier import _task_view, custom_classifier, task_classifier
+
+DOWN = sy.Faults(unavailable=1.0)
+
+
+def _host(
+    weak: float | None = None, strong: float | None = None, faults: sy.Faults | None = None
+) -> sy.SimHost:
+    """weak answers 50 tokens in 1.0 s, strong 100 in 3.0 s; decisions take 0.5 s on ``clf``
+    and 1.1 s on strong. ``weak``/``strong`` are the profiles' qualities (1.0 or 0.0 makes every
+    answer right or wrong); ``faults`` break ``down``, a model that is never up. Judges are
+    always right."""
+    return sy.SimHost(
+        {
+            "weak": constant_profile(0.5, 50, 100.0, price_in=1.0, price_out=2.0, quality=weak),
+            "strong": constant_profile(
+                1.0, 100, 50.0, price_in=10.0, price_out=30.0, quality=strong
+            ),
+            "clf": constant_profile(0.25, 5, 20.0, price_in=0.5, price_out=1.0),
+            "down": constant_profile(0.25, 5, 20.0, faults=faults or DOWN),
+        },
+        judge=sy.Judge(accuracy=1.0),
+    )
+
+
+def _session(
+    sid: str,
+    turns: int = 4,
+    *,
+    user_turns: tuple[int, ...] = (),
+    parent: str | None = None,
+    task: str | None = None,
+) -> sy.Session:
+    """Turn k carries the task and k (assistant tool call, tool result) pairs, then a user
+    follow-up when k is in ``user_turns``."""
+    history: list[dict] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": task or f"fix the bug in {sid}"},
+    ]
+    made = []
+    for k in range(turns):
+        if k:
+            call = {"id": f"c{k}", "type": "function", "function": {"name": "bash"}}
+            history.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            history.append({"role": "tool", "tool_call_id": f"c{k}", "content": "ok"})
+            if k in user_turns:
+                history.append({"role": "user", "content": f"now also do step {k}"})
+        made.append(sy.Turn(sy.Request(list(history), input_tokens=1000 * (k + 1)), gap_s=1.0))
+    return sy.Session(made, id=sid, parent=parent)
+
+
+def _run(algorithm, items, host, **kwargs) -> sy.Result:
+    return sy.run(algorithm, items, host=host, progress=False, **kwargs)
+
+
+def _column(result: sy.Result, name: str) -> list:
+    return [None if pd.isna(v) else v for v in result.requests[name]]
+
+
+def _models(result: sy.Result) -> list[str]:
+    return result.requests["served_model"].astype(str).tolist()
+
+
+def _decision_calls(result: sy.Result) -> list[int]:
+    """Decision calls per request, in the requests' order (a call retried counts once)."""
+    a = result.attempts
+    calls = a[a["kind"] == "decision"].groupby("request_id", observed=True)["call_id"].nunique()
+    return [int(calls.get(rid, 0)) for rid in result.requests["request_id"]]
+
+
+def _graded(weak: float, strong: float, i: int) -> sy.Request:
+    truth = sy.GroundTruth(quality={"weak": weak, "strong": strong})
+    return sy.Request(f"question {i}", id=i).with_truth(truth)
+
+
+# -- the task classifier (§C.6) -------------------------------------------------------------------
+
+
+def test_task_classifier_sends_the_capable_model_only_where_it_has_the_advantage():
+    grades = [(0.0, 1.0), (1.0, 1.0), (0.0, 0.0), (1.0, 0.0)]
+    requests = [_graded(w, s, i) for i, (w, s) in enumerate(grades)]
+    result = _run(task_classifier("weak", "strong", classifier="clf"), requests, _host())
+    assert result.strategy == "task_classifier(weak|strong)"
+    assert _models(result) == ["strong", "weak", "weak", "weak"]
+    assert _column(result, "evidence_source") == ["classifier"] * 4
+    assert _column(result, "evidence_score") == [1.0, 0.0, 0.0, 0.0]
+    assert set(result.requests["evidence_threshold"]) == {0.5}
+    assert _decision_calls(result) == [1, 1, 1, 1]
+    decisions = result.attempts[result.attempts["kind"] == "decision"]
+    assert set(decisions["model"].astype(str)) == {"clf"} and set(decisions["phase"]) == {"routing"}
+    assert result.requests["routing_s"].tolist() == [0.5] * 4  # one 0.5 s decision, no answer
+
+
+def test_the_other_tier_is_the_fallback():
+    host = _host()
+    host = sy.SimHost(
+        {**host.profiles, "weak": constant_profile(0.5, 50, 100.0, faults=DOWN)},
+        judge=sy.Judge(accuracy=1.0),
+        policy=sy.HostPolicy(max_retries=0),
+    )
+    result = _run(task_classifier("weak", "strong", classifier="clf"), [_graded(1, 1, 0)], host)
+    r = result.requests.iloc[0]
+    assert (r["selected_model"], r["served_model"], r["n_fallbacks"]) == ("weak", "strong", 1)
+
+
+def test_custom_classifier_picks_the_first_label_good_enough():
+    grades = [(1.0, 1.0), (0.0, 1.0), (0.0, 0.0)]
+    requests = [_graded(w, s, i) for i, (w, s) in enumerate(grades)]
+    router = custom_classifier({"easy": "weak", "hard": "strong"}, classifier="clf", default="hard")
+    result = _run(router, requests, _host())
+    assert result.strategy == "custom_classifier(easy,hard)"
+    assert _column(result, "evidence_verdict") == ["easy", "hard", "hard"]  # none good: the last
+    assert _models(result) == ["weak", "strong", "strong"]
+
+
+def test_every_request_classifies_every_turn():
+    result = _run(task_classifier("weak", "strong", classifier="clf"), [_session("s")], _host(0, 1))
+    assert _decision_calls(result) == [1, 1, 1, 1]
+    assert _models(result) == ["strong"] * 4
+    assert "evidence_affinity" not in result.requests.columns
+
+
+def test_new_session_decides_once_and_holds_the_choice():
+    sessions = [_session("a"), _session("b")]
+    router = task_classifier("weak", "strong", classifier="clf", trigger="new_session")
+    result = _run(router, sessions, _host(0, 1))
+    assert result.strategy == "task_classifier(weak|strong,new_session)"
+    assert _decision_calls(result) == [1, 0, 0, 0] * 2
+    assert _models(result) == ["strong"] * 8
+    assert _column(result, "evidence_affinity") == ["decided", "held", "held", "held"] * 2
+
+
+def _session_where(differs, host: sy.SimHost, turns: tuple[int, ...]) -> sy.Session:
+    """The first of the sessions s0, s1, ... whose weak answers at ``turns`` satisfy
+    ``differs``, read through the truth the simulated classifier reads."""
+    for n in range(50):
+        session = _session(f"s{n}", 5, user_turns=(3,))
+        seen: dict[int, float] = {}
+
+        async def probe(request, driver, seen=seen):
+            seen[request.metadata["turn"]] = sy.peek_truth(driver).quality("weak")
+            return sy.route_to("weak", request)
+
+        _run(probe, [session], host)
+        if differs(*(seen[k] for k in turns)):
+            return session
+    raise AssertionError("no such session among 50")
+
+
+def test_user_turn_decides_again_on_a_user_message_and_holds_through_tool_results():
+    host = _host(weak=0.5, strong=1.0)  # weak is right on about half the turns
+    session = _session_where(lambda first, fourth: first == 1.0 and fourth == 0.0, host, (0, 3))
+    router = task_classifier("weak", "strong", classifier="clf", trigger="user_turn")
+    result = _run(router, [session], host)
+    assert _decision_calls(result) == [1, 0, 0, 1, 0]
+    assert _models(result) == ["weak", "weak", "weak", "strong", "strong"]
+    assert _column(result, "evidence_affinity") == ["decided", "held", "held", "decided", "held"]
+
+
+def test_a_failing_classifier_fails_open_to_the_capable_model():
+    result = _run(
+        task_classifier("weak", "strong", classifier="down"), [_session("s")], _host(1, 1)
+    )
+    assert _models(result) == ["strong"] * 4
+    assert set(result.requests["evidence_source"]) == {"fail_open"}
+    assert set(result.requests["evidence_reason_code"]) == {"unavailable"}
+    assert set(result.requests["status"]) == {"ok"}
+
+
+def test_a_fail_open_choice_is_latched_like_any_other():
+    router = task_classifier("weak", "strong", classifier="down", trigger="new_session")
+    result = _run(router, [_session("s")], _host(1, 1))
+    assert _decision_calls(result) == [1, 0, 0, 0]
+    assert _models(result) == ["strong"] * 4
+    assert _column(result, "evidence_source") == ["fail_open", None, None, None]
+
+
+def test_custom_classifier_fails_open_to_its_default():
+    router = custom_classifier(
+        {"easy": "weak", "hard": "strong"}, classifier="down", default="easy"
+    )
+    result = _run(router, [_graded(0, 1, 0)], _host())
+    assert _models(result) == ["weak"]
+    assert _column(result, "evidence_verdict") == ["easy"]
+    assert _column(result, "evidence_reason_code") == ["unavailable"]
+
+
+def test_without_fail_open_a_classifier_error_fails_the_turn_and_ends_the_session():
+    router = task_classifier("weak", "strong", classifier="down", fail_open=False)
+    result = _run(router, [_session("s")], _host(1, 1))
+    r = result.requests
+    assert r["status"].tolist() == ["failed"] and r["error_kind"].tolist() == ["unavailable"]
+
+
+def test_a_late_classifier_is_a_missing_verdict():
+    router = task_classifier("weak", "strong", classifier="clf", timeout_s=0.25)
+    result = _run(router, [_graded(1, 1, 0)], _host())
+    assert _models(result) == ["strong"]
+    assert _column(result, "evidence_reason_code") == ["timeout"]
+    decision = result.attempts[result.attempts["kind"] == "decision"].iloc[0]
+    assert (decision["status"], decision["cancel_cause"]) == ("cancelled", "timeout")
+    late = task_classifier("weak", "strong", classifier="clf", timeout_s=0.25, fail_open=False)
+    failed = _run(late, [_graded(1, 1, 0)], _host()).requests.iloc[0]
+    assert (failed["status"], failed["error_kind"]) == ("failed", "timeout")
+
+
+def test_the_classifier_sees_the_task_and_a_window_that_keeps_tool_pairs_whole():
+    request = _session("s", 3, user_turns=(2,)).turns[-1].request
+    roles = [m["role"] for m in request.messages]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "user"]
+
+    def shown(window):
+        messages, tokens = _task_view(request, window)
+        return [request.messages.index(m) for m in messages], tokens
+
+    assert shown(None)[0] == [1, 6]  # the opening task and the latest user message
+    assert shown(1)[0] == [0, 1, 6]
+    assert shown(2)[0] == [0, 1, 4, 5, 6]  # would start at a tool result: widened to its call
+    assert shown(10) == (list(range(7)), request.input_tokens)
+    assert 0 < shown(None)[1] < shown(2)[1] < request.input_tokens
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: task_classifier("w", "s", classifier="c", trigger="always"), "trigger must be"),
+        (lambda: task_classifier("w", "s", classifier="c", cutoff=1.5), "cutoff must be"),
+        (lambda: task_classifier("w", "s", classifier="c", window=-1), "window must be"),
+        (lambda: task_classifier("w", "w", classifier="c"), "must differ"),
+        (lambda: task_classifier("w", "s", classifier=""), "classifier must be a model name"),
+        (lambda: task_classifier("w", "s", classifier="c", fail_open=1), "fail_open must be"),
+        (lambda: task_classifier("w", "s", classifier="c", timeout_s=0), "timeout_s must be"),
+        (lambda: custom_classifier({"a": "w"}, classifier="c", default="a"), "at least two"),
+        (lambda: custom_classifier({"a": "w", "b": "s"}, classifier="c", default="x"), "default"),
+        (lambda: custom_classifier({"a": "w", 2: "s"}, classifier="c", default="a"), "labels"),
+    ],
+)
+def test_classifier_options_are_checked(make, match):
+    with pytest.raises((sy.ArgumentError, sy.ArgumentTypeError), match=match):
+        make()
