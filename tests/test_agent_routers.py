@@ -1,5 +1,5 @@
-"""Routers for agent sessions written after the seed system's: the LLM task classifier (§C.6),
-turn by turn on exact simulated hosts."""
+"""Routers for agent sessions written after the seed system's: the LLM task classifier (§C.6)
+and the advisor gate (§C.9), turn by turn on exact simulated hosts."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 from helpers import constant_profile
 
 import sykit as sy
+from sykit._agent.advisor import MAX_FAILED_CONSULTS, advisor_gate, tool_results, transcript
 from sykit._agent.classifier import _task_view, custom_classifier, task_classifier
 
 DOWN = sy.Faults(unavailable=1.0)
@@ -248,3 +249,169 @@ def test_the_classifier_sees_the_task_and_a_window_that_keeps_tool_pairs_whole()
 def test_classifier_options_are_checked(make, match):
     with pytest.raises((sy.ArgumentError, sy.ArgumentTypeError), match=match):
         make()
+
+
+# -- the advisor gate (§C.9) ----------------------------------------------------------------------
+
+
+def _evidence(result: sy.Result) -> list[tuple]:
+    return list(
+        zip(_column(result, "evidence_advisor"), _column(result, "evidence_reviews"), strict=True)
+    )
+
+
+def test_an_approved_turn_is_the_executors_answer_and_the_spent_budget_passes_through():
+    result = _run(advisor_gate("weak", "strong"), [_session("s", 3)], _host(weak=1.0))
+    assert result.strategy == "advisor_gate(weak>strong)"
+    assert _evidence(result) == [("approve", 1), ("spent", 1), ("spent", 1)]
+    assert _column(result, "evidence_trigger") == ["every_turn", None, None]
+    a = result.attempts
+    first = a[a["request_id"] == "s#0"]
+    columns = ["phase", "kind", "model", "served"]
+    assert first[columns].astype(str).values.tolist() == [
+        ["routing", "model", "weak", "True"],
+        ["routing", "decision", "strong", "False"],
+    ]
+    later = a[a["request_id"] != "s#0"]
+    assert set(later["phase"]) == {"answer"} and set(later["model"].astype(str)) == {"weak"}
+    assert result.requests["routing_s"].iloc[0] == pytest.approx(1.0 + 1.1)  # executor, review
+
+
+def test_redo_discards_the_executors_turn_and_hands_it_to_the_strong_model():
+    result = _run(advisor_gate("weak", "strong"), [_session("s", 2)], _host(weak=0.0))
+    assert _evidence(result) == [("redo", 1), ("spent", 1)]
+    r = result.requests
+    assert _models(result) == ["strong", "weak"]
+    assert r["evidence_discarded_input_tokens"].iloc[0] == 1000
+    assert r["evidence_discarded_output_tokens"].iloc[0] == 50
+    assert r["wasted_usd"].iloc[0] > 0 and r["n_attempts"].iloc[0] == 3
+    answer = result.attempts[(result.attempts["request_id"] == "s#0") & result.attempts["served"]]
+    assert answer[["phase", "model"]].astype(str).values.tolist() == [["answer", "strong"]]
+
+
+def test_redo_to_the_executor_asks_it_again_with_its_turn_and_the_feedback():
+    gate = advisor_gate("weak", "strong", redo_to="weak")
+    assert gate.name == "advisor_gate(weak>strong,redo:weak)"
+    result = _run(gate, [_session("s", 1)], _host(weak=0.0))
+    answer = result.attempts[result.attempts["phase"] == "answer"].iloc[0]
+    assert str(answer["model"]) == "weak" and answer["served"]
+    assert answer["input_tokens"] > 1000 + 50  # the request, the discarded turn, the feedback
+
+
+def test_the_review_budget_is_per_session():
+    gate = advisor_gate("weak", "strong", max_reviews=2)
+    result = _run(gate, [_session("a"), _session("b")], _host(weak=1.0))
+    per_session = [("approve", 1), ("approve", 2), ("spent", 2), ("spent", 2)]
+    assert _evidence(result) == per_session * 2
+    assert _decision_calls(result) == [1, 1, 0, 0] * 2
+
+
+def test_min_tool_results_holds_reviews_back():
+    gate = advisor_gate("weak", "strong", max_reviews=5, min_tool_results=2)
+    result = _run(gate, [_session("s")], _host(weak=1.0))
+    assert _column(result, "evidence_advisor") == ["quiet", "quiet", "approve", "approve"]
+    assert tool_results(_session("s").turns[3].request.messages) == 3
+
+
+def test_the_stall_checkpoint_reviews_once_per_session():
+    gate = advisor_gate("weak", "strong", max_reviews=5, trigger="pattern", pattern="NEVER")
+    assert set(_column(_run(gate, [_session("s", 5)], _host(1.0)), "evidence_advisor")) == {"quiet"}
+    stalled = advisor_gate(
+        "weak", "strong", max_reviews=5, trigger="pattern", pattern="NEVER", stall_turns=2
+    )
+    result = _run(stalled, [_session("s", 5)], _host(weak=1.0))
+    assert _column(result, "evidence_advisor") == ["quiet", "quiet", "approve", "quiet", "quiet"]
+    assert _column(result, "evidence_trigger") == [None, None, "stall", None, None]
+
+
+def test_the_pattern_trigger_reads_the_executors_text():
+    gate = advisor_gate("weak", "strong", trigger="pattern", pattern=r"simulated answer")
+    result = _run(gate, [_session("s", 2)], _host(weak=1.0))
+    assert _column(result, "evidence_trigger") == ["pattern", None]
+
+
+def test_a_trigger_function_sees_the_turn_and_the_answer():
+    seen = []
+
+    def last_step(request, response):
+        seen.append((request.metadata["turn"], response.model))
+        return request.metadata["turn"] == 2
+
+    gate = advisor_gate("weak", "strong", trigger=last_step)
+    result = _run(gate, [_session("s")], _host(weak=1.0))
+    assert _column(result, "evidence_advisor") == ["quiet", "quiet", "approve", "spent"]
+    assert seen == [(0, "weak"), (1, "weak"), (2, "weak")]
+
+
+def test_a_failing_advisor_fails_open_and_is_dropped_after_three_failures():
+    result = _run(advisor_gate("weak", "down"), [_session("s", 5)], _host(weak=0.0))
+    assert MAX_FAILED_CONSULTS == 3
+    assert _column(result, "evidence_advisor") == ["fail_open"] * 3 + ["spent"] * 2
+    assert _column(result, "evidence_failed_consults") == [1, 2, 3, None, None]
+    assert _column(result, "evidence_reviews") == [0] * 5  # failures give their review back
+    assert set(result.requests["evidence_reason_code"].dropna()) == {"unavailable"}
+    assert _models(result) == ["weak"] * 5 and set(result.requests["status"]) == {"ok"}
+    assert _decision_calls(result) == [1, 1, 1, 0, 0]
+
+
+def test_a_late_advisor_fails_open():
+    gate = advisor_gate("weak", "strong", timeout_s=0.5)  # a review takes 1.1 s
+    result = _run(gate, [_session("s", 1)], _host(weak=0.0))
+    assert _column(result, "evidence_advisor") == ["fail_open"]
+    assert _column(result, "evidence_reason_code") == ["timeout"]
+    assert _models(result) == ["weak"]
+
+
+def test_without_fail_open_an_advisor_failure_fails_the_turn():
+    gate = advisor_gate("weak", "down", fail_open=False)
+    result = _run(gate, [_session("s", 3)], _host(weak=1.0))
+    r = result.requests
+    assert r["status"].tolist() == ["failed"] and r["error_kind"].tolist() == ["advisor_failed"]
+
+
+def test_an_executor_error_fails_the_turn():
+    host = _host()
+    host = sy.SimHost({**host.profiles, "weak": constant_profile(0.5, 50, 100.0, faults=DOWN)})
+    result = _run(advisor_gate("weak", "strong"), [_session("s", 2)], host)
+    assert result.requests["error_kind"].tolist() == ["unavailable"]
+
+
+def test_requests_outside_sessions_share_one_budget_that_each_run_starts_afresh():
+    gate = advisor_gate("weak", "strong", max_reviews=2)
+    requests = [_graded(1.0, 1.0, i) for i in range(4)]
+    first = _run(gate, requests, _host(), concurrency=1)
+    assert _evidence(first) == [("approve", 1), ("approve", 2), ("spent", 2), ("spent", 2)]
+    again = _run(gate, requests, _host(), concurrency=1)
+    pd.testing.assert_frame_equal(first.requests, again.requests)
+    # all four at once: each executor call starts before any review is taken; the first two
+    # turns to finish take the budget, the others pass through unreviewed
+    together = _run(gate, requests, _host())
+    assert _column(together, "evidence_advisor") == ["approve", "approve", "quiet", "quiet"]
+    assert sum(_decision_calls(together)) == 2
+
+
+def test_the_advisor_reads_a_transcript_with_its_middle_dropped():
+    messages = [dict(m) for m in _session("s", 6).turns[-1].request.messages]
+    assert transcript(messages, 10**6) == messages
+    short = transcript(messages, 400)
+    assert short[:2] == messages[:2] and short[-1] == messages[-1]
+    assert short[2]["content"].endswith("messages omitted]") and len(short) < len(messages)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"max_reviews": 0}, "max_reviews must be an int ≥ 1"),
+        ({"trigger": "no_tool_call"}, "trigger must be one of"),
+        ({"trigger": "pattern"}, "needs pattern"),
+        ({"trigger": "pattern", "pattern": "("}, "not a valid regex"),
+        ({"pattern": "DONE"}, "pattern is for trigger='pattern'"),
+        ({"stall_turns": -1}, "stall_turns must be"),
+        ({"transcript_max_tokens": 10}, "transcript_max_tokens must be"),
+        ({"redo_to": ""}, "redo_to must be a model name"),
+        ({"fail_open": "yes"}, "fail_open must be"),
+    ],
+)
+def test_advisor_options_are_checked(kwargs, match):
+    with pytest.raises((sy.ArgumentError, sy.ArgumentTypeError), match=match):
+        advisor_gate("weak", "strong", **kwargs)
