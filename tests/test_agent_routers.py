@@ -1,5 +1,5 @@
-"""Routers for agent sessions written after the seed system's: the LLM task classifier (§C.6)
-and the advisor gate (§C.9), turn by turn on exact simulated hosts."""
+"""Routers for agent sessions written after the seed system's: the LLM task classifier (§C.6),
+the advisor gate (§C.9) and the sub-agent router (§C.8), turn by turn on exact simulated hosts."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import pytest
 from helpers import constant_profile
 
 import sykit as sy
+from sykit import strategies as st
 from sykit._agent.advisor import MAX_FAILED_CONSULTS, advisor_gate, tool_results, transcript
 from sykit._agent.classifier import _task_view, custom_classifier, task_classifier
+from sykit._agent.subagent import delegated_prompt, subagent_router
 
 DOWN = sy.Faults(unavailable=1.0)
 
@@ -415,3 +417,114 @@ def test_the_advisor_reads_a_transcript_with_its_middle_dropped():
 def test_advisor_options_are_checked(kwargs, match):
     with pytest.raises((sy.ArgumentError, sy.ArgumentTypeError), match=match):
         advisor_gate("weak", "strong", **kwargs)
+
+
+# -- the sub-agent router (§C.8) ------------------------------------------------------------------
+
+
+def _family() -> list[sy.Session]:
+    return [
+        _session("p", 3),
+        _session("p/refactor", 2, parent="p", task="refactor the parser"),
+        _session("p/docs", 2, parent="p", task="look up the API docs"),
+    ]
+
+
+def test_sub_agent_turns_go_to_the_fixed_target_and_the_rest_to_the_parent():
+    router = subagent_router(st.single("strong"), target="weak")
+    assert router.name == "single(strong)+subagent(weak)"
+    result = _run(router, _family(), _host())
+    assert _models(result) == ["strong"] * 3 + ["weak"] * 4
+    assert _column(result, "evidence_subagent") == [None] * 3 + ["target"] * 4
+    alone = _run(st.single("strong"), [_session("p", 3)], _host(), strategy=result.strategy)
+    got = result.requests[result.requests["session_id"] == "p"]
+    got = got.drop(columns=["evidence_subagent", "parent_session"])
+    pd.testing.assert_frame_equal(got, alone.requests, check_categorical=False)
+
+
+def test_a_gate_reads_the_delegated_prompt_and_abstains_to_the_default():
+    seen = []
+
+    def hard_work(text):
+        seen.append(text)
+        return "strong" if "refactor" in text else None
+
+    router = subagent_router(st.single("weak"), gate=hard_work, default="weak")
+    result = _run(router, _family(), _host())
+    assert _models(result) == ["weak"] * 3 + ["strong"] * 2 + ["weak"] * 2
+    assert _column(result, "evidence_subagent")[3:] == ["gate", "gate", "default", "default"]
+    assert sorted(seen) == ["look up the API docs"] * 2 + ["refactor the parser"] * 2
+
+
+def test_the_delegated_prompt_is_the_last_text_of_the_last_user_message():
+    blocks = [{"type": "text", "text": "context"}, {"type": "text", "text": "the task"}]
+    assert delegated_prompt(sy.Request([{"role": "user", "content": blocks}])) == "the task"
+    results_only = [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]
+    assert delegated_prompt(sy.Request([{"role": "user", "content": results_only}])) is None
+    assert delegated_prompt(sy.Request([{"role": "assistant", "content": "hi"}])) is None
+
+
+def test_a_gate_algorithm_routes_a_copy_holding_only_the_prompt():
+    seen = []
+
+    async def gate(request, driver):
+        seen.append((tuple(dict(m) for m in request.messages), request.metadata["parent_session"]))
+        return sy.route_to("strong", request, fallbacks=["weak"])
+
+    router = subagent_router(st.single("weak"), gate=gate, default="weak")
+    result = _run(router, _family()[1:2], _host())
+    assert _models(result) == ["strong", "strong"]
+    assert seen[0] == (({"role": "user", "content": "refactor the parser"},), "p")
+
+
+def test_a_task_classifier_as_gate_classifies_sub_agent_turns_only():
+    gate = task_classifier("weak", "strong", classifier="clf")
+    router = subagent_router(st.single("weak"), gate=gate, default="weak")
+    result = _run(router, _family(), _host(weak=0.0, strong=1.0))
+    assert _decision_calls(result) == [0, 0, 0, 1, 1, 1, 1]
+    assert _models(result) == ["weak"] * 3 + ["strong"] * 4
+    assert _column(result, "evidence_source")[3:] == ["classifier"] * 4
+    decisions = result.attempts[result.attempts["kind"] == "decision"]
+    assert (decisions["input_tokens"] < 100).all()  # it read the prompt, not the conversation
+
+
+def test_new_session_latches_each_sub_agent_on_its_first_choice():
+    calls = []
+
+    def pick(text):
+        calls.append(text)
+        return "strong"
+
+    router = subagent_router(st.single("weak"), gate=pick, default="weak", trigger="new_session")
+    result = _run(router, _family(), _host())
+    assert len(calls) == 2  # once per sub-agent session
+    assert _column(result, "evidence_subagent")[3:] == ["gate", "held", "gate", "held"]
+    assert _models(result)[3:] == ["strong"] * 4
+
+
+def test_a_stateful_parent_starts_afresh_on_every_run():
+    router = subagent_router(advisor_gate("weak", "strong"), target="weak")
+    requests = [_graded(1.0, 1.0, i) for i in range(3)]
+    first = _run(router, requests, _host(), concurrency=1)
+    assert _column(first, "evidence_advisor") == ["approve", "spent", "spent"]
+    again = _run(router, requests, _host(), concurrency=1)
+    pd.testing.assert_frame_equal(first.requests, again.requests)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({}, "got neither"),
+        ({"target": "weak", "gate": str.upper}, "not both"),
+        ({"target": "weak", "default": "weak"}, "default is for gate="),
+        ({"gate": str.upper}, "needs default="),
+        ({"gate": 3, "default": "weak"}, "gate must be a function"),
+        ({"target": "weak", "trigger": "user_turn"}, "not for sub-agents"),
+        ({"target": "weak", "trigger": "always"}, "trigger must be one of"),
+    ],
+)
+def test_subagent_router_options_are_checked(kwargs, match):
+    with pytest.raises((sy.ArgumentError, sy.ArgumentTypeError), match=match):
+        subagent_router(st.single("strong"), **kwargs)
+    with pytest.raises(sy.ArgumentTypeError, match="algorithm"):
+        subagent_router("strong", target="weak")
