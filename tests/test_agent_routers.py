@@ -528,3 +528,67 @@ def test_subagent_router_options_are_checked(kwargs, match):
         subagent_router(st.single("strong"), **kwargs)
     with pytest.raises(sy.ArgumentTypeError, match="algorithm"):
         subagent_router("strong", target="weak")
+
+
+# -- all three over synthetic coding-agent sessions -----------------------------------------------
+
+
+def _realistic() -> sy.SimHost:
+    return sy.SimHost(
+        {
+            "weak": sy.ModelProfile(price_in=0.2, price_out=0.8, quality=0.6),
+            "strong": sy.ModelProfile(price_in=3.0, price_out=15.0, quality=0.9),
+            "clf": sy.ModelProfile(price_in=0.1, price_out=0.4),
+        },
+        judge=sy.Judge(accuracy=0.8),
+    )
+
+
+def test_smoke_over_synthetic_sessions_the_counts_add_up():
+    sessions = sy.sessions.synthetic_sessions(20, seed=0)
+    # half of them as sub-agents of the other half
+    family = [
+        s if i % 2 == 0 else sy.Session(s.turns, id=s.id, parent=sessions[i - 1].id)
+        for i, s in enumerate(sessions)
+    ]
+    turns = sum(len(s.turns) for s in sessions)
+    host = _realistic()
+    gate = advisor_gate("weak", "strong", max_reviews=3, min_tool_results=3, stall_turns=30)
+    lineup = {
+        "every": task_classifier("weak", "strong", classifier="clf", window=6),
+        "session": task_classifier("weak", "strong", classifier="clf", trigger="new_session"),
+        "advisor": gate,
+        "family": subagent_router(
+            gate, gate=task_classifier("weak", "strong", classifier="clf"), default="weak"
+        ),
+    }
+    results = {name: _run(router, family, host, seed=0) for name, router in lineup.items()}
+    for result in results.values():
+        assert len(result.requests) == turns and set(result.requests["status"]) == {"ok"}
+
+    assert sum(_decision_calls(results["every"])) == turns
+    by_session = results["session"].requests.assign(calls=_decision_calls(results["session"]))
+    assert (by_session.groupby("session_id")["calls"].sum() == 1).all()
+
+    r = results["advisor"].requests.assign(calls=_decision_calls(results["advisor"]))
+    assert (r.groupby("session_id")["calls"].sum() <= 3).all()
+    assert (r["evidence_reviews"] <= 3).all()
+    reviewed = r["evidence_advisor"].isin(["approve", "redo", "fail_open"])
+    assert r["calls"].sum() == reviewed.sum() > 0
+    expected = r["evidence_advisor"].map({"quiet": 1, "approve": 2, "redo": 3, "spent": 1})
+    assert (r["n_attempts"] == expected + r["n_retries"] + r["n_fallbacks"]).all()
+    assert (r.loc[r["evidence_advisor"] == "redo", "served_model"] == "strong").all()
+
+    f = results["family"].requests.assign(calls=_decision_calls(results["family"]))
+    child = f["parent_session"].notna()
+    assert f.loc[child, "evidence_subagent"].isin(["gate"]).all()
+    assert f.loc[~child, "evidence_advisor"].notna().all()
+    assert (f.loc[child, "calls"] == 1).all()
+    parents_alone = _run(gate, family[::2], host, seed=0).requests
+    assert (
+        f.loc[~child, "served_model"].tolist() == parents_alone["served_model"].tolist()
+    )  # the parent's sessions route as they would alone
+
+    kernel = _run(gate, family, host, seed=0, engine="kernel")
+    on_asyncio = _run(gate, family, host, seed=0, engine="asyncio")
+    pd.testing.assert_frame_equal(kernel.attempts, on_asyncio.attempts)
