@@ -1,1 +1,1 @@
-""""""
+"""Routers for agent sessions, written after the seed system's."""
