@@ -4,6 +4,7 @@ intervals over sessions, and the two session plots."""
 
 from __future__ import annotations
 
+import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,6 +12,8 @@ import pytest
 import sykit as sy
 from sykit import strategies as st
 from sykit._metrics import bootstrap_mean_ci
+from sykit._viz import strategy_colors
+from sykit._viz.sessions import plot_session_cost_success, plot_session_timeline
 from sykit.sessions import TaskOutcomes, swebench_pro, synthetic_sessions
 from sykit.sessions._grounded import grounded_sessions
 from sykit.sessions._summary import CachePrices, session_frame, session_summary
@@ -432,3 +435,108 @@ def test_bad_input_is_refused_with_what_to_do():
     short = [sy.Session([sy.Request(x, metadata=planned) for x in "ab"], id="s")]
     with pytest.raises(sy.ArgumentError, match="sent 2 turns but its planned_turns is 1"):
         session_frame(_run(st.single("weak"), sessions=short))
+
+
+# -- plots -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def agg():
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    yield
+    plt.close("all")
+
+
+def _gids(ax, prefix: str) -> list[str]:
+    """The gids starting with ``prefix`` of everything drawn on ``ax``."""
+    artists = [*ax.patches, *ax.lines, *ax.collections, *ax.texts]
+    return [a.get_gid() for a in artists if str(a.get_gid()).startswith(prefix)]
+
+
+def _comparison() -> sy.Comparison:
+    lineup = {"strong": st.single("strong"), "weak": st.single("weak"), "alternate": alternate}
+    return sy.compare(lineup, _sessions(), host=_host(), seeds=[0, 1], progress=False)
+
+
+def test_cost_success_plot_draws_a_point_intervals_and_a_label_per_strategy(agg):
+    from matplotlib.colors import to_hex
+
+    cmp = _comparison()
+    ax = plot_session_cost_success(cmp, outcomes=OUTCOMES)
+    names = ["strong", "weak", "alternate"]
+    assert _gids(ax, "point:") == [f"point:{n}" for n in names]
+    assert sorted(_gids(ax, "label:")) == sorted(f"label:{n}" for n in names)
+    assert sorted(t.get_text() for t in ax.texts) == sorted(names)
+    colors = strategy_colors(names)
+    for line in ax.lines:
+        name = line.get_gid().split(":", 1)[1]
+        assert to_hex(line.get_color()) == colors[name]
+    summary = session_summary(cmp, outcomes=OUTCOMES)
+    # a success interval for every strategy; a cost interval where cost varies between sessions
+    assert sorted(_gids(ax, "ci:")) == sorted(f"ci:{n}" for n in names)
+    widths = summary["cost_per_session_ci_high"] - summary["cost_per_session_ci_low"]
+    assert len(_gids(ax, "cost_ci:")) == int(widths.notna().sum())
+    point = {line.get_gid(): line.get_xydata()[0] for line in ax.lines}
+    for row in summary.itertuples():
+        assert tuple(point[f"point:{row.strategy}"]) == (
+            row.cost_per_session_usd,
+            row.success_rate,
+        )
+    again = plot_session_cost_success(summary)
+    assert _gids(again, "point:") == _gids(ax, "point:")
+
+
+def test_cost_success_plot_needs_success_rates(agg):
+    with pytest.raises(sy.ArgumentError, match="outcomes="):
+        plot_session_cost_success(_comparison())
+    with pytest.raises(sy.ArgumentTypeError, match="session_summary"):
+        plot_session_cost_success([1, 2])
+    with pytest.raises(sy.ArgumentError, match="lacks"):
+        plot_session_cost_success(pd.DataFrame({"strategy": ["a"]}))
+
+
+def test_session_timeline_draws_turns_cache_switches(agg):
+    ax = plot_session_timeline(_with_cache(_run()), "s0")
+    assert _gids(ax, "turn:") == ["turn:0", "turn:1", "turn:2"]
+    assert _gids(ax, "cached:") == ["cached:2"]  # only turn 2 read from the cache
+    assert _gids(ax, "switch:") == ["switch:1", "switch:2"]
+    assert not _gids(ax, "failed") and not _gids(ax, "not_sent")
+    bars = {p.get_gid(): p for p in ax.patches}
+    assert bars["cached:2"].get_height() == 150
+    assert (bars["turn:2"].get_y(), bars["turn:2"].get_height()) == (150, 150)
+    assert bars["turn:1"].get_height() == 200 and bars["turn:1"].get_hatch() == "///"
+    assert bars["turn:0"].get_facecolor()[:3] != bars["turn:1"].get_facecolor()[:3]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == [
+        "weak",
+        "strong",
+        "model switch",
+        "prompt read from cache",
+        "prompt not cached (cold)",
+    ]
+    assert "3 of 3 turns answered" in ax.get_title(loc="left")
+
+
+def test_session_timeline_marks_the_failed_turn_and_the_turns_never_sent(agg):
+    ax = plot_session_timeline(_run(), "s3")
+    assert _gids(ax, "turn:") == ["turn:0"]
+    assert _gids(ax, "failed:") == ["failed:1"]
+    assert _gids(ax, "failed_marker:") == ["failed_marker:1"]
+    assert _gids(ax, "not_sent") == ["not_sent"]
+    assert ax.patches[0].get_hatch() is None  # no cache columns: no cold part to hatch
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["weak", "turn failed", "planned, not sent"]
+    assert "1 of 3 turns answered" in ax.get_title(loc="left")
+    assert "cache not recorded" in ax.get_title(loc="left")
+
+
+def test_session_timeline_refuses_what_it_cannot_draw(agg):
+    with pytest.raises(sy.ArgumentTypeError, match=r"cmp\.result"):
+        plot_session_timeline(_comparison(), "s0")
+    with pytest.raises(sy.ArgumentError, match="session 'nope' is not in this run"):
+        plot_session_timeline(_run(), "nope")
+    plain = sy.run(st.single("weak"), [sy.Request("a")], host=_host(), progress=False)
+    with pytest.raises(sy.ArgumentError, match="no session rows"):
+        plot_session_timeline(plain, "s0")
