@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .._errors import ArgumentError, ArgumentTypeError
+from .._health import shorten
 from .._results import Comparison, Result
 from ..sessions._outcome import TaskOutcomes
 from ..sessions._summary import CACHE_COLUMNS, _turns, session_summary
@@ -285,7 +286,7 @@ def plot_session_timeline(result: Result, session_id: Any, ax: Axes | None = Non
     of = f"{answered} of {planned if planned is not None else '?'} turns answered"
     note = "" if cache else "; cache not recorded"
     ax.set_title(
-        f"{result.strategy} · session {session_id!r}: {of}, "
+        f"{shorten(result.strategy, 40)} · session {shorten(repr(session_id), 48)}\n{of}, "
         f"{_usd(float(turns['cost_usd'].sum()))}{note}",
         fontsize=10,
         loc="left",
