@@ -326,6 +326,28 @@ def test_switch_cost_needs_prices_for_every_served_model():
         CachePrices(input=1.0, cache_read=-1.0)
 
 
+def test_a_comparison_of_runs_with_and_without_cache_columns_keeps_them_apart():
+    cmp = sy.Comparison([_with_cache(_run()), _run(st.single("weak"))])
+    frame = session_frame(cmp)
+    recorded = frame["strategy"] == "alternate"
+    assert frame.loc[recorded, "cache_hit_rate"].notna().all()
+    assert frame.loc[~recorded, "cache_hit_rate"].isna().all()
+    summary = session_summary(cmp).set_index("strategy")
+    assert summary.loc["alternate", "cache_hit_rate"] == (3 * 150) / (3 * 600 + 100)
+    assert np.isnan(summary.loc["single(weak)", "cache_hit_rate"])
+
+
+def test_a_sub_agent_session_is_a_row_of_its_own_naming_its_parent():
+    child = sy.Session(
+        [sy.Request("look up the API", input_tokens=50)], id="s0/search", parent="s0"
+    )
+    frame = session_frame(_run(st.single("weak"), sessions=[*_sessions()[:1], child]))
+    assert frame["session_id"].tolist() == ["s0", "s0/search"]
+    assert frame["parent_session"].isna().tolist() == [True, False]
+    assert frame["parent_session"].iloc[1] == "s0"
+    assert frame["turns"].tolist() == [3, 1]
+
+
 # -- the summary -----------------------------------------------------------------------------
 
 
