@@ -26,6 +26,7 @@ import pandas as pd
 from .._errors import ArgumentError, ArgumentTypeError
 from .._metrics import bootstrap_mean_ci
 from .._results import Comparison, Result
+from ._grounded import TASK_KEYS
 from ._outcome import TaskOutcomes
 
 __all__ = ["CACHE_COLUMNS", "CachePrices", "session_frame", "session_summary"]
@@ -34,7 +35,6 @@ __all__ = ["CACHE_COLUMNS", "CachePrices", "session_frame", "session_summary"]
 CACHE_COLUMNS = ("cached_input_tokens", "cache_write_tokens")
 
 _KEYS = ["strategy", "seed", "session_id"]
-_TASK_COLUMNS = ("task_id", "quadrant", "planned_turns")
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ def _turns(requests: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
             "cost_usd": rows["cost_usd"].to_numpy(dtype=float),
         }
     )
-    for column in ("parent_session", *_TASK_COLUMNS):
+    for column in ("parent_session", *TASK_KEYS):
         if column in rows.columns:
             turns[column] = rows[column].astype(object).to_numpy(dtype=object)
     turns = turns.merge(_served_tokens(attempts), on=["strategy", "seed", "request_id"], how="left")
@@ -290,7 +290,7 @@ def _fold(
 
 def _check_task_columns(turns: pd.DataFrame) -> None:
     """One task per session: every turn of a session names the same task, quadrant and length."""
-    for column in _TASK_COLUMNS:
+    for column in TASK_KEYS:
         if column not in turns.columns:
             continue
         values = [_shown(v) for v in turns[column].tolist()]
