@@ -1,0 +1,127 @@
+"""Synthetic coding-agent sessions grounded in real per-task results: one session per task.
+
+:func:`synthetic_sessions` gives sessions shaped like a real agent's calls, and
+:func:`~sykit.sessions.swebench_pro` says which tasks a strong and a weak run resolved. Judging a
+router by the tasks it gets done needs both at once: every session must name its task and the
+task's quadrant, so that :class:`~sykit.sessions.TaskOutcomes` can decide it after the run, and
+its planned length, so that a session that ended early (a failed turn) is known as such.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import pandas as pd
+
+from .._errors import ArgumentError, ArgumentTypeError
+from .._models import Request
+from .._rng import uniforms
+from .._session import Session, Turn
+from ._outcome import QUADRANTS
+from ._swebench import swebench_pro
+from ._synthetic import AgentTrace, _session, fit_openhands
+
+__all__ = ["TASK_KEYS", "grounded_sessions"]
+
+#: The metadata keys :func:`grounded_sessions` puts on every turn; they become columns of the
+#: requests frame, which is where :func:`~sykit.sessions.session_frame` reads them.
+TASK_KEYS = ("task_id", "quadrant", "planned_turns")
+
+
+def grounded_sessions(
+    tasks: pd.DataFrame | None = None,
+    *,
+    seed: int = 0,
+    n: int | None = None,
+    trace: AgentTrace | None = None,
+) -> list[Session]:
+    """One synthetic coding-agent session per task of ``tasks`` (a pair table such as
+    :func:`~sykit.sessions.swebench_pro`, its default), with the task's ``instance_id`` as the
+    session id.
+
+    Tasks are taken in a shuffle keyed by ``seed`` and each task's id (the same tasks come first
+    whatever the table's order); ``n`` keeps the first ``n``, so ``n=50`` is a prefix of
+    ``n=51``. Session ``i`` of the shuffle has the turns of ``synthetic_sessions(n, seed=seed,
+    trace=trace)[i]`` (sizes, pauses, tools), with the task's id in its task message. Every
+    turn's metadata also holds ``task_id`` (the instance id), ``quadrant`` and
+    ``planned_turns`` (the session's length as planned), so a run can be judged per task after
+    the fact: see :func:`~sykit.sessions.session_frame`.
+    """
+    if tasks is None:
+        tasks = swebench_pro()
+    ids, quadrants = _check_tasks(tasks)
+    if isinstance(seed, bool) or not isinstance(seed, Integral):
+        raise ArgumentTypeError(f"seed must be an int, got {type(seed).__name__}")
+    seed = int(seed)
+    if n is None:
+        n = len(ids)
+    elif isinstance(n, bool) or not isinstance(n, Integral):
+        raise ArgumentTypeError(f"n must be an int or None, got {type(n).__name__}")
+    elif not 1 <= n <= len(ids):
+        raise ArgumentError(f"n must be between 1 and the {len(ids)} tasks of the table, got {n}")
+    if trace is None:
+        trace = fit_openhands()
+    elif not isinstance(trace, AgentTrace):
+        raise ArgumentTypeError(f"trace must be an AgentTrace, got {type(trace).__name__}")
+    order = sorted(range(len(ids)), key=lambda i: uniforms(seed, "grounded-task", ids[i])[0])
+    sessions = []
+    for index, row in enumerate(order[:n]):
+        drawn = _session(trace, seed, index, ids[row])
+        task = {
+            "task_id": ids[row],
+            "quadrant": quadrants[row],
+            "planned_turns": len(drawn.turns),
+        }
+        sessions.append(Session([_with_task(turn, task) for turn in drawn.turns], id=ids[row]))
+    return sessions
+
+
+def _with_task(turn: Turn, task: dict[str, object]) -> Turn:
+    """``turn`` with the task's keys added to its metadata (turns are immutable: a copy)."""
+    request = turn.request
+    return Turn(
+        Request(
+            [dict(m) for m in request.messages],
+            tools=[dict(t) for t in request.tools],
+            input_tokens=request.input_tokens,
+            max_output_tokens=request.max_output_tokens,
+            metadata={**request.metadata, **task},
+        ),
+        gap_s=turn.gap_s,
+    )
+
+
+def _check_tasks(tasks: object) -> tuple[list[str], list[str]]:
+    """The tasks' ids and quadrants, checked: a frame with unique string ``instance_id`` values
+    and a known ``quadrant`` per row."""
+    if not isinstance(tasks, pd.DataFrame):
+        raise ArgumentTypeError(
+            f"tasks must be a DataFrame such as sy.sessions.swebench_pro(), got "
+            f"{type(tasks).__name__}"
+        )
+    missing = [c for c in ("instance_id", "quadrant") if c not in tasks.columns]
+    if missing:
+        raise ArgumentError(
+            f"tasks lacks the column(s) {missing}; it needs instance_id and quadrant, as "
+            "sy.sessions.swebench_pro() returns"
+        )
+    if tasks.empty:
+        raise ArgumentError("tasks has no rows; give at least one task")
+    ids = tasks["instance_id"].tolist()
+    quadrants = tasks["quadrant"].astype(object).tolist()
+    for i, (task, quadrant) in enumerate(zip(ids, quadrants, strict=True)):
+        if not isinstance(task, str) or not task:
+            raise ArgumentTypeError(
+                f"tasks row {i}: instance_id must be a non-empty str, got {task!r}"
+            )
+        if quadrant not in QUADRANTS:
+            raise ArgumentError(
+                f"tasks row {i} ({task!r}): quadrant {quadrant!r} is not one of "
+                f"{', '.join(QUADRANTS)}"
+            )
+    seen: set[str] = set()
+    for task in ids:
+        if task in seen:
+            raise ArgumentError(f"tasks has instance_id {task!r} more than once")
+        seen.add(task)
+    return ids, [str(q) for q in quadrants]
