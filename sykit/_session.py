@@ -171,8 +171,9 @@ def flatten_sessions(given: Sequence[Any]) -> tuple[list[Request], SessionPlan] 
 
 
 def _with(request: Request, request_id: Any, extra: Mapping[str, Any]) -> Request:
-    """``request`` with its id and more metadata (requests are immutable: a copy)."""
-    return Request(
+    """``request`` with its id and more metadata (requests are immutable: a copy), keeping the
+    ground truth a dataset attached to it (what the simulated host grades the turn with)."""
+    copy = Request(
         [dict(m) for m in request.messages],
         id=request_id,
         images=request.images,
@@ -181,3 +182,5 @@ def _with(request: Request, request_id: Any, extra: Mapping[str, Any]) -> Reques
         max_output_tokens=request.max_output_tokens,
         metadata={**request.metadata, **extra},
     )
+    truth = getattr(request, "_truth", None)
+    return copy if truth is None else copy.with_truth(truth)

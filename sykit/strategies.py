@@ -61,11 +61,13 @@ from ._vocab import CancelCause
 
 __all__ = [
     "SimulatedScore",
+    "advisor_gate",
     "affinity",
     "calibrate",
     "capability_aware",
     "cascade",
     "cheapest_good_enough",
+    "custom_classifier",
     "fallback_chain",
     "first_success",
     "hedge",
@@ -76,7 +78,10 @@ __all__ = [
     "simulated_score",
     "single",
     "speculative",
+    "stage_router",
     "stream_race",
+    "subagent_router",
+    "task_classifier",
     "threshold_router",
     "weighted_random",
 ]
@@ -666,3 +671,11 @@ def cheapest_good_enough(models: Sequence[str], *, threshold: float = 0.5) -> Al
         return await _serve_in_order(good + rest, request, driver)
 
     return _named(f"cheapest_good_enough({','.join(names)}@{threshold:g})", algorithm)
+
+
+# Routers for agent sessions (sykit/_agent), after the seed system's; imported last because they
+# build on the strategies above.
+from ._agent.advisor import advisor_gate  # noqa: E402
+from ._agent.classifier import custom_classifier, task_classifier  # noqa: E402
+from ._agent.stage import stage_router  # noqa: E402
+from ._agent.subagent import subagent_router  # noqa: E402

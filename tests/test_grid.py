@@ -612,7 +612,7 @@ def test_compare_on_workers_raises_a_failed_run():
     async def broken(request, driver):
         raise ValueError("no route")
 
-    with pytest.raises(sy.SykitError, match="failed.*'bad' seed 0.*no route"):
+    with pytest.raises(sy.SykitError, match=r"failed.*'bad' seed 0.*no route"):
         sy.compare(
             {"bad": broken, "ok": st.single("weak")},
             _requests(),

@@ -267,6 +267,18 @@ def _with_cache(result: sy.Result) -> sy.Result:
     )
 
 
+def _without_cache(result: sy.Result) -> sy.Result:
+    """The run's frames without cache columns (records from before hosts kept them)."""
+    attempts = result.attempts.drop(columns=["cached_input_tokens", "cache_write_tokens"])
+    return sy.Result(
+        result.strategy,
+        result.seed,
+        attempts=attempts,
+        requests=result.requests,
+        wall_s=result.wall_s,
+    )
+
+
 PRICES = {
     "weak": CachePrices(input=WEAK_IN, cache_read=0.1 * WEAK_IN),
     "strong": CachePrices(input=STRONG_IN, cache_read=0.1 * STRONG_IN, cache_write=12.5),
@@ -274,7 +286,7 @@ PRICES = {
 
 
 def test_cache_figures_are_nan_without_the_columns():
-    frame = session_frame(_run(), prices=PRICES)
+    frame = session_frame(_without_cache(_run()), prices=PRICES)
     for column in (
         "cached_input_tokens",
         "cache_write_tokens",
@@ -283,7 +295,7 @@ def test_cache_figures_are_nan_without_the_columns():
         "switch_cost_usd",
     ):
         assert frame[column].isna().all(), column
-    summary = session_summary(_run(), prices=PRICES)
+    summary = session_summary(_without_cache(_run()), prices=PRICES)
     assert np.isnan(summary.loc[0, "cache_hit_rate"])
     assert np.isnan(summary.loc[0, "switch_cost_per_session_usd"])
 
@@ -327,7 +339,7 @@ def test_switch_cost_needs_prices_for_every_served_model():
 
 
 def test_a_comparison_of_runs_with_and_without_cache_columns_keeps_them_apart():
-    cmp = sy.Comparison([_with_cache(_run()), _run(st.single("weak"))])
+    cmp = sy.Comparison([_with_cache(_run()), _without_cache(_run(st.single("weak")))])
     frame = session_frame(cmp)
     recorded = frame["strategy"] == "alternate"
     assert frame.loc[recorded, "cache_hit_rate"].notna().all()
@@ -542,7 +554,7 @@ def test_session_timeline_draws_turns_cache_switches(agg):
 
 
 def test_session_timeline_marks_the_failed_turn_and_the_turns_never_sent(agg):
-    ax = plot_session_timeline(_run(), "s3")
+    ax = plot_session_timeline(_without_cache(_run()), "s3")
     assert _gids(ax, "turn:") == ["turn:0"]
     assert _gids(ax, "failed:") == ["failed:1"]
     assert _gids(ax, "failed_marker:") == ["failed_marker:1"]
@@ -562,3 +574,17 @@ def test_session_timeline_refuses_what_it_cannot_draw(agg):
     plain = sy.run(st.single("weak"), [sy.Request("a")], host=_host(), progress=False)
     with pytest.raises(sy.ArgumentError, match="no session rows"):
         plot_session_timeline(plain, "s0")
+
+
+def test_prices_can_come_from_the_hosts_cache_profiles():
+    from sykit.sessions._summary import _check_prices
+
+    cache = sy.PromptCache(read_price=0.3, write_price=3.75)
+    host = sy.SimHost(
+        {
+            "a": sy.ModelProfile(price_in=3.0, cache=cache),
+            "b": sy.ModelProfile(price_in=1.0),
+        }
+    )
+    assert _check_prices(host) == {"a": CachePrices(3.0, 0.3, 3.75)}
+    assert _check_prices(host.profiles) == {"a": CachePrices(3.0, 0.3, 3.75)}

@@ -266,3 +266,14 @@ def test_affinity_outside_sessions_is_the_inner_strategy():
     assert a.requests["selected_model"].tolist() == b.requests["selected_model"].tolist()
     with pytest.raises(sy.ArgumentError, match="trigger"):
         st.affinity(inner, trigger="always")
+
+
+def test_a_turn_keeps_the_ground_truth_a_dataset_gave_its_request():
+    data = sy.datasets.load("mmlu_pro").sample(3, seed=0)
+    model = "gemini-1.5-flash-002"
+    host = sy.SimHost(sy.profiles.from_catalog([model]))
+    session = sy.Session(list(data), id="graded")
+    result = sy.run(st.single(model), [session], host=host, progress=False)
+    direct = sy.run(st.single(model), data, host=host, progress=False)
+    assert result.requests["quality"].tolist() == direct.requests["quality"].tolist()
+    assert result.requests["quality"].notna().all()

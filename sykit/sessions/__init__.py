@@ -4,12 +4,18 @@ logs, your own logs replayed, and whether a task succeeded given which models se
     sessions = sy.sessions.synthetic_sessions(200, seed=0)        # OpenHands-shaped sessions
     mine = sy.sessions.load_transcripts("logs/")                   # your agent's JSONL logs
     tasks = sy.sessions.swebench_pro()                             # SWE-bench Pro, strong vs weak
+    grounded = sy.sessions.grounded_sessions(tasks, n=200)          # a session per task
     outcomes = sy.sessions.TaskOutcomes({"strong": "strong", "weak": "weak"})
+    sy.sessions.session_summary(comparison, outcomes=outcomes)     # success, cost, cache per strategy
 
 ``sy.Session`` and ``sy.Turn`` (how sessions run: docs/sessions.md) are at the top level; this
-module holds what builds and judges them (docs/session-workloads.md, docs/session-outcomes.md).
+module holds what builds, judges and summarises them (docs/session-workloads.md,
+docs/session-outcomes.md, docs/session-summaries.md, docs/stage-router.md).
 """
 
+from .._agent.calibration import StageCalibration, calibrate_stage_router
+from .._viz.sessions import plot_session_cost_success, plot_session_timeline
+from ._grounded import grounded_sessions
 from ._outcome import (
     QUADRANTS,
     TIERS,
@@ -18,6 +24,7 @@ from ._outcome import (
     expected_success_rate,
     quadrant_of,
 )
+from ._summary import CachePrices, session_frame, session_summary
 from ._swebench import quadrant_counts, swebench_pro, swebench_pro_runs
 from ._synthetic import AgentTrace, fit_openhands, synthetic_sessions
 from ._transcripts import load_transcripts
@@ -26,13 +33,21 @@ __all__ = [
     "QUADRANTS",
     "TIERS",
     "AgentTrace",
+    "CachePrices",
+    "StageCalibration",
     "TaskOutcomes",
+    "calibrate_stage_router",
     "expected_success",
     "expected_success_rate",
     "fit_openhands",
+    "grounded_sessions",
     "load_transcripts",
+    "plot_session_cost_success",
+    "plot_session_timeline",
     "quadrant_counts",
     "quadrant_of",
+    "session_frame",
+    "session_summary",
     "swebench_pro",
     "swebench_pro_runs",
     "synthetic_sessions",
@@ -40,7 +55,15 @@ __all__ = [
 
 for _obj in (
     AgentTrace,
+    CachePrices,
+    StageCalibration,
     TaskOutcomes,
+    calibrate_stage_router,
+    grounded_sessions,
+    plot_session_cost_success,
+    plot_session_timeline,
+    session_frame,
+    session_summary,
     expected_success,
     expected_success_rate,
     fit_openhands,

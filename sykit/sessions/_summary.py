@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._config import ModelProfile
 from .._errors import ArgumentError, ArgumentTypeError
 from .._metrics import bootstrap_mean_ci
 from .._results import Comparison, Result
@@ -136,18 +137,32 @@ def _frames(given: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _check_prices(prices: Any) -> dict[str, CachePrices] | None:
+    """``prices`` as CachePrices per model: given so, or taken from a host's (or a mapping of)
+    ``ModelProfile``s with a ``sy.PromptCache`` (a model without one is left out)."""
     if prices is None:
         return None
+    profiles = getattr(prices, "profiles", None)
+    if isinstance(profiles, Mapping):
+        prices = profiles
     if not isinstance(prices, Mapping):
         raise ArgumentTypeError(
-            f"prices must map model names to sy.sessions.CachePrices, got {type(prices).__name__}"
+            "prices must map model names to sy.sessions.CachePrices (or be a host or its "
+            f"profiles), got {type(prices).__name__}"
         )
+    checked: dict[str, CachePrices] = {}
     for model, price in prices.items():
+        if isinstance(price, ModelProfile):
+            if price.cache is not None:
+                checked[str(model)] = CachePrices(
+                    price.price_in, price.cache.read_price, price.cache.write_price
+                )
+            continue
         if not isinstance(price, CachePrices):
             raise ArgumentTypeError(
                 f"prices[{model!r}] must be a CachePrices, got {type(price).__name__}"
             )
-    return {str(model): price for model, price in prices.items()}
+        checked[str(model)] = price
+    return checked
 
 
 def _turns(requests: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
