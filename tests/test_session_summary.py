@@ -586,5 +586,6 @@ def test_prices_can_come_from_the_hosts_cache_profiles():
             "b": sy.ModelProfile(price_in=1.0),
         }
     )
-    assert _check_prices(host) == {"a": CachePrices(3.0, 0.3, 3.75)}
-    assert _check_prices(host.profiles) == {"a": CachePrices(3.0, 0.3, 3.75)}
+    expected = {"a": CachePrices(3.0, 0.3, 3.75), "b": CachePrices(1.0, 1.0)}
+    assert _check_prices(host) == expected
+    assert _check_prices(host.profiles) == expected

@@ -138,7 +138,8 @@ def _frames(given: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def _check_prices(prices: Any) -> dict[str, CachePrices] | None:
     """``prices`` as CachePrices per model: given so, or taken from a host's (or a mapping of)
-    ``ModelProfile``s with a ``sy.PromptCache`` (a model without one is left out)."""
+    ``ModelProfile``s (a model without a ``sy.PromptCache`` reads at its input price: no
+    saving to lose by switching to it)."""
     if prices is None:
         return None
     profiles = getattr(prices, "profiles", None)
@@ -152,10 +153,12 @@ def _check_prices(prices: Any) -> dict[str, CachePrices] | None:
     checked: dict[str, CachePrices] = {}
     for model, price in prices.items():
         if isinstance(price, ModelProfile):
-            if price.cache is not None:
-                checked[str(model)] = CachePrices(
-                    price.price_in, price.cache.read_price, price.cache.write_price
-                )
+            cache = price.cache  # without one, a read costs what an uncached token does
+            checked[str(model)] = (
+                CachePrices(price.price_in, price.price_in)
+                if cache is None
+                else CachePrices(price.price_in, cache.read_price, cache.write_price)
+            )
             continue
         if not isinstance(price, CachePrices):
             raise ArgumentTypeError(
