@@ -22,7 +22,7 @@ from .._errors import ArgumentError, ArgumentTypeError
 from .._results import Comparison, Result
 from .._session import Session
 from ..sessions._outcome import QUADRANTS, TaskOutcomes, quadrant_of
-from .stage import pick_tier
+from .stage import default_tier, pick_tier
 from .tool_signals import DEFAULT_RECENT_WINDOW, ToolSemantics, tool_signals
 
 __all__ = ["DEFAULT_THRESHOLDS", "StageCalibration", "calibrate_stage_router"]
@@ -90,13 +90,7 @@ def calibrate_stage_router(
             f"capable_run and efficient_run were both served by {capable!r}; give a run of each "
             "model alone"
         )
-    if default is None:
-        default = efficient
-    elif default not in (capable, efficient):
-        raise ArgumentError(
-            f"default must be the capable model {capable!r} or the efficient model "
-            f"{efficient!r} (None: efficient), got {default!r}"
-        )
+    default = default_tier(default, capable, efficient)
     candidates = _thresholds(thresholds)
     semantics = ToolSemantics.of(tool_semantics)
     quadrant_of_task = _task_quadrants(tasks)

@@ -93,6 +93,18 @@ class StageState:
     tier: str | None = None
 
 
+def default_tier(default: str | None, capable: str, efficient: str) -> str:
+    """The model a turn goes to when nothing decides it: ``efficient`` unless told otherwise."""
+    if default is None:
+        return efficient
+    if default not in (capable, efficient):
+        raise ArgumentError(
+            f"default must be the capable model {capable!r} or the efficient model "
+            f"{efficient!r} (None: efficient), got {default!r}"
+        )
+    return default
+
+
 def stage_router(
     capable: str,
     efficient: str,
@@ -134,13 +146,7 @@ def stage_router(
     if capable == efficient:
         raise ArgumentError(f"capable and efficient are both {capable!r}; give two models")
     judge = None if judge is None else _model(judge, "judge")
-    if default is None:
-        default = efficient
-    elif default not in (capable, efficient):
-        raise ArgumentError(
-            f"default must be the capable model {capable!r} or the efficient model "
-            f"{efficient!r} (None: efficient), got {default!r}"
-        )
+    default = default_tier(default, capable, efficient)
     threshold = check_number(confidence_threshold, "confidence_threshold", high=1.0)
     if (
         isinstance(recent_turn_window, bool)
@@ -154,7 +160,7 @@ def stage_router(
         0.5 if base_threshold is None else check_number(base_threshold, "base_threshold", high=1.0)
     )
     semantics = ToolSemantics.of(tool_semantics)
-    default_tier = "capable" if default == capable else "efficient"
+    fallback_tier = "capable" if default == capable else "efficient"
     models = {"capable": capable, "efficient": efficient}
     question = _judge_question(efficient)
 
@@ -170,7 +176,7 @@ def stage_router(
             if verdict in TIERS:
                 tier, source = verdict, "llm-classifier"
             else:
-                tier, source = default_tier, "fall_open"
+                tier, source = fallback_tier, "fall_open"
         state = driver.session_state
         kept = state.get(STATE_KEY) if state is not None else None
         if not isinstance(kept, StageState):
