@@ -148,7 +148,7 @@ def test_empty_results_do_not_fill_the_window():
         ("bash", "ls -la", "read"),
         ("bash", "python -m pytest -x", "other"),
         ("bash", None, "other"),
-        ("execute_bash", "grep -rn todo src", "other"),  # not a shell tool of the vocabulary
+        ("execute_bash", "grep -rn todo src", "read"),  # OpenHands' shell tool
         ("str_replace_editor", None, "other"),
     ],
 )
@@ -175,10 +175,8 @@ def test_counts_cumulative_and_over_the_last_calls():
 
 
 def test_tool_semantics_extend_the_vocabulary():
-    semantics = {"observe": ["execute_bash"], "mutate": ["str_replace_editor"], "plan": ["think"]}
-    messages = convo(
-        tool("execute_bash", "ok"), tool("str_replace_editor", "ok"), tool("Think", "")
-    )
+    semantics = {"observe": ["run_query"], "mutate": ["apply_change"], "plan": ["think"]}
+    messages = convo(tool("run_query", "ok"), tool("apply_change", "ok"), tool("Think", ""))
     s = tool_signals(messages, tool_semantics=semantics)
     assert (s.recent_read_count, s.recent_write_count, s.recent_plan_count) == (1, 1, 1)
     with pytest.raises(sy.ArgumentError, match="cannot be reclassified"):
@@ -713,3 +711,20 @@ def test_calibration_errors_name_the_problem():
         calibrate_stage_router(sessions, capable_run, efficient_run, TASKS, task_key="other")
     with pytest.raises(sy.ArgumentError, match=r"thresholds must be numbers in \[0, 1\]"):
         calibrate_stage_router(sessions, capable_run, efficient_run, TASKS, thresholds=[1.5])
+
+
+@pytest.mark.parametrize(
+    ("name", "command", "category"),
+    [
+        ("execute_bash", "cat ./setup.py", "read"),
+        ("execute_bash", "cat > out.txt << 'eof'", "write"),
+        ("str_replace_editor", "view", "read"),
+        ("str_replace_editor", "create", "write"),
+        ("str_replace_editor", "str_replace", "edit"),
+        ("str_replace_editor", None, "other"),
+    ],
+)
+def test_openhands_tools_are_known(name, command, category):
+    from sykit._agent.tool_signals import classify_tool_call
+
+    assert classify_tool_call(name, command) == category

@@ -87,7 +87,19 @@ EDIT_TOOLS = frozenset(
 READ_TOOLS = frozenset({"read", "view", "read_file", "search_files"})
 PLAN_TOOLS = frozenset({"todowrite", "todo_write", "todo", "update_plan"})
 #: Tools whose ``command`` argument is classified by the shell patterns below.
-SHELL_TOOLS = frozenset({"bash", "shell_command", "shell", "local_shell_call", "terminal"})
+SHELL_TOOLS = frozenset(
+    {"bash", "shell_command", "shell", "local_shell_call", "terminal", "execute_bash"}
+)
+#: Editor tools whose ``command`` argument names the operation (OpenHands' and Anthropic's text
+#: editor, which the reference's vocabulary does not list): the operation → its category.
+EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool", "text_editor"})
+EDITOR_COMMANDS = {
+    "view": "read",
+    "create": "write",
+    "str_replace": "edit",
+    "insert": "edit",
+    "undo_edit": "edit",
+}
 
 # Checked in this order on the lower-cased command: redirection or a heredoc writes, an in-place
 # edit edits, an inspection reads; anything else is "other".
@@ -252,6 +264,8 @@ def classify_tool_call(
     ``"other"``. By name first; a shell tool by its (lower-cased) ``command``; then the added
     ``semantics``."""
     lower = name.lower()
+    if lower in EDITOR_TOOLS and command is not None and command.strip() in EDITOR_COMMANDS:
+        return EDITOR_COMMANDS[command.strip()]
     builtin = _builtin_category(lower)
     if builtin is not None and builtin != "shell":
         return builtin
