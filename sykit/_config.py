@@ -292,8 +292,10 @@ class RateLimit(_Replaceable):
 class PromptCache(_Replaceable):
     """A model's prompt cache (prices in USD per 1M tokens).
 
-    Within an agent session (:class:`sy.Session`), a prompt that starts with the prompt this
-    model saw on an earlier turn of the session reads that prefix from the cache at ``read_price``
+    Within a session — an agent session (:class:`sy.Session`), or any requests whose metadata
+    share a ``session_id``, such as ``sy.datasets.synthetic(sessions=k)``'s conversations — a
+    prompt that starts with the prompt this model saw on an earlier request of the session reads
+    that prefix from the cache at ``read_price``
     — if the entry is younger than ``ttl_s`` (a hit refreshes it) and at least ``min_tokens``
     long — and the rest is written at ``write_price`` (``None``: the plain input price, no
     surcharge, as OpenAI bills; Anthropic charges 1.25× for a 5-minute cache). The cache is per
