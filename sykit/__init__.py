@@ -18,6 +18,7 @@ from . import widgets as widgets
 from ._classify import FallbackReason as FallbackReason
 from ._classify import classify as classify
 from ._classify import fallback_reason as fallback_reason
+from ._config import ErrorFault as ErrorFault
 from ._config import Faults as Faults
 from ._config import Flapping as Flapping
 from ._config import HostPolicy as HostPolicy
@@ -109,6 +110,7 @@ __all__ = [
     "DecisionResponse",
     "Driver",
     "Empirical",
+    "ErrorFault",
     "Exponential",
     "FallbackReason",
     "Faults",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any, Literal
 
 from ._classify import FallbackReason
@@ -22,6 +22,7 @@ from ._dists import U_LOW, Distribution, LogNormal, as_distribution, check_numbe
 from ._errors import ArgumentError, ArgumentTypeError
 
 __all__ = [
+    "ErrorFault",
     "Faults",
     "Flapping",
     "HostPolicy",
@@ -144,6 +145,159 @@ RANDOM_FAULTS = (
 )
 
 
+#: The random faults drawn after ``RANDOM_FAULTS`` (then each of ``Faults.errors``), so that
+#: adding them leaves every draw of the faults above where it was.
+LATER_RANDOM_FAULTS = ("non_chat",)
+
+#: What an error status says when an ``ErrorFault`` gives no text: (message, type, code), in
+#: OpenAI's error shape. ``{model}`` is replaced by the model's name.
+ERROR_DEFAULTS: Mapping[int, tuple[str, str, str | None]] = {
+    400: (
+        "Invalid value for 'temperature': expected a number ≤ 2.",
+        "invalid_request_error",
+        "invalid_value",
+    ),
+    401: (
+        "Incorrect API key provided. You can find your API key at "
+        "https://platform.openai.com/account/api-keys.",
+        "invalid_request_error",
+        "invalid_api_key",
+    ),
+    402: (
+        "Insufficient credits: this request needs more credits than the account has left. Add "
+        "credits to continue.",
+        "insufficient_quota",
+        "insufficient_quota",
+    ),
+    403: (
+        "You are not allowed to sample from this model.",
+        "invalid_request_error",
+        "model_not_allowed",
+    ),
+    404: (
+        "The model `{model}` does not exist or you do not have access to it.",
+        "invalid_request_error",
+        "model_not_found",
+    ),
+    408: ("Request timed out.", "timeout_error", "request_timeout"),
+    413: (
+        "Request too large: the request body exceeds the maximum size this endpoint accepts.",
+        "invalid_request_error",
+        "request_too_large",
+    ),
+    422: (
+        "Unprocessable entity: 'messages' must be a non-empty list of role and content objects.",
+        "invalid_request_error",
+        "unprocessable_entity",
+    ),
+    429: ("Rate limit reached for requests.", "requests", "rate_limit_exceeded"),
+    500: ("The server had an error processing your request.", "server_error", None),
+    502: ("Bad gateway: the upstream server sent an invalid response.", "server_error", None),
+    503: ("The server is overloaded or not ready yet.", "server_error", None),
+    504: ("Gateway timeout: the upstream server did not answer in time.", "server_error", None),
+    529: ("Overloaded.", "overloaded_error", None),
+}
+
+#: A 400's default message by its code, where the code says what the 400 is about.
+_CODE_MESSAGES: Mapping[str, str] = {
+    "content_policy_violation": "Your request was rejected as a result of our safety system.",
+    "context_length_exceeded": (
+        "This model's maximum context length is 128000 tokens. However, your messages resulted "
+        "in 131072 tokens. Please reduce the length of the messages."
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ErrorFault(_Replaceable):
+    """A random fault that answers ``status`` (400–599) with an OpenAI-style error body, with
+    probability ``p`` per attempt: one entry of ``sy.Faults(errors=[...])``.
+
+    ``message``, ``type`` and ``code`` are the body's ``error`` fields; each left None takes the
+    status's realistic default (401 ``invalid_api_key``, 402 ``insufficient_quota``, 404
+    ``model_not_found``, 408 ``request_timeout``, 422 ``unprocessable_entity``, ...; a 400 with
+    ``code="content_policy_violation"`` or ``"context_length_exceeded"`` gets that code's wording).
+    ``{model}`` in a message is replaced by the model's name. ``retry_after_s`` sends a
+    ``Retry-After`` header. The answer is classified like any other (``sy.classify``): the text
+    decides what a 400 is.
+
+        sy.ErrorFault(401, 0.01)                                  # a revoked key, 1% of attempts
+        sy.ErrorFault(404, 0.05, message="No endpoints found for {model}.")
+        sy.ErrorFault.capability(0.1)                             # 400 "does not support image input"
+        sy.ErrorFault.policy(0.02), sy.ErrorFault.context_window(0.02)
+    """
+
+    status: int
+    p: float
+    _: KW_ONLY
+    message: str | None = None
+    type: str | None = None
+    code: str | None = None
+    retry_after_s: float | None = None
+
+    def __post_init__(self) -> None:
+        _http_status(self.status, "ErrorFault status", "400-599", lambda s: 400 <= s <= 599)
+        _probability(self.p, "ErrorFault p")
+        for name in ("message", "type", "code"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ArgumentTypeError(
+                    f"ErrorFault {name} must be a string or None, got {type(value).__name__} "
+                    f"{value!r:.40}"
+                )
+            if value == "":
+                raise ArgumentError(f"ErrorFault {name} must not be empty (None for the default)")
+        if self.retry_after_s is not None:
+            check_number(self.retry_after_s, "ErrorFault retry_after_s")
+
+    @classmethod
+    def policy(cls, p: float, **fields: Any) -> ErrorFault:
+        """A 400 ``content_policy_violation``: the request was refused by a safety system."""
+        return cls(400, p, **{"code": "content_policy_violation", **fields})
+
+    @classmethod
+    def capability(cls, p: float, **fields: Any) -> ErrorFault:
+        """A 400 saying the model does not support image input (a capability rejection)."""
+        return cls(400, p, **{"message": "{model} does not support image input.", **fields})
+
+    @classmethod
+    def context_window(cls, p: float, **fields: Any) -> ErrorFault:
+        """A 400 ``context_length_exceeded``: the request is longer than the model's window."""
+        return cls(400, p, **{"code": "context_length_exceeded", **fields})
+
+    def error(self, model: str) -> dict[str, Any]:
+        """The ``error`` object of the body, defaults filled in, for ``model``."""
+        default_message, default_type, default_code = ERROR_DEFAULTS.get(
+            self.status, _other_status(self.status)
+        )
+        code = self.code if self.code is not None else default_code
+        message = self.message
+        if message is None and self.status == 400:
+            message = _CODE_MESSAGES.get(code or "", default_message)
+        elif message is None:
+            message = default_message
+        return {
+            "message": message.replace("{model}", model),
+            "type": self.type if self.type is not None else default_type,
+            "param": None,
+            "code": code,
+        }
+
+    def body(self, model: str) -> dict[str, Any]:
+        """The JSON body the provider sends: ``{"error": {"message", "type", "param", "code"}}``."""
+        return {"error": self.error(model)}
+
+    def headers(self) -> dict[str, str]:
+        """The response headers: ``retry-after`` when ``retry_after_s`` is set."""
+        return {} if self.retry_after_s is None else {"retry-after": f"{self.retry_after_s:g}"}
+
+
+def _other_status(status: int) -> tuple[str, str, str | None]:
+    if status >= 500:
+        return "The server had an error processing your request.", "server_error", None
+    return f"The request was rejected (HTTP {status}).", "invalid_request_error", None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Faults(_Replaceable):
     """How a simulated target fails, beyond the structural 400s every profile has.
@@ -153,7 +307,12 @@ class Faults(_Replaceable):
     answer until the client deadline), ``policy`` (400 content_policy_violation), ``invalid``
     (plain 400), ``reset`` (the connection drops: a transport failure), ``cut_stream`` (the answer
     stops after two thirds of its tokens: a 502), ``malformed`` (a 200 whose body cannot be
-    parsed). ``spike_p``: with this probability the latency is multiplied by ``spike_factor``.
+    parsed), ``non_chat`` (a 200 whose body is valid JSON but not a chat completion, such as
+    ``{"object": "list", ...}``: an ``invalid_response``), and ``errors``, a list of
+    :class:`ErrorFault` (any status 400–599 with its OpenAI-style body and text: 401, 402, 404,
+    422, a 400 whose wording makes it a policy, capability or context-window rejection, ...). The
+    faults are drawn in that order from one keyed uniform, so adding a later one leaves the draws of
+    the earlier ones as they were. ``spike_p``: with this probability the latency is multiplied by ``spike_factor``.
     ``stall_p``: with this probability the answer pauses for ``stall_s`` seconds half-way through
     its tokens (a streamed reader sees the gap; the whole answer ends that much later).
     ``break_after_tokens`` moves a ``cut_stream`` or ``malformed`` fault: the answer breaks after
@@ -168,6 +327,7 @@ class Faults(_Replaceable):
         sy.Faults(rate_limit=0.05, retry_after_s=2.0)       # 5% of attempts get 429, Retry-After 2
         sy.Faults(fail_first=2, fail_first_status=500)      # the soak mock's "upstream_500" marker
         sy.Faults(outages=[(60, 120)], spike_p=0.01, spike_factor=20)
+        sy.Faults(errors=[sy.ErrorFault(401, 0.01), sy.ErrorFault.capability(0.05)], non_chat=0.01)
     """
 
     rate_limit: float = 0.0
@@ -180,6 +340,8 @@ class Faults(_Replaceable):
     reset: float = 0.0
     cut_stream: float = 0.0
     malformed: float = 0.0
+    non_chat: float = 0.0
+    errors: Sequence[ErrorFault] = ()
     spike_p: float = 0.0
     spike_factor: float = 10.0
     stall_p: float = 0.0
@@ -192,10 +354,29 @@ class Faults(_Replaceable):
 
     def __post_init__(self) -> None:
         total = 0.0  # kept as self.random_total, with self.scripted, for the host's fast path
-        for name in RANDOM_FAULTS:
+        for name in RANDOM_FAULTS + LATER_RANDOM_FAULTS:
             total += _probability(getattr(self, name), name)
+        if isinstance(self.errors, ErrorFault | str | bytes | Mapping):
+            raise ArgumentTypeError(
+                f"errors must be a list of sy.ErrorFault, got {type(self.errors).__name__} "
+                f"{self.errors!r:.60}"
+            )
+        if not isinstance(self.errors, Iterable):
+            raise ArgumentTypeError(
+                f"errors must be a list of sy.ErrorFault, got {type(self.errors).__name__}"
+            )
+        errors = tuple(self.errors)
+        for i, error in enumerate(errors):
+            if not isinstance(error, ErrorFault):
+                raise ArgumentTypeError(
+                    f"errors[{i}] must be a sy.ErrorFault(status, p), got "
+                    f"{type(error).__name__} {error!r:.40}"
+                )
+            total += error.p
+        object.__setattr__(self, "errors", errors)
         if total > 1.0 + 1e-12:
-            raise ArgumentError(f"{' + '.join(RANDOM_FAULTS)} must be ≤ 1, got {total:g}")
+            names = " + ".join(RANDOM_FAULTS + LATER_RANDOM_FAULTS)
+            raise ArgumentError(f"{names} + the errors' p must be ≤ 1, got {total:g}")
         if self.retry_after_s is not None:
             check_number(self.retry_after_s, "retry_after_s")
         _http_status(self.unavailable_status, "unavailable_status", "5xx, 403 or 408",

@@ -30,6 +30,8 @@ __all__ = [
     "decision_body",
     "format_rejection",
     "model_body",
+    "not_chat_body",
+    "not_chat_message",
 ]
 
 _CHARS_PER_TOKEN = 4
@@ -221,6 +223,21 @@ def _snippet(text: str) -> str:
     return repr(text if len(text) <= _SNIPPET else text[: _SNIPPET - 1] + "…")
 
 
+def not_chat_body(model: str) -> dict[str, Any]:
+    """A 200 body that is valid JSON but not a chat completion: a model list, as a gateway might
+    send from the wrong route (the fake provider's ``not-chat``, the simulated ``non_chat``)."""
+    return {"object": "list", "data": [{"id": model, "object": "model"}]}
+
+
+def not_chat_message(model: str) -> str:
+    """What :func:`completion_reply` says of :func:`not_chat_body` sent as JSON."""
+    return _not_chat(json.dumps(not_chat_body(model)))
+
+
+def _not_chat(text: str) -> str:
+    return f"the 2xx body is not a chat completion (no choices[0].message): {_snippet(text)}"
+
+
 def _invalid(message: str, model: str, status: int) -> Reply:
     return Reply(status, error=InvalidResponseError(message, model=model, http_status=status))
 
@@ -288,11 +305,7 @@ def completion_reply(
         return _invalid(f"the 2xx body is not valid JSON: {_snippet(text)}", model, status)
     message = _message(data)
     if message is None:
-        return _invalid(
-            f"the 2xx body is not a chat completion (no choices[0].message): {_snippet(text)}",
-            model,
-            status,
-        )
+        return _invalid(_not_chat(text), model, status)
     content = message.get("content")
     content = content if isinstance(content, str) else ""
     tool_text = _tool_arguments(message.get("tool_calls"))

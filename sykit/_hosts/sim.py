@@ -14,7 +14,14 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .._config import RANDOM_FAULTS, HostPolicy, Judge, ModelProfile, check_profiles
+from .._config import (
+    LATER_RANDOM_FAULTS,
+    RANDOM_FAULTS,
+    HostPolicy,
+    Judge,
+    ModelProfile,
+    check_profiles,
+)
 from .._errors import ArgumentTypeError, InvalidResponseError, ModelTimeout, UnavailableError
 from .._models import (
     Answer,
@@ -28,6 +35,7 @@ from .._models import (
 )
 from .._rng import HALF, SLOT, attempt_words, uniforms, unit
 from .._truth import TruthView
+from ._openai_wire import not_chat_message
 from .base import _NO_HEADERS, Attempt, Reply
 
 __all__ = ["SimHost"]
@@ -246,6 +254,15 @@ class _SimSession:
             )
         if not isinstance(failure, str):
             return self._error(profile, u, *failure)
+        if failure == "non_chat":
+            # A 200 answered at once with JSON that is not a chat completion: nothing generated.
+            return Reply(
+                200,
+                error=InvalidResponseError(
+                    not_chat_message(attempt.model), model=attempt.model, http_status=200
+                ),
+                after_s=profile.reject_delay_s.quantile(u[SLOT.TTFT]),  # type: ignore[union-attr]
+            )
         return self._answer(attempt, card, words, now, failure)
 
     @staticmethod
@@ -354,6 +371,14 @@ class _SimSession:
             x -= getattr(faults, name)
             if x < 0:
                 return self._fault(name, faults)
+        for name in LATER_RANDOM_FAULTS:  # after the others: their draws stay where they were
+            x -= getattr(faults, name)
+            if x < 0:
+                return name
+        for error in faults.errors:
+            x -= error.p
+            if x < 0:
+                return error.status, error.body(model), error.headers()
         return None
 
     def _fault(self, name: str, faults: Any) -> Any:

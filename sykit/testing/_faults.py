@@ -12,12 +12,14 @@ from collections.abc import Mapping
 
 from .._errors import ArgumentError, ArgumentTypeError
 
-__all__ = ["FAULTS", "STATUS_FAULT", "fault_of_name", "parse_fault"]
+__all__ = ["ERROR_FAULT", "FAULTS", "STATUS_FAULT", "fault_of_name", "parse_fault"]
 
 #: The built-in faults, by name: what the server does when a request selects one.
 FAULTS: Mapping[str, str] = {
     "fail-429": "429 rate_limit_exceeded with a Retry-After header",
     "fail-<status>": "that status (500, 502, 503, 403, ...) with an OpenAI-style error body",
+    "error-<status>": "that status (400-599) with the body of sy.ErrorFault(status): its "
+    "realistic message, type and code (401 invalid_api_key, 404 model_not_found, ...)",
     "reset": "reads the request, then resets the connection (TCP RST)",
     "no-response": "reads the request, then closes the connection without answering",
     "hang": "reads the request and never answers (until the client gives up)",
@@ -41,6 +43,11 @@ FAULTS: Mapping[str, str] = {
 _PLAIN_FAULTS = frozenset(k for k in FAULTS if "<" not in k)
 _SPEC = re.compile(r"^(?P<base>.+?)(?:-(?P<once>once)|-x(?P<times>\d+))?$")
 STATUS_FAULT = re.compile(r"^fail-(?P<status>[1-5]\d\d)$")
+ERROR_FAULT = re.compile(r"^error-(?P<status>[45]\d\d)$")
+
+
+def _known(name: str) -> bool:
+    return name in _PLAIN_FAULTS or bool(STATUS_FAULT.match(name) or ERROR_FAULT.match(name))
 
 
 def parse_fault(spec: str | None, what: str) -> tuple[str | None, int | None]:
@@ -50,12 +57,12 @@ def parse_fault(spec: str | None, what: str) -> tuple[str | None, int | None]:
     if not isinstance(spec, str) or not spec:
         raise ArgumentTypeError(f"{what} must be a fault name (str) or None, got {spec!r}")
     for candidate, times in _fault_candidates(spec):
-        if candidate in _PLAIN_FAULTS or STATUS_FAULT.match(candidate):
+        if _known(candidate):
             return candidate, times
     known = ", ".join(sorted(_PLAIN_FAULTS))
     raise ArgumentError(
-        f"{what}: unknown fault {spec!r}; known faults: {known}, fail-<status> "
-        "(each optionally with -once or -x<N>)"
+        f"{what}: unknown fault {spec!r}; known faults: {known}, fail-<status>, error-<status> "
+        "(each optionally with -once or -x<N>), or a sy.ErrorFault"
     )
 
 
@@ -70,6 +77,6 @@ def _fault_candidates(name: str) -> list[tuple[str, int | None]]:
 def fault_of_name(name: str) -> tuple[str | None, int | None]:
     """The fault a bare model name selects, or (None, None) for a healthy model."""
     for candidate, times in _fault_candidates(name):
-        if candidate in _PLAIN_FAULTS or STATUS_FAULT.match(candidate):
+        if _known(candidate):
             return candidate, times
     return None, None

@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._config import Flapping
+from .._config import ErrorFault, Flapping
 from .._dists import Distribution, as_distribution, check_number
 from .._errors import ArgumentError, ArgumentTypeError
-from ._faults import parse_fault
+from ._faults import ERROR_FAULT, parse_fault
 
 __all__ = ["FakeModel"]
 
@@ -26,7 +26,10 @@ class FakeModel:
     Latency follows the simulated host's rule: the first token after ``ttft_s``, then one token
     every ``1 / tokens_per_s`` s, the answer complete at ``ttft_s + output_tokens / tokens_per_s``.
     Each may be a number or a distribution (``sy.LogNormal(0.05, p95=0.2)``), drawn per request
-    from the provider's seed. ``fault`` is a name from :data:`FAULTS` (with ``-once`` / ``-x<N>``).
+    from the provider's seed. ``fault`` is a name from :data:`FAULTS` (with ``-once`` / ``-x<N>``),
+    or a :class:`sykit.ErrorFault`: that status with its body and headers, as a ``SimHost`` sends
+    it, for a share ``p`` of the requests (drawn per model and request number from the provider's
+    seed; ``p=1`` fails every one). ``error-<status>`` is ``ErrorFault(status, 1)``.
     A ``fail-<status>`` answer whose status is in ``retry_after_statuses`` carries
     ``Retry-After: retry_after_s`` (by default only a 429 does; add 503 or 529 to test a client
     against a provider that asks for a pause while it is overloaded). ``vision=False`` rejects images with a capability 400, ``context_window`` rejects longer
@@ -48,7 +51,7 @@ class FakeModel:
     ttft_s: float | Distribution = 0.01
     tokens_per_s: float | Distribution = 2000.0
     output_tokens: int | Distribution = 16
-    fault: str | None = None
+    fault: str | ErrorFault | None = None
     retry_after_s: float | None = 0.05
     retry_after_statuses: tuple[int, ...] = (429,)
     vision: bool = True
@@ -70,9 +73,18 @@ class FakeModel:
         object.__setattr__(
             self, "output_tokens", as_distribution(self.output_tokens, "output_tokens")
         )
-        fault, times = parse_fault(self.fault, "fault")
+        error = None
+        if isinstance(self.fault, ErrorFault):
+            error = self.fault
+            fault, times = f"error-{error.status}", None
+        else:
+            fault, times = parse_fault(self.fault, "fault")
+            named = ERROR_FAULT.match(fault or "")
+            if named:
+                error = ErrorFault(int(named["status"]), 1.0)
         object.__setattr__(self, "_fault", fault)
         object.__setattr__(self, "_fault_times", times)
+        object.__setattr__(self, "_error", error)
         if self.retry_after_s is not None and not (
             isinstance(self.retry_after_s, int | float) and self.retry_after_s >= 0
         ):

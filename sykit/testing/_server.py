@@ -16,12 +16,14 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from .._config import ErrorFault
 from .._errors import ArgumentError, ArgumentTypeError
+from .._hosts._openai_wire import not_chat_body
 from .._rng import uniforms
 from ._answers import complete, stream
 from ._chat import answer_pieces, error_body, format_rejection, rejection
 from ._connection import Close, Connection, Disconnected, send_json, send_raw
-from ._faults import STATUS_FAULT, fault_of_name
+from ._faults import ERROR_FAULT, STATUS_FAULT, fault_of_name
 from ._model import FakeModel
 from ._record import ServedRequest
 
@@ -352,6 +354,16 @@ class FakeProvider:
         keep_alive: bool,
         down: int | None = None,
     ) -> bool:
+        error = _error_fault(model, fault)
+        if error is not None:
+            if error.p >= 1.0 or uniforms(self.seed, "fake", name, n)[0] < error.p:
+                extra = {k.title(): v for k, v in error.headers().items()}
+                await send_json(
+                    conn, error.status, error.body(name), keep_alive=keep_alive, record=record,
+                    extra=extra,
+                )  # fmt: skip
+                return True
+            fault = record.fault = None  # this request is spared
         status_fault = STATUS_FAULT.match(fault or "")
         if status_fault:
             status = int(status_fault["status"])
@@ -383,8 +395,7 @@ class FakeProvider:
             await send_raw(conn, 200, text.encode(), keep_alive=keep_alive, record=record)
             return True
         if fault == "not-chat":
-            data = {"object": "list", "data": [{"id": name, "object": "model"}]}
-            await send_json(conn, 200, data, keep_alive=keep_alive, record=record)
+            await send_json(conn, 200, not_chat_body(name), keep_alive=keep_alive, record=record)
             return True
         u = uniforms(self.seed, "fake", name, n)
         ttft = self.slow_s if fault == "slow-first-token" else model.ttft_s.quantile(u[1])  # type: ignore[union-attr]
@@ -420,3 +431,14 @@ class FakeProvider:
         if model.retry_after_s is not None and status in model.retry_after_statuses:
             extra["Retry-After"] = f"{model.retry_after_s:g}"
         await send_json(conn, status, error, keep_alive=keep_alive, record=record, extra=extra)
+
+
+def _error_fault(model: FakeModel, fault: str | None) -> ErrorFault | None:
+    """The :class:`ErrorFault` a request meets: the model's own, or the one its name selects."""
+    match = ERROR_FAULT.match(fault or "")
+    if match is None:
+        return None
+    own = model._error  # type: ignore[attr-defined]
+    if own is not None and fault == model._fault:  # type: ignore[attr-defined]
+        return own  # type: ignore[no-any-return]
+    return ErrorFault(int(match["status"]), 1.0)
