@@ -160,8 +160,9 @@ class RunState:
         candidates: tuple[str, ...],
         phase: int,
         kind: int,
+        retries: int | None = None,
     ) -> Any:
-        return Call(serve_steps(self, state, request, candidates, phase, kind))
+        return Call(serve_steps(self, state, request, candidates, phase, kind, retries=retries))
 
     def _serve_on_asyncio(
         self,
@@ -170,8 +171,11 @@ class RunState:
         candidates: tuple[str, ...],
         phase: int,
         kind: int,
+        retries: int | None = None,
     ) -> Any:
-        return self.drive_on_asyncio(serve_steps(self, state, request, candidates, phase, kind))
+        return self.drive_on_asyncio(
+            serve_steps(self, state, request, candidates, phase, kind, retries=retries)
+        )
 
     def drive(self, steps: Generator[Any, Any, Any]) -> Any:
         """An awaitable that runs ``steps`` (a generator of traps) on this run's engine."""
@@ -222,9 +226,11 @@ def serve_steps(
     phase: int,
     kind: int,
     stream: bool = False,
+    retries: int | None = None,
 ) -> Generator[Any, Any, Any]:
     """Make one call over ``candidates``: the generator returns a Response/DecisionResponse or
     raises a ModelError, and yields ``(SLEEP, seconds)`` or ``(SEND, attempt)`` to wait.
+    ``retries`` replaces the policy's ``max_retries`` for this call (None: the policy's).
 
     With ``stream``, an attempt whose answer produces tokens ends the loop at its first token:
     the generator returns a :class:`StreamHead` and the stream takes the attempt from there
@@ -232,6 +238,7 @@ def serve_steps(
     policy = run.policy
     log = run.log
     clock = run.clock
+    retry_limit = run.retry_limit if retries is None else retries
     call = state.next_call()
     race = run.backend.current_race()  # of the task that runs the call, known once it starts
     race_code = -1 if race is None else race
@@ -318,7 +325,7 @@ def serve_steps(
             retryable = is_retryable(error)
             if retryable and policy.cooldown_s > 0:
                 run.cooling_until[model] = now + policy.cooldown_s
-            if retryable and retry < run.retry_limit:
+            if retryable and retry < retry_limit:
                 log.set_h(row, AttemptLog.RETRIED, 1)
                 state.n_retries += 1
                 try:
@@ -629,21 +636,43 @@ class Driver:
         return self._state.session_state
 
     @property
+    def seed(self) -> int:
+        """The run's seed (``sy.run(..., seed=...)``), for an algorithm's own keyed draws
+        (``sykit._rng.uniforms(driver.seed, driver.request_id, ...)``)."""
+        return self._state.run.seed
+
+    @property
     def request_id(self) -> Any:
         """The id of the request this driver serves."""
         return self._state.request_id
 
-    def call_model(self, request: Request, models: Sequence[str] | str) -> Awaitable[Response]:
+    def call_model(
+        self,
+        request: Request,
+        models: Sequence[str] | str,
+        *,
+        max_retries: int | None = None,
+    ) -> Awaitable[Response]:
         """Call a model in the routing phase: ``await`` it for the Response, or a ModelError.
 
         Only the first of ``models`` is tried unless the host policy has ``routing_fallback=True``.
-        With ``recover_errors=False`` a failure ends the request instead of raising here. Nothing
-        is sent until the call is awaited (or raced); a bad argument is reported at once.
+        ``max_retries`` (0–10) replaces the host policy's retries per target for this call only:
+        ``max_retries=0`` makes exactly one attempt per target, for an algorithm that owns its own
+        retry loop. With ``recover_errors=False`` a failure ends the request instead of raising
+        here. Nothing is sent until the call is awaited (or raced); a bad argument is reported at
+        once.
         """
         state = self._state
         run = state.run
         candidates = self._candidates(request, models, "call_model")
-        call = run.serve(state, request, candidates, _ROUTING, _MODEL)
+        if max_retries is not None:
+            if isinstance(max_retries, bool) or not isinstance(max_retries, int):
+                raise ArgumentTypeError(
+                    f"max_retries must be an int or None, got {type(max_retries).__name__}"
+                )
+            if not 0 <= max_retries <= 10:
+                raise ArgumentError(f"max_retries must be in [0, 10], got {max_retries}")
+        call = run.serve(state, request, candidates, _ROUTING, _MODEL, max_retries)
         if not run.policy.recover_errors:
             return _failing_the_request(state, call)
         return call
