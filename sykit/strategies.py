@@ -30,15 +30,16 @@ A strategy object with state across requests (``hedge(after="p95")``, ``litellm_
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
-from collections import deque
+import warnings
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from statistics import NormalDist
 from typing import Any
 
 from ._dists import check_number
 from ._driver import Driver
-from ._errors import ArgumentError, ArgumentTypeError, ModelError, UnavailableError
+from ._errors import ArgumentError, ArgumentTypeError, ModelError, RateLimitError
 from ._inputs import as_algorithm
 from ._models import (
     Boolean,
@@ -464,79 +465,389 @@ def capability_aware(
     return _named("capability_aware(" + ",".join(names) + ")", algorithm)
 
 
-_LITELLM_FALLBACK_KINDS = frozenset(
-    {"rate_limit", "unavailable", "timeout", "context_window", "policy", "invalid_response"}
-)
-_LITELLM_COOLDOWN_KINDS = frozenset({"rate_limit", "unavailable", "timeout"})
+#: What LiteLLM 1.110.2 does without being told (read in its installed source).
+LITELLM_VERSION = "1.110.2"
+_LITELLM_BACKOFF_S = 0.5  # the first wait; doubled per retry
+_LITELLM_BACKOFF_MAX_S = 8.0
+_LITELLM_JITTER_S = 0.75  # plus U(0, 1) times this
+_LITELLM_RETRY_AFTER_MAX_S = 60.0
+_LITELLM_MAX_FALLBACKS = 5
+_LITELLM_MIN_REQUESTS = 5  # for the failure-rate cooldown of groups without allowed_fails
+_LITELLM_RETRY_AFTER = ("integer", "any", "ignore")
+
+
+def _litellm_status(error: ModelError) -> int | None:
+    """The HTTP status LiteLLM would see: a timeout is its 408, a transport failure and a 2xx
+    it cannot read (malformed, not a chat completion) its InternalServerError, 500."""
+    if error.http_status is not None and not 200 <= error.http_status < 300:
+        return error.http_status
+    if error.kind == "timeout":
+        return 408
+    if error.kind in ("unavailable", "invalid_response"):
+        return 500
+    return None
+
+
+def _litellm_retried(status: int | None) -> bool:
+    return status is not None and (status in (408, 429) or status >= 500)
+
+
+def _litellm_cools(status: int | None) -> bool:
+    return status is not None and (status in (401, 402, 404, 408, 429) or status >= 500)
 
 
 class _LiteLLMLike:
-    """A gateway baseline in the manner of LiteLLM's Router: ordered deployments, fallbacks on rate
-    limits, server errors, timeouts, context-window and content-policy errors (not on other 400s),
-    and a deployment cooled down for ``cooldown_s`` once it fails ``allowed_fails`` times within
-    ``window_s``. Retries within a deployment are left to the host's policy (the client SDK)."""
+    """A gateway baseline that reproduces LiteLLM's Router (litellm 1.110.2) on sykit's hosts.
+
+    Requests go to the first model group; a group is one or more deployments (model names), one
+    picked at random (a keyed draw) among those not cooling down. The rules, as measured against
+    sykit's FakeProvider and read in LiteLLM's source:
+
+    * **Retries** (``num_retries=2``: 3 attempts in all) for 408, 429, 5xx, timeouts, transport
+      failures and 2xx bodies that are not a chat completion (LiteLLM's InternalServerError). After
+      *every* failed attempt, the last one included, it waits ``0.5·2ⁿ`` s (capped at 8 s) plus
+      ``0.75·U`` s of jitter, so a target that always fails is left for its fallback after a fourth
+      wait (a 503 every time: at about 3.6–5.9 s instead of at once). Other 4xx are not retried.
+    * **Retry-After** replaces that wait only when it is a whole number of seconds in [0, 60]
+      (``retry_after="integer"``): a 429 with ``Retry-After: 0.5`` gets the backoff. ``"any"``
+      honours fractions too, ``"ignore"`` never uses it. No wait at all when another deployment
+      of the group is healthy: the retry goes there.
+    * **Fallbacks** catch every error class (a 400 such as "does not support image input", 401,
+      404, 422, ...): the group's ``fallbacks`` are tried in order, each with its own retries, and
+      their own fallbacks in turn, at most 5 deep. A context-window error uses
+      ``context_window_fallbacks`` and a content-policy error ``content_policy_fallbacks`` when
+      they name the group, the ordinary fallbacks otherwise.
+    * **Cooldown** for statuses 429, 401, 402, 404, 408 and 5xx (a timeout counts as 408, a
+      transport failure or unusable 2xx as 500). Every failed attempt counts, retries included.
+      With ``allowed_fails`` a deployment cools once its failures *exceed* it (the 4th failure
+      with ``allowed_fails=3``), for ``cooldown_time`` (5 s); the count's window is fixed,
+      expiring ``cooldown_time`` after its first failure. Without ``allowed_fails``, only a group
+      of several deployments cools one down: on a 429, or on more than 50 % failures over at least
+      5 requests in the current minute. A group of one deployment and no fallbacks is never cooled.
+      A cooldown lasts the honoured Retry-After when the error sent one.
+    * A cooled deployment is skipped: a retry under way for a group with no healthy deployment goes
+      straight to the fallbacks, and a new request for it fails over with no call made.
+
+    It owns its retry loop: every attempt is ``driver.call_model(request, [model],
+    max_retries=0)``, which overrides the host's ``HostPolicy.max_retries`` for that one call, so
+    it behaves the same on any host (no need to build one with ``max_retries=0``, and nothing to
+    refuse). The host's ``timeout_s`` still bounds each attempt. It needs ``recover_errors=True``
+    (the default) to see its calls' errors. Jitter and deployment picks are keyed draws
+    (``uniforms(driver.seed, "litellm_like", request id, n)``), so a run is the same for a seed.
+
+    Not modelled: LiteLLM's per-minute rpm/tpm routing strategies, retry policies per error class,
+    and retries on other 4xx when a group has several deployments.
+    """
 
     def __init__(
-        self, models: list[str], allowed_fails: int, cooldown_s: float, window_s: float
+        self,
+        groups: dict[str, tuple[str, ...]],
+        fallbacks: dict[str, tuple[str, ...]],
+        context_window_fallbacks: dict[str, tuple[str, ...]],
+        content_policy_fallbacks: dict[str, tuple[str, ...]],
+        *,
+        num_retries: int,
+        allowed_fails: int | None,
+        cooldown_time: float,
+        retry_after: str,
+        max_fallbacks: int,
+        name: str,
     ) -> None:
-        self.models = models
+        self.groups = groups
+        self.first = next(iter(groups))
+        self.fallbacks = fallbacks
+        self.context_window_fallbacks = context_window_fallbacks
+        self.content_policy_fallbacks = content_policy_fallbacks
+        self.num_retries = num_retries
         self.allowed_fails = allowed_fails
-        self.cooldown_s = cooldown_s
-        self.window_s = window_s
-        self.name = "litellm_like(" + ">".join(models) + ")"
+        self.cooldown_time = cooldown_time
+        self.retry_after = retry_after
+        self.max_fallbacks = max_fallbacks
+        self.name = name
+        self.models = [m for deployments in groups.values() for m in deployments]
         self.start_run()
 
     def start_run(self) -> None:
-        self.failures: dict[str, deque[float]] = {m: deque() for m in self.models}
         self.cooled_until: dict[str, float] = {}
+        self.fail_counts: dict[str, tuple[int, float]] = {}  # model -> (count, expires at)
+        self.minute: dict[str, list[int]] = {}  # model -> [minute, successes, failures]
 
-    def _fail(self, model: str, now: float) -> None:
-        window = self.failures[model]
-        window.append(now)
-        while window and window[0] < now - self.window_s:
-            window.popleft()
-        if len(window) >= self.allowed_fails:
-            self.cooled_until[model] = now + self.cooldown_s
-            window.clear()
+    # -- cooldown ----------------------------------------------------------------------------------
+    def _healthy(self, group: str, now: float) -> list[str]:
+        cooled = self.cooled_until
+        return [m for m in self.groups[group] if cooled.get(m, -math.inf) <= now]
 
+    def _has_fallbacks(self, group: str) -> bool:
+        return any(
+            table.get(group)
+            for table in (
+                self.fallbacks,
+                self.context_window_fallbacks,
+                self.content_policy_fallbacks,
+            )
+        )
+
+    def _count(self, model: str, now: float, failed: bool) -> tuple[int, int]:
+        minute = int(now // 60.0)
+        stats = self.minute.get(model)
+        if stats is None or stats[0] != minute:
+            stats = self.minute[model] = [minute, 0, 0]
+        stats[2 if failed else 1] += 1
+        return stats[1], stats[2]
+
+    def _failed(self, group: str, model: str, error: ModelError, now: float) -> None:
+        successes, failures = self._count(model, now, True)
+        status = _litellm_status(error)
+        if not _litellm_cools(status):
+            return
+        several = len(self.groups[group]) > 1
+        if self.allowed_fails is not None:
+            if not several and not self._has_fallbacks(group):
+                return  # a lone deployment with nowhere to go is never cooled
+            count, expires = self.fail_counts.get(model, (0, -math.inf))
+            if now >= expires:
+                count, expires = 0, now + self.cooldown_time  # the window starts at a first failure
+            if count + 1 <= self.allowed_fails:
+                self.fail_counts[model] = (count + 1, expires)
+                return
+        elif not several or not (
+            status == 429
+            or (successes + failures >= _LITELLM_MIN_REQUESTS and failures > successes)
+        ):
+            return
+        honoured = self._honoured_retry_after(error)
+        self.cooled_until[model] = now + (self.cooldown_time if honoured is None else honoured)
+
+    # -- waiting -----------------------------------------------------------------------------------
+    def _honoured_retry_after(self, error: ModelError) -> float | None:
+        value = getattr(error, "retry_after_s", None)
+        if value is None or self.retry_after == "ignore":
+            return None
+        if not 0 <= value <= _LITELLM_RETRY_AFTER_MAX_S:
+            return None
+        if self.retry_after == "integer" and not float(value).is_integer():
+            return None  # LiteLLM reads the header with int(): "0.5" is ignored
+        return float(value)
+
+    def _wait_s(self, error: ModelError, retry: int, jitter: float) -> float:
+        honoured = self._honoured_retry_after(error)
+        if honoured is not None:
+            return honoured
+        backoff = min(_LITELLM_BACKOFF_S * 2.0**retry, _LITELLM_BACKOFF_MAX_S)
+        return backoff + _LITELLM_JITTER_S * jitter
+
+    # -- serving -----------------------------------------------------------------------------------
     async def route(self, request: Request, driver: Driver) -> Outcome:
-        now = driver.now()
-        available = [m for m in self.models if self.cooled_until.get(m, -math.inf) <= now]
-        if not available:
-            raise UnavailableError("no deployments available: every model is cooling down")
-        last_error: ModelError | None = None
-        for index, model in enumerate(available):
+        draws = _Draws(driver.seed, driver.request_id)
+        fallbacks = [0]
+        try:
+            return await self._serve_group(request, driver, self.first, 0, draws, fallbacks)
+        finally:
+            if fallbacks[0]:
+                driver.evidence(fallbacks=fallbacks[0])
+
+    async def _serve_group(
+        self,
+        request: Request,
+        driver: Driver,
+        group: str,
+        depth: int,
+        draws: _Draws,
+        fallbacks: list[int],
+    ) -> Outcome:
+        try:
+            return await self._with_retries(request, driver, group, draws)
+        except ModelError as error:
+            table = self.fallbacks
+            if error.kind == "context_window" and group in self.context_window_fallbacks:
+                table = self.context_window_fallbacks
+            elif error.kind == "policy" and group in self.content_policy_fallbacks:
+                table = self.content_policy_fallbacks
+            chain = table.get(group, ())
+            if not chain or depth >= self.max_fallbacks:
+                raise
+            last = error
+            for next_group in chain:
+                if next_group == group:
+                    continue
+                fallbacks[0] += 1
+                try:
+                    return await self._serve_group(
+                        request, driver, next_group, depth + 1, draws, fallbacks
+                    )
+                except ModelError as fallback_error:
+                    last = fallback_error
+            raise last from None
+
+    async def _with_retries(
+        self, request: Request, driver: Driver, group: str, draws: _Draws
+    ) -> Outcome:
+        last: ModelError | None = None
+        for retry in range(self.num_retries + 1):
+            healthy = self._healthy(group, driver.now())
+            if not healthy:
+                if last is not None:
+                    raise last
+                raise RateLimitError(
+                    f"No deployments available for selected model group {group!r}: every "
+                    "deployment is cooling down",
+                    model=group,
+                )
+            model = healthy[0] if len(healthy) == 1 else healthy[int(draws.next() * len(healthy))]
             try:
-                response = await driver.call_model(request, [model])
+                response = await driver.call_model(request, [model], max_retries=0)
             except ModelError as error:
-                if error.kind in _LITELLM_COOLDOWN_KINDS:
-                    self._fail(model, driver.now())
-                if error.kind not in _LITELLM_FALLBACK_KINDS:
+                now = driver.now()
+                self._failed(group, model, error, now)
+                if self.num_retries == 0 or not _litellm_retried(_litellm_status(error)):
                     raise
-                last_error = error
-                driver.evidence(fallbacks=index + 1)
+                healthy = self._healthy(group, now)
+                if not healthy:
+                    raise  # cooled: straight to the fallbacks
+                if any(m != model for m in healthy):
+                    wait = 0.0  # a healthy sibling takes the retry at once
+                else:
+                    wait = self._wait_s(error, retry, draws.next())
+                await driver.sleep(wait)
+                last = error
                 continue
+            self._count(model, driver.now(), False)
             return answered(model, response)
-        assert last_error is not None
-        raise last_error
+        assert last is not None
+        raise last
+
+
+class _Draws:
+    """One request's keyed uniforms, in the order the router asks for them."""
+
+    __slots__ = ("key", "n")
+
+    def __init__(self, seed: int, request_id: Any) -> None:
+        self.key = (seed, "litellm_like", request_id)
+        self.n = 0
+
+    def next(self) -> float:
+        n = self.n
+        self.n = n + 1
+        return uniforms(*self.key, n)[0]
+
+
+GroupSpec = Mapping[str, Sequence[str] | str] | Sequence[str] | str
+FallbackSpec = Mapping[str, Sequence[str] | str] | Sequence[Any]
+
+
+def _group_table(
+    value: FallbackSpec | None, groups: Mapping[str, Any], what: str
+) -> dict[str, tuple[str, ...]]:
+    """group -> fallback groups, from a mapping, LiteLLM's list of one-key dicts, or a list of
+    groups (each falls back to the next)."""
+    if value is None:
+        return {}
+    table: dict[str, tuple[str, ...]] = {}
+    if isinstance(value, str):
+        raise ArgumentTypeError(f"{what} must be a dict or a list of groups, got a str {value!r}")
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, Sequence) and all(isinstance(v, Mapping) for v in value):
+        items = [item for entry in value for item in entry.items()]
+    elif isinstance(value, Sequence):
+        order = _models(list(value), what) if value else []
+        items = [(a, [b]) for a, b in itertools.pairwise(order)]
+    else:
+        raise ArgumentTypeError(f"{what} must be a dict or a list of groups, got {value!r}")
+    for group, targets in items:
+        names = _models(targets, f"{what}[{group!r}]") if targets else []
+        for name in [group, *names]:
+            if name not in groups:
+                raise ArgumentError(f"{what}: unknown group {name!r}; the groups: {list(groups)}")
+        table[group] = table.get(group, ()) + tuple(names)
+    return table
 
 
 def litellm_like(
-    models: Sequence[str],
+    models_or_groups: GroupSpec,
     *,
-    allowed_fails: int = 3,
-    cooldown_s: float = 5.0,
-    window_s: float = 60.0,
+    num_retries: int = 2,
+    fallbacks: FallbackSpec | None = None,
+    context_window_fallbacks: FallbackSpec | None = None,
+    content_policy_fallbacks: FallbackSpec | None = None,
+    allowed_fails: int | None = None,
+    cooldown_time: float = 5.0,
+    retry_after: str = "integer",
+    max_fallbacks: int = _LITELLM_MAX_FALLBACKS,
+    cooldown_s: float | None = None,
+    window_s: float | None = None,
 ) -> Any:
-    """A LiteLLM-Router-like baseline (see :class:`_LiteLLMLike`): fallbacks across ``models`` and
-    deployment cooldowns, done by the algorithm itself in the routing phase."""
-    names = _models(models, "litellm_like()")
-    if isinstance(allowed_fails, bool) or not isinstance(allowed_fails, int) or allowed_fails < 1:
-        raise ArgumentError(f"allowed_fails must be an int ≥ 1, got {allowed_fails!r}")
-    for name, value in (("cooldown_s", cooldown_s), ("window_s", window_s)):
-        if not isinstance(value, int | float) or value < 0:
-            raise ArgumentError(f"{name} must be a number ≥ 0, got {value!r}")
-    return _LiteLLMLike(names, allowed_fails, float(cooldown_s), float(window_s))
+    """LiteLLM's Router (litellm 1.110.2) as a strategy, with LiteLLM's own setting names; the
+    rules it follows are listed on :class:`_LiteLLMLike`.
+
+    ``models_or_groups`` is a list of model names (each a group of one deployment) or a dict
+    ``group -> [model, ...]`` (deployments picked at random among the healthy ones). Requests go to
+    the first group. ``fallbacks`` maps a group to the groups it falls back to, in order (a list of
+    groups means each falls back to the next; LiteLLM's ``[{"a": ["b"]}]`` works too); None means
+    the groups in the order given, ``{}`` none. ``context_window_fallbacks`` and
+    ``content_policy_fallbacks`` take the same forms and are used for those errors only.
+
+        sy.strategies.litellm_like(["small", "large"])              # small, then large
+        sy.strategies.litellm_like(
+            {"gpt": ["gpt-a", "gpt-b"], "claude": ["claude"]},
+            fallbacks={"gpt": ["claude"]}, allowed_fails=3, cooldown_time=10,
+        )
+
+    ``cooldown_s`` is the former name of ``cooldown_time``; ``window_s`` is no longer used (the
+    failure count's window is ``cooldown_time``, as in LiteLLM).
+    """
+    if isinstance(models_or_groups, Mapping):
+        groups = {}
+        for group, deployments in models_or_groups.items():
+            if not isinstance(group, str) or not group:
+                raise ArgumentError(f"group names must be non-empty strings, got {group!r}")
+            groups[group] = tuple(_models(deployments, f"litellm_like() group {group!r}"))
+        if not groups:
+            raise ArgumentError("litellm_like() needs at least one group")
+    else:
+        groups = {m: (m,) for m in _models(models_or_groups, "litellm_like()")}
+    if cooldown_s is not None or window_s is not None:
+        warnings.warn(
+            "litellm_like(cooldown_s=, window_s=) are the former settings: use cooldown_time= "
+            "(window_s is no longer used)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if cooldown_s is not None:
+            cooldown_time = cooldown_s
+    for name, number in (("num_retries", num_retries), ("max_fallbacks", max_fallbacks)):
+        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+            raise ArgumentError(f"{name} must be an int ≥ 0, got {number!r}")
+    if num_retries > 10:
+        raise ArgumentError(f"num_retries must be at most 10, got {num_retries}")
+    if allowed_fails is not None and (
+        isinstance(allowed_fails, bool) or not isinstance(allowed_fails, int) or allowed_fails < 0
+    ):
+        raise ArgumentError(f"allowed_fails must be None or an int ≥ 0, got {allowed_fails!r}")
+    cooldown_time = check_number(cooldown_time, "cooldown_time")
+    if retry_after not in _LITELLM_RETRY_AFTER:
+        raise ArgumentError(
+            f"retry_after must be one of {list(_LITELLM_RETRY_AFTER)}, got {retry_after!r}"
+        )
+    regular = _group_table(list(groups) if fallbacks is None else fallbacks, groups, "fallbacks")
+    name = (
+        "litellm_like("
+        + ">".join(g if groups[g] == (g,) else f"{g}[{','.join(groups[g])}]" for g in groups)
+        + ")"
+    )
+    return _LiteLLMLike(
+        groups,
+        regular,
+        _group_table(context_window_fallbacks, groups, "context_window_fallbacks"),
+        _group_table(content_policy_fallbacks, groups, "content_policy_fallbacks"),
+        num_retries=num_retries,
+        allowed_fails=allowed_fails,
+        cooldown_time=float(cooldown_time),
+        retry_after=retry_after,
+        max_fallbacks=max_fallbacks,
+        name=name,
+    )
 
 
 def _serve_in_order(ranked: list[str], request: Request, driver: Driver) -> Any:
