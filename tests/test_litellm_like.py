@@ -1,0 +1,352 @@
+"""sy.strategies.litellm_like against the rules measured on LiteLLM 1.110.2's Router.
+
+Every host here has constant latencies (a rejection takes 0.05 s, an answer 0.25 s + 10 tokens at
+100 tokens/s), so the only randomness in the times is the router's own jitter: a wait after a
+failed attempt is ``0.5·2ⁿ`` s plus ``0.75·U``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import warnings
+
+import pandas.testing as pdt
+import pytest
+
+import sykit as sy
+from tests.helpers import constant_profile
+
+st = sy.strategies
+REJECT_S = 0.05  # how long a simulated rejection takes
+JITTER = 0.75
+
+
+def profile(faults: sy.Faults | None = None) -> sy.ModelProfile:
+    return constant_profile(0.25, 10, 100.0, faults=faults or sy.Faults())
+
+
+def host(policy: sy.HostPolicy | None = None, **faults: sy.Faults | None) -> sy.SimHost:
+    models = {name: profile(f) for name, f in faults.items()}
+    models.setdefault("ok", profile())
+    return sy.SimHost(models, policy=policy or sy.HostPolicy())
+
+
+def attempts(result: sy.Result) -> list[tuple[str, int, float, float]]:
+    """(model, http_status, start, end) of every attempt, in start order."""
+    frame = result.attempts.sort_values(["request_id", "start_s", "call_id"])
+    return [
+        (m, int(s), start, end)
+        for m, s, start, end in zip(
+            frame["model"], frame["http_status"], frame["start_s"], frame["end_s"], strict=True
+        )
+    ]
+
+
+def with_retry_index(rows: list[tuple[str, int, float, float]]) -> list[tuple[str, int, int]]:
+    """(model, status, retry index): the index counts attempts in a row at the same model."""
+    out: list[tuple[str, int, int]] = []
+    for model, status, _, _ in rows:
+        index = out[-1][2] + 1 if out and out[-1][0] == model else 0
+        out.append((model, status, index))
+    return out
+
+
+def gaps(rows: list[tuple[str, int, float, float]]) -> list[float]:
+    """The wait between each attempt's end and the next one's start."""
+    return [b[2] - a[3] for a, b in itertools.pairwise(rows)]
+
+
+def assert_backoff(waits: list[float]) -> None:
+    """Wait n is 0.5·2ⁿ s plus a jitter in [0, 0.75) s."""
+    for n, wait in enumerate(waits):
+        base = 0.5 * 2**n
+        assert base <= wait < base + JITTER, (n, wait)
+
+
+REQUEST = [sy.Request("hello", id=0)]
+
+
+# -- retries and waits -----------------------------------------------------------------------------
+
+
+def test_a_non_integer_retry_after_is_ignored_for_the_backoff():
+    h = host(a=sy.Faults(rate_limit=1.0, retry_after_s=0.5))
+    rows = attempts(sy.run(st.litellm_like(["a", "ok"]), REQUEST, host=h))
+    assert with_retry_index(rows) == [("a", 429, 0), ("a", 429, 1), ("a", 429, 2), ("ok", 200, 0)]
+    assert_backoff(gaps(rows))  # 0.5·2ⁿ + jitter, not 0.5 s
+    assert len({round(g, 9) for g in gaps(rows)}) == 3
+
+
+def test_an_integer_retry_after_is_the_wait_and_any_honours_fractions():
+    h = host(a=sy.Faults(rate_limit=1.0, retry_after_s=1.0))
+    rows = attempts(sy.run(st.litellm_like(["a", "ok"]), REQUEST, host=h))
+    assert gaps(rows) == pytest.approx([1.0, 1.0, 1.0])
+    h = host(a=sy.Faults(rate_limit=1.0, retry_after_s=0.5))
+    rows = attempts(sy.run(st.litellm_like(["a", "ok"], retry_after="any"), REQUEST, host=h))
+    assert gaps(rows) == pytest.approx([0.5, 0.5, 0.5])
+    h = host(a=sy.Faults(rate_limit=1.0, retry_after_s=90.0))  # over 60 s: the backoff
+    assert_backoff(gaps(attempts(sy.run(st.litellm_like(["a", "ok"]), REQUEST, host=h))))
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [sy.Faults(rate_limit=1.0, retry_after_s=None), sy.Faults(unavailable=1.0)],
+    ids=["429", "503"],
+)
+def test_a_target_failing_every_time_gets_three_attempts_and_one_more_wait(faults):
+    # the host's own policy retries twice by default: litellm_like still makes one attempt per call
+    h = host(a=faults)
+    rows = attempts(sy.run(st.litellm_like(["a", "ok"]), REQUEST, host=h))
+    status = rows[0][1]
+    assert with_retry_index(rows) == [
+        ("a", status, 0),
+        ("a", status, 1),
+        ("a", status, 2),
+        ("ok", 200, 0),
+    ]
+    assert rows[0][2] == 0.0
+    assert_backoff(gaps(rows))  # the third wait comes before the fallback
+    fallback_at = rows[-1][2]
+    assert 3 * REJECT_S + 3.5 <= fallback_at < 3 * REJECT_S + 3.5 + 3 * JITTER
+
+
+def test_num_retries_zero_falls_back_at_once():
+    h = host(a=sy.Faults(unavailable=1.0))
+    rows = attempts(sy.run(st.litellm_like(["a", "ok"], num_retries=0), REQUEST, host=h))
+    assert with_retry_index(rows) == [("a", 503, 0), ("ok", 200, 0)]
+    assert gaps(rows) == [0.0]
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [sy.Faults(malformed=1.0), sy.Faults(non_chat=1.0)],
+    ids=["malformed", "non_chat"],
+)
+def test_an_unusable_200_is_retried_with_backoff_then_falls_back(faults):
+    h = host(a=faults)
+    result = sy.run(st.litellm_like(["a", "ok"]), REQUEST, host=h)
+    frame = result.attempts
+    assert frame["model"].tolist() == ["a", "a", "a", "ok"]
+    assert frame["error_kind"].tolist()[:3] == ["invalid_response"] * 3
+    rows = attempts(result)
+    assert_backoff(gaps(rows))
+
+
+# -- fallbacks -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        sy.ErrorFault.capability(1.0),
+        sy.ErrorFault(400, 1.0),
+        sy.ErrorFault(401, 1.0),
+        sy.ErrorFault(404, 1.0),
+        sy.ErrorFault(422, 1.0),
+        sy.ErrorFault.policy(1.0),
+        sy.ErrorFault.context_window(1.0),
+    ],
+    ids=["capability", "400", "401", "404", "422", "policy", "context_window"],
+)
+def test_every_error_class_falls_back_without_retries(fault):
+    h = host(a=sy.Faults(errors=[fault]))
+    result = sy.run(st.litellm_like(["a", "ok"]), REQUEST, host=h)
+    assert result.requests["served_model"].tolist() == ["ok"]
+    assert with_retry_index(attempts(result)) == [("a", fault.status, 0), ("ok", 200, 0)]
+    assert result.requests["evidence_fallbacks"].tolist() == [1]
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected"),
+    [
+        (sy.ErrorFault.context_window(1.0), "big"),
+        (sy.ErrorFault.policy(1.0), "safe"),
+        (sy.ErrorFault(401, 1.0), "mid"),
+    ],
+    ids=["context_window", "policy", "other"],
+)
+def test_context_window_and_content_policy_errors_use_their_own_fallbacks(fault, expected):
+    h = host(small=sy.Faults(errors=[fault]), mid=None, big=None, safe=None)
+    router = st.litellm_like(
+        ["small", "mid", "big", "safe"],
+        fallbacks={"small": ["mid"]},
+        context_window_fallbacks={"small": ["big"]},
+        content_policy_fallbacks=[{"small": ["safe"]}],  # LiteLLM's own form
+    )
+    result = sy.run(router, REQUEST, host=h)
+    assert result.attempts["model"].tolist() == ["small", expected]
+
+
+def test_without_their_own_lists_they_use_the_ordinary_fallbacks():
+    h = host(small=sy.Faults(errors=[sy.ErrorFault.context_window(1.0)]), mid=None)
+    result = sy.run(st.litellm_like(["small", "mid"]), REQUEST, host=h)
+    assert result.attempts["model"].tolist() == ["small", "mid"]
+
+
+def test_at_most_five_fallbacks():
+    names = [f"m{i}" for i in range(8)]
+    h = host(**{n: sy.Faults(errors=[sy.ErrorFault(400, 1.0)]) for n in names})
+    result = sy.run(st.litellm_like(names), REQUEST, host=h)
+    assert result.attempts["model"].tolist() == names[:6]  # the first group and 5 fallbacks
+    assert result.requests["status"].tolist() == ["failed"]
+    assert result.requests["evidence_fallbacks"].tolist() == [5]
+
+
+def test_fallbacks_of_a_fallback_are_followed_and_a_mapping_names_them():
+    h = host(a=sy.Faults(unavailable=1.0), b=sy.Faults(unavailable=1.0), c=None)
+    router = st.litellm_like(["a", "b", "c"], num_retries=0, fallbacks={"a": ["b"], "b": ["c"]})
+    assert sy.run(router, REQUEST, host=h).attempts["model"].tolist() == ["a", "b", "c"]
+    router = st.litellm_like(["a", "b", "c"], num_retries=0, fallbacks={})
+    result = sy.run(router, REQUEST, host=h)
+    assert result.attempts["model"].tolist() == ["a"]
+    assert result.requests["error_kind"].tolist() == ["unavailable"]
+
+
+# -- cooldown --------------------------------------------------------------------------------------
+
+
+def tried(result: sy.Result, model: str) -> list[int]:
+    frame = result.attempts
+    return sorted(set(frame[frame["model"] == model]["request_id"]))
+
+
+def run_at(router, h: sy.SimHost, times: list[float]) -> sy.Result:
+    requests = [sy.Request("hello", id=i) for i in range(len(times))]
+    return sy.run(router, requests, host=h, arrivals=times)
+
+
+def test_a_deployment_cools_after_failures_exceed_allowed_fails():
+    h = host(a=sy.Faults(unavailable=1.0))
+    router = st.litellm_like(["a", "ok"], num_retries=0, allowed_fails=3)
+    times = [0.5 * i for i in range(16)]  # every 0.5 s up to 7.5 s
+    result = run_at(router, h, times)
+    # failures at 0.05, 0.55, 1.05 count 1..3; the 4th (at 1.55) exceeds 3: cooled until 6.55
+    assert tried(result, "a") == [0, 1, 2, 3, 14, 15]
+    assert result.requests["served_model"].tolist() == ["ok"] * 16
+    skipped = result.attempts[result.attempts["request_id"] == 4]
+    assert skipped["model"].tolist() == ["ok"]  # a cooled deployment: no call is made
+
+
+def test_the_failure_count_window_is_fixed_from_the_first_failure():
+    h = host(a=sy.Faults(unavailable=1.0))
+    router = st.litellm_like(["a", "ok"], num_retries=0, allowed_fails=3, cooldown_time=5.0)
+    # failures at 0.05, 1.05, 2.05 (count 3, window until 5.05); at 5.55 the count starts again,
+    # so 5.55, 6.05, 6.55 count 1..3 and 7.05 exceeds it. A sliding 5-s window would have
+    # cooled it at 6.05 (four failures since 1.05).
+    result = run_at(router, h, [0.0, 1.0, 2.0, 5.5, 6.0, 6.5, 7.0, 7.5])
+    assert tried(result, "a") == [0, 1, 2, 3, 4, 5, 6]
+
+
+def test_every_failed_attempt_counts_and_a_cooled_group_stops_retrying():
+    h = host(a=sy.Faults(unavailable=1.0))
+    router = st.litellm_like(["a", "ok"], allowed_fails=1)
+    rows = attempts(sy.run(router, REQUEST, host=h))
+    # the second attempt is the second failure (> 1): cooled, straight to the fallback, no wait
+    assert with_retry_index(rows) == [("a", 503, 0), ("a", 503, 1), ("ok", 200, 0)]
+    assert_backoff(gaps(rows)[:1])
+    assert gaps(rows)[1] == 0.0
+
+
+def test_without_allowed_fails_a_single_deployment_group_never_cools():
+    h = host(a=sy.Faults(rate_limit=1.0, retry_after_s=None))
+    router = st.litellm_like(["a", "ok"], num_retries=0)
+    result = run_at(router, h, [0.5 * i for i in range(12)])
+    assert tried(result, "a") == list(range(12))
+
+
+def test_without_allowed_fails_a_group_of_several_cools_a_deployment_on_a_429():
+    h = host(a1=sy.Faults(rate_limit=1.0, retry_after_s=None), a2=None)
+    router = st.litellm_like({"g": ["a1", "a2"], "ok": ["ok"]})
+    result = run_at(router, h, [0.5 * i for i in range(20)])
+    frame = result.attempts
+    a1 = frame[frame["model"] == "a1"]
+    assert len(a1) >= 1
+    first = a1["request_id"].min()
+    # the retry goes to the healthy sibling at once, and a1 is left alone for cooldown_time
+    retry = frame[(frame["request_id"] == first) & (frame["model"] == "a2")]
+    assert retry["start_s"].tolist() == [pytest.approx(a1["end_s"].min())]
+    first_end = a1["end_s"].min()
+    later = a1[a1["start_s"] > first_end]
+    assert (later["start_s"] >= first_end + 5.0).all()
+    assert set(result.requests["served_model"]) == {"a2"}
+
+
+def test_without_allowed_fails_a_group_of_several_cools_on_mostly_failures():
+    h = host(a1=sy.Faults(unavailable=1.0), a2=sy.Faults(unavailable=1.0))
+    router = st.litellm_like({"g": ["a1", "a2"], "ok": ["ok"]}, num_retries=0)
+    result = run_at(router, h, [0.5 * i for i in range(16)])
+    # 503s do not cool at once; after 5 requests with more than half failed they do
+    per_model = result.attempts.groupby("model")["request_id"].count()
+    assert per_model["a1"] + per_model["a2"] < 16
+    assert per_model["a1"] + per_model["a2"] >= 5
+
+
+def test_a_lone_deployment_without_fallbacks_is_never_cooled():
+    h = host(a=sy.Faults(unavailable=1.0))
+    router = st.litellm_like(["a"], num_retries=0, allowed_fails=0)
+    result = run_at(router, h, [0.0, 1.0, 2.0])
+    assert tried(result, "a") == [0, 1, 2]
+    assert result.requests["error_kind"].tolist() == ["unavailable"] * 3
+    # with a fallback the same deployment is cooled at its first failure
+    result = run_at(st.litellm_like(["a", "ok"], num_retries=0, allowed_fails=0), h, [0, 1, 2])
+    assert tried(result, "a") == [0]
+
+
+def test_a_429_cools_for_its_retry_after():
+    h = host(a=sy.Faults(rate_limit=1.0, retry_after_s=2.0))
+    router = st.litellm_like(["a", "ok"], num_retries=0, allowed_fails=0)
+    result = run_at(router, h, [0.0, 1.0, 2.0, 2.5])
+    assert tried(result, "a") == [0, 3]  # cooled from 0.05 to 2.05, not for cooldown_time (5 s)
+
+
+# -- determinism, the old form, the driver ---------------------------------------------------------
+
+
+def test_the_same_seed_gives_the_same_run_and_another_seed_other_waits():
+    h = host(a=sy.Faults(unavailable=1.0))
+    requests = [sy.Request("hello", id=i) for i in range(5)]
+    router = st.litellm_like(["a", "ok"])
+    first = sy.run(router, requests, host=h, seed=1)
+    again = sy.run(router, requests, host=h, seed=1)
+    pdt.assert_frame_equal(first.attempts, again.attempts)
+    other = sy.run(router, requests, host=h, seed=2)
+    assert first.attempts["start_s"].tolist() != other.attempts["start_s"].tolist()
+
+
+def test_the_old_list_form_still_works():
+    router = st.litellm_like(["a", "ok"])
+    assert router.name == "litellm_like(a>ok)"
+    h = host(a=sy.Faults(unavailable=1.0))
+    assert sy.run(router, REQUEST, host=h).requests["served_model"].tolist() == ["ok"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = st.litellm_like(["a", "ok"], allowed_fails=2, cooldown_s=10.0)
+    assert old.cooldown_time == 10.0
+    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(sy.ArgumentError):
+        st.litellm_like(["a", "b"], fallbacks={"a": ["c"]})
+    with pytest.raises(sy.ArgumentError):
+        st.litellm_like(["a"], retry_after="float")
+    with pytest.raises(sy.ArgumentError):
+        st.litellm_like(["a"], num_retries=-1)
+    with pytest.raises(sy.ArgumentError):
+        st.litellm_like(["a"], allowed_fails=True)
+
+
+def test_call_model_max_retries_overrides_the_host_policy_for_one_call():
+    h = host(a=sy.Faults(unavailable=1.0), policy=sy.HostPolicy(max_retries=2))
+    seen = []
+
+    async def algorithm(request, driver):
+        seen.append(driver.seed)
+        with contextlib.suppress(sy.ModelError):
+            await driver.call_model(request, ["a"], max_retries=0)
+        return sy.answered("ok", await driver.call_model(request, ["ok"]))
+
+    result = sy.run(algorithm, REQUEST, host=h, seed=7)
+    assert result.attempts["model"].tolist() == ["a", "ok"]
+    assert seen == [7]
