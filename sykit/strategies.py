@@ -19,7 +19,7 @@ example of the technique it names.
     sy.strategies.hedge_first_token("large", after=1.0)    # streamed: hedge on time to first token
     sy.strategies.speculative("small", "large", judge="judge")   # judge races a speculative strong call
     sy.strategies.capability_aware(["small", "large"], vision={"large"})
-    sy.strategies.litellm_like(["small", "medium", "large"])     # retries, cooldown, fallbacks
+    sy.strategies.litellm_like(["small", "medium", "large"])     # LiteLLM 1.110.2's Router rules
     sy.strategies.oracle(["small", "large"])               # the upper bound (simulation only)
     sy.strategies.cheapest_good_enough(["small", "large"]) # a perfect "good enough?" router (simulation only)
 
