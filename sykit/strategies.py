@@ -497,46 +497,8 @@ def _litellm_cools(status: int | None) -> bool:
 
 
 class _LiteLLMLike:
-    """A gateway baseline that reproduces LiteLLM's Router (litellm 1.110.2) on sykit's hosts.
-
-    Requests go to the first model group; a group is one or more deployments (model names), one
-    picked at random (a keyed draw) among those not cooling down. The rules, as measured against
-    sykit's FakeProvider and read in LiteLLM's source:
-
-    * **Retries** (``num_retries=2``: 3 attempts in all) for 408, 429, 5xx, timeouts, transport
-      failures and 2xx bodies that are not a chat completion (LiteLLM's InternalServerError). After
-      *every* failed attempt, the last one included, it waits ``0.5·2ⁿ`` s (capped at 8 s) plus
-      ``0.75·U`` s of jitter, so a target that always fails is left for its fallback after a fourth
-      wait (a 503 every time: at about 3.6–5.9 s instead of at once). Other 4xx are not retried.
-    * **Retry-After** replaces that wait only when it is a whole number of seconds in [0, 60]
-      (``retry_after="integer"``): a 429 with ``Retry-After: 0.5`` gets the backoff. ``"any"``
-      honours fractions too, ``"ignore"`` never uses it. No wait at all when another deployment
-      of the group is healthy: the retry goes there.
-    * **Fallbacks** catch every error class (a 400 such as "does not support image input", 401,
-      404, 422, ...): the group's ``fallbacks`` are tried in order, each with its own retries, and
-      their own fallbacks in turn, at most 5 deep. A context-window error uses
-      ``context_window_fallbacks`` and a content-policy error ``content_policy_fallbacks`` when
-      they name the group, the ordinary fallbacks otherwise.
-    * **Cooldown** for statuses 429, 401, 402, 404, 408 and 5xx (a timeout counts as 408, a
-      transport failure or unusable 2xx as 500). Every failed attempt counts, retries included.
-      With ``allowed_fails`` a deployment cools once its failures *exceed* it (the 4th failure
-      with ``allowed_fails=3``), for ``cooldown_time`` (5 s); the count's window is fixed,
-      expiring ``cooldown_time`` after its first failure. Without ``allowed_fails``, only a group
-      of several deployments cools one down: on a 429, or on more than 50 % failures over at least
-      5 requests in the current minute. A group of one deployment and no fallbacks is never cooled.
-      A cooldown lasts the honoured Retry-After when the error sent one.
-    * A cooled deployment is skipped: a retry under way for a group with no healthy deployment goes
-      straight to the fallbacks, and a new request for it fails over with no call made.
-
-    It owns its retry loop: every attempt is ``driver.call_model(request, [model],
-    max_retries=0)``, which overrides the host's ``HostPolicy.max_retries`` for that one call, so
-    it behaves the same on any host (no need to build one with ``max_retries=0``, and nothing to
-    refuse). The host's ``timeout_s`` still bounds each attempt. It needs ``recover_errors=True``
-    (the default) to see its calls' errors. Jitter and deployment picks are keyed draws
-    (``uniforms(driver.seed, "litellm_like", request id, n)``), so a run is the same for a seed.
-
-    Not modelled: LiteLLM's per-minute rpm/tpm routing strategies, retry policies per error class,
-    and retries on other 4xx when a group has several deployments.
+    """The router behind :func:`litellm_like` (its docstring lists the rules); state across
+    requests (cooldowns, failure counts) is reset by ``start_run()``.
     """
 
     def __init__(
@@ -778,8 +740,7 @@ def litellm_like(
     cooldown_s: float | None = None,
     window_s: float | None = None,
 ) -> Any:
-    """LiteLLM's Router (litellm 1.110.2) as a strategy, with LiteLLM's own setting names; the
-    rules it follows are listed on :class:`_LiteLLMLike`.
+    """LiteLLM's Router (litellm 1.110.2) as a strategy, with LiteLLM's own setting names.
 
     ``models_or_groups`` is a list of model names (each a group of one deployment) or a dict
     ``group -> [model, ...]`` (deployments picked at random among the healthy ones). Requests go to
@@ -796,6 +757,46 @@ def litellm_like(
 
     ``cooldown_s`` is the former name of ``cooldown_time``; ``window_s`` is no longer used (the
     failure count's window is ``cooldown_time``, as in LiteLLM).
+
+    The rules, as measured on LiteLLM 1.110.2 against sykit's FakeProvider and read in its source:
+
+    * **Retries** (``num_retries=2``: 3 attempts in all) for 408, 429, 5xx, timeouts, transport
+      failures and 2xx bodies that are not a chat completion (LiteLLM's InternalServerError). After
+      *every* failed attempt, the last one included, it waits ``0.5·2ⁿ`` s (capped at 8 s) plus
+      ``0.75·U`` s of jitter, so a target that always fails is left for its fallback after a fourth
+      wait (a 503 every time: at about 3.6–5.9 s instead of at once). Other 4xx are not retried.
+    * **Retry-After** replaces that wait only when it is a whole number of seconds in [0, 60]
+      (``retry_after="integer"``): a 429 with ``Retry-After: 0.5`` gets the backoff. ``"any"``
+      honours fractions too, ``"ignore"`` never uses it. No wait at all when another deployment
+      of the group is healthy: the retry goes there.
+    * **Fallbacks** catch every error class (a 400 such as "does not support image input", 401,
+      404, 422, ...): the group's ``fallbacks`` are tried in order, each with its own retries, and
+      their own fallbacks in turn, at most 5 deep. A context-window error uses
+      ``context_window_fallbacks`` and a content-policy error ``content_policy_fallbacks`` when
+      they name the group, the ordinary fallbacks otherwise.
+    * **Cooldown** for statuses 429, 401, 402, 404, 408 and 5xx (a timeout counts as 408, a
+      transport failure or unusable 2xx as 500). Every failed attempt counts, retries included.
+      With ``allowed_fails`` a deployment cools once its failures *exceed* it (the 4th failure
+      with ``allowed_fails=3``), for ``cooldown_time`` (5 s); the count's window is fixed,
+      expiring ``cooldown_time`` after its first failure. Without ``allowed_fails``, only a group
+      of several deployments cools one down: on a 429, or on more than 50 % failures over at least
+      5 requests in the current minute. A group of one deployment and no fallbacks is never cooled.
+      A cooldown lasts the honoured Retry-After when the error sent one.
+    * A cooled deployment is skipped: a retry under way for a group with no healthy deployment goes
+      straight to the fallbacks, and a new request for it fails over with no call made.
+
+    It owns its retry loop: every attempt is ``driver.call_model(request, [model],
+    max_retries=0)``, which overrides the host's ``HostPolicy.max_retries`` for that one call, so
+    it behaves the same on any host (no need to build one with ``max_retries=0``, and nothing to
+    refuse). The host's ``timeout_s`` still bounds each attempt. It needs ``recover_errors=True``
+    (the default) to see its calls' errors. Jitter and deployment picks are keyed draws
+    (``uniforms(driver.seed, "litellm_like", request id, n)``), so a run is the same for a seed.
+
+    Not modelled: LiteLLM's per-minute rpm/tpm routing strategies, retry policies per error class,
+    and retries on other 4xx when a group has several deployments.
+
+    In the ``attempts`` frame every attempt is its own call (``retry_index`` 0, ``retried``
+    False); the request's ``evidence_fallbacks`` counts the fallback groups tried.
     """
     if isinstance(models_or_groups, Mapping):
         groups = {}
