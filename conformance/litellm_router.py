@@ -1,0 +1,187 @@
+"""Record what LiteLLM's real Router does against sykit's FakeProvider, scenario by scenario.
+
+For every scenario of ``SCENARIOS`` it starts a FakeProvider serving a primary model ``a``, its
+fallback ``b`` and a third model ``c`` (the target of ``context_window_fallbacks`` and
+``content_policy_fallbacks``), builds a ``litellm.Router`` pointing at it with ``num_retries=2``
+and ``fallbacks=[{"a": ["b"]}]``, sends the scenario's requests with ``router.acompletion`` and
+reads back, from the provider's own record, every attempt each request made: ``(model, status,
+seconds since the request's first attempt)``. The result goes to ``litellm_router_golden.json``
+next to this file, with the LiteLLM version, and ``tests/test_litellm_conformance.py`` compares
+``sy.strategies.litellm_like`` with it.
+
+Run it with a Python that has LiteLLM installed (``pip install -e '.[conformance]'``)::
+
+    python conformance/litellm_router.py            # writes conformance/litellm_router_golden.json
+    python conformance/litellm_router.py --only 503 --out /tmp/golden.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.metadata
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch at import
+
+import litellm
+
+import sykit as sy
+from sykit.testing import FakeModel, FakeProvider
+
+HERE = Path(__file__).resolve().parent
+GOLDEN = HERE / "litellm_router_golden.json"
+
+USAGE_POLICY = "Invalid prompt: your prompt was flagged as potentially violating our usage policy."
+
+# Each scenario: the primary's fault (a FakeModel), the Router settings on top of the common ones,
+# and when its requests are sent (seconds after the scenario starts). The fallbacks answer.
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "429-retry-after-0.5": {
+        "a": FakeModel(fault="fail-429", retry_after_s=0.5),
+        "what": "429 with Retry-After: 0.5 on every attempt",
+    },
+    "429-retry-after-1": {
+        "a": FakeModel(fault="fail-429", retry_after_s=1.0),
+        "what": "429 with Retry-After: 1 on every attempt",
+    },
+    "503": {"a": FakeModel(fault="fail-503"), "what": "503 on every attempt"},
+    "400-capability": {
+        "a": FakeModel(fault=sy.ErrorFault.capability(1.0)),
+        "what": "400: the model does not support image input",
+    },
+    "401": {"a": FakeModel(fault=sy.ErrorFault(401, 1.0)), "what": "401 invalid_api_key"},
+    "404": {"a": FakeModel(fault=sy.ErrorFault(404, 1.0)), "what": "404 model_not_found"},
+    "422": {"a": FakeModel(fault=sy.ErrorFault(422, 1.0)), "what": "422 unprocessable"},
+    "non-chat-200": {
+        "a": FakeModel(fault="not-chat"),
+        "what": "200 whose JSON body is not a chat completion",
+    },
+    "malformed-200": {"a": FakeModel(fault="malformed-json"), "what": "200 with truncated JSON"},
+    "context-window-400": {
+        "a": FakeModel(fault=sy.ErrorFault.context_window(1.0)),
+        "router": {"context_window_fallbacks": [{"a": ["c"]}]},
+        "what": "400 context_length_exceeded, with context_window_fallbacks a -> c",
+    },
+    "content-policy-400": {
+        "a": FakeModel(fault=sy.ErrorFault.policy(1.0)),
+        "router": {"content_policy_fallbacks": [{"a": ["c"]}]},
+        "what": "400 content_policy_violation in the FakeProvider's wording ('Your request was "
+        "rejected as a result of our safety system.'), with content_policy_fallbacks a -> c",
+    },
+    "content-policy-400-usage-wording": {
+        "a": FakeModel(fault=sy.ErrorFault.policy(1.0, message=USAGE_POLICY)),
+        "router": {"content_policy_fallbacks": [{"a": ["c"]}]},
+        "what": "400 content_policy_violation worded as LiteLLM recognises it ('Invalid prompt' "
+        "... 'violating our usage policy'), with content_policy_fallbacks a -> c",
+    },
+    "503-twice-then-ok": {
+        "a": FakeModel(fault="fail-503-x2"),
+        "what": "503 on the first two attempts, then answers",
+    },
+    "allowed-fails-3": {
+        "a": FakeModel(fault="fail-503"),
+        "router": {"allowed_fails": 3, "cooldown_time": 5, "num_retries": 0},
+        "arrivals": [0.4 * i for i in range(18)],
+        "what": "503 every time, allowed_fails=3, cooldown_time=5, num_retries=0, "
+        "a request every 0.4 s for 7 s",
+    },
+}
+
+
+def model_list(base_url: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "model_name": name,
+            "litellm_params": {"model": f"openai/{name}", "api_base": base_url, "api_key": "x"},
+        }
+        for name in ("a", "b", "c")
+    ]
+
+
+async def send(router: Any, index: int, at: float, t0: float) -> str:
+    await asyncio.sleep(max(0.0, t0 + at - time.monotonic()))
+    try:
+        response = await router.acompletion(
+            model="a", messages=[{"role": "user", "content": f"request {index}"}]
+        )
+    except Exception as error:  # the request failed: record the class, not the text
+        return f"error: {type(error).__name__}"
+    return f"ok: {response.model}" if getattr(response, "model", None) else "ok"
+
+
+def request_index(body: Any) -> int | None:
+    try:
+        content = body["messages"][-1]["content"]
+        return int(str(content).split()[-1])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
+async def run_scenario(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    models = {"a": spec["a"], "b": FakeModel(), "c": FakeModel()}
+    arrivals = spec.get("arrivals", [0.0])
+    settings = {"num_retries": 2, "fallbacks": [{"a": ["b"]}], **spec.get("router", {})}
+    with FakeProvider(models) as fake:
+        router = litellm.Router(model_list=model_list(fake.base_url), **settings)
+        t0 = time.monotonic()
+        outcomes = await asyncio.gather(*(send(router, i, at, t0) for i, at in enumerate(arrivals)))
+        fake.wait_idle()
+        served = fake.requests
+    per_request: dict[int, list[Any]] = {i: [] for i in range(len(arrivals))}
+    for record in served:
+        index = request_index(record.body)
+        if index is not None:
+            per_request[index].append(record)
+    first_start = min((r.started_at for r in served), default=0.0)
+    requests = []
+    for index, records in per_request.items():
+        records.sort(key=lambda r: r.started_at)
+        start = records[0].started_at if records else None
+        requests.append(
+            {
+                "sent_at": arrivals[index],
+                "first_attempt_at": None if start is None else round(start - first_start, 3),
+                "outcome": outcomes[index],
+                "attempts": [[r.model, r.status, round(r.started_at - start, 3)] for r in records],
+            }
+        )
+    return {
+        "what": spec["what"],
+        "router": {k: v for k, v in settings.items()},
+        "requests": requests,
+    }
+
+
+async def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=GOLDEN)
+    parser.add_argument("--only", nargs="*", help="scenario names (default: all)")
+    args = parser.parse_args(argv)
+    litellm.suppress_debug_info = True
+    names = args.only or list(SCENARIOS)
+    started = time.monotonic()
+    scenarios = {}
+    for name in names:
+        began = time.monotonic()
+        scenarios[name] = await run_scenario(name, SCENARIOS[name])
+        print(f"{name}: {time.monotonic() - began:.1f} s", file=sys.stderr)
+        for request in scenarios[name]["requests"]:
+            print("   ", request["outcome"], request["attempts"], file=sys.stderr)
+    golden = {
+        "litellm_version": importlib.metadata.version("litellm"),
+        "python": sys.version.split()[0],
+        "scenarios": scenarios,
+    }
+    args.out.write_text(json.dumps(golden, indent=1) + "\n")
+    print(f"{len(names)} scenarios in {time.monotonic() - started:.1f} s -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(sys.argv[1:])))
