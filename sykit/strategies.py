@@ -593,8 +593,8 @@ class _LiteLLMLike:
 
     def _wait_s(self, error: ModelError, retry: int, jitter: float) -> float:
         honoured = self._honoured_retry_after(error)
-        if honoured is not None:
-            return honoured
+        if honoured is not None and honoured > 0:  # LiteLLM sleeps Retry-After: 0 as a backoff
+            return honoured + _LITELLM_JITTER_S * jitter
         backoff = min(_LITELLM_BACKOFF_S * 2.0**retry, _LITELLM_BACKOFF_MAX_S)
         return backoff + _LITELLM_JITTER_S * jitter
 
@@ -765,9 +765,10 @@ def litellm_like(
       *every* failed attempt, the last one included, it waits ``0.5·2ⁿ`` s (capped at 8 s) plus
       ``0.75·U`` s of jitter, so a target that always fails is left for its fallback after a fourth
       wait (a 503 every time: at about 3.6–5.9 s instead of at once). Other 4xx are not retried.
-    * **Retry-After** replaces that wait only when it is a whole number of seconds in [0, 60]
-      (``retry_after="integer"``): a 429 with ``Retry-After: 0.5`` gets the backoff. ``"any"``
-      honours fractions too, ``"ignore"`` never uses it. No wait at all when another deployment
+    * **Retry-After** replaces the backoff (the jitter stays: ``Retry-After + 0.75·U`` s) only
+      when it is a whole number of seconds in (0, 60] (``retry_after="integer"``): a 429 with
+      ``Retry-After: 0.5`` gets the backoff. ``"any"`` honours fractions too, ``"ignore"`` never
+      uses it. No wait at all when another deployment
       of the group is healthy: the retry goes there.
     * **Fallbacks** catch every error class (a 400 such as "does not support image input", 401,
       404, 422, ...): the group's ``fallbacks`` are tried in order, each with its own retries, and
