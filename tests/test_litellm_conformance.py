@@ -1,0 +1,153 @@
+"""sy.strategies.litellm_like against LiteLLM's real Router, as recorded in the golden file.
+
+``conformance/litellm_router.py`` ran each scenario on ``litellm.Router`` against the FakeProvider
+and wrote every request's attempts (model, status, seconds since its first attempt) to
+``conformance/litellm_router_golden.json``. Here the same scenarios (the same faults on the same
+models) run on a SimHost under ``litellm_like`` with the same settings. The attempts must match in
+order and kind (model, status) exactly, under every one of ``SEEDS``; each gap the real Router
+left between two attempts must lie in the range the same gap takes under litellm_like over those
+seeds (the backoff plus its 0-0.75 s jitter), widened by ``SLACK`` for the latency of the fake
+provider and of LiteLLM itself. Where they disagree for a known reason the scenario is in
+``KNOWN_DIFFERENCES``, and the test asserts that it still differs, so it fails once fixed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+import sykit as sy
+from tests.helpers import constant_profile
+
+GOLDEN = Path(__file__).resolve().parents[1] / "conformance" / "litellm_router_golden.json"
+JITTER = 0.75
+SLACK = 0.15  # both sides' latencies: the fake provider's answers, LiteLLM's own overhead
+SEEDS = range(24)  # enough for litellm_like's jitter to span most of [0, 0.75) s
+USAGE_POLICY = "Invalid prompt: your prompt was flagged as potentially violating our usage policy."
+
+# name -> (the faults of the primary "a", litellm_like settings beyond the common ones, arrivals)
+SCENARIOS: dict[str, tuple[sy.Faults, dict, list[float]]] = {
+    "429-retry-after-0.5": (sy.Faults(rate_limit=1.0, retry_after_s=0.5), {}, [0.0]),
+    "429-retry-after-1": (sy.Faults(rate_limit=1.0, retry_after_s=1.0), {}, [0.0]),
+    "503": (sy.Faults(unavailable=1.0), {}, [0.0]),
+    "400-capability": (sy.Faults(errors=[sy.ErrorFault.capability(1.0)]), {}, [0.0]),
+    "401": (sy.Faults(errors=[sy.ErrorFault(401, 1.0)]), {}, [0.0]),
+    "404": (sy.Faults(errors=[sy.ErrorFault(404, 1.0)]), {}, [0.0]),
+    "422": (sy.Faults(errors=[sy.ErrorFault(422, 1.0)]), {}, [0.0]),
+    "non-chat-200": (sy.Faults(non_chat=1.0), {}, [0.0]),
+    "malformed-200": (sy.Faults(malformed=1.0), {}, [0.0]),
+    "context-window-400": (
+        sy.Faults(errors=[sy.ErrorFault.context_window(1.0)]),
+        {"context_window_fallbacks": {"a": ["c"]}},
+        [0.0],
+    ),
+    "content-policy-400": (
+        sy.Faults(errors=[sy.ErrorFault.policy(1.0)]),
+        {"content_policy_fallbacks": {"a": ["c"]}},
+        [0.0],
+    ),
+    "content-policy-400-usage-wording": (
+        sy.Faults(errors=[sy.ErrorFault.policy(1.0, message=USAGE_POLICY)]),
+        {"content_policy_fallbacks": {"a": ["c"]}},
+        [0.0],
+    ),
+    "503-twice-then-ok": (sy.Faults(fail_first=2, fail_first_status=503), {}, [0.0]),
+    "allowed-fails-3": (
+        sy.Faults(unavailable=1.0),
+        {"allowed_fails": 3, "cooldown_time": 5, "num_retries": 0},
+        [0.4 * i for i in range(18)],
+    ),
+}
+
+# name -> why litellm_like does not do what the real Router did
+KNOWN_DIFFERENCES: dict[str, str] = {
+    "content-policy-400": (
+        "LiteLLM 1.110.2 recognises an OpenAI-compatible server's content-policy 400 by the "
+        "message's wording only (e.g. 'request was rejected as a result of the safety system', "
+        "'Invalid prompt' + 'violating our usage policy'), not by its code "
+        "content_policy_violation: the FakeProvider's 'rejected as a result of our safety system' "
+        "is a plain BadRequestError to it, so the real Router uses the ordinary fallbacks (b). "
+        "litellm_like classifies by sykit's error kind 'policy' and uses "
+        "content_policy_fallbacks (c)."
+    ),
+}
+
+Attempt = tuple[str, int, float]
+
+
+def golden() -> dict:
+    return json.loads(GOLDEN.read_text())
+
+
+def simulated(name: str, seed: int) -> list[list[Attempt]]:
+    faults, settings, arrivals = SCENARIOS[name]
+    profile = constant_profile(0.01, 16, 2000.0)  # the FakeModel's default latency
+    host = sy.SimHost(
+        {"a": constant_profile(0.01, 16, 2000.0, faults=faults), "b": profile, "c": profile}
+    )
+    router = sy.strategies.litellm_like(
+        ["a", "b", "c"], **{"num_retries": 2, "fallbacks": {"a": ["b"]}, **settings}
+    )
+    requests = [sy.Request(f"request {i}", id=i) for i in range(len(arrivals))]
+    result = sy.run(router, requests, host=host, arrivals=arrivals, seed=seed)
+    frame = result.attempts.sort_values(["request_id", "start_s", "call_id"])
+    out: list[list[Attempt]] = [[] for _ in arrivals]
+    for rid, model, status, start in zip(
+        frame["request_id"], frame["model"], frame["http_status"], frame["start_s"], strict=True
+    ):
+        out[int(rid)].append((model, int(status), float(start)))
+    return [[(m, s, t - rows[0][2]) for m, s, t in rows] for rows in out]
+
+
+def recorded(name: str) -> list[list[Attempt]]:
+    return [
+        [(m, int(s), float(t)) for m, s, t in request["attempts"]]
+        for request in golden()["scenarios"][name]["requests"]
+    ]
+
+
+def differences(name: str) -> list[str]:
+    """What differs between litellm_like and the real Router in a scenario (empty: they agree)."""
+    real = recorded(name)
+    runs = [simulated(name, seed) for seed in SEEDS]
+    if any(len(sim) != len(real) for sim in runs):
+        return [f"{len(real)} requests recorded, {len(runs[0])} simulated"]
+    out = []
+    for i, r in enumerate(real):
+        kinds_r = [a[:2] for a in r]
+        kinds_s = {tuple(a[:2] for a in sim[i]) for sim in runs}
+        if kinds_s != {tuple(kinds_r)}:
+            out.append(f"request {i}: LiteLLM {kinds_r}, litellm_like {sorted(kinds_s)}")
+            continue
+        for n, (a, b) in enumerate(itertools.pairwise(r)):
+            gap = b[2] - a[2]
+            sim_gaps = [sim[i][n + 1][2] - sim[i][n][2] for sim in runs]
+            low, high = min(sim_gaps) - SLACK, max(sim_gaps) + SLACK
+            if not low <= gap <= high:
+                out.append(
+                    f"request {i}, gap {n}: LiteLLM {gap:.3f} s, "
+                    f"litellm_like {min(sim_gaps):.3f}-{max(sim_gaps):.3f} s"
+                )
+    return out
+
+
+def test_the_golden_file_and_the_scenarios_name_the_same_cases():
+    recorded_names = set(golden()["scenarios"])
+    assert recorded_names == set(SCENARIOS)
+    assert set(KNOWN_DIFFERENCES) <= recorded_names
+    assert golden()["litellm_version"] == "1.110.2"
+
+
+@pytest.mark.parametrize("name", [n for n in SCENARIOS if n not in KNOWN_DIFFERENCES])
+def test_litellm_like_does_what_the_real_router_did(name):
+    assert differences(name) == []
+
+
+@pytest.mark.parametrize("name", list(KNOWN_DIFFERENCES))
+def test_known_differences_still_differ(name):
+    # Once litellm_like does what the real Router did, move the scenario out of
+    # KNOWN_DIFFERENCES.
+    assert differences(name), f"{name} now matches the real Router: {KNOWN_DIFFERENCES[name]}"
