@@ -794,7 +794,9 @@ def litellm_like(
     (``uniforms(driver.seed, "litellm_like", request id, n)``), so a run is the same for a seed.
 
     Not modelled: LiteLLM's per-minute rpm/tpm routing strategies, retry policies per error class,
-    and retries on other 4xx when a group has several deployments.
+    retries on other 4xx when a group has several deployments, and LiteLLM recognising a
+    content-policy 400 from an OpenAI-compatible server by its wording only (here the error's
+    kind decides; ``conformance/`` in the repository records the real Router's behaviour).
 
     In the ``attempts`` frame every attempt is its own call (``retry_index`` 0, ``retried``
     False); the request's ``evidence_fallbacks`` counts the fallback groups tried.
