@@ -908,7 +908,27 @@ def affinity(
         driver.evidence(affinity="decided")
         return outcome  # type: ignore[no-any-return]
 
-    return _named(f"affinity({getattr(inner, '__name__', 'inner')})", algorithm)
+    named = _named(f"affinity({getattr(inner, '__name__', 'inner')})", algorithm)
+    restart = getattr(getattr(route, "__self__", None), "start_run", None)
+    if callable(restart):
+        return _Restarting(named, restart)
+    return named
+
+
+class _Restarting:
+    """An algorithm wrapping a stateful one (``hedge(after="p95")``, ``litellm_like``): the runner
+    restarts the inner one with every run, as it would the inner one alone."""
+
+    def __init__(self, algorithm: Algorithm, restart: Callable[[], None]) -> None:
+        self._algorithm = algorithm
+        self._restart = restart
+        self.name = algorithm.__name__
+
+    def start_run(self) -> None:
+        self._restart()
+
+    async def route(self, request: Request, driver: Driver) -> Outcome:
+        return await self._algorithm(request, driver)
 
 
 def _is_user_turn(request: Request) -> bool:

@@ -277,3 +277,18 @@ def test_a_turn_keeps_the_ground_truth_a_dataset_gave_its_request():
     direct = sy.run(st.single(model), data, host=host, progress=False)
     assert result.requests["quality"].tolist() == direct.requests["quality"].tolist()
     assert result.requests["quality"].notna().all()
+
+
+def test_affinity_restarts_a_stateful_inner_strategy_with_every_run():
+    inner = st.hedge("weak", after="p95", warmup=2)
+    wrapped = st.affinity(inner)
+    latency = sy.Latency(ttft=sy.LogNormal(0.5, sigma=1.0), tokens_per_s=1e6)
+    host = sy.SimHost({"weak": sy.ModelProfile(latency=latency, output_tokens=1)})
+    sessions = [_agent_session(f"s{i}") for i in range(20)]
+    first = sy.run(wrapped, sessions, host=host, progress=False, strategy="a")
+    second = sy.run(wrapped, sessions, host=host, progress=False, strategy="a")
+    # without a restart, the second run would start with the first run's observed latencies
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(first.attempts, second.attempts)
+    assert wrapped.name.startswith("affinity(")
