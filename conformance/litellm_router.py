@@ -1,7 +1,8 @@
 """Record what LiteLLM's real Router does against sykit's FakeProvider, scenario by scenario.
 
-For every scenario of ``SCENARIOS`` it starts a FakeProvider serving a primary model ``a``, its
-fallback ``b`` and a third model ``c`` (the target of ``context_window_fallbacks`` and
+For every scenario of ``SCENARIOS`` it starts a FakeProvider serving a primary model ``a`` (or,
+in the group scenarios, the deployments ``a1``, ``a2`` of the group ``a``), its fallback ``b`` and
+a third model ``c`` (the target of ``context_window_fallbacks`` and
 ``content_policy_fallbacks``), builds a ``litellm.Router`` pointing at it with ``num_retries=2``
 and ``fallbacks=[{"a": ["b"]}]``, sends the scenario's requests with ``router.acompletion`` and
 reads back, from the provider's own record, every attempt each request made: ``(model, status,
@@ -91,16 +92,91 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "what": "503 every time, allowed_fails=3, cooldown_time=5, num_retries=0, "
         "a request every 0.4 s for 7 s",
     },
+    # Groups of several deployments: "deployments" replaces the primary "a" by the group "a" of
+    # those deployments, each a FakeModel and the litellm_params it adds (such as "order").
+    "group-429-sibling": {
+        "deployments": {
+            "a1": (FakeModel(fault="fail-429", retry_after_s=1.0), {}),
+            "a2": (FakeModel(), {}),
+        },
+        "arrivals": [2.0 * i for i in range(6)],
+        "what": "group a = a1 (429 with Retry-After: 1 every time) + a2 (healthy), a request "
+        "every 2 s (longer than a1's cooldown)",
+    },
+    "group-503-sibling": {
+        "deployments": {"a1": (FakeModel(fault="fail-503"), {}), "a2": (FakeModel(), {})},
+        "arrivals": [0.5 * i for i in range(8)],
+        "what": "group a = a1 (503 every time) + a2 (healthy), a request every 0.5 s",
+    },
+    "group-allowed-fails-1": {
+        "deployments": {"a1": (FakeModel(fault="fail-503"), {}), "a2": (FakeModel(), {})},
+        "router": {"allowed_fails": 1, "cooldown_time": 5, "num_retries": 0},
+        "arrivals": [0.4 * i for i in range(18)],
+        "what": "group a = a1 (503 every time) + a2 (healthy), allowed_fails=1, "
+        "cooldown_time=5, num_retries=0, a request every 0.4 s for 7 s",
+    },
+    "order-503": {
+        "deployments": {
+            "a1": (FakeModel(fault="fail-503"), {"order": 1}),
+            "a2": (FakeModel(), {"order": 2}),
+        },
+        "what": "group a = a1 (order 1, 503 every time) + a2 (order 2, healthy)",
+    },
+    "order-both-503": {
+        "deployments": {
+            "a1": (FakeModel(fault="fail-503"), {"order": 1}),
+            "a2": (FakeModel(fault="fail-503"), {"order": 2}),
+        },
+        "what": "group a = a1 (order 1) + a2 (order 2), both 503 every time",
+    },
+    "order-400": {
+        "deployments": {
+            "a1": (FakeModel(fault=sy.ErrorFault.capability(1.0)), {"order": 1}),
+            "a2": (FakeModel(), {"order": 2}),
+        },
+        "what": "group a = a1 (order 1, 400: no image input) + a2 (order 2, healthy)",
+    },
+    "order-429": {
+        "deployments": {
+            "a1": (FakeModel(fault="fail-429", retry_after_s=1.0), {"order": 1}),
+            "a2": (FakeModel(), {"order": 2}),
+        },
+        "arrivals": [0.0, 0.5, 2.0],
+        "what": "group a = a1 (order 1, 429 with Retry-After: 1 every time) + a2 (order 2, "
+        "healthy), requests at 0, 0.5 and 2 s",
+    },
+    "order-allowed-fails-1": {
+        "deployments": {
+            "a1": (FakeModel(fault="fail-503"), {"order": 1}),
+            "a2": (FakeModel(), {"order": 2}),
+        },
+        "router": {"allowed_fails": 1, "cooldown_time": 5, "num_retries": 0},
+        "arrivals": [0.5 * i for i in range(14)],
+        "what": "group a = a1 (order 1, 503 every time) + a2 (order 2, healthy), allowed_fails=1, "
+        "cooldown_time=5, num_retries=0, a request every 0.5 s for 6.5 s",
+    },
 }
 
 
-def model_list(base_url: str) -> list[dict[str, Any]]:
+def deployments(spec: dict[str, Any]) -> list[tuple[str, str, Any, dict[str, Any]]]:
+    """(group, deployment, FakeModel, extra litellm_params) for every deployment of a scenario."""
+    primary = spec.get("deployments") or {"a": (spec["a"], {})}
+    rows = [("a", name, fake, extra) for name, (fake, extra) in primary.items()]
+    return rows + [(name, name, FakeModel(), {}) for name in ("b", "c")]
+
+
+def model_list(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The scenario's model_list without the provider's address (added by ``with_base``)."""
     return [
-        {
-            "model_name": name,
-            "litellm_params": {"model": f"openai/{name}", "api_base": base_url, "api_key": "x"},
-        }
-        for name in ("a", "b", "c")
+        {"model_name": group, "litellm_params": {"model": f"openai/{name}", **extra}}
+        for group, name, _, extra in deployments(spec)
+    ]
+
+
+def with_base(entries: list[dict[str, Any]], base_url: str) -> list[dict[str, Any]]:
+    return [
+        {**e, "litellm_params": {**e["litellm_params"], "api_base": base_url, "api_key": "x"}}
+        for e in entries
     ]
 
 
@@ -124,11 +200,12 @@ def request_index(body: Any) -> int | None:
 
 
 async def run_scenario(name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    models = {"a": spec["a"], "b": FakeModel(), "c": FakeModel()}
+    models = {name: fake for _, name, fake, _ in deployments(spec)}
+    entries = model_list(spec)
     arrivals = spec.get("arrivals", [0.0])
     settings = {"num_retries": 2, "fallbacks": [{"a": ["b"]}], **spec.get("router", {})}
     with FakeProvider(models) as fake:
-        router = litellm.Router(model_list=model_list(fake.base_url), **settings)
+        router = litellm.Router(model_list=with_base(entries, fake.base_url), **settings)
         t0 = time.monotonic()
         outcomes = await asyncio.gather(*(send(router, i, at, t0) for i, at in enumerate(arrivals)))
         fake.wait_idle()
@@ -154,6 +231,7 @@ async def run_scenario(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "what": spec["what"],
         "router": {k: v for k, v in settings.items()},
+        "model_list": entries,
         "requests": requests,
     }
 

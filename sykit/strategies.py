@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import math
+import re
 import warnings
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from statistics import NormalDist
@@ -514,8 +515,12 @@ class _LiteLLMLike:
         retry_after: str,
         max_fallbacks: int,
         name: str,
+        orders: dict[str, int] | None = None,
+        weights: dict[str, dict[str, float]] | None = None,
     ) -> None:
         self.groups = groups
+        self.orders = orders or {}  # model -> its order (LiteLLM's litellm_params["order"])
+        self.weights = weights or {}  # group -> model -> its simple-shuffle weight
         self.first = next(iter(groups))
         self.fallbacks = fallbacks
         self.context_window_fallbacks = context_window_fallbacks
@@ -538,6 +543,39 @@ class _LiteLLMLike:
     def _healthy(self, group: str, now: float) -> list[str]:
         cooled = self.cooled_until
         return [m for m in self.groups[group] if cooled.get(m, -math.inf) <= now]
+
+    def _candidates(self, healthy: list[str], target_order: int | None) -> list[str]:
+        """LiteLLM's order filter: the healthy deployments of the target order, or of the
+        lowest order among the healthy ones (deployments without an order only when none has
+        one)."""
+        orders = self.orders
+        if not orders:
+            return healthy
+        if target_order is None:
+            present = [orders[m] for m in healthy if m in orders]
+            if not present:
+                return healthy
+            target_order = min(present)
+        return [m for m in healthy if orders.get(m) == target_order]
+
+    def _pick(self, group: str, candidates: list[str], draws: _Draws) -> str:
+        """simple-shuffle: by the deployments' weight (else rpm, else tpm) when one is set,
+        uniform otherwise."""
+        if len(candidates) == 1:
+            return candidates[0]
+        u = draws.next()
+        weights = self.weights.get(group)
+        if weights:
+            values = [weights.get(m, 0.0) for m in candidates]
+            total = sum(values)
+            if total > 0:
+                threshold, acc = u * total, 0.0
+                for model, value in zip(candidates, values, strict=True):
+                    acc += value
+                    if value > 0 and threshold < acc:
+                        return model
+                return next(m for m, v in zip(candidates[::-1], values[::-1], strict=True) if v)
+        return candidates[int(u * len(candidates))]
 
     def _has_fallbacks(self, group: str) -> bool:
         return any(
@@ -617,9 +655,24 @@ class _LiteLLMLike:
         draws: _Draws,
         fallbacks: list[int],
     ) -> Outcome:
+        tried: list[str] = []
         try:
-            return await self._with_retries(request, driver, group, draws)
-        except ModelError as error:
+            return await self._with_retries(request, driver, group, draws, None, tried)
+        except ModelError as first_error:
+            error = first_error
+            # LiteLLM's order path: a failure at one order moves on to the group's next order
+            # (with its own retries), before any fallback group.
+            while tried and tried[-1] in self.orders:
+                higher = [o for o in self._group_orders(group) if o > self.orders[tried[-1]]]
+                if not higher:
+                    break
+                tried.clear()
+                try:
+                    return await self._with_retries(request, driver, group, draws, higher[0], tried)
+                except ModelError as order_error:
+                    error = order_error
+                    if not tried:
+                        break
             table = self.fallbacks
             if error.kind == "context_window" and group in self.context_window_fallbacks:
                 table = self.context_window_fallbacks
@@ -627,7 +680,9 @@ class _LiteLLMLike:
                 table = self.content_policy_fallbacks
             chain = table.get(group, ())
             if not chain or depth >= self.max_fallbacks:
-                raise
+                if error is first_error:
+                    raise
+                raise error from None
             last = error
             for next_group in chain:
                 if next_group == group:
@@ -641,21 +696,32 @@ class _LiteLLMLike:
                     last = fallback_error
             raise last from None
 
+    def _group_orders(self, group: str) -> list[int]:
+        return sorted({self.orders[m] for m in self.groups[group] if m in self.orders})
+
     async def _with_retries(
-        self, request: Request, driver: Driver, group: str, draws: _Draws
+        self,
+        request: Request,
+        driver: Driver,
+        group: str,
+        draws: _Draws,
+        target_order: int | None,
+        tried: list[str],
     ) -> Outcome:
         last: ModelError | None = None
         for retry in range(self.num_retries + 1):
-            healthy = self._healthy(group, driver.now())
-            if not healthy:
+            candidates = self._candidates(self._healthy(group, driver.now()), target_order)
+            if not candidates:
                 if last is not None:
                     raise last
+                at = "" if target_order is None else f" at order {target_order}"
                 raise RateLimitError(
-                    f"No deployments available for selected model group {group!r}: every "
+                    f"No deployments available for selected model group {group!r}{at}: every "
                     "deployment is cooling down",
                     model=group,
                 )
-            model = healthy[0] if len(healthy) == 1 else healthy[int(draws.next() * len(healthy))]
+            model = self._pick(group, candidates, draws)
+            tried.append(model)
             try:
                 response = await driver.call_model(request, [model], max_retries=0)
             except ModelError as error:
@@ -726,9 +792,91 @@ def _group_table(
     return table
 
 
+_LITELLM_ROUTING = ("simple-shuffle",)
+_LITELLM_WEIGHTS = ("weight", "rpm", "tpm")  # simple-shuffle uses the first one set
+
+
+def _litellm_order(value: Any, where: str) -> int | None:
+    """LiteLLM reads an order written as ``1``, ``1.0`` or ``"1"`` as the same number."""
+    if value is None:
+        return None
+    if isinstance(value, int):  # True too, as in LiteLLM
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]+", value):
+        return int(value)
+    raise ArgumentError(f"{where}: order must be a whole number, got {value!r}")
+
+
+def _litellm_model_list(
+    model_list: Any,
+) -> tuple[dict[str, tuple[str, ...]], dict[str, int], dict[str, dict[str, float]]]:
+    """groups, orders (model -> order) and simple-shuffle weights (group -> model -> weight)
+    from LiteLLM's ``model_list``."""
+    if isinstance(model_list, (str, Mapping)) or not isinstance(model_list, Sequence):
+        raise ArgumentTypeError(
+            f"model_list must be a list of LiteLLM deployments, got {type(model_list).__name__}"
+        )
+    if not model_list:
+        raise ArgumentError("litellm_like(model_list=) needs at least one deployment")
+    groups: dict[str, list[str]] = {}
+    orders: dict[str, int] = {}
+    params_of: dict[str, list[Mapping[str, Any]]] = {}
+    for i, entry in enumerate(model_list):
+        where = f"model_list[{i}]"
+        if not isinstance(entry, Mapping):
+            raise ArgumentTypeError(f"{where} must be a dict, got {entry!r}")
+        group = entry.get("model_name")
+        if not isinstance(group, str) or not group:
+            raise ArgumentError(f"{where} needs a 'model_name' (the group's public name)")
+        params = entry.get("litellm_params")
+        if not isinstance(params, Mapping) or not isinstance(params.get("model"), str):
+            raise ArgumentError(
+                f"{where} ({group!r}) needs 'litellm_params' with a 'model', such as "
+                "{'model': 'openai/gpt-4o'}"
+            )
+        deployment = entry.get("deployment")
+        if deployment is None:
+            deployment = params["model"].split("/", 1)[-1]  # minus the provider/ prefix
+        if not isinstance(deployment, str) or not deployment:
+            raise ArgumentError(f"{where}: the deployment name must be a non-empty str")
+        if deployment in groups.get(group, ()):
+            raise ArgumentError(
+                f"{where}: group {group!r} names the deployment {deployment!r} twice; give each "
+                "a 'deployment' key with the host's model name to tell them apart"
+            )
+        info = entry.get("model_info")
+        order = params.get("order")
+        if order is None and isinstance(info, Mapping):
+            order = info.get("order")
+        order = _litellm_order(order, where)
+        if order is not None:
+            if orders.get(deployment, order) != order:
+                raise ArgumentError(f"{where}: {deployment!r} has two orders")
+            orders[deployment] = order
+        groups.setdefault(group, []).append(deployment)
+        params_of.setdefault(group, []).append(params)
+    weights: dict[str, dict[str, float]] = {}
+    for group, deployments in groups.items():
+        for key in _LITELLM_WEIGHTS:
+            values = []
+            for deployment, params in zip(deployments, params_of[group], strict=True):
+                value = params.get(key)
+                if value is not None:
+                    value = check_number(value, f"{group!r} {deployment!r} {key}", low=0.0)
+                values.append(0.0 if value is None else float(value))
+            if max(values) > 0:
+                weights[group] = dict(zip(deployments, values, strict=True))
+                break
+    return {g: tuple(d) for g, d in groups.items()}, orders, weights
+
+
 def litellm_like(
-    models_or_groups: GroupSpec,
+    models_or_groups: GroupSpec | None = None,
     *,
+    model_list: Sequence[Mapping[str, Any]] | None = None,
+    routing_strategy: str = "simple-shuffle",
     num_retries: int = 2,
     fallbacks: FallbackSpec | None = None,
     context_window_fallbacks: FallbackSpec | None = None,
@@ -748,6 +896,23 @@ def litellm_like(
     groups means each falls back to the next; LiteLLM's ``[{"a": ["b"]}]`` works too); None means
     the groups in the order given, ``{}`` none. ``context_window_fallbacks`` and
     ``content_policy_fallbacks`` take the same forms and are used for those errors only.
+
+    ``model_list=`` takes LiteLLM's own configuration instead: one entry per deployment,
+    ``{"model_name": group, "litellm_params": {"model": "openai/east", "order": 1, ...}}``. The
+    deployment is the host's model named by ``litellm_params["model"]`` minus its provider prefix
+    (the part up to the first ``/``: ``"openai/east"`` is ``east``, ``"east"`` stays ``east``); an
+    entry's ``"deployment"`` key, when given, names the host's model instead (for a name with a
+    ``/`` of its own). Requests go to the first ``model_name``; ``fallbacks=None`` means none, as in
+    LiteLLM. Other ``litellm_params`` (``api_base``, keys, ...) are ignored.
+
+        sy.strategies.litellm_like(
+            model_list=[
+                {"model_name": "gpt-4o", "litellm_params": {"model": "openai/east", "order": 1}},
+                {"model_name": "gpt-4o", "litellm_params": {"model": "openai/west", "order": 2}},
+                {"model_name": "mini", "litellm_params": {"model": "openai/mini"}},
+            ],
+            fallbacks=[{"gpt-4o": ["mini"]}],
+        )
 
         sy.strategies.litellm_like(["small", "large"])              # small, then large
         sy.strategies.litellm_like(
@@ -785,6 +950,17 @@ def litellm_like(
       A cooldown lasts the honoured Retry-After when the error sent one.
     * A cooled deployment is skipped: a retry under way for a group with no healthy deployment goes
       straight to the fallbacks, and a new request for it fails over with no call made.
+    * **Picking a deployment** (``routing_strategy="simple-shuffle"``, the only one): at random
+      among the group's healthy deployments, the one that just failed included, in proportion to
+      ``litellm_params["weight"]`` when a deployment of the group sets one, else ``rpm``, else
+      ``tpm`` (a deployment without it then gets none), uniformly when none is set.
+    * **order** (``litellm_params["order"]``, or ``model_info["order"]``): only the healthy
+      deployments of the lowest order are picked (those without an order only when no healthy
+      one has one), so a cooled order-1 deployment hands its retries to order 2 at once. When a
+      request fails at one order, with its retries spent or on an error that is not retried (a
+      400 too), the group's next higher order is tried, with its own retries, before any
+      fallback group. Retries at an order do not wait while another deployment of the group,
+      of any order, is healthy.
 
     It owns its retry loop: every attempt is ``driver.call_model(request, [model],
     max_retries=0)``, which overrides the host's ``HostPolicy.max_retries`` for that one call, so
@@ -793,15 +969,28 @@ def litellm_like(
     (the default) to see its calls' errors. Jitter and deployment picks are keyed draws
     (``uniforms(driver.seed, "litellm_like", request id, n)``), so a run is the same for a seed.
 
-    Not modelled: LiteLLM's per-minute rpm/tpm routing strategies, retry policies per error class,
+    Not modelled: LiteLLM's other routing strategies (least-busy, latency-, usage- and
+    cost-based) and rpm/tpm limits (``rpm`` only weighs the shuffle), retry policies per error class,
     retries on other 4xx when a group has several deployments, and LiteLLM recognising a
     content-policy 400 from an OpenAI-compatible server by its wording only (here the error's
     kind decides; ``conformance/`` in the repository records the real Router's behaviour).
 
     In the ``attempts`` frame every attempt is its own call (``retry_index`` 0, ``retried``
-    False); the request's ``evidence_fallbacks`` counts the fallback groups tried.
+    False); the request's ``evidence_fallbacks`` counts the fallback groups tried (a move to a
+    higher order within a group is not counted).
     """
-    if isinstance(models_or_groups, Mapping):
+    orders: dict[str, int] = {}
+    weights: dict[str, dict[str, float]] = {}
+    if model_list is not None:
+        if models_or_groups is not None:
+            raise ArgumentError(
+                "litellm_like() takes either groups or model_list=, not both: put every "
+                "deployment in model_list"
+            )
+        groups, orders, weights = _litellm_model_list(model_list)
+    elif models_or_groups is None:
+        raise ArgumentError("litellm_like() needs the models, the groups or model_list=")
+    elif isinstance(models_or_groups, Mapping):
         groups = {}
         for group, deployments in models_or_groups.items():
             if not isinstance(group, str) or not group:
@@ -834,7 +1023,14 @@ def litellm_like(
         raise ArgumentError(
             f"retry_after must be one of {list(_LITELLM_RETRY_AFTER)}, got {retry_after!r}"
         )
-    regular = _group_table(list(groups) if fallbacks is None else fallbacks, groups, "fallbacks")
+    if routing_strategy not in _LITELLM_ROUTING:
+        raise ArgumentError(
+            f"routing_strategy {routing_strategy!r} is not modelled; litellm_like has "
+            f"{list(_LITELLM_ROUTING)}"
+        )
+    if fallbacks is None and model_list is None:
+        fallbacks = list(groups)  # each group falls back to the next one given
+    regular = _group_table(fallbacks, groups, "fallbacks")
     name = (
         "litellm_like("
         + ">".join(g if groups[g] == (g,) else f"{g}[{','.join(groups[g])}]" for g in groups)
@@ -851,6 +1047,8 @@ def litellm_like(
         retry_after=retry_after,
         max_fallbacks=max_fallbacks,
         name=name,
+        orders=orders,
+        weights=weights,
     )
 
 

@@ -7,7 +7,9 @@ models) run on a SimHost under ``litellm_like`` with the same settings. The atte
 order and kind (model, status) exactly, under every one of ``SEEDS``; each gap the real Router
 left between two attempts must lie in the range the same gap takes under litellm_like over those
 seeds (the backoff plus its 0-0.75 s jitter), widened by ``SLACK`` for the latency of the fake
-provider and of LiteLLM itself. Where they disagree for a known reason the scenario is in
+provider and of LiteLLM itself. The group scenarios give litellm_like the very ``model_list`` the
+Router had; where the Router picked a deployment at random, litellm_like replays its picks
+(``REPLAYED_PICKS``). Where they disagree for a known reason the scenario is in
 ``KNOWN_DIFFERENCES``, and the test asserts that it still differs, so it fails once fixed.
 """
 
@@ -28,8 +30,14 @@ SLACK = 0.15  # both sides' latencies: the fake provider's answers, LiteLLM's ow
 SEEDS = range(24)  # enough for litellm_like's jitter to span most of [0, 0.75) s
 USAGE_POLICY = "Invalid prompt: your prompt was flagged as potentially violating our usage policy."
 
-# name -> (the faults of the primary "a", litellm_like settings beyond the common ones, arrivals)
-SCENARIOS: dict[str, tuple[sy.Faults, dict, list[float]]] = {
+RATE_LIMITED = sy.Faults(rate_limit=1.0, retry_after_s=1.0)
+DOWN = sy.Faults(unavailable=1.0)
+HEALTHY = sy.Faults()
+
+# name -> (the faults of the primary "a", or of each deployment of the group "a"; litellm_like
+# settings beyond the common ones; arrivals). The deployments and their orders come from the
+# model_list recorded in the golden file, given to litellm_like as it was to the real Router.
+SCENARIOS: dict[str, tuple[sy.Faults | dict[str, sy.Faults], dict, list[float]]] = {
     "429-retry-after-0.5": (sy.Faults(rate_limit=1.0, retry_after_s=0.5), {}, [0.0]),
     "429-retry-after-1": (sy.Faults(rate_limit=1.0, retry_after_s=1.0), {}, [0.0]),
     "503": (sy.Faults(unavailable=1.0), {}, [0.0]),
@@ -60,7 +68,36 @@ SCENARIOS: dict[str, tuple[sy.Faults, dict, list[float]]] = {
         {"allowed_fails": 3, "cooldown_time": 5, "num_retries": 0},
         [0.4 * i for i in range(18)],
     ),
+    "group-429-sibling": ({"a1": RATE_LIMITED, "a2": HEALTHY}, {}, [2.0 * i for i in range(6)]),
+    "group-503-sibling": ({"a1": DOWN, "a2": HEALTHY}, {}, [0.5 * i for i in range(8)]),
+    "group-allowed-fails-1": (
+        {"a1": DOWN, "a2": HEALTHY},
+        {"allowed_fails": 1, "cooldown_time": 5, "num_retries": 0},
+        [0.4 * i for i in range(18)],
+    ),
+    "order-503": ({"a1": DOWN, "a2": HEALTHY}, {}, [0.0]),
+    "order-both-503": ({"a1": DOWN, "a2": DOWN}, {}, [0.0]),
+    "order-400": (
+        {"a1": sy.Faults(errors=[sy.ErrorFault.capability(1.0)]), "a2": HEALTHY},
+        {},
+        [0.0],
+    ),
+    "order-429": ({"a1": RATE_LIMITED, "a2": HEALTHY}, {}, [0.0, 0.5, 2.0]),
+    "order-allowed-fails-1": (
+        {"a1": DOWN, "a2": HEALTHY},
+        {"allowed_fails": 1, "cooldown_time": 5, "num_retries": 0},
+        [0.5 * i for i in range(14)],
+    ),
 }
+
+# Scenarios where the Router picks at random between a1 and a2 (simple-shuffle, no order), so
+# one recorded run is one draw among many. There litellm_like replays the real Router's picks:
+# each attempt goes to the deployment the Router chose for it, provided litellm_like has it
+# among its candidates (healthy, of the order in play); everything else (whether to retry, how
+# long to wait, which deployment is cooling, when to fall back) is litellm_like's own and must
+# match. A pick litellm_like could not have made (a deployment it has cooled) shows as a
+# difference in the attempts.
+REPLAYED_PICKS = {"group-429-sibling", "group-503-sibling", "group-allowed-fails-1"}
 
 # name -> why litellm_like does not do what the real Router did
 KNOWN_DIFFERENCES: dict[str, str] = {
@@ -82,15 +119,34 @@ def golden() -> dict:
     return json.loads(GOLDEN.read_text())
 
 
+def replaying(router, picks: list[list[str]]):
+    """``router`` with each attempt sent where the real Router sent it, when it can be."""
+    own = router._pick
+    made: dict[int, int] = {}
+
+    def pick(group, candidates, draws):
+        rid = int(draws.key[2])
+        n = made[rid] = made.get(rid, -1) + 1
+        wanted = picks[rid][n] if n < len(picks[rid]) else None
+        return wanted if wanted in candidates else own(group, candidates, draws)
+
+    router._pick = pick
+    return router
+
+
 def simulated(name: str, seed: int) -> list[list[Attempt]]:
     faults, settings, arrivals = SCENARIOS[name]
+    if isinstance(faults, sy.Faults):
+        faults = {"a": faults}
+    models = {m: constant_profile(0.01, 16, 2000.0, faults=f) for m, f in faults.items()}
     profile = constant_profile(0.01, 16, 2000.0)  # the FakeModel's default latency
-    host = sy.SimHost(
-        {"a": constant_profile(0.01, 16, 2000.0, faults=faults), "b": profile, "c": profile}
-    )
+    host = sy.SimHost({**models, "b": profile, "c": profile})
     router = sy.strategies.litellm_like(
-        ["a", "b", "c"], **{"num_retries": 2, "fallbacks": {"a": ["b"]}, **settings}
+        model_list=golden()["scenarios"][name]["model_list"],
+        **{"num_retries": 2, "fallbacks": {"a": ["b"]}, **settings},
     )
+    if name in REPLAYED_PICKS:
+        router = replaying(router, [[a[0] for a in r] for r in recorded(name)])
     requests = [sy.Request(f"request {i}", id=i) for i in range(len(arrivals))]
     result = sy.run(router, requests, host=host, arrivals=arrivals, seed=seed)
     frame = result.attempts.sort_values(["request_id", "start_s", "call_id"])
@@ -138,6 +194,7 @@ def test_the_golden_file_and_the_scenarios_name_the_same_cases():
     recorded_names = set(golden()["scenarios"])
     assert recorded_names == set(SCENARIOS)
     assert set(KNOWN_DIFFERENCES) <= recorded_names
+    assert recorded_names >= REPLAYED_PICKS
     assert golden()["litellm_version"] == "1.110.2"
 
 

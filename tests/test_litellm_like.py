@@ -359,3 +359,99 @@ def test_call_model_max_retries_overrides_the_host_policy_for_one_call():
     result = sy.run(algorithm, REQUEST, host=h, seed=7)
     assert result.attempts["model"].tolist() == ["a", "ok"]
     assert seen == [7]
+
+
+# -- LiteLLM's model_list: order tiers and simple-shuffle ------------------------------------------
+
+
+def deployment(group: str, model: str, **params) -> dict:
+    return {"model_name": group, "litellm_params": {"model": model, **params}}
+
+
+def test_model_list_names_the_hosts_model_without_its_provider_prefix():
+    h = host(east=None, west=None)
+    router = st.litellm_like(
+        model_list=[
+            deployment("gpt-4o", "openai/east", order=1),
+            deployment("gpt-4o", "west", order=2),
+            {**deployment("gpt-4o", "azure/x/y", order=3), "deployment": "ok"},
+        ]
+    )
+    assert router.groups == {"gpt-4o": ("east", "west", "ok")}
+    assert router.fallbacks == {}  # LiteLLM's default: no fallbacks
+    assert sy.run(router, REQUEST, host=h).attempts["model"].tolist() == ["east"]
+
+
+def test_a_failing_order_retries_in_place_then_the_next_order_then_the_fallbacks():
+    h = host(east=sy.Faults(unavailable=1.0), west=sy.Faults(unavailable=1.0), mini=None)
+    router = st.litellm_like(
+        model_list=[
+            deployment("gpt-4o", "openai/west", order=2),
+            deployment("gpt-4o", "openai/east", order=1),
+            deployment("mini", "openai/mini"),
+        ],
+        fallbacks=[{"gpt-4o": ["mini"]}],
+    )
+    result = sy.run(router, REQUEST, host=h)
+    rows = attempts(result)
+    assert [r[:2] for r in rows] == [("east", 503)] * 3 + [("west", 503)] * 3 + [("mini", 200)]
+    assert all(g < 1e-9 for g in gaps(rows))  # a healthy sibling: no waits
+    assert result.requests["evidence_fallbacks"].tolist() == [1]
+
+
+def test_a_cooled_low_order_hands_its_requests_to_the_next_order():
+    h = host(east=sy.Faults(rate_limit=1.0, retry_after_s=1.0), west=None)
+    router = st.litellm_like(
+        model_list=[
+            deployment("gpt-4o", "openai/east", order=1),
+            deployment("gpt-4o", "openai/west", order=2),
+        ]
+    )
+    requests = [sy.Request("x", id=i) for i in range(3)]
+    result = sy.run(router, requests, host=h, arrivals=[0.0, 0.5, 2.0])
+    assert result.attempts.sort_values(["request_id", "start_s"])["model"].tolist() == [
+        "east", "west", "west", "east", "west",
+    ]  # fmt: skip
+
+
+def test_simple_shuffle_weighs_by_weight_then_rpm_and_is_uniform_without():
+    h = host(a1=None, a2=None)
+
+    def shares(**params) -> float:
+        router = st.litellm_like(
+            model_list=[
+                deployment("g", "a1", **params.get("a1", {})),
+                deployment("g", "a2", **params.get("a2", {})),
+            ]
+        )
+        requests = [sy.Request("x", id=i) for i in range(400)]
+        models = sy.run(router, requests, host=h).attempts["model"]
+        return float((models == "a1").mean())
+
+    assert 0.4 < shares() < 0.6
+    assert 0.7 < shares(a1={"weight": 3}, a2={"weight": 1}) < 0.8
+    assert 0.05 < shares(a1={"rpm": 10}, a2={"rpm": 90}) < 0.15
+    assert shares(a1={"weight": 1}) == 1.0  # a2 sets none: weight 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"model_list": [{"litellm_params": {"model": "a"}}]}, "needs a 'model_name'"),
+        ({"model_list": [{"model_name": "g"}]}, "needs 'litellm_params' with a 'model'"),
+        ({"model_list": [{"model_name": "g", "litellm_params": {}}]}, "with a 'model'"),
+        ({"model_list": [deployment("g", "a"), deployment("g", "x/a")]}, "twice"),
+        ({"model_list": [deployment("g", "a", order="first")]}, "order must be a whole"),
+        ({"model_list": [deployment("g", "a")], "fallbacks": [{"g": ["h"]}]}, "unknown group"),
+        ({"model_list": [deployment("g", "a")], "routing_strategy": "least-busy"}, "not modelled"),
+        ({}, "needs the models"),
+    ],
+)
+def test_model_list_mistakes_are_named(kwargs, message):
+    with pytest.raises(sy.ArgumentError, match=message):
+        st.litellm_like(**kwargs)
+
+
+def test_groups_and_model_list_together_are_refused():
+    with pytest.raises(sy.ArgumentError, match="either groups or model_list"):
+        st.litellm_like(["a"], model_list=[deployment("g", "a")])
