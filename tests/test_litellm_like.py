@@ -455,3 +455,55 @@ def test_model_list_mistakes_are_named(kwargs, message):
 def test_groups_and_model_list_together_are_refused():
     with pytest.raises(sy.ArgumentError, match="either groups or model_list"):
         st.litellm_like(["a"], model_list=[deployment("g", "a")])
+
+
+def test_a_group_of_deployments_over_http_matches_the_simulated_host():
+    """The same model_list on an HttpHost (each deployment a model of the FakeProvider) and on a
+    SimHost with the same faults: the same attempts, deployment by deployment."""
+    from sykit.testing import FakeModel, FakeProvider
+
+    model_list = [
+        {"model_name": "gpt", "litellm_params": {"model": "openai/east", "order": 1}},
+        {"model_name": "gpt", "litellm_params": {"model": "openai/west", "order": 2}},
+        {"model_name": "mini", "litellm_params": {"model": "openai/mini"}},
+    ]
+    router = sy.strategies.litellm_like(
+        model_list=model_list, fallbacks=[{"gpt": ["mini"]}], num_retries=0
+    )
+    policy = sy.HostPolicy(max_retries=0, cooldown_s=0, timeout_s=2.0)
+    prices = sy.ModelProfile(price_in=1.0, price_out=2.0)
+    sim = sy.SimHost(
+        {
+            "east": prices.replace(faults=sy.Faults(errors=[sy.ErrorFault(503, 1.0)])),
+            "west": prices,
+            "mini": prices,
+        },
+        policy=policy,
+    )
+    wire = {
+        "east": FakeModel(fault=sy.ErrorFault(503, 1.0)),
+        "west": FakeModel(ttft_s=0.01),
+        "mini": FakeModel(ttft_s=0.01),
+    }
+    with FakeProvider(wire, seed=1) as fake:
+        http = sy.HttpHost(
+            fake.base_url, models={m: prices for m in wire}, policy=policy, stream=False
+        )
+        real = sy.run(router, ["q1", "q2"], host=http, progress=False)
+    simulated = sy.run(router, ["q1", "q2"], host=sim, progress=False)
+
+    def attempts(result):
+        a = result.attempts
+        return list(
+            zip(
+                a["request_id"],
+                a["model"].astype(str),
+                a["status"].astype(str),
+                a["http_status"].astype("Int64").tolist(),
+                strict=True,
+            )
+        )
+
+    assert attempts(real) == attempts(simulated)
+    assert [m for _, m, _, _ in attempts(real)] == ["east", "west", "east", "west"]
+    assert (real.requests["served_model"].astype(str) == "west").all()
