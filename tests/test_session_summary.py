@@ -363,14 +363,18 @@ def test_a_sub_agent_session_is_a_row_of_its_own_naming_its_parent():
 # -- the summary -----------------------------------------------------------------------------
 
 
-def test_summary_interval_and_cost_per_success_on_a_known_example():
-    cmp = sy.compare(
+def _strong_and_weak() -> sy.Comparison:
+    return sy.compare(
         {"strong": st.single("strong"), "weak": st.single("weak")},
         _sessions(),
         host=_host(),
         seeds=[0, 1],
         progress=False,
     )
+
+
+def test_summary_interval_and_cost_per_success_on_a_known_example():
+    cmp = _strong_and_weak()
     summary = session_summary(cmp, outcomes=OUTCOMES).set_index("strategy")
     strong = summary.loc["strong"]
     assert (strong["sessions"], strong["seeds"]) == (4, 2)
@@ -410,13 +414,7 @@ def test_summary_averages_each_session_over_seeds_first():
 
 
 def test_summary_with_a_baseline_pairs_sessions():
-    cmp = sy.compare(
-        {"strong": st.single("strong"), "weak": st.single("weak")},
-        _sessions(),
-        host=_host(),
-        seeds=[0, 1],
-        progress=False,
-    )
+    cmp = _strong_and_weak()
     summary = session_summary(cmp, outcomes=OUTCOMES, baseline="strong").set_index("strategy")
     weak = summary.loc["weak"]
     # per session weak − strong: SAFE 0, RESCUE −1, LOSS +1, HARD 0
