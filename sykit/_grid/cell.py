@@ -60,6 +60,7 @@ class CellOutcome:
     rows: tuple[int, int] = (0, 0)  # requests, attempts
     requests: pd.DataFrame | None = None  # None when written to the output folder
     attempts: pd.DataFrame | None = None
+    record: dict[str, Any] | None = None  # what the output folder holds of the cell
 
 
 def run_cell(spec: GridSpec, cell: Cell, capture: bool) -> CellOutcome:
@@ -113,7 +114,7 @@ def _run_and_keep(
     if spec.out is not None:
         from .store import write_cell
 
-        write_cell(Path(spec.out), cell, outcome, spec.axes)
+        outcome.record = write_cell(Path(spec.out), cell, outcome, spec.axes)
         outcome.requests = outcome.attempts = None
     return outcome
 

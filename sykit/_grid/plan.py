@@ -6,7 +6,6 @@ import contextvars
 import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -142,10 +141,10 @@ def grid(
         outcomes[outcome.index] = outcome
         if outcome.status == "done":
             frames.counts[outcome.index] = outcome.counts
-            if outcome.requests is not None and outcome.attempts is not None:
+            if outcome.record is not None:
+                frames.records[outcome.index] = outcome.record
+            elif outcome.requests is not None and outcome.attempts is not None:
                 frames.held[outcome.index] = (outcome.requests, outcome.attempts)
-            elif path is not None:
-                frames.records[outcome.index] = _record(path, cells[outcome.index])
         else:
             failed += 1
             if bar is not None:
@@ -183,12 +182,6 @@ def _check_first_cells(spec: GridSpec, cells: Sequence[Cell]) -> None:
             continue
         seen.add(cell.strategy)
         plan_cell(spec, cell)
-
-
-def _record(path: Path, cell: Cell) -> dict[str, Any]:
-    from .store import finished_cells
-
-    return finished_cells(path, only=cell.key)[cell.key]
 
 
 def _cells_table(

@@ -169,8 +169,9 @@ def _table(frame: pd.DataFrame, cell: Cell, axes: Mapping[str, Axis]) -> tuple[A
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), categories
 
 
-def write_cell(path: Path, cell: Cell, outcome: Any, axes: Mapping[str, Axis]) -> None:
-    """Write a finished cell: both frames, then its record (the sign that it finished)."""
+def write_cell(path: Path, cell: Cell, outcome: Any, axes: Mapping[str, Axis]) -> dict[str, Any]:
+    """Write a finished cell: both frames, then its record (the sign that it finished); return
+    the record, so the caller need not read back what it just wrote."""
     import pyarrow.parquet as pq
 
     where = partition(cell)
@@ -204,13 +205,13 @@ def write_cell(path: Path, cell: Cell, outcome: Any, axes: Mapping[str, Axis]) -
     temporary = path / "cells" / f".{cell.key}.{uuid.uuid4().hex}.tmp"
     temporary.write_text(json.dumps(content) + "\n", encoding="utf-8")
     os.replace(temporary, path / "cells" / f"{cell.key}.json")
+    return content
 
 
-def finished_cells(path: Path, only: str | None = None) -> dict[str, dict[str, Any]]:
-    """The records of the cells finished in the folder (or of the cell ``only``), by key."""
+def finished_cells(path: Path) -> dict[str, dict[str, Any]]:
+    """The records of the cells finished in the folder, by key."""
     found = {}
-    files = [path / "cells" / f"{only}.json"] if only else (path / "cells").glob("*.json")
-    for file in files:
+    for file in (path / "cells").glob("*.json"):
         if file.name.startswith("."):
             continue
         try:
