@@ -47,6 +47,19 @@ class Axis:
     def value(self, label: Label) -> Any:
         return self.values[self.labels.index(label)]
 
+    @property
+    def kind(self) -> str:
+        """What its labels are, for the column that holds them: ``"str"``, ``"bool"``, ``"int"``,
+        ``"float"`` (numbers, ints among them) or ``"mixed"``."""
+        labels = self.labels
+        if all(isinstance(v, str) for v in labels):
+            return "str"
+        if all(isinstance(v, bool) for v in labels):
+            return "bool"
+        if any(isinstance(v, bool | str) for v in labels):
+            return "mixed"
+        return "int" if all(isinstance(v, int) for v in labels) else "float"
+
 
 def _label(name: str, value: Any, where: str) -> Label:
     """A plain, JSON-safe label (numpy scalars unwrapped), or a clear error."""

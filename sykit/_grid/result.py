@@ -65,14 +65,14 @@ class CellFrames:
 def axis_column(values: Sequence[Any], axis: Axis) -> pd.Series | pd.Categorical | np.ndarray:
     """An axis's column: categorical for text labels (in the axis's order), numbers as numbers,
     empty where a strategy does not use the axis."""
-    labels = axis.labels
-    if all(isinstance(v, str) for v in labels):
-        return pd.Categorical(values, categories=list(labels))
-    if all(isinstance(v, bool) for v in labels):
+    kind = axis.kind
+    if kind == "str":
+        return pd.Categorical(values, categories=list(axis.labels))
+    if kind == "bool":
         return pd.array(values, dtype="boolean")
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in labels):
+    if kind == "int":
         return pd.array(values, dtype="Int64")
-    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in labels):
+    if kind == "float":
         return np.array([np.nan if v is None else v for v in values], dtype=float)
     return np.array(values, dtype=object)
 

@@ -124,14 +124,8 @@ def partition(cell: Cell) -> Path:
 def _axis_type(axis: Axis) -> Any:
     import pyarrow as pa
 
-    labels = axis.labels
-    if all(isinstance(v, bool) for v in labels):
-        return pa.bool_()
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in labels):
-        return pa.int64()
-    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in labels):
-        return pa.float64()
-    return pa.string()
+    types = {"bool": pa.bool_(), "int": pa.int64(), "float": pa.float64()}
+    return types.get(axis.kind, pa.string())  # text, and mixed labels as their text
 
 
 def _table(frame: pd.DataFrame, cell: Cell, axes: Mapping[str, Axis]) -> tuple[Any, dict]:
