@@ -154,6 +154,7 @@ class _Card:
 
     __slots__ = (
         "break_after",
+        "cache",
         "faulty",
         "output_tokens",
         "prefill",
@@ -188,6 +189,7 @@ class _Card:
         self.prefill = profile.prefill
         self.prefill_tokens_per_s = profile.latency.prefill_tokens_per_s
         self.quality = profile.quality
+        self.cache = profile.cache
         self.text = ""
 
 
@@ -424,8 +426,12 @@ class _SimSession:
             if cap is not None and out > cap:
                 out = cap
         cached = 0
-        cache = card.profile.cache if attempt.kind == "model" else None
-        session = request.metadata.get("session_id") if cache is not None else None  # type: ignore[union-attr]
+        cache = card.cache
+        session = (
+            request.metadata.get("session_id")  # type: ignore[union-attr]
+            if cache is not None and attempt.kind == "model"
+            else None
+        )
         if session is not None:
             entry = self.prompt_cache.get((model, session))
             if (
