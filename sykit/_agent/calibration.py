@@ -22,6 +22,7 @@ from .._errors import ArgumentError, ArgumentTypeError
 from .._results import Comparison, Result
 from .._session import Session
 from ..sessions._outcome import QUADRANTS, TaskOutcomes, quadrant_of
+from ..sessions._swebench import task_quadrants
 from .stage import default_tier, pick_tier
 from .tool_signals import DEFAULT_RECENT_WINDOW, ToolSemantics, tool_signals
 
@@ -93,7 +94,7 @@ def calibrate_stage_router(
     default = default_tier(default, capable, efficient)
     candidates = _thresholds(thresholds)
     semantics = ToolSemantics.of(tool_semantics)
-    quadrant_of_task = _task_quadrants(tasks)
+    quadrant_of_task = dict(task_quadrants(tasks))
     if not isinstance(task_key, str):
         raise ArgumentTypeError(f"task_key must be a metadata key (str), got {task_key!r}")
     outcomes = TaskOutcomes({capable: "strong", efficient: "weak"}, critical_turns=critical_turns)
@@ -219,26 +220,6 @@ def _served(run: Result) -> dict[Any, list[str]]:
     for sid, frame in requests.groupby("session_id", sort=False, observed=True):
         served[sid] = frame.loc[frame["status"] == "ok", "served_model"].astype(str).tolist()
     return served
-
-
-def _task_quadrants(tasks: Any) -> dict[Any, str]:
-    if not isinstance(tasks, pd.DataFrame):
-        raise ArgumentTypeError(
-            f"tasks must be a DataFrame such as sy.sessions.swebench_pro(), got {type(tasks).__name__}"
-        )
-    missing = [c for c in ("instance_id", "quadrant") if c not in tasks.columns]
-    if missing:
-        raise ArgumentError(
-            f"tasks lacks column {missing[0]!r}; it needs instance_id and quadrant, as "
-            "sy.sessions.swebench_pro() has"
-        )
-    quadrants = tasks["quadrant"].astype(object)
-    unknown = quadrants[~quadrants.isin(QUADRANTS)]
-    if len(unknown):
-        raise ArgumentError(
-            f"tasks quadrant {unknown.iloc[0]!r} is not one of {', '.join(QUADRANTS)}"
-        )
-    return dict(zip(tasks["instance_id"], quadrants, strict=True))
 
 
 def _thresholds(given: Iterable[float]) -> list[float]:

@@ -17,8 +17,7 @@ from .._errors import ArgumentError, ArgumentTypeError
 from .._models import Request
 from .._rng import uniforms
 from .._session import Session, Turn
-from ._outcome import QUADRANTS
-from ._swebench import swebench_pro
+from ._swebench import swebench_pro, task_quadrants
 from ._synthetic import AgentTrace, _session, fit_openhands
 
 __all__ = ["TASK_KEYS", "grounded_sessions"]
@@ -92,36 +91,18 @@ def _with_task(turn: Turn, task: dict[str, object]) -> Turn:
 
 
 def _check_tasks(tasks: object) -> tuple[list[str], list[str]]:
-    """The tasks' ids and quadrants, checked: a frame with unique string ``instance_id`` values
-    and a known ``quadrant`` per row."""
-    if not isinstance(tasks, pd.DataFrame):
-        raise ArgumentTypeError(
-            f"tasks must be a DataFrame such as sy.sessions.swebench_pro(), got "
-            f"{type(tasks).__name__}"
-        )
-    missing = [c for c in ("instance_id", "quadrant") if c not in tasks.columns]
-    if missing:
-        raise ArgumentError(
-            f"tasks lacks the column(s) {missing}; it needs instance_id and quadrant, as "
-            "sy.sessions.swebench_pro() returns"
-        )
-    if tasks.empty:
+    """The tasks' ids and quadrants, checked: a task table (:func:`task_quadrants`) with at least
+    one row and unique, non-empty string ``instance_id`` values (they become session ids)."""
+    pairs = task_quadrants(tasks)
+    if not pairs:
         raise ArgumentError("tasks has no rows; give at least one task")
-    ids = tasks["instance_id"].tolist()
-    quadrants = tasks["quadrant"].astype(object).tolist()
-    for i, (task, quadrant) in enumerate(zip(ids, quadrants, strict=True)):
+    seen: set[str] = set()
+    for row, (task, _) in enumerate(pairs):
         if not isinstance(task, str) or not task:
             raise ArgumentTypeError(
-                f"tasks row {i}: instance_id must be a non-empty str, got {task!r}"
+                f"tasks row {row}: instance_id must be a non-empty str, got {task!r}"
             )
-        if quadrant not in QUADRANTS:
-            raise ArgumentError(
-                f"tasks row {i} ({task!r}): quadrant {quadrant!r} is not one of "
-                f"{', '.join(QUADRANTS)}"
-            )
-    seen: set[str] = set()
-    for task in ids:
         if task in seen:
             raise ArgumentError(f"tasks has instance_id {task!r} more than once")
         seen.add(task)
-    return ids, [str(q) for q in quadrants]
+    return [str(task) for task, _ in pairs], [quadrant for _, quadrant in pairs]

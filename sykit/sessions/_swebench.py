@@ -121,3 +121,28 @@ def quadrant_counts(table: pd.DataFrame) -> dict[str, int]:
         )
     counts = values.value_counts()
     return {q: int(counts.get(q, 0)) for q in QUADRANTS}
+
+
+def task_quadrants(tasks: object) -> list[tuple[object, str]]:
+    """``(instance_id, quadrant)`` per row of a task table, checked: a frame with the columns
+    ``instance_id`` and ``quadrant`` (as :func:`swebench_pro` returns), every quadrant known."""
+    if not isinstance(tasks, pd.DataFrame):
+        raise ArgumentTypeError(
+            f"tasks must be a DataFrame such as sy.sessions.swebench_pro(), got "
+            f"{type(tasks).__name__}"
+        )
+    missing = [c for c in ("instance_id", "quadrant") if c not in tasks.columns]
+    if missing:
+        raise ArgumentError(
+            f"tasks lacks column {missing[0]!r}; it needs instance_id and quadrant, as "
+            "sy.sessions.swebench_pro() returns"
+        )
+    ids = tasks["instance_id"].tolist()
+    quadrants = tasks["quadrant"].astype(object).tolist()
+    for row, (task, quadrant) in enumerate(zip(ids, quadrants, strict=True)):
+        if quadrant not in QUADRANTS:
+            raise ArgumentError(
+                f"tasks row {row} ({task!r}): quadrant {quadrant!r} is not one of "
+                f"{', '.join(QUADRANTS)}"
+            )
+    return [(task, str(quadrant)) for task, quadrant in zip(ids, quadrants, strict=True)]
