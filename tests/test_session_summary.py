@@ -4,6 +4,8 @@ intervals over sessions, and the two session plots."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import matplotlib
 import numpy as np
 import pandas as pd
@@ -258,25 +260,13 @@ def _with_cache(result: sy.Result) -> sy.Result:
     turn = attempts["request_id"].astype(str).str.split("#").str[1].astype(int)
     attempts["cached_input_tokens"] = turn.map(CACHED).astype("int32")
     attempts["cache_write_tokens"] = turn.map(WRITTEN).astype("int32")
-    return sy.Result(
-        result.strategy,
-        result.seed,
-        attempts=attempts,
-        requests=result.requests,
-        wall_s=result.wall_s,
-    )
+    return dataclasses.replace(result, attempts=attempts)
 
 
 def _without_cache(result: sy.Result) -> sy.Result:
     """The run's frames without cache columns (records from before hosts kept them)."""
     attempts = result.attempts.drop(columns=["cached_input_tokens", "cache_write_tokens"])
-    return sy.Result(
-        result.strategy,
-        result.seed,
-        attempts=attempts,
-        requests=result.requests,
-        wall_s=result.wall_s,
-    )
+    return dataclasses.replace(result, attempts=attempts)
 
 
 PRICES = {
