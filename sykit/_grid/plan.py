@@ -18,7 +18,7 @@ from .._session import flatten_sessions
 from .axes import Binding, Cell, bind, cells_of, check_axes, check_strategies
 from .cell import CellOutcome, GridSpec, plan_cell
 from .execute import Pool, check_executor
-from .result import CellFrames, Grid
+from .result import CellFrames, Grid, axis_column
 from .store import check_out, finished_cells, open_store, requests_fingerprint
 
 __all__ = ["compare_runs", "grid"]
@@ -192,8 +192,6 @@ def _cells_table(
     frames: CellFrames,
     lost: Mapping[int, str],
 ) -> pd.DataFrame:
-    from .result import axis_column
-
     rows = []
     for cell in cells:
         labels = dict(cell.labels)
