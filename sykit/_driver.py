@@ -53,9 +53,17 @@ from ._models import (
     check_candidate_count,
     make_response,
 )
-from ._records import CAUSE_CODE, KIND_CODE, PHASE_CODE, REASON_CODE, AttemptLog, RequestLog
+from ._records import (
+    CAUSE_CODE,
+    KIND_CODE,
+    PHASE_CODE,
+    REASON_CODE,
+    STATUS_CODE,
+    AttemptLog,
+    RequestLog,
+)
 from ._sched import Backend
-from ._vocab import CancelCause, Kind, Phase
+from ._vocab import CancelCause, Kind, Phase, Status
 
 if TYPE_CHECKING:
     from ._stream import ModelStream
@@ -83,6 +91,7 @@ NEXT = 18
 _ROUTING, _ANSWER = PHASE_CODE[Phase.ROUTING], PHASE_CODE[Phase.ANSWER]
 _MODEL, _DECISION = KIND_CODE[Kind.MODEL], KIND_CODE[Kind.DECISION]
 _CANCELLED_CODE = CAUSE_CODE[CancelCause.CANCELLED]
+_ERROR_CODE = STATUS_CODE[Status.ERROR]
 
 
 class RequestClosed(SykitError, RuntimeError):
@@ -386,8 +395,10 @@ def cancel_attempt(
 
 
 def log_failure(log: AttemptLog, row: int, now: float, error: ModelError) -> None:
-    """Record ``row`` as ended by ``error`` at ``now``."""
+    """Record ``row`` as ended by ``error`` at ``now``; the error remembers its row, so that an
+    algorithm that moves on from it can say so (:meth:`Driver.record_fallback`)."""
     log.fail(row, now, error.kind, (error.message or "")[:_MESSAGE_LIMIT], error.http_status)
+    error._sykit_row = row
 
 
 class StreamHead:
@@ -665,28 +676,30 @@ class Driver:
         state = self._state
         run = state.run
         candidates = self._candidates(request, models, "call_model")
-        if max_retries is not None:
-            if isinstance(max_retries, bool) or not isinstance(max_retries, int):
-                raise ArgumentTypeError(
-                    f"max_retries must be an int or None, got {type(max_retries).__name__}"
-                )
-            if not 0 <= max_retries <= 10:
-                raise ArgumentError(f"max_retries must be in [0, 10], got {max_retries}")
+        _check_max_retries(max_retries)
         call = run.serve(state, request, candidates, _ROUTING, _MODEL, max_retries)
         if not run.policy.recover_errors:
             return _failing_the_request(state, call)
         return call
 
-    def stream_model(self, request: Request, models: Sequence[str] | str) -> ModelStream:
+    def stream_model(
+        self,
+        request: Request,
+        models: Sequence[str] | str,
+        *,
+        max_retries: int | None = None,
+    ) -> ModelStream:
         """A model call whose answer is read token by token: ``async for chunk in stream``, then
         ``stream.response``. Candidates, retries and fallback as for :meth:`call_model`, up to the
         first token; after it, an error ends the stream and is raised from the iteration. Leaving
         an ``async with`` block or calling ``aclose()`` early cancels the attempt, billed for
-        the tokens produced so far. Nothing is sent until the first chunk is awaited."""
+        the tokens produced so far. Nothing is sent until the first chunk is awaited.
+        ``max_retries`` as for :meth:`call_model`."""
         from ._stream import ModelStream
 
         candidates = self._candidates(request, models, "stream_model")
-        return ModelStream(self._state, request, candidates)
+        _check_max_retries(max_retries)
+        return ModelStream(self._state, request, candidates, max_retries)
 
     def _candidates(self, request: object, models: object, method: str) -> tuple[str, ...]:
         """The checked candidates of a routing-phase model call (only the first one unless the
@@ -735,3 +748,66 @@ class Driver:
     def evidence(self, **values: Any) -> None:
         """Attach evidence to this request's outcome; it appears as ``evidence_<key>`` columns."""
         self._state.add_evidence(values)
+
+    # -- for an algorithm that runs its own candidate loop ------------------------------------------
+    def record_fallback(self, error: BaseException) -> None:
+        """Say that the algorithm moves on to another target after ``error`` (raised by one of
+        this request's calls), as the host's candidate loop does: the attempt that failed gets
+        the error's ``fallback_reason`` (when the error is of a listed kind: context window,
+        capability, unavailable, rate limit, policy) and the request's ``n_fallbacks`` grows by
+        one. Only the log changes; the algorithm makes the next call itself. An error that ended
+        no attempt (one the algorithm raised itself) only counts the fallback."""
+        state = self._state
+        if state.closed:
+            raise _closed(state)
+        if not isinstance(error, BaseException):
+            raise ArgumentTypeError(f"error must be an exception, got {type(error).__name__}")
+        log = state.run.log
+        row = getattr(error, "_sykit_row", None)
+        if row is not None and log.get_i(row, AttemptLog.REQUEST) == state.index:
+            reason = fallback_reason(error)
+            if reason is not None and log.get_h(row, AttemptLog.STATUS) == _ERROR_CODE:
+                log.set_h(row, AttemptLog.FALLBACK, REASON_CODE[reason])
+        state.n_fallbacks += 1
+
+    def record_skip(self, request: Request, model: str, message: str) -> None:
+        """Say that the algorithm passed over ``model`` for ``request`` without calling it (a
+        target its own cooldown holds back): a ``skipped`` attempt row, ``error_kind``
+        ``"cooldown"`` with ``message``, at this instant, as the host's candidate loop writes for
+        a cooling candidate."""
+        state = self._state
+        if state.closed:
+            raise _closed(state)
+        if not isinstance(request, Request):
+            raise ArgumentTypeError(f"request must be a sy.Request, got {type(request).__name__}")
+        if not isinstance(message, str):
+            raise ArgumentTypeError(f"message must be a str, got {type(message).__name__}")
+        if not isinstance(model, str):
+            raise ArgumentTypeError(f"model must be one model name (str), got {model!r:.60}")
+        run = state.run
+        name = run.check_models(model, "record_skip(model=...)")[0]
+        race = run.backend.current_race()
+        now = run.clock()
+        row = run.log.begin(
+            state.index,
+            state.next_call(),
+            _ROUTING,
+            _MODEL,
+            run.model_codes[name],
+            0,
+            0,
+            -1 if race is None else race,
+            now,
+        )
+        run.log.skipped(row, now, message[:_MESSAGE_LIMIT])
+
+
+def _check_max_retries(max_retries: object) -> None:
+    if max_retries is None:
+        return
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int):
+        raise ArgumentTypeError(
+            f"max_retries must be an int or None, got {type(max_retries).__name__}"
+        )
+    if not 0 <= max_retries <= 10:
+        raise ArgumentError(f"max_retries must be in [0, 10], got {max_retries}")

@@ -72,14 +72,22 @@ class ModelStream:
         "_reading",
         "_request",
         "_response",
+        "_retries",
         "_sent",
         "_state",
     )
 
-    def __init__(self, state: RequestState, request: Request, candidates: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        state: RequestState,
+        request: Request,
+        candidates: tuple[str, ...],
+        retries: int | None = None,
+    ) -> None:
         self._state = state
         self._request = request
         self._candidates = candidates
+        self._retries = retries  # the policy's max_retries replaced for this call (None: kept)
         self._head: StreamHead | None = None
         self._sent = 0
         self._response: Response | None = None
@@ -145,7 +153,14 @@ class ModelStream:
                 raise _closed(state)
             try:
                 head = yield from serve_steps(
-                    state.run, state, self._request, self._candidates, _ROUTING, _MODEL, stream=True
+                    state.run,
+                    state,
+                    self._request,
+                    self._candidates,
+                    _ROUTING,
+                    _MODEL,
+                    stream=True,
+                    retries=self._retries,
                 )
             except ModelError as error:
                 self._ended = True  # failed before its first token
