@@ -47,6 +47,7 @@ from ._models import (
     DecisionRequest,
     Outcome,
     Request,
+    Response,
     answered,
     ask_good_enough,
     route_to,
@@ -489,6 +490,54 @@ def _litellm_status(error: ModelError) -> int | None:
     return None
 
 
+#: What makes LiteLLM (its exception mapping for OpenAI-compatible servers) read an error's
+#: message as a context-window error, lower case (``is_error_str_context_window_exceeded``).
+_LITELLM_CONTEXT_PHRASES = (
+    "exceed context limit",
+    "this model's maximum context length is",
+    "requested token count exceeds the model's maximum context length",
+    "string too long. expected a string with maximum length",
+    "model's maximum context limit",
+    "is longer than the model's context length",
+    "input tokens exceed the configured limit",
+    "`inputs` tokens + `max_new_tokens` must be",
+    "exceeds the available context size",
+    "exceeds the maximum number of tokens allowed",
+    '"code": "context_length_exceeded"',
+    "prompt is too long",
+)
+
+
+def _litellm_special(error: ModelError) -> str | None:
+    """``"context_window"`` or ``"policy"`` when LiteLLM would raise its ContextWindowExceededError
+    or ContentPolicyViolationError for this error, else None. It reads the error's message only,
+    not its code: "Your request was rejected as a result of our safety system." with code
+    ``content_policy_violation`` is a plain 400 to it."""
+    status = error.http_status
+    if status is None or status < 400 or status == 429:
+        return None  # not an error answer of the server's, or a rate limit first
+    text = error.message or ""
+    lower = text.lower()
+    if "string_above_max_length" not in lower and not (
+        "invalid 'user'" in lower and "string too long" in lower
+    ):
+        if any(phrase in lower for phrase in _LITELLM_CONTEXT_PHRASES):
+            return "context_window"
+        if (
+            ("current length is" in lower and "while limit is" in lower)
+            or ("maximum input length is" in lower and "tokens" in lower)
+            or ("input too long:" in lower and "input tokens, limit is" in lower)
+        ):
+            return "context_window"
+    if (
+        ("invalid_request_error" in text and "content_policy_violation" in text)
+        or ("Invalid prompt" in text and "violating our usage policy" in text)
+        or "request was rejected as a result of the safety system" in lower
+    ):
+        return "policy"
+    return None
+
+
 def _litellm_retried(status: int | None) -> bool:
     return status is not None and (status in (408, 429) or status >= 500)
 
@@ -515,6 +564,7 @@ class _LiteLLMLike:
         retry_after: str,
         max_fallbacks: int,
         name: str,
+        stream: bool = False,
         orders: dict[str, int] | None = None,
         weights: dict[str, dict[str, float]] | None = None,
     ) -> None:
@@ -530,6 +580,7 @@ class _LiteLLMLike:
         self.cooldown_time = cooldown_time
         self.retry_after = retry_after
         self.max_fallbacks = max_fallbacks
+        self.stream = stream
         self.name = name
         self.models = [m for deployments in groups.values() for m in deployments]
         self.start_run()
@@ -639,21 +690,13 @@ class _LiteLLMLike:
     # -- serving -----------------------------------------------------------------------------------
     async def route(self, request: Request, driver: Driver) -> Outcome:
         draws = _Draws(driver.seed, driver.request_id)
-        fallbacks = [0]
         try:
-            return await self._serve_group(request, driver, self.first, 0, draws, fallbacks)
-        finally:
-            if fallbacks[0]:
-                driver.evidence(fallbacks=fallbacks[0])
+            return await self._serve_group(request, driver, self.first, 0, draws)
+        except _Committed as committed:
+            raise committed.error from None
 
     async def _serve_group(
-        self,
-        request: Request,
-        driver: Driver,
-        group: str,
-        depth: int,
-        draws: _Draws,
-        fallbacks: list[int],
+        self, request: Request, driver: Driver, group: str, depth: int, draws: _Draws
     ) -> Outcome:
         tried: list[str] = []
         try:
@@ -674,24 +717,21 @@ class _LiteLLMLike:
                     if not tried:
                         break
             table = self.fallbacks
-            if error.kind == "context_window" and group in self.context_window_fallbacks:
+            special = _litellm_special(error)
+            if special == "context_window" and group in self.context_window_fallbacks:
                 table = self.context_window_fallbacks
-            elif error.kind == "policy" and group in self.content_policy_fallbacks:
+            elif special == "policy" and group in self.content_policy_fallbacks:
                 table = self.content_policy_fallbacks
-            chain = table.get(group, ())
+            chain = [g for g in table.get(group, ()) if g != group]
             if not chain or depth >= self.max_fallbacks:
                 if error is first_error:
                     raise
                 raise error from None
             last = error
             for next_group in chain:
-                if next_group == group:
-                    continue
-                fallbacks[0] += 1
+                driver.record_fallback(last)  # the attempt it moves on from says why
                 try:
-                    return await self._serve_group(
-                        request, driver, next_group, depth + 1, draws, fallbacks
-                    )
+                    return await self._serve_group(request, driver, next_group, depth + 1, draws)
                 except ModelError as fallback_error:
                     last = fallback_error
             raise last from None
@@ -714,17 +754,19 @@ class _LiteLLMLike:
             if not candidates:
                 if last is not None:
                     raise last
-                at = "" if target_order is None else f" at order {target_order}"
-                raise RateLimitError(
-                    f"No deployments available for selected model group {group!r}{at}: every "
-                    "deployment is cooling down",
-                    model=group,
-                )
+                raise self._none_available(request, driver, group, target_order)
             model = self._pick(group, candidates, draws)
             tried.append(model)
             try:
-                response = await driver.call_model(request, [model], max_retries=0)
+                if self.stream:
+                    response = await self._stream_attempt(request, driver, group, model)
+                else:
+                    response = await driver.call_model(request, [model], max_retries=0)
             except ModelError as error:
+                if self.stream and error.http_status == 200:
+                    # a stream that opened and broke before any content: LiteLLM falls back at
+                    # once, and does not count it against the deployment
+                    raise
                 now = driver.now()
                 self._failed(group, model, error, now)
                 if self.num_retries == 0 or not _litellm_retried(_litellm_status(error)):
@@ -743,6 +785,57 @@ class _LiteLLMLike:
             return answered(model, response)
         assert last is not None
         raise last
+
+    def _none_available(
+        self, request: Request, driver: Driver, group: str, target_order: int | None
+    ) -> ModelError:
+        """Every deployment LiteLLM would pick from is cooling: no call is made. Each is recorded
+        as skipped, as the host's candidate loop records a cooling candidate."""
+        now = driver.now()
+        for model in self.groups[group]:
+            if target_order is None or self.orders.get(model) == target_order:
+                until = self.cooled_until.get(model, -math.inf)
+                if until > now:
+                    driver.record_skip(
+                        request, model, f"cooling down in litellm_like, until t={until:g} s"
+                    )
+        at = "" if target_order is None else f" at order {target_order}"
+        return RateLimitError(
+            f"No deployments available for selected model group {group!r}{at}: every "
+            "deployment is cooling down",
+            model=group,
+        )
+
+    async def _stream_attempt(
+        self, request: Request, driver: Driver, group: str, model: str
+    ) -> Response:
+        """One streamed attempt, read to its end, as LiteLLM's Router streams it: an error before
+        the stream opens is the attempt's (retried, cooled, fallen back as usual); a 200 stream
+        that breaks before any content goes to the fallbacks at once (LiteLLM's mid-stream
+        fallback, no retry, no cooldown); an error after content reaches the caller
+        (``_Committed``)."""
+        stream = driver.stream_model(request, [model], max_retries=0)
+        try:
+            await stream.__anext__()
+        except StopAsyncIteration:
+            pass  # an answer with no token at all
+        else:
+            try:
+                async for _ in stream:
+                    pass
+            except ModelError as error:
+                raise _Committed(error) from None  # not counted against the deployment either
+        assert stream.response is not None
+        return stream.response
+
+
+class _Committed(Exception):
+    """A streamed answer broke after content had reached the caller: LiteLLM's Router neither
+    retries nor falls back; the error ends the request."""
+
+    def __init__(self, error: ModelError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class _Draws:
@@ -885,6 +978,7 @@ def litellm_like(
     cooldown_time: float = 5.0,
     retry_after: str = "integer",
     max_fallbacks: int = _LITELLM_MAX_FALLBACKS,
+    stream: bool = False,
     cooldown_s: float | None = None,
     window_s: float | None = None,
 ) -> Any:
@@ -939,7 +1033,12 @@ def litellm_like(
       404, 422, ...): the group's ``fallbacks`` are tried in order, each with its own retries, and
       their own fallbacks in turn, at most 5 deep. A context-window error uses
       ``context_window_fallbacks`` and a content-policy error ``content_policy_fallbacks`` when
-      they name the group, the ordinary fallbacks otherwise.
+      they name the group, the ordinary fallbacks otherwise. Which errors those are is decided as
+      LiteLLM decides for an OpenAI-compatible server: by the error message's wording alone
+      ("This model's maximum context length is ...", "prompt is too long", ...; "Invalid prompt"
+      with "violating our usage policy", "request was rejected as a result of the safety
+      system"), not by the error's code, so OpenAI's "Your request was rejected as a result of
+      *our* safety system." goes to the ordinary fallbacks, as it does in LiteLLM.
     * **Cooldown** for statuses 429, 401, 402, 404, 408 and 5xx (a timeout counts as 408, a
       transport failure or unusable 2xx as 500). Every failed attempt counts, retries included.
       With ``allowed_fails`` a deployment cools once its failures *exceed* it (the 4th failure
@@ -961,6 +1060,14 @@ def litellm_like(
       400 too), the group's next higher order is tried, with its own retries, before any
       fallback group. Retries at an order do not wait while another deployment of the group,
       of any order, is healthy.
+    * **Streaming** (``stream=True``, LiteLLM's ``acompletion(..., stream=True)``; every attempt
+      is a :meth:`Driver.stream_model` read to its end): an error before the stream opens (an
+      error status, a reset, a timeout) is handled as above; a 200 stream that breaks before any
+      content (a malformed first chunk) goes to the fallbacks at once, without a retry
+      (LiteLLM's mid-stream fallback); a stream that breaks after content had come (a cut
+      stream) ends the request with that error: no retry, no fallback, as LiteLLM raises it to
+      its caller (its continuation of a cut stream is off by default and not modelled).
+      Neither kind of broken stream counts toward a cooldown.
 
     It owns its retry loop: every attempt is ``driver.call_model(request, [model],
     max_retries=0)``, which overrides the host's ``HostPolicy.max_retries`` for that one call, so
@@ -971,13 +1078,19 @@ def litellm_like(
 
     Not modelled: LiteLLM's other routing strategies (least-busy, latency-, usage- and
     cost-based) and rpm/tpm limits (``rpm`` only weighs the shuffle), retry policies per error class,
-    retries on other 4xx when a group has several deployments, and LiteLLM recognising a
-    content-policy 400 from an OpenAI-compatible server by its wording only (here the error's
-    kind decides; ``conformance/`` in the repository records the real Router's behaviour).
+    retries on other 4xx when a group has several deployments, the continuation of a cut stream
+    on a fallback (``enable_mid_stream_fallback_continuation``, off by default), and providers
+    other than OpenAI-compatible ones (whose errors LiteLLM maps by other rules).
+    ``conformance/`` in the repository records the real Router's behaviour and checks this one
+    against it.
 
     In the ``attempts`` frame every attempt is its own call (``retry_index`` 0, ``retried``
-    False); the request's ``evidence_fallbacks`` counts the fallback groups tried (a move to a
-    higher order within a group is not counted).
+    False). The attempt after which it moves to a fallback group carries the ``fallback_reason``
+    (when its error is of a listed kind: a timeout or a 401, which LiteLLM falls back on too,
+    leaves it empty), and the request's ``n_fallbacks`` counts the fallback groups tried (a move
+    to a higher order within a group is not counted). A request that finds every deployment of a
+    group cooling gets a ``skipped`` row per deployment (``error_kind`` ``cooldown``), as the
+    host's candidate loop writes for a cooling candidate.
     """
     orders: dict[str, int] = {}
     weights: dict[str, dict[str, float]] = {}
@@ -1023,6 +1136,8 @@ def litellm_like(
         raise ArgumentError(
             f"retry_after must be one of {list(_LITELLM_RETRY_AFTER)}, got {retry_after!r}"
         )
+    if not isinstance(stream, bool):
+        raise ArgumentTypeError(f"stream must be True or False, got {stream!r:.40}")
     if routing_strategy not in _LITELLM_ROUTING:
         raise ArgumentError(
             f"routing_strategy {routing_strategy!r} is not modelled; litellm_like has "
@@ -1047,6 +1162,7 @@ def litellm_like(
         retry_after=retry_after,
         max_fallbacks=max_fallbacks,
         name=name,
+        stream=stream,
         orders=orders,
         weights=weights,
     )

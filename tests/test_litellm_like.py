@@ -11,6 +11,7 @@ import contextlib
 import itertools
 import warnings
 
+import pandas as pd
 import pandas.testing as pdt
 import pytest
 
@@ -64,6 +65,7 @@ def assert_backoff(waits: list[float]) -> None:
         assert base <= wait < base + JITTER, (n, wait)
 
 
+USAGE_POLICY = "Invalid prompt: your prompt was flagged as potentially violating our usage policy."
 REQUEST = [sy.Request("hello", id=0)]
 
 
@@ -145,6 +147,12 @@ def test_an_unusable_200_is_retried_with_backoff_then_falls_back(faults):
 # -- fallbacks -------------------------------------------------------------------------------------
 
 
+def fallback_reasons(result):
+    """Each attempt's fallback_reason, None where it has none."""
+    column = result.attempts["fallback_reason"]
+    return [None if pd.isna(r) else str(r) for r in column]
+
+
 @pytest.mark.parametrize(
     "fault",
     [
@@ -163,17 +171,32 @@ def test_every_error_class_falls_back_without_retries(fault):
     result = sy.run(st.litellm_like(["a", "ok"]), REQUEST, host=h)
     assert result.requests["served_model"].tolist() == ["ok"]
     assert with_retry_index(attempts(result)) == [("a", fault.status, 0), ("ok", 200, 0)]
-    assert result.requests["evidence_fallbacks"].tolist() == [1]
+    assert result.requests["n_fallbacks"].tolist() == [1]
+    # the attempt it moved on from says why, when the error is of a listed kind
+    reason = {"capability": "capability", "policy": "policy", "context_window": "context_window"}
+    kind = result.attempts["error_kind"].iloc[0]
+    assert fallback_reasons(result) == [reason.get(kind), None]
 
 
 @pytest.mark.parametrize(
     ("fault", "expected"),
     [
         (sy.ErrorFault.context_window(1.0), "big"),
-        (sy.ErrorFault.policy(1.0), "safe"),
+        (sy.ErrorFault.policy(1.0, message=USAGE_POLICY), "safe"),
+        # OpenAI's own wording ("... our safety system") is not one LiteLLM recognises
+        (sy.ErrorFault.policy(1.0), "mid"),
+        (sy.ErrorFault(400, 1.0, message="Prompt is too long: 300000 tokens"), "big"),
+        (sy.ErrorFault(400, 1.0, code="context_length_exceeded", message="Too many tokens"), "mid"),
         (sy.ErrorFault(401, 1.0), "mid"),
     ],
-    ids=["context_window", "policy", "other"],
+    ids=[
+        "context_window",
+        "policy",
+        "policy-openai-wording",
+        "prompt-too-long",
+        "code-only",
+        "other",
+    ],
 )
 def test_context_window_and_content_policy_errors_use_their_own_fallbacks(fault, expected):
     h = host(small=sy.Faults(errors=[fault]), mid=None, big=None, safe=None)
@@ -199,7 +222,7 @@ def test_at_most_five_fallbacks():
     result = sy.run(st.litellm_like(names), REQUEST, host=h)
     assert result.attempts["model"].tolist() == names[:6]  # the first group and 5 fallbacks
     assert result.requests["status"].tolist() == ["failed"]
-    assert result.requests["evidence_fallbacks"].tolist() == [5]
+    assert result.requests["n_fallbacks"].tolist() == [5]
 
 
 def test_fallbacks_of_a_fallback_are_followed_and_a_mapping_names_them():
@@ -216,8 +239,10 @@ def test_fallbacks_of_a_fallback_are_followed_and_a_mapping_names_them():
 
 
 def tried(result: sy.Result, model: str) -> list[int]:
+    """The requests that called ``model`` (a skipped row is not a call)."""
     frame = result.attempts
-    return sorted(set(frame[frame["model"] == model]["request_id"]))
+    called = frame[(frame["model"] == model) & (frame["status"] != "skipped")]
+    return sorted(set(called["request_id"]))
 
 
 def run_at(router, h: sy.SimHost, times: list[float]) -> sy.Result:
@@ -233,8 +258,15 @@ def test_a_deployment_cools_after_failures_exceed_allowed_fails():
     # failures at 0.05, 0.55, 1.05 count 1..3; the 4th (at 1.55) exceeds 3: cooled until 6.55
     assert tried(result, "a") == [0, 1, 2, 3, 14, 15]
     assert result.requests["served_model"].tolist() == ["ok"] * 16
-    skipped = result.attempts[result.attempts["request_id"] == 4]
-    assert skipped["model"].tolist() == ["ok"]  # a cooled deployment: no call is made
+    request = result.attempts[result.attempts["request_id"] == 4]
+    # a cooled deployment: no call is made; the row says it was passed over, and why
+    assert request["model"].tolist() == ["a", "ok"]
+    assert request["status"].tolist() == ["skipped", "ok"]
+    assert request["error_kind"].tolist()[0] == "cooldown"
+    assert request["error_message"].tolist()[0] == "cooling down in litellm_like, until t=6.55 s"
+    assert request["start_s"].tolist()[0] == request["end_s"].tolist()[0] == 2.0
+    assert fallback_reasons(result)[:2] == ["unavailable", None]  # request 0: a's 503, then ok
+    assert result.requests["n_fallbacks"].tolist() == [1] * 16
 
 
 def test_the_failure_count_window_is_fixed_from_the_first_failure():
@@ -286,9 +318,13 @@ def test_without_allowed_fails_a_group_of_several_cools_on_mostly_failures():
     router = st.litellm_like({"g": ["a1", "a2"], "ok": ["ok"]}, num_retries=0)
     result = run_at(router, h, [0.5 * i for i in range(16)])
     # 503s do not cool at once; after 5 requests with more than half failed they do
-    per_model = result.attempts.groupby("model")["request_id"].count()
+    calls = result.attempts[result.attempts["status"] != "skipped"]
+    per_model = calls.groupby("model")["request_id"].count()
     assert per_model["a1"] + per_model["a2"] < 16
     assert per_model["a1"] + per_model["a2"] >= 5
+    # the requests that found both cooling: a skipped row for each, then straight to ok
+    passed_over = result.attempts[result.attempts["status"] == "skipped"]
+    assert len(passed_over) == 2 * (16 - per_model["a1"] - per_model["a2"])
 
 
 def test_a_lone_deployment_without_fallbacks_is_never_cooled():
@@ -346,6 +382,80 @@ def test_bad_settings_are_refused():
         st.litellm_like(["a"], allowed_fails=True)
 
 
+# -- streamed requests (stream=True) -----------------------------------------------------------------
+
+
+def test_a_streamed_request_is_served_as_a_whole_one_is():
+    h = host(a=None)
+    streamed = sy.run(st.litellm_like(["a", "ok"], stream=True), REQUEST, host=h)
+    whole = sy.run(st.litellm_like(["a", "ok"]), REQUEST, host=h)
+    assert streamed.requests["served_model"].tolist() == ["a"]
+    assert attempts(streamed) == attempts(whole)
+    assert streamed.attempts["ttft_s"].tolist() == [0.25]
+
+
+def test_a_stream_cut_after_content_ends_the_request_without_retry_or_fallback():
+    h = host(a=sy.Faults(cut_stream=1.0))
+    result = sy.run(st.litellm_like(["a", "ok"], stream=True), REQUEST, host=h)
+    assert result.attempts["model"].tolist() == ["a"]
+    assert result.requests["status"].tolist() == ["failed"]
+    assert result.requests["n_fallbacks"].tolist() == [0]
+    # the same fault on a whole (not streamed) request is a 502: retried, then the fallback
+    whole = sy.run(st.litellm_like(["a", "ok"]), REQUEST, host=h)
+    assert whole.attempts["model"].tolist() == ["a", "a", "a", "ok"]
+
+
+def test_a_malformed_chunk_after_content_ends_the_request_too():
+    h = host(a=sy.Faults(malformed=1.0, break_after_tokens=3))
+    result = sy.run(st.litellm_like(["a", "ok"], stream=True), REQUEST, host=h)
+    assert result.attempts["model"].tolist() == ["a"]
+    assert result.requests["error_kind"].tolist() == ["invalid_response"]
+
+
+def test_a_stream_broken_before_content_falls_back_at_once():
+    h = host(a=sy.Faults(malformed=1.0))  # the first chunk is garbage
+    result = sy.run(st.litellm_like(["a", "ok"], stream=True), REQUEST, host=h)
+    rows = attempts(result)
+    assert [r[:2] for r in rows] == [("a", 200), ("ok", 200)]
+    assert gaps(rows) == [0.0]  # no backoff: LiteLLM's mid-stream fallback
+    assert result.requests["served_model"].tolist() == ["ok"]
+    assert result.requests["n_fallbacks"].tolist() == [1]
+    # not streamed, the same unusable 200 is retried with backoff first
+    whole = sy.run(st.litellm_like(["a", "ok"]), REQUEST, host=h)
+    assert whole.attempts["model"].tolist() == ["a", "a", "a", "ok"]
+
+
+def test_an_error_before_the_stream_opens_is_retried_as_usual():
+    h = host(a=sy.Faults(unavailable=1.0))
+    result = sy.run(st.litellm_like(["a", "ok"], stream=True), REQUEST, host=h)
+    rows = attempts(result)
+    assert [r[:2] for r in rows] == [("a", 503)] * 3 + [("ok", 200)]
+    assert_backoff(gaps(rows))
+    assert fallback_reasons(result) == [None, None, "unavailable", None]
+
+
+@pytest.mark.parametrize(
+    ("faults", "served"),
+    [(sy.Faults(cut_stream=1.0), [None] * 3), (sy.Faults(malformed=1.0), ["ok"] * 3)],
+    ids=["cut-after-content", "malformed-first-chunk"],
+)
+def test_a_broken_stream_does_not_count_toward_the_cooldown(faults, served):
+    h = host(a=faults)
+    router = st.litellm_like(["a", "ok"], stream=True, allowed_fails=0, cooldown_time=5.0)
+    result = run_at(router, h, [0.0, 1.0, 6.0])
+    assert tried(result, "a") == [0, 1, 2]  # never cooled
+    assert (result.attempts["status"] != "skipped").all()
+    assert [None if pd.isna(m) else m for m in result.requests["served_model"]] == served
+    # the same deployment answering 503 is cooled at its first failure
+    down = run_at(router, host(a=sy.Faults(unavailable=1.0)), [0.0, 1.0, 6.0])
+    assert tried(down, "a") == [0, 2]
+
+
+def test_stream_must_be_a_bool():
+    with pytest.raises(sy.ArgumentTypeError, match="stream must be True or False"):
+        st.litellm_like(["a"], stream="yes")
+
+
 def test_call_model_max_retries_overrides_the_host_policy_for_one_call():
     h = host(a=sy.Faults(unavailable=1.0), policy=sy.HostPolicy(max_retries=2))
     seen = []
@@ -396,7 +506,8 @@ def test_a_failing_order_retries_in_place_then_the_next_order_then_the_fallbacks
     rows = attempts(result)
     assert [r[:2] for r in rows] == [("east", 503)] * 3 + [("west", 503)] * 3 + [("mini", 200)]
     assert all(g < 1e-9 for g in gaps(rows))  # a healthy sibling: no waits
-    assert result.requests["evidence_fallbacks"].tolist() == [1]
+    assert result.requests["n_fallbacks"].tolist() == [1]  # the move to order 2 is not one
+    assert fallback_reasons(result) == [None] * 5 + ["unavailable", None]  # west's last 503
 
 
 def test_a_cooled_low_order_hands_its_requests_to_the_next_order():
