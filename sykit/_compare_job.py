@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from . import strategies
-from ._config import Faults, Judge, ModelProfile
+from ._config import ErrorFault, Faults, Judge, ModelProfile
 from ._hosts.sim import SimHost
 from ._runner import compare
 
@@ -73,6 +73,7 @@ _FAULT_WORDS = {
     "reset": "connection resets",
     "cut_stream": "answers cut mid-stream",
     "malformed": "malformed answers",
+    "non_chat": "non-chat 200 bodies",
 }
 
 
@@ -156,6 +157,7 @@ def describe_faults(faults: Faults) -> str:
             if name == "unavailable":
                 detail = f", HTTP {faults.unavailable_status}"
             parts.append(f"{p:.1%} {words}{detail}")
+    parts += [_describe_error(error) for error in faults.errors if error.p]
     if faults.spike_p:
         parts.append(f"{faults.spike_p:.1%} of answers {faults.spike_factor:g}× slower")
     for start, end in faults.outages:
@@ -165,6 +167,21 @@ def describe_faults(faults: Faults) -> str:
     if faults.flapping is not None:
         parts.append(f"flapping {faults.flapping}")
     return "; ".join(parts)
+
+
+def _describe_error(error: ErrorFault) -> str:
+    """``5.0% HTTP 401 (invalid_api_key)``: the code says what the error is; without one given,
+    a message given says it better than the status's default code."""
+    label = error.code
+    if label is None and error.message is not None:
+        message = error.message if len(error.message) <= 40 else error.message[:39].rstrip() + "…"
+        label = f'"{message}"'
+    if label is None:
+        label = error.error("{model}")["code"]
+    words = f"{error.p:.1%} HTTP {error.status}" + ("" if label is None else f" ({label})")
+    if error.retry_after_s is not None:
+        words += f", Retry-After {error.retry_after_s:g} s"
+    return words
 
 
 def _strong_share(comparison: Any, strong: str) -> pd.Series:

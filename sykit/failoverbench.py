@@ -39,7 +39,16 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from ._config import RANDOM_FAULTS, Faults, Flapping, HostPolicy, Latency, ModelProfile
+from ._config import (
+    LATER_RANDOM_FAULTS,
+    RANDOM_FAULTS,
+    ErrorFault,
+    Faults,
+    Flapping,
+    HostPolicy,
+    Latency,
+    ModelProfile,
+)
 from ._dists import Constant, Distribution, check_number
 from ._driver import Driver
 from ._errors import ArgumentError, ModelError
@@ -553,8 +562,13 @@ def _fake_model(
     what = f"models[{name!r}]"
     unsupported = [
         f"{fault}={getattr(faults, fault)}"
-        for fault in RANDOM_FAULTS
+        for fault in RANDOM_FAULTS + LATER_RANDOM_FAULTS
         if getattr(faults, fault) not in (0.0, 1.0)
+    ]
+    unsupported += [
+        f"errors[{i}]={error!r}"
+        for i, error in enumerate(faults.errors)
+        if error.p not in (0.0, 1.0)
     ]
     unsupported += [
         f"{f}={getattr(faults, f)}" for f in ("spike_p", "stall_p") if getattr(faults, f)
@@ -564,7 +578,7 @@ def _fake_model(
     if unsupported:
         raise ArgumentError(f"{what}: FakeProvider cannot reproduce {', '.join(unsupported)}")
     output_tokens = round(_constant(profile.output_tokens, f"{what}.output_tokens"))  # type: ignore[arg-type]
-    chosen = [wire_fault] if wire_fault is not None else []
+    chosen: list[str | ErrorFault] = [wire_fault] if wire_fault is not None else []
     after = None
     for fault in RANDOM_FAULTS:
         if getattr(faults, fault) == 1.0:
@@ -576,13 +590,20 @@ def _fake_model(
                 after = max(1, (2 * output_tokens) // 3)  # where a simulated stream is cut
             if fault == "malformed":
                 after = 0  # a simulated malformed body has no token before it
+    if faults.non_chat == 1.0:
+        chosen.append("not-chat")
+    for error in faults.errors:
+        if error.p == 1.0:  # its Retry-After is its own, not the FakeModel's: scaled here
+            retry = error.retry_after_s
+            chosen.append(error.replace(retry_after_s=None if retry is None else retry * scale))
     if faults.fail_first:
         status = faults.fail_first_status
         base = status if isinstance(status, str) else f"fail-{status}"
         base = {"timeout": "hang"}.get(base, base)
         chosen.append(f"{base}-once" if faults.fail_first == 1 else f"{base}-x{faults.fail_first}")
     if len(chosen) > 1:
-        raise ArgumentError(f"{what}: FakeModel takes one fault, this profile has {chosen}")
+        names = [f"error-{c.status}" if isinstance(c, ErrorFault) else c for c in chosen]
+        raise ArgumentError(f"{what}: FakeModel takes one fault, this profile has {names}")
     retry_after = faults.retry_after_s
     flapping = faults.flapping
     return FakeModel(

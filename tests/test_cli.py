@@ -7,7 +7,9 @@ import json
 import pandas as pd
 import pytest
 
+import sykit as sy
 from sykit._cli import main
+from sykit._compare_job import describe_faults
 
 
 def test_demo_prints_one_row_per_strategy(capsys):
@@ -76,6 +78,29 @@ def test_compare_without_faults_says_there_is_no_robustness_run(capsys):
     assert main(["compare", "--sample", "60", "--quiet", "--faults", "none"]) == 0
     printed = capsys.readouterr().out
     assert "no faults injected (--faults none and no --outage)" in printed
+
+
+def test_compare_names_non_chat_bodies_and_every_error_fault():
+    faults = sy.Faults(
+        rate_limit=0.02,
+        non_chat=0.01,
+        errors=[
+            sy.ErrorFault(401, 0.01),
+            sy.ErrorFault.capability(0.05),
+            sy.ErrorFault(503, 0.02, retry_after_s=3.0),
+            sy.ErrorFault(404, 0.01, message="No endpoints found for {model} in this region."),
+            sy.ErrorFault(500, 0.0),
+        ],
+    )
+    assert describe_faults(faults).split("; ") == [
+        "2.0% 429 rate limits, Retry-After 1 s",
+        "1.0% non-chat 200 bodies",
+        "1.0% HTTP 401 (invalid_api_key)",
+        '5.0% HTTP 400 ("{model} does not support image input.")',
+        "2.0% HTTP 503, Retry-After 3 s",
+        '1.0% HTTP 404 ("No endpoints found for {model} in this…")',
+    ]
+    assert describe_faults(sy.Faults(errors=[sy.ErrorFault(401, 0.0)])) == ""
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from test_catalogue import NAIVE_FAILS, prefilling_router
 
 import sykit as sy
 from sykit._hosts._openai_wire import ChatStream
-from sykit.failoverbench import Tolerance
+from sykit.failoverbench import Tolerance, _fake_model
 
 SCENARIOS = sy.failoverbench.catalogue()
 
@@ -101,6 +101,59 @@ def test_faults_a_fake_provider_cannot_reproduce_are_named():
     scenario = dataclasses.replace(SCENARIOS["S04"], host=flaky)
     with pytest.raises(sy.ArgumentError, match=r"unavailable=0.3"):
         scenario.run_http()
+
+
+def _primary_with(faults: sy.Faults) -> sy.ModelProfile:
+    return sy.ModelProfile(
+        latency=sy.Latency(ttft=0.5, tokens_per_s=100), output_tokens=50, faults=faults
+    )
+
+
+def test_non_chat_bodies_and_error_faults_at_probability_one_become_the_fake_models_fault():
+    non_chat = _fake_model("primary", _primary_with(sy.Faults(non_chat=1.0)), 0.1, None)
+    assert non_chat.fault == "not-chat"
+    revoked = sy.ErrorFault(401, 1.0, code="invalid_api_key", retry_after_s=4.0)
+    error = _fake_model("primary", _primary_with(sy.Faults(errors=[revoked])), 0.1, None)
+    # The FakeProvider sends an ErrorFault's own Retry-After: it is scaled like every duration.
+    assert error.fault.retry_after_s == pytest.approx(0.4)
+    assert error.fault == revoked.replace(retry_after_s=error.fault.retry_after_s)
+    spared = sy.Faults(errors=[sy.ErrorFault(404, 0.0)], non_chat=0.0)
+    assert _fake_model("primary", _primary_with(spared), 0.1, None).fault is None
+
+
+@pytest.mark.parametrize(
+    ("faults", "named"),
+    [
+        (sy.Faults(non_chat=0.5), r"cannot reproduce non_chat=0.5"),
+        (sy.Faults(errors=[sy.ErrorFault(401, 0.2)]), r"cannot reproduce errors\[0\]=.*p=0.2"),
+        (
+            sy.Faults(non_chat=1.0, fail_first=1, fail_first_status=500),
+            r"takes one fault, this profile has \['not-chat', 'fail-500-once'\]",
+        ),
+        (
+            sy.Faults(errors=[sy.ErrorFault(402, 1.0)], fail_first=2),
+            r"takes one fault, this profile has \['error-402', 'fail-429-x2'\]",
+        ),
+    ],
+)
+def test_non_chat_and_error_faults_a_fake_provider_cannot_reproduce_are_named(faults, named):
+    with pytest.raises(sy.ArgumentError, match=named):
+        _fake_model("primary", _primary_with(faults), 0.1, None)
+
+
+def test_a_persistent_error_fault_with_retry_after_runs_over_http_as_in_simulation():
+    overloaded = sy.Faults(errors=[sy.ErrorFault(503, 1.0, retry_after_s=2.0)])
+    host = SCENARIOS["S04"].host
+    primary = host.profiles["primary"].replace(faults=overloaded)
+    scenario = dataclasses.replace(
+        SCENARIOS["S04"], host=host.replace(models={**host.profiles, "primary": primary})
+    )
+    simulated, http = scenario.run(), scenario.run_http()
+    columns = ["model", "status", "http_status", "error_kind"]
+    assert http.result.attempts[columns].equals(simulated.result.attempts[columns])
+    assert simulated.result.attempts["http_status"].tolist() == [503, 503, 503, 200]
+    retried = http.result.attempts["start_s"].iloc[1]
+    assert Tolerance.http().near(retried, simulated.result.attempts["start_s"].iloc[1])
 
 
 def test_tolerance_is_exact_by_default_and_scaled_over_http():

@@ -377,6 +377,26 @@ def test_fault_scale_zero_turns_every_random_fault_off(profiles):
     assert scaled.timeout == pytest.approx(0.16)
 
 
+def test_fault_scale_scales_non_chat_bodies_and_error_faults_too(profiles):
+    faults = sy.Faults(
+        rate_limit=0.1,
+        non_chat=0.1,
+        errors=[sy.ErrorFault(401, 0.1, code="invalid_api_key"), sy.ErrorFault(404, 0.05)],
+    )
+    host = sy.SimHost({"fast": profiles["fast"].replace(faults=faults)})
+    scaled = apply_knobs(host, Knobs(fault_scale=2.0)).profiles["fast"].faults
+    assert scaled.non_chat == pytest.approx(0.2)
+    assert [e.p for e in scaled.errors] == pytest.approx([0.2, 0.1])
+    assert scaled.errors[0].code == "invalid_api_key"  # only the probability changes
+    off = apply_knobs(host, Knobs(fault_scale=0.0)).profiles["fast"].faults
+    assert off.non_chat == 0.0 and [e.p for e in off.errors] == [0.0, 0.0]
+    # ×10 is 3.5 in all: scaled down to 1 together, the new kinds included.
+    capped = apply_knobs(host, Knobs(fault_scale=10.0)).profiles["fast"].faults
+    assert capped.random_total == pytest.approx(1.0)
+    assert capped.non_chat == pytest.approx(1 / 3.5)
+    assert [e.p for e in capped.errors] == pytest.approx([1 / 3.5, 0.5 / 3.5])
+
+
 @pytest.mark.parametrize(
     "dist",
     [

@@ -6,7 +6,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from .._config import RANDOM_FAULTS, Faults, ModelProfile
+from .._config import LATER_RANDOM_FAULTS, RANDOM_FAULTS, Faults, ModelProfile
 from .._errors import ArgumentError, ArgumentTypeError
 from .._hosts.sim import SimHost
 from .scaling import scale_distribution
@@ -19,10 +19,11 @@ class Knobs:
     """What the playground's controls set.
 
     * ``fault_scale`` multiplies every model's random fault probabilities (all of them: rate
-      limits, errors, timeouts, 400s, resets, cut streams, malformed answers) and latency-spike
-      chance (0 turns them all off; scripted faults such as outages stay); ``rate_limit``, ``unavailable`` and ``timeout`` add that probability of a
-      429, a 503 or a timeout to every model. If the rates of a model add up to over 1 they are
-      scaled down to sum to 1.
+      limits, errors, timeouts, 400s, resets, cut streams, malformed and non-chat answers, each
+      ``ErrorFault`` of ``Faults.errors``) and its latency-spike and stall chances (0 turns them
+      all off; scripted faults such as outages stay); ``rate_limit``, ``unavailable`` and
+      ``timeout`` add that probability of a 429, a 503 or a timeout to every model. If the rates
+      of a model add up to over 1 they are scaled down to sum to 1.
     * ``latency_scale`` multiplies every time to first token and reject delay and divides tokens
       per second: every answer takes that many times as long.
     * ``concurrency`` requests in flight; ``hedge_after_s`` for strategy factories that take it;
@@ -75,12 +76,17 @@ def _real(value: Any, name: str) -> float:
 def _faults(faults: Faults, knobs: Knobs) -> Faults:
     extra = {"rate_limit": knobs.rate_limit, "unavailable": knobs.unavailable}
     extra["timeout"] = knobs.timeout
-    rates = {k: getattr(faults, k) * knobs.fault_scale + extra.get(k, 0.0) for k in RANDOM_FAULTS}
-    total = sum(rates.values())
+    named = RANDOM_FAULTS + LATER_RANDOM_FAULTS
+    rates = {k: getattr(faults, k) * knobs.fault_scale + extra.get(k, 0.0) for k in named}
+    error_rates = [error.p * knobs.fault_scale for error in faults.errors]
+    # Every random fault shares one draw, so the sum over all of them (errors too) must stay ≤ 1.
+    total = sum(rates.values()) + sum(error_rates)
     if total > 1:
         rates = {k: v / total for k, v in rates.items()}
+        error_rates = [p / total for p in error_rates]
     return faults.replace(
         **rates,
+        errors=[error.replace(p=p) for error, p in zip(faults.errors, error_rates, strict=True)],
         spike_p=min(1.0, faults.spike_p * knobs.fault_scale),
         stall_p=min(1.0, faults.stall_p * knobs.fault_scale),
     )

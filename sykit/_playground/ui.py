@@ -252,8 +252,8 @@ def playground_class() -> type:
 
 #: What each control does, shown when the pointer rests on it.
 TOOLTIPS: dict[str, str] = {
-    "fault_scale": "Multiplies every model's random fault rates and latency-spike chance; "
-    "0 turns every random fault off.",
+    "fault_scale": "Multiplies every model's random fault rates (error answers and non-chat "
+    "bodies too) and latency-spike chance; 0 turns every random fault off.",
     "rate_limit": "Adds this probability of a 429 rate limit to every attempt at every model.",
     "unavailable": "Adds this probability of a 503 to every attempt at every model.",
     "timeout": "Adds this probability of a hang until the client deadline to every attempt.",
