@@ -155,6 +155,40 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "what": "group a = a1 (order 1, 503 every time) + a2 (order 2, healthy), allowed_fails=1, "
         "cooldown_time=5, num_retries=0, a request every 0.5 s for 6.5 s",
     },
+    # Streamed requests (acompletion(..., stream=True), read to the end): "stream" in a scenario.
+    "stream-ok": {"a": FakeModel(), "stream": True, "what": "a healthy stream"},
+    "stream-503": {"a": FakeModel(fault="fail-503"), "stream": True, "what": "503 every time"},
+    "stream-cut": {
+        "a": FakeModel(fault="cut-stream", fault_after_tokens=4),
+        "stream": True,
+        "what": "the stream is cut after 4 of 16 tokens",
+    },
+    "stream-malformed-first-chunk": {
+        "a": FakeModel(fault="malformed-chunk", fault_after_tokens=0),
+        "stream": True,
+        "what": "the stream's first content chunk is not JSON",
+    },
+    "stream-malformed-after-content": {
+        "a": FakeModel(fault="malformed-chunk", fault_after_tokens=4),
+        "stream": True,
+        "what": "a chunk that is not JSON after 4 good tokens",
+    },
+    "stream-malformed-allowed-fails-0": {
+        "a": FakeModel(fault="malformed-chunk", fault_after_tokens=0),
+        "stream": True,
+        "router": {"allowed_fails": 0, "cooldown_time": 5},
+        "arrivals": [0.0, 1.0, 6.0],
+        "what": "the first content chunk is not JSON every time, allowed_fails=0, "
+        "cooldown_time=5, requests at 0, 1 and 6 s",
+    },
+    "stream-cut-allowed-fails-0": {
+        "a": FakeModel(fault="cut-stream", fault_after_tokens=4),
+        "stream": True,
+        "router": {"allowed_fails": 0, "cooldown_time": 5},
+        "arrivals": [0.0, 1.0, 6.0],
+        "what": "the stream is cut after 4 tokens every time, allowed_fails=0, cooldown_time=5, "
+        "requests at 0, 1 and 6 s",
+    },
 }
 
 
@@ -180,12 +214,16 @@ def with_base(entries: list[dict[str, Any]], base_url: str) -> list[dict[str, An
     ]
 
 
-async def send(router: Any, index: int, at: float, t0: float) -> str:
+async def send(router: Any, index: int, at: float, t0: float, stream: bool) -> str:
     await asyncio.sleep(max(0.0, t0 + at - time.monotonic()))
+    messages = [{"role": "user", "content": f"request {index}"}]
     try:
-        response = await router.acompletion(
-            model="a", messages=[{"role": "user", "content": f"request {index}"}]
-        )
+        response = await router.acompletion(model="a", messages=messages, stream=stream)
+        if stream:  # read to the end; the model is the one the last chunk names
+            model = None
+            async for chunk in response:
+                model = getattr(chunk, "model", None) or model
+            return f"ok: {model}" if model else "ok"
     except Exception as error:  # the request failed: record the class, not the text
         return f"error: {type(error).__name__}"
     return f"ok: {response.model}" if getattr(response, "model", None) else "ok"
@@ -207,7 +245,10 @@ async def run_scenario(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     with FakeProvider(models) as fake:
         router = litellm.Router(model_list=with_base(entries, fake.base_url), **settings)
         t0 = time.monotonic()
-        outcomes = await asyncio.gather(*(send(router, i, at, t0) for i, at in enumerate(arrivals)))
+        stream = bool(spec.get("stream"))
+        outcomes = await asyncio.gather(
+            *(send(router, i, at, t0, stream) for i, at in enumerate(arrivals))
+        )
         fake.wait_idle()
         served = fake.requests
     per_request: dict[int, list[Any]] = {i: [] for i in range(len(arrivals))}
@@ -230,6 +271,7 @@ async def run_scenario(name: str, spec: dict[str, Any]) -> dict[str, Any]:
         )
     return {
         "what": spec["what"],
+        "stream": bool(spec.get("stream")),
         "router": {k: v for k, v in settings.items()},
         "model_list": entries,
         "requests": requests,

@@ -19,6 +19,7 @@ import itertools
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import sykit as sy
@@ -88,6 +89,27 @@ SCENARIOS: dict[str, tuple[sy.Faults | dict[str, sy.Faults], dict, list[float]]]
         {"allowed_fails": 1, "cooldown_time": 5, "num_retries": 0},
         [0.5 * i for i in range(14)],
     ),
+    # streamed requests (litellm_like(stream=True)); a stream cut after 4 tokens is a cut stream
+    # on the SimHost wherever it breaks: what matters is that content had come
+    "stream-ok": (HEALTHY, {"stream": True}, [0.0]),
+    "stream-503": (DOWN, {"stream": True}, [0.0]),
+    "stream-cut": (sy.Faults(cut_stream=1.0), {"stream": True}, [0.0]),
+    "stream-malformed-first-chunk": (sy.Faults(malformed=1.0), {"stream": True}, [0.0]),
+    "stream-malformed-after-content": (
+        sy.Faults(malformed=1.0, break_after_tokens=4),
+        {"stream": True},
+        [0.0],
+    ),
+    "stream-malformed-allowed-fails-0": (
+        sy.Faults(malformed=1.0),
+        {"stream": True, "allowed_fails": 0, "cooldown_time": 5},
+        [0.0, 1.0, 6.0],
+    ),
+    "stream-cut-allowed-fails-0": (
+        sy.Faults(cut_stream=1.0),
+        {"stream": True, "allowed_fails": 0, "cooldown_time": 5},
+        [0.0, 1.0, 6.0],
+    ),
 }
 
 # Scenarios where the Router picks at random between a1 and a2 (simple-shuffle, no order), so
@@ -124,7 +146,8 @@ def replaying(router, picks: list[list[str]]):
     return router
 
 
-def simulated(name: str, seed: int) -> list[list[Attempt]]:
+def simulated(name: str, seed: int) -> tuple[list[list[Attempt]], list[str]]:
+    """Each request's attempts under litellm_like, and its outcome ("ok: <model>" or "error")."""
     faults, settings, arrivals = SCENARIOS[name]
     if isinstance(faults, sy.Faults):
         faults = {"a": faults}
@@ -143,11 +166,24 @@ def simulated(name: str, seed: int) -> list[list[Attempt]]:
     frame = frame[frame["status"] != "skipped"]  # the real Router's log has calls only
     frame = frame.sort_values(["request_id", "start_s", "call_id"])
     out: list[list[Attempt]] = [[] for _ in arrivals]
-    for rid, model, status, start in zip(
-        frame["request_id"], frame["model"], frame["http_status"], frame["start_s"], strict=True
+    for rid, model, status, start, ttft in zip(
+        frame["request_id"],
+        frame["model"],
+        frame["http_status"],
+        frame["start_s"],
+        frame["ttft_s"],
+        strict=True,
     ):
+        if settings.get("stream") and not pd.isna(ttft):
+            status = 200  # a stream that had begun: the provider answered 200, then broke it
         out[int(rid)].append((model, int(status), float(start)))
-    return [[(m, s, t - rows[0][2]) for m, s, t in rows] for rows in out]
+    outcomes = [
+        f"ok: {model}" if status == "ok" else "error"
+        for status, model in zip(
+            result.requests["status"], result.requests["served_model"], strict=True
+        )
+    ]
+    return [[(m, s, t - rows[0][2]) for m, s, t in rows] for rows in out], outcomes
 
 
 def recorded(name: str) -> list[list[Attempt]]:
@@ -157,13 +193,27 @@ def recorded(name: str) -> list[list[Attempt]]:
     ]
 
 
+def recorded_outcomes(name: str) -> list[str]:
+    """Each request's outcome as the real Router gave it ("ok: <model>" or "error")."""
+    return [
+        "error" if request["outcome"].startswith("error") else request["outcome"]
+        for request in golden()["scenarios"][name]["requests"]
+    ]
+
+
 def differences(name: str) -> list[str]:
     """What differs between litellm_like and the real Router in a scenario (empty: they agree)."""
     real = recorded(name)
-    runs = [simulated(name, seed) for seed in SEEDS]
+    results = [simulated(name, seed) for seed in SEEDS]
+    runs = [attempts for attempts, _ in results]
     if any(len(sim) != len(real) for sim in runs):
         return [f"{len(real)} requests recorded, {len(runs[0])} simulated"]
     out = []
+    outcomes = recorded_outcomes(name)
+    for seed, (_, simulated_outcomes) in zip(SEEDS, results, strict=True):
+        if simulated_outcomes != outcomes:
+            out.append(f"seed {seed}: LiteLLM {outcomes}, litellm_like {simulated_outcomes}")
+            break
     for i, r in enumerate(real):
         kinds_r = [a[:2] for a in r]
         kinds_s = {tuple(a[:2] for a in sim[i]) for sim in runs}
