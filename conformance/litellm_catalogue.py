@@ -7,7 +7,7 @@ a ``litellm.Router`` as a LiteLLM user would for that setup (the group ``primary
 cooldown scenario, adds ``allowed_fails=1`` and ``cooldown_time``), streams the scenario's
 requests at its arrival times, and reads back from the provider's log every attempt each request
 made. The same scenario then runs over HTTP with sykit's reference router and with
-``sy.strategies.litellm_like`` (the Router's settings), whose attempts come from their Results,
+``sy.strategies.litellm_like`` (the Router's settings, streaming), whose attempts come from their Results,
 with the scenario's check. Everything goes to ``litellm_catalogue.json`` next to this file.
 
 The failoverbench checks read a sykit attempt log, which the real Router does not produce: its
@@ -221,8 +221,9 @@ async def run_scenario(scenario: Any, scale: float) -> dict[str, Any]:
     reference = run_sykit(scenario, None, reference_name.lstrip("_"), scale)
     # litellm_like gets the Router's cooldown settings; its retries and timeouts are the same
     like_settings = {k: v for k, v in settings.items() if k in ("allowed_fails", "cooldown_time")}
-    like = sy.strategies.litellm_like(["primary", "secondary"], **like_settings)
-    like_name = "litellm_like(['primary', 'secondary']" + "".join(
+    # and it streams, as the Router's requests do
+    like = sy.strategies.litellm_like(["primary", "secondary"], stream=True, **like_settings)
+    like_name = "litellm_like(['primary', 'secondary'], stream=True" + "".join(
         f", {k}={v:g}" for k, v in like_settings.items()
     )
     litellm_like = run_sykit(scenario, like, like_name + ")", scale)
@@ -310,6 +311,42 @@ def summary(run: dict[str, Any]) -> str:
     )
 
 
+def _called(request: dict[str, Any]) -> tuple[str, ...]:
+    """The models a request called, in order (a skipped row is not a call)."""
+    return tuple(model for model, label in request["attempts"] if label != "skipped")
+
+
+def agreement(router: dict[str, Any], like: dict[str, Any]) -> str:
+    """Whether litellm_like did what the Router did: per request, served or failed, by which
+    model, after calling which models in which order. A scenario of many requests (S15) compares
+    totals instead (requests served by each model, calls per model and answer), since a request
+    arriving at a flap's edge lands on either side of it with the Router's real-time overhead."""
+    a, b = router["requests"], like["requests"]
+    if len(a) != len(b):
+        return f"no: {len(a)} requests against {len(b)}"
+    if len(a) == 1:
+        x, y = a[0], b[0]
+        if (x["served"], x["served_by"]) != (y["served"], y["served_by"]):
+            return "no: " + ("served" if y["served"] else "failed")
+        if _called(x) != _called(y):
+            return f"no: called {' → '.join(_called(y))}"
+        return "yes"
+
+    def totals(requests: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
+        served = sorted(
+            (m, sum(1 for r in requests if r["served_by"] == m))
+            for m in {r["served_by"] for r in requests}
+            if m is not None
+        )
+        calls: dict[str, int] = {}
+        for r in requests:
+            for model in _called(r):
+                calls[model] = calls.get(model, 0) + 1
+        return served, sorted(calls.items())
+
+    return "yes (totals)" if totals(a) == totals(b) else "no: different totals"
+
+
 def _check(run: dict[str, Any]) -> str:
     return "pass" if run["passed"] else "**fail**"
 
@@ -327,8 +364,9 @@ def markdown(data: dict[str, Any]) -> str:
         )
         + "; times in scenario seconds (real seconds ÷ time_scale).",
         "",
-        "| Scenario | LiteLLM Router | Reference router | Check | litellm_like | Check |",
-        "|---|---|---|---|---|---|",
+        "| Scenario | LiteLLM Router | Reference router | Check | litellm_like | Check "
+        "| litellm_like = Router |",
+        "|---|---|---|---|---|---|---|",
     ]
     for sid, row in data["scenarios"].items():
         cells = [
@@ -338,6 +376,7 @@ def markdown(data: dict[str, Any]) -> str:
             _check(row["reference"]),
             summary(row["litellm_like"]),
             _check(row["litellm_like"]),
+            agreement(row["litellm"], row["litellm_like"]),
         ]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines += ["", "Problems the checks found (their times are real seconds):", ""]
