@@ -618,3 +618,40 @@ def test_a_group_of_deployments_over_http_matches_the_simulated_host():
     assert attempts(real) == attempts(simulated)
     assert [m for _, m, _, _ in attempts(real)] == ["east", "west", "east", "west"]
     assert (real.requests["served_model"].astype(str) == "west").all()
+
+
+@pytest.mark.parametrize(
+    ("fault", "after", "expected"),
+    [
+        ("cut-stream", 4, [("a", "error")]),
+        ("malformed-chunk", 4, [("a", "error")]),
+        ("malformed-chunk", 0, [("a", "error"), ("ok", "ok")]),
+        ("fail-503", None, [("a", "error")] * 3 + [("ok", "ok")]),
+    ],
+    ids=["cut-after-content", "malformed-after-content", "malformed-first-chunk", "503"],
+)
+def test_streamed_requests_over_http(fault, after, expected):
+    """litellm_like(stream=True) through a streaming HttpHost: a stream broken after content
+    fails the request, one broken before content falls back at once, an error status is
+    retried (its backoff, real seconds over HTTP, set to nothing to keep the test short)."""
+    from sykit.testing import FakeModel, FakeProvider
+
+    wire = {
+        "a": FakeModel(ttft_s=0.005, output_tokens=12, fault=fault, fault_after_tokens=after),
+        "ok": FakeModel(ttft_s=0.005, output_tokens=12),
+    }
+    prices = sy.ModelProfile(price_in=1.0, price_out=2.0)
+    with FakeProvider(wire, seed=1) as fake:
+        http = sy.HttpHost(fake.base_url, models={m: prices for m in wire}, stream=True)
+        router = st.litellm_like(["a", "ok"], stream=True, num_retries=2)
+        if fault == "fail-503":
+            router._wait_s = lambda error, retry, jitter: 0.0
+        result = sy.run(router, ["q"], host=http, progress=False)
+    rows = list(
+        zip(
+            result.attempts["model"].astype(str), result.attempts["status"].astype(str), strict=True
+        )
+    )
+    assert rows == expected
+    served = expected[-1][1] == "ok"
+    assert result.requests["status"].tolist() == (["ok"] if served else ["failed"])

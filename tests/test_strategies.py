@@ -201,8 +201,10 @@ def test_litellm_like_cools_a_failing_deployment_down():
     )
     router = st.litellm_like(["flaky", "ok"], num_retries=0, allowed_fails=1, cooldown_time=10.0)
     res = sy.run(router, REQUESTS[:4], host=host, arrivals=[0.0, 1.0, 2.0, 12.0])
-    tried_flaky = res.attempts[res.attempts["model"] == "flaky"]["request_id"].tolist()
-    assert tried_flaky == [0, 1, 3]  # the 2nd failure (> 1) cools it for request 2; back at t=12
+    flaky = res.attempts[res.attempts["model"] == "flaky"]
+    # the 2nd failure (> 1) cools it for request 2, which skips it; back at t=12
+    assert flaky["request_id"].tolist() == [0, 1, 2, 3]
+    assert flaky["status"].tolist() == ["error", "error", "skipped", "error"]
 
 
 def test_oracle_is_the_upper_bound(two_tier):
