@@ -373,10 +373,11 @@ def _write_sweeps(out: Path, thresholds: Any, randoms: Any) -> list[str]:
 
 
 def _plain(value: Any) -> Any:
-    """Configuration objects as JSON-friendly values."""
+    """Configuration objects as JSON-friendly values; a dataclass names its class under
+    ``"class"`` (a key no field can have: ``sy.ErrorFault`` has a field ``type``)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        return {"type": type(value).__name__, **fields}
+        return {"class": type(value).__name__, **fields}
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):

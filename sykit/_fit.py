@@ -52,7 +52,13 @@ _FAULT_FIELDS = {
     "timeout": "timeout",
     "policy": "policy",
     "invalid_request": "invalid",
+    "invalid_response": "malformed",
 }
+
+#: The base's other random failure rates: what they cause is measured under the kinds above (a
+#: reset or a cut stream as unavailable, a non-chat body as invalid_response, an ErrorFault under
+#: its status's kind), so a fit clears them rather than count those failures twice.
+_MEASURED_ELSEWHERE = {"reset": 0.0, "cut_stream": 0.0, "non_chat": 0.0, "errors": ()}
 
 Shape = Literal["lognormal", "empirical"]
 
@@ -135,8 +141,10 @@ def fit(
     as ``"lognormal"`` or as the ``"empirical"`` samples themselves. A model with fewer than
     ``min_samples`` successful rows keeps its base latency (with a warning). ``faults=True``
     replaces the base's random failure rates with the measured share of attempts that failed by
-    ``error_kind`` (rate_limit, unavailable, timeout, policy, invalid_request), and the reject
-    delay with the measured latency of HTTP error answers.
+    ``error_kind`` (rate_limit, unavailable, timeout, policy, invalid_request, and
+    invalid_response as ``malformed``), and the reject delay with the measured latency of HTTP
+    error answers. The base's other random faults (``reset``, ``cut_stream``, ``non_chat``,
+    ``errors``) are cleared: what they cause is counted under those kinds already.
 
     Returns the fitted profiles of the models present in ``data``, by name.
     """
@@ -274,7 +282,7 @@ def _fit_faults(rows: pd.DataFrame, status: pd.Series, profile: ModelProfile) ->
         delay = _distribution(_column(answered_errors, "latency_s"), "lognormal")
         if delay is not None:
             changes["reject_delay_s"] = delay
-    changes["faults"] = profile.faults.replace(**fault_changes)
+    changes["faults"] = profile.faults.replace(**fault_changes, **_MEASURED_ELSEWHERE)
     return changes
 
 

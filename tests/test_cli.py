@@ -72,6 +72,7 @@ def test_compare_prints_routing_quality_without_faults_then_robustness_and_write
     outages = run["robustness_host"]["models"][weak]["faults"]["outages"]
     assert outages == [[10.0, 20.0]]
     assert run["routing_host"]["models"][weak]["faults"]["rate_limit"] == 0.0
+    assert run["routing_host"]["models"][weak]["faults"]["class"] == "Faults"
 
 
 def test_compare_without_faults_says_there_is_no_robustness_run(capsys):
@@ -134,3 +135,12 @@ def test_demo_writes_its_tables_and_plots_with_out(capsys, tmp_path):
     assert "hedge large @2s" in summary["strategy"].tolist()
     assert len(pd.read_csv(out / "requests.csv")) == 60 * len(summary)
     assert (out / "outcomes.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_run_json_keeps_an_error_faults_class_and_its_type_field():
+    from sykit._compare_job import _plain
+
+    plain = _plain(sy.Faults(errors=[sy.ErrorFault(401, 0.01, type="auth_error")]))
+    assert plain["class"] == "Faults"
+    (error,) = plain["errors"]
+    assert (error["class"], error["status"], error["type"]) == ("ErrorFault", 401, "auth_error")

@@ -119,6 +119,21 @@ def test_failure_rates_by_kind_come_from_error_rows():
     assert kept.faults == base.faults
 
 
+def test_the_bases_other_random_faults_are_measured_not_added():
+    """A base whose faults a fit would otherwise count twice: its ErrorFault(503) and resets
+    show in the data as unavailable attempts, its non-chat bodies as invalid_response."""
+    frame = [{"status": "ok", "ttft_s": 0.2, "latency_s": 1.2, "output_tokens": 100}] * 50
+    frame += [{"status": "error", "error_kind": "unavailable", "http_status": 503}] * 40
+    frame += [{"status": "error", "error_kind": "invalid_response", "http_status": 200}] * 10
+    data = pd.DataFrame(frame).assign(model="m", kind="model", latency_s=0.5)
+    base = PRICES.replace(
+        faults=sy.Faults(errors=[sy.ErrorFault(503, 0.4)], reset=0.1, cut_stream=0.05, non_chat=0.1)
+    )
+    faults = fit(data, base=base)["m"].faults  # adding them up would pass 1 and be refused
+    assert (faults.unavailable, faults.malformed) == (pytest.approx(0.4), pytest.approx(0.1))
+    assert (faults.errors, faults.reset, faults.cut_stream, faults.non_chat) == ((), 0, 0, 0)
+
+
 def test_non_streamed_runs_fit_the_whole_latency():
     rng = np.random.default_rng(3)
     latency = rng.lognormal(math.log(0.8), 0.3, 300)
