@@ -1069,8 +1069,11 @@ def litellm_like(
       its caller (its continuation of a cut stream is off by default and not modelled).
       Neither kind of broken stream counts toward a cooldown.
 
-    It owns its retry loop: every attempt is ``driver.call_model(request, [model],
-    max_retries=0)``, which overrides the host's ``HostPolicy.max_retries`` for that one call, so
+    It owns its retry loop rather than extending ``HostPolicy``, because LiteLLM decides each
+    retry from state the host's loop does not have: whether a sibling deployment is healthy (then
+    no wait), which deployment to pick next, the group's cooldowns counting every failed attempt,
+    a wait after the last retry, integer-only Retry-After with jitter. Every attempt is
+    ``driver.call_model(request, [model], max_retries=0)`` (or ``stream_model``), which overrides the host's ``HostPolicy.max_retries`` for that one call, so
     it behaves the same on any host (no need to build one with ``max_retries=0``, and nothing to
     refuse). The host's ``timeout_s`` still bounds each attempt. It needs ``recover_errors=True``
     (the default) to see its calls' errors. Jitter and deployment picks are keyed draws
@@ -1078,7 +1081,9 @@ def litellm_like(
 
     Not modelled: LiteLLM's other routing strategies (least-busy, latency-, usage- and
     cost-based) and rpm/tpm limits (``rpm`` only weighs the shuffle), retry policies per error class,
-    retries on other 4xx when a group has several deployments, the continuation of a cut stream
+    retries on other 4xx when a group has several deployments, a stream that an HttpHost sees
+    break after its 200 but before any content without a malformed chunk (LiteLLM falls back at
+    once; here it is an ``unavailable`` attempt, retried), the continuation of a cut stream
     on a fallback (``enable_mid_stream_fallback_continuation``, off by default), and providers
     other than OpenAI-compatible ones (whose errors LiteLLM maps by other rules).
     ``conformance/`` in the repository records the real Router's behaviour and checks this one

@@ -655,3 +655,23 @@ def test_streamed_requests_over_http(fault, after, expected):
     assert rows == expected
     served = expected[-1][1] == "ok"
     assert result.requests["status"].tolist() == (["ok"] if served else ["failed"])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_both_engines_give_the_same_frames(stream):
+    """Cooldowns, skipped rows, fallback reasons and streams under concurrency: the kernel and
+    the asyncio engine record the same attempts and requests."""
+    faults = sy.Faults(unavailable=0.3, malformed=0.2, cut_stream=0.2)
+    h = host(a=faults)
+    requests = [sy.Request(f"r{i}", id=i) for i in range(120)]
+
+    def run(engine):
+        router = st.litellm_like(["a", "ok"], stream=stream, allowed_fails=2, cooldown_time=2.0)
+        return sy.run(router, requests, host=h, engine=engine, concurrency=8, seed=3)
+
+    kernel, loop = run("kernel"), run("asyncio")
+    assert (kernel.engine, loop.engine) == ("kernel", "asyncio")
+    pdt.assert_frame_equal(kernel.attempts, loop.attempts)
+    pdt.assert_frame_equal(kernel.requests, loop.requests)
+    assert (kernel.attempts["status"] == "skipped").any()
+    assert kernel.attempts["fallback_reason"].notna().any()
