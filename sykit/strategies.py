@@ -478,18 +478,6 @@ _LITELLM_MIN_REQUESTS = 5  # for the failure-rate cooldown of groups without all
 _LITELLM_RETRY_AFTER = ("integer", "any", "ignore")
 
 
-def _litellm_status(error: ModelError) -> int | None:
-    """The HTTP status LiteLLM would see: a timeout is its 408, a transport failure and a 2xx
-    it cannot read (malformed, not a chat completion) its InternalServerError, 500."""
-    if error.http_status is not None and not 200 <= error.http_status < 300:
-        return error.http_status
-    if error.kind == "timeout":
-        return 408
-    if error.kind in ("unavailable", "invalid_response"):
-        return 500
-    return None
-
-
 #: What makes LiteLLM (its exception mapping for OpenAI-compatible servers) read an error's
 #: message as a context-window error, lower case (``is_error_str_context_window_exceeded``).
 _LITELLM_CONTEXT_PHRASES = (
@@ -508,13 +496,46 @@ _LITELLM_CONTEXT_PHRASES = (
 )
 
 
+def _litellm_rate_limited(error: ModelError) -> bool:
+    """LiteLLM's RateLimitError: a 429, or an error answer whose message speaks of a rate limit
+    (its ``is_error_str_rate_limit``; checked before anything else)."""
+    status = error.http_status
+    if status == 429:
+        return True
+    if status is None or status < 400:
+        return False
+    lower = (error.message or "").lower()
+    return bool(_RATE_LIMIT_WORDS.search(lower)) or "service tier capacity exceeded" in lower
+
+
+_RATE_LIMIT_WORDS = re.compile(r"rate[\s_\-]*limit")
+
+
+def _litellm_status(error: ModelError) -> int | None:
+    """The HTTP status LiteLLM would see: its exception class's, read from the message as it
+    does (a rate limit in words is its 429; a context-window or content-policy message its 400),
+    else the server's; a timeout is its 408, a transport failure and a 2xx it cannot read
+    (malformed, not a chat completion) its InternalServerError, 500."""
+    if _litellm_rate_limited(error):
+        return 429
+    if _litellm_special(error) is not None:
+        return 400
+    if error.http_status is not None and not 200 <= error.http_status < 300:
+        return error.http_status
+    if error.kind == "timeout":
+        return 408
+    if error.kind in ("unavailable", "invalid_response"):
+        return 500
+    return None
+
+
 def _litellm_special(error: ModelError) -> str | None:
     """``"context_window"`` or ``"policy"`` when LiteLLM would raise its ContextWindowExceededError
     or ContentPolicyViolationError for this error, else None. It reads the error's message only,
     not its code: "Your request was rejected as a result of our safety system." with code
     ``content_policy_violation`` is a plain 400 to it."""
     status = error.http_status
-    if status is None or status < 400 or status == 429:
+    if status is None or status < 400 or _litellm_rate_limited(error):
         return None  # not an error answer of the server's, or a rate limit first
     text = error.message or ""
     lower = text.lower()
@@ -1038,7 +1059,10 @@ def litellm_like(
       ("This model's maximum context length is ...", "prompt is too long", ...; "Invalid prompt"
       with "violating our usage policy", "request was rejected as a result of the safety
       system"), not by the error's code, so OpenAI's "Your request was rejected as a result of
-      *our* safety system." goes to the ordinary fallbacks, as it does in LiteLLM.
+      *our* safety system." goes to the ordinary fallbacks, as it does in LiteLLM. The message
+      comes before the status there: an error answer that speaks of a rate limit is its 429
+      (retried, cooled), and one that speaks of the context window or a content policy its 400
+      (not retried), whatever status the server sent.
     * **Cooldown** for statuses 429, 401, 402, 404, 408 and 5xx (a timeout counts as 408, a
       transport failure or unusable 2xx as 500). Every failed attempt counts, retries included.
       With ``allowed_fails`` a deployment cools once its failures *exceed* it (the 4th failure

@@ -675,3 +675,41 @@ def test_both_engines_give_the_same_frames(stream):
     pdt.assert_frame_equal(kernel.requests, loop.requests)
     assert (kernel.attempts["status"] == "skipped").any()
     assert kernel.attempts["fallback_reason"].notna().any()
+
+
+def test_an_error_message_decides_what_litellm_sees_as_it_does():
+    """LiteLLM maps an error by its message before its status: a 500 saying the prompt is too
+    long is its ContextWindowExceededError (a 400: not retried, context_window_fallbacks)."""
+    h = host(small=sy.Faults(errors=[sy.ErrorFault(500, 1.0, message="Prompt is too long")]))
+    h = sy.SimHost({**h.profiles, "big": profile(), "mid": profile()})
+    router = st.litellm_like(
+        ["small", "mid", "big"],
+        fallbacks={"small": ["mid"]},
+        context_window_fallbacks={"small": ["big"]},
+    )
+    result = sy.run(router, REQUEST, host=h)
+    assert result.attempts["model"].tolist() == ["small", "big"]
+
+
+@pytest.mark.parametrize(
+    ("message", "first_request", "second_request"),
+    [
+        # 5 failures in the minute, all failed: cooled at request 1's second attempt
+        ("The server had an error.", ["a1"] * 3 + ["a2"], ["a1", "a1", "a2"]),
+        ("Rate limit exceeded, slow down.", ["a1", "a2"], ["a2"]),
+    ],
+    ids=["plain-503", "rate-limit-in-words"],
+)
+def test_a_503_that_speaks_of_a_rate_limit_is_a_429_to_litellm(
+    message, first_request, second_request
+):
+    # a 429 cools a deployment of a group at once (no allowed_fails); a plain 503 only once
+    # more than half of at least 5 requests in the minute failed
+    h = host(a1=sy.Faults(errors=[sy.ErrorFault(503, 1.0, message=message)]), a2=None)
+    router = st.litellm_like(
+        model_list=[deployment("a", "a1", order=1), deployment("a", "a2", order=2)]
+    )
+    result = run_at(router, h, [0.0, 1.0])
+    calls = result.attempts[result.attempts["status"] != "skipped"]
+    per_request = calls.groupby("request_id")["model"].apply(list).tolist()
+    assert per_request == [first_request, second_request]
