@@ -155,6 +155,22 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "what": "group a = a1 (order 1, 503 every time) + a2 (order 2, healthy), allowed_fails=1, "
         "cooldown_time=5, num_retries=0, a request every 0.5 s for 6.5 s",
     },
+    # max_fallbacks limits how deep fallbacks of fallbacks go, not how many groups one list
+    # names: "b" and "c" fail too here (a FakeModel under their names replaces the healthy one).
+    "max-fallbacks-1-list": {
+        "a": FakeModel(fault=sy.ErrorFault(401, 1.0)),
+        "b": FakeModel(fault=sy.ErrorFault(401, 1.0)),
+        "c": FakeModel(fault=sy.ErrorFault(401, 1.0)),
+        "router": {"fallbacks": [{"a": ["b", "c"]}], "max_fallbacks": 1, "num_retries": 0},
+        "what": "a, b and c answer 401; fallbacks a -> [b, c], max_fallbacks=1",
+    },
+    "max-fallbacks-1-chain": {
+        "a": FakeModel(fault=sy.ErrorFault(401, 1.0)),
+        "b": FakeModel(fault=sy.ErrorFault(401, 1.0)),
+        "c": FakeModel(fault=sy.ErrorFault(401, 1.0)),
+        "router": {"fallbacks": [{"a": ["b"]}, {"b": ["c"]}], "max_fallbacks": 1, "num_retries": 0},
+        "what": "a, b and c answer 401; fallbacks a -> b -> c, max_fallbacks=1",
+    },
     # Streamed requests (acompletion(..., stream=True), read to the end): "stream" in a scenario.
     "stream-ok": {"a": FakeModel(), "stream": True, "what": "a healthy stream"},
     "stream-503": {"a": FakeModel(fault="fail-503"), "stream": True, "what": "503 every time"},
@@ -196,7 +212,7 @@ def deployments(spec: dict[str, Any]) -> list[tuple[str, str, Any, dict[str, Any
     """(group, deployment, FakeModel, extra litellm_params) for every deployment of a scenario."""
     primary = spec.get("deployments") or {"a": (spec["a"], {})}
     rows = [("a", name, fake, extra) for name, (fake, extra) in primary.items()]
-    return rows + [(name, name, FakeModel(), {}) for name in ("b", "c")]
+    return rows + [(name, name, spec.get(name, FakeModel()), {}) for name in ("b", "c")]
 
 
 def model_list(spec: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1048,11 +1048,13 @@ def litellm_like(
     * **Retry-After** replaces the backoff (the jitter stays: ``Retry-After + 0.75·U`` s) only
       when it is a whole number of seconds in (0, 60] (``retry_after="integer"``): a 429 with
       ``Retry-After: 0.5`` gets the backoff. ``"any"`` honours fractions too, ``"ignore"`` never
-      uses it. No wait at all when another deployment
-      of the group is healthy: the retry goes there.
+      uses it. No wait at all when another deployment of the group is healthy: the retry goes
+      there.
     * **Fallbacks** catch every error class (a 400 such as "does not support image input", 401,
       404, 422, ...): the group's ``fallbacks`` are tried in order, each with its own retries, and
-      their own fallbacks in turn, at most 5 deep. A context-window error uses
+      their own fallbacks in turn, at most ``max_fallbacks`` (5) deep: the limit is on depth, so
+      every group of one list is tried (``{"a": ["b", "c"]}`` with ``max_fallbacks=1`` tries b
+      and c; ``a -> b -> c`` stops after b). A context-window error uses
       ``context_window_fallbacks`` and a content-policy error ``content_policy_fallbacks`` when
       they name the group, the ordinary fallbacks otherwise. Which errors those are is decided as
       LiteLLM decides for an OpenAI-compatible server: by the error message's wording alone

@@ -34,6 +34,7 @@ USAGE_POLICY = "Invalid prompt: your prompt was flagged as potentially violating
 RATE_LIMITED = sy.Faults(rate_limit=1.0, retry_after_s=1.0)
 DOWN = sy.Faults(unavailable=1.0)
 HEALTHY = sy.Faults()
+AUTH = sy.Faults(errors=[sy.ErrorFault(401, 1.0)])
 
 # name -> (the faults of the primary "a", or of each deployment of the group "a"; litellm_like
 # settings beyond the common ones; arrivals). The deployments and their orders come from the
@@ -88,6 +89,16 @@ SCENARIOS: dict[str, tuple[sy.Faults | dict[str, sy.Faults], dict, list[float]]]
         {"a1": DOWN, "a2": HEALTHY},
         {"allowed_fails": 1, "cooldown_time": 5, "num_retries": 0},
         [0.5 * i for i in range(14)],
+    ),
+    "max-fallbacks-1-list": (
+        {m: AUTH for m in ("a", "b", "c")},
+        {"fallbacks": {"a": ["b", "c"]}, "max_fallbacks": 1, "num_retries": 0},
+        [0.0],
+    ),
+    "max-fallbacks-1-chain": (
+        {m: AUTH for m in ("a", "b", "c")},
+        {"fallbacks": {"a": ["b"], "b": ["c"]}, "max_fallbacks": 1, "num_retries": 0},
+        [0.0],
     ),
     # streamed requests (litellm_like(stream=True)); a stream cut after 4 tokens is a cut stream
     # on the SimHost wherever it breaks: what matters is that content had come
@@ -153,7 +164,7 @@ def simulated(name: str, seed: int) -> tuple[list[list[Attempt]], list[str]]:
         faults = {"a": faults}
     models = {m: constant_profile(0.01, 16, 2000.0, faults=f) for m, f in faults.items()}
     profile = constant_profile(0.01, 16, 2000.0)  # the FakeModel's default latency
-    host = sy.SimHost({**models, "b": profile, "c": profile})
+    host = sy.SimHost({"b": profile, "c": profile, **models})
     router = sy.strategies.litellm_like(
         model_list=golden()["scenarios"][name]["model_list"],
         **{"num_retries": 2, "fallbacks": {"a": ["b"]}, **settings},
