@@ -156,10 +156,14 @@ def describe_faults(faults: Faults) -> str:
                 detail = f", Retry-After {faults.retry_after_s:g} s"
             if name == "unavailable":
                 detail = f", HTTP {faults.unavailable_status}"
+            if name in ("cut_stream", "malformed") and faults.break_after_tokens is not None:
+                detail = f", after {faults.break_after_tokens} tokens"
             parts.append(f"{p:.1%} {words}{detail}")
     parts += [_describe_error(error) for error in faults.errors if error.p]
     if faults.spike_p:
         parts.append(f"{faults.spike_p:.1%} of answers {faults.spike_factor:g}× slower")
+    if faults.stall_p:
+        parts.append(f"{faults.stall_p:.1%} of answers stall {faults.stall_s:g} s half-way")
     for start, end in faults.outages:
         parts.append(f"outage (503) from t={start:g} s to t={end:g} s")
     if faults.fail_first:

@@ -104,6 +104,15 @@ def test_compare_names_non_chat_bodies_and_every_error_fault():
     assert describe_faults(sy.Faults(errors=[sy.ErrorFault(401, 0.0)])) == ""
 
 
+def test_describe_faults_names_stalls_and_where_streams_break():
+    faults = sy.Faults(cut_stream=0.02, break_after_tokens=5, stall_p=0.01, stall_s=12.0)
+    assert describe_faults(faults).split("; ") == [
+        "2.0% answers cut mid-stream, after 5 tokens",
+        "1.0% of answers stall 12 s half-way",
+    ]
+    assert describe_faults(sy.Faults(cut_stream=0.02)) == "2.0% answers cut mid-stream"
+
+
 @pytest.mark.parametrize(
     ("outage", "words"),
     [
