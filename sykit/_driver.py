@@ -257,11 +257,15 @@ def serve_steps(
     for index, model in enumerate(candidates):
         model_code = run.model_codes[model]
         if index < last and policy.cooldown_s > 0 and run.cooling(model, clock()):
-            now = clock()
-            row = log.begin(index_in_run, call, phase, kind, model_code, index, 0, race_code, now)
-            log.skipped(
-                row,
-                now,
+            log_skip(
+                run,
+                state,
+                call,
+                phase,
+                kind,
+                model_code,
+                index,
+                race_code,
                 f"cooling down after a transient failure, until t={run.cooling_until[model]:g} s",
             )
             continue
@@ -392,6 +396,23 @@ def cancel_attempt(
         log.set_ttft(row, ttft)
     state.n_cancelled += 1
     _bill_unserved(run, state, row, kind, request, attempt, now)
+
+
+def log_skip(
+    run: RunState,
+    state: RequestState,
+    call: int,
+    phase: int,
+    kind: int,
+    model_code: int,
+    candidate: int,
+    race_code: int,
+    message: str,
+) -> None:
+    """Record a ``skipped`` attempt at this instant: a target passed over without a call."""
+    now = run.clock()
+    row = run.log.begin(state.index, call, phase, kind, model_code, candidate, 0, race_code, now)
+    run.log.skipped(row, now, message)
 
 
 def log_failure(log: AttemptLog, row: int, now: float, error: ModelError) -> None:
@@ -787,19 +808,17 @@ class Driver:
         run = state.run
         name = run.check_models(model, "record_skip(model=...)")[0]
         race = run.backend.current_race()
-        now = run.clock()
-        row = run.log.begin(
-            state.index,
+        log_skip(
+            run,
+            state,
             state.next_call(),
             _ROUTING,
             _MODEL,
             run.model_codes[name],
             0,
-            0,
             -1 if race is None else race,
-            now,
+            message[:_MESSAGE_LIMIT],
         )
-        run.log.skipped(row, now, message[:_MESSAGE_LIMIT])
 
 
 def _check_max_retries(max_retries: object) -> None:

@@ -780,7 +780,7 @@ class _LiteLLMLike:
             tried.append(model)
             try:
                 if self.stream:
-                    response = await self._stream_attempt(request, driver, group, model)
+                    response = await self._stream_attempt(request, driver, model)
                 else:
                     response = await driver.call_model(request, [model], max_retries=0)
             except ModelError as error:
@@ -827,9 +827,7 @@ class _LiteLLMLike:
             model=group,
         )
 
-    async def _stream_attempt(
-        self, request: Request, driver: Driver, group: str, model: str
-    ) -> Response:
+    async def _stream_attempt(self, request: Request, driver: Driver, model: str) -> Response:
         """One streamed attempt, read to its end, as LiteLLM's Router streams it: an error before
         the stream opens is the attempt's (retried, cooled, fallen back as usual); a 200 stream
         that breaks before any content goes to the fallbacks at once (LiteLLM's mid-stream
