@@ -11,17 +11,17 @@ import functools
 import inspect
 import itertools
 import math
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
 from ._config import Poisson
 from ._dists import U_HIGH, check_number
-from ._driver import Driver
 from ._errors import ArgumentError, ArgumentTypeError
 from ._hosts.base import Host
-from ._models import TOKEN_LIMIT, GroundTruth, Outcome, Request
+from ._models import TOKEN_LIMIT, GroundTruth, Request
 from ._rng import uniforms
+from ._types import AlgorithmLike as Algorithm  # _runner and _grid import it from here
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -35,7 +35,6 @@ __all__ = [
     "check_seed",
 ]
 
-Algorithm = Callable[[Request, Driver], Awaitable[Outcome]] | Any
 DEFAULT_CONCURRENCY = 32
 
 

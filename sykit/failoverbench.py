@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -60,6 +60,7 @@ from ._race import first_ok
 from ._race import timeout as _timeout
 from ._results import Result
 from ._runner import run
+from ._types import Algorithm
 from .testing import FakeModel, FakeProvider
 from .testing._chat import prompt_tokens
 
@@ -72,7 +73,6 @@ __all__ = [
     "run_catalogue",
 ]
 
-Algorithm = Callable[[Request, Driver], Awaitable[Outcome]]
 #: ``check(result, tolerance=EXACT) -> problems``: what a correct router would have done differently.
 Check = Callable[..., list[str]]
 

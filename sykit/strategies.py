@@ -60,6 +60,7 @@ from ._router_score import SimulatedScore, calibrate, score_of, simulated_score
 from ._sched import backend, new_race_id
 from ._stream import ModelStream
 from ._truth import graded, peek_truth
+from ._types import Algorithm
 from ._vocab import CancelCause
 
 __all__ = [
@@ -89,7 +90,6 @@ __all__ = [
     "weighted_random",
 ]
 
-Algorithm = Callable[[Request, Driver], Awaitable[Outcome]]
 _inv_cdf = NormalDist().inv_cdf
 
 

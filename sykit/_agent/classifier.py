@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from .._dists import check_number
@@ -36,10 +36,10 @@ from .._errors import ArgumentError, ArgumentTypeError, ModelError, ModelTimeout
 from .._models import Choice, DecisionRequest, DecisionResponse, Outcome, Request, route_to
 from .._race import timeout as _timeout
 from .._truth import graded
+from .._types import Algorithm
 
 __all__ = ["CLASSIFY_TRIGGERS", "custom_classifier", "task_classifier"]
 
-Algorithm = Callable[[Request, Driver], Awaitable[Outcome]]
 
 CLASSIFY_TRIGGERS = ("every_request", "user_turn", "new_session")
 ADVANTAGE, NO_ADVANTAGE = "advantage", "no_advantage"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ from .._driver import Driver
 from .._errors import ArgumentError, ArgumentTypeError, ModelError
 from .._models import Boolean, DecisionRequest, Outcome, Request, route_to
 from .._truth import graded
+from .._types import Algorithm
 from .tool_signals import (
     CRITICAL,
     DEFAULT_RECENT_WINDOW,
@@ -31,7 +32,6 @@ from .tool_signals import (
 
 __all__ = ["SOURCES", "TIERS", "Pick", "StageState", "pick_tier", "stage_router"]
 
-Algorithm = Callable[[Request, Driver], Awaitable[Outcome]]
 
 TIERS = ("capable", "efficient")
 #: Why a turn went where it did (the reference's ``DecisionSource`` labels).

@@ -13,6 +13,7 @@ from .. import strategies as _strategies
 from .._config import Judge
 from .._errors import ArgumentError, ArgumentTypeError
 from .._hosts.sim import SimHost
+from .._types import Algorithm
 from .knobs import KNOBS, Knobs
 
 __all__ = [
@@ -25,7 +26,6 @@ __all__ = [
     "roles",
 ]
 
-Algorithm = Callable[..., Any]
 StrategySpec = Algorithm | Callable[..., Algorithm]
 
 
