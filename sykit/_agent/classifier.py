@@ -35,6 +35,7 @@ from .._driver import Driver
 from .._errors import ArgumentError, ArgumentTypeError, ModelError, ModelTimeout
 from .._models import Choice, DecisionRequest, DecisionResponse, Outcome, Request, route_to
 from .._race import timeout as _timeout
+from .._strategy_kit import _named, affinity
 from .._truth import graded
 from .._types import Algorithm
 
@@ -332,9 +333,6 @@ def _check_options(
 
 def _with_trigger(algorithm: Algorithm, trigger: str, label: str) -> Algorithm:
     """The classifier, latched per session by ``trigger``, named ``label`` + trigger."""
-    # Imported here: sykit.strategies re-exports this module's routers.
-    from ..strategies import _named, affinity
-
     if trigger != "every_request":
         algorithm = affinity(algorithm, trigger=trigger)
         label += f",{trigger}"
