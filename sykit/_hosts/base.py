@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._billing import Generation
-from .._config import HostPolicy, ModelProfile
 from .._errors import ModelError
 from .._models import Answer, DecisionRequest, GroundTruth, Request, Usage
+
+if TYPE_CHECKING:  # _config builds error bodies with the wire module, which imports this one
+    from .._config import HostPolicy, ModelProfile
 
 __all__ = ["Attempt", "Host", "HostSession", "LiveStream", "Reply"]
 
