@@ -83,13 +83,13 @@ from ._runner import acompare as acompare
 from ._runner import arun as arun
 from ._runner import compare as compare
 from ._runner import run as run
-from ._session import Session as Session
-from ._session import Turn as Turn
 from ._stream import Chunk as Chunk
 from ._stream import ModelStream as ModelStream
 from ._sweep import Sweep as Sweep
 from ._sweep import sweep as sweep
 from ._truth import peek_truth as peek_truth
+from .sessions._plan import Session as Session
+from .sessions._plan import Turn as Turn
 
 __version__ = "0.1.0"
 

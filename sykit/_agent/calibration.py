@@ -20,8 +20,8 @@ import pandas as pd
 
 from .._errors import ArgumentError, ArgumentTypeError
 from .._results import Comparison, Result
-from .._session import Session
 from ..sessions._outcome import QUADRANTS, TaskOutcomes, quadrant_of
+from ..sessions._plan import Session
 from ..sessions._swebench import task_quadrants
 from .stage import default_tier, pick_tier
 from .tool_signals import DEFAULT_RECENT_WINDOW, ToolSemantics, tool_signals

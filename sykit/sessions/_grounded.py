@@ -16,7 +16,7 @@ import pandas as pd
 from .._errors import ArgumentError, ArgumentTypeError
 from .._models import Request
 from .._rng import uniforms
-from .._session import Session, Turn
+from ._plan import Session, Turn
 from ._swebench import swebench_pro, task_quadrants
 from ._synthetic import AgentTrace, _session, fit_openhands
 

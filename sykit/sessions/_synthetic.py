@@ -54,8 +54,8 @@ from .._dists import Empirical
 from .._errors import ArgumentError, ArgumentTypeError
 from .._models import Request
 from .._rng import uniforms
-from .._session import Session, Turn
 from ..datasets._files import read_table
+from ._plan import Session, Turn
 
 __all__ = ["AgentTrace", "Step", "Transition", "fit_openhands", "synthetic_sessions"]
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from .._errors import ArgumentError, ArgumentTypeError
 from .._models import Request
-from .._session import Session, Turn, _check_gap
+from ._plan import Session, Turn, _check_gap
 
 __all__ = ["load_transcripts"]
 
