@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -43,7 +43,7 @@ class _Frame:
         if not isinstance(value, pd.DataFrame) and hasattr(value, "load"):
             value = value.load()
             obj.__dict__[self.slot] = value
-        return value  # type: ignore[no-any-return]
+        return value
 
     def __set__(self, obj: Any, value: pd.DataFrame | Deferred) -> None:
         obj.__dict__[self.slot] = value
@@ -65,8 +65,12 @@ class Result:
 
     strategy: str
     seed: int
-    attempts: pd.DataFrame = _Frame()  # type: ignore[assignment]
-    requests: pd.DataFrame = _Frame()  # type: ignore[assignment]
+    if TYPE_CHECKING:  # required fields: _Frame gives no class-level default (see __get__)
+        attempts: pd.DataFrame
+        requests: pd.DataFrame
+    else:
+        attempts: pd.DataFrame = _Frame()
+        requests: pd.DataFrame = _Frame()
     wall_s: float = field(compare=False)
     engine: str = field(default="kernel", compare=False)
     interrupted: bool = field(default=False, compare=False)
@@ -199,7 +203,7 @@ class Comparison:
         ``cmp["name", seed]`` (or :meth:`result`) when it ran several."""
         if isinstance(key, tuple) and len(key) == 2:
             return self.result(key[0], seed=key[1])
-        return self.result(key)  # type: ignore[arg-type]
+        return self.result(key)
 
     def result(self, strategy: str, seed: int | None = None) -> Result:
         """The Result of ``strategy`` with ``seed``; ``seed`` may be left out when the comparison
