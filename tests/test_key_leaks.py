@@ -5,10 +5,13 @@ logs at DEBUG). Also keys that cannot go in a header, URLs with credentials, and
 from __future__ import annotations
 
 import copy
+import html
 import json
 import logging
 import pickle
+import re
 import threading
+import urllib.parse
 import warnings
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,6 +38,26 @@ def unicode_escaped(key: str) -> str:
 def leaked_forms(key: str) -> list[str]:
     """The key and the spellings a JSON decoder would turn back into it."""
     return [key, slash_escaped(key), unicode_escaped(key), unicode_escaped(key).lower()]
+
+
+def html_spelled(key: str) -> str:
+    """The key as an HTML page may echo it: '/' and '+' as named, hex and decimal references."""
+    return key.replace("/", "&sol;", 1).replace("+", "&#x2B;", 1).replace("-", "&#45;", 1)
+
+
+def url_spelled(key: str) -> str:
+    return urllib.parse.quote(key, safe="")  # '/' as %2F, '+' as %2B
+
+
+def decoded(text: str) -> str:
+    """``text`` with every HTML reference, URL escape and JSON escape undone (nested ones too)."""
+    for _ in range(3):
+        text = html.unescape(text)
+        text = re.sub(r"%u([0-9a-fA-F]{4})", lambda m: chr(int(m[1], 16)), text)
+        text = urllib.parse.unquote(text)
+        text = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m[1], 16)), text)
+        text = text.replace("\\/", "/")
+    return text
 
 
 def _completion(text: str) -> dict:
@@ -67,6 +90,15 @@ class _Hostile(BaseHTTPRequestHandler):
                 + ')", "code": "invalid_api_key"}}'
             )
             self._send(401, raw.encode(), "application/json")
+        elif model == "html-401":
+            page = (
+                "<html><body><h1>401 Unauthorized</h1><p>Bad key "
+                + html_spelled(key)
+                + "</p></body></html>"
+            )
+            self._send(401, page.encode(), "text/html")
+        elif model == "url-401":
+            self._send(401, f"invalid key={url_spelled(key)}".encode(), "text/plain")
         elif model == "stream-error":
             event = '{"error": {"message": "bad key ' + slash_escaped(key) + '"}}'
             self._send(200, f"data: {event}\n\n".encode(), "text/event-stream")
@@ -146,6 +178,69 @@ def test_an_escaped_key_in_an_error_body_is_scrubbed_once_decoded(hostile, model
     for text in texts:
         for form in leaked_forms(KEY):
             assert form not in text, (form, text)
+
+
+#: The key with a '/' and a '+' spelled every way a JSON, URL or HTML body can spell them.
+SPELLINGS = {
+    "html named": KEY.replace("/", "&sol;").replace("+", "&plus;").replace("_", "&lowbar;"),
+    "html hex": KEY.replace("/", "&#x2F;").replace("+", "&#X2b;"),
+    "html decimal": KEY.replace("/", "&#47;").replace("+", "&#43;"),
+    "html zero-padded, no semicolon": KEY.replace("/", "&#0047").replace("+", "&#x002B"),
+    "html every char": "".join(f"&#{ord(c)};" for c in KEY),
+    "url": url_spelled(KEY),
+    "url lower case": KEY.replace("/", "%2f").replace("+", "%2b"),
+    "url %u": KEY.replace("/", "%u002F").replace("+", "%u002b"),
+    "json": slash_escaped(KEY).replace("+", "\\u002b"),
+    "json every char": "".join(f"\\u{ord(c):04x}" for c in KEY),
+    "mixed": KEY.replace("/", "&#x2f;").replace("+", "%2B").replace("A", "\\u0041"),
+}
+
+
+@pytest.mark.parametrize("spelled", SPELLINGS.values(), ids=SPELLINGS.keys())
+def test_every_spelling_of_a_key_a_body_can_carry_is_scrubbed(spelled):
+    from sykit._hosts._secrets import Secret, scrub
+
+    assert decoded(spelled) == KEY
+    text = scrub(f"<p>Incorrect API key: {spelled} (401)</p>", [Secret(KEY)])
+    assert text == "<p>Incorrect API key: *** (401)</p>"
+
+
+def test_scrubbing_html_leaves_other_references_alone():
+    from sykit._hosts._secrets import Secret, scrub
+
+    text = "a &amp; b &#471; &sol;x"
+    assert scrub(text, [Secret("/")]) == "a &amp; b &#471; ***x"
+
+
+@pytest.mark.parametrize("model", ["html-401", "url-401"])
+def test_a_key_spelled_in_an_html_or_url_encoded_error_body_is_scrubbed(hostile, model):
+    host = HttpHost(base_url(hostile), api_key=KEY, models=[model], policy=POLICY)
+    messages: list[str] = []
+
+    async def algorithm(request, driver):
+        try:
+            await driver.call_model(request, [model])
+        except sy.ModelError as error:
+            messages.extend([str(error), repr(error), error.message or ""])
+            raise
+        return sy.route_to(model, request)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = sy.run(algorithm, ["q"], host=host)
+    (message,) = result.attempts["error_message"]
+    assert "***" in message
+    assert result.attempts["http_status"].iloc[0] == 401
+    texts = [
+        result.attempts.to_csv(),
+        result.requests.to_csv(),
+        repr(result),
+        *messages,
+        *(str(w.message) for w in caught),
+    ]
+    assert messages
+    for text in texts:
+        assert KEY not in text and KEY not in decoded(text), text
 
 
 # -- 2. keys a header cannot carry ----------------------------------------------------------------

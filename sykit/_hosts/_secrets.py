@@ -2,10 +2,11 @@
 
 A key is read once, from an argument or an environment variable, checked to be printable ASCII
 (what an HTTP header can carry; a shell often leaves whitespace behind), and wrapped in
-:class:`Secret`, whose repr is ``'***'``. :func:`scrub` removes the raw keys, and their escaped
-spellings (``\\/``, ``\\u0073``, ``%73``), from any text (error bodies, exception messages, log
-lines) before it reaches a record, a log line or a DataFrame; :func:`scrub_json` does the same to
-every string of a decoded JSON value, so an escape that slipped past cannot decode into a key.
+:class:`Secret`, whose repr is ``'***'``. :func:`scrub` removes the raw keys, and every escaped
+spelling a body can give them (JSON ``\\/``, ``\\u0073``; URL ``%73``; HTML ``&#x2F;``, ``&#47;``,
+``&sol;``, as a proxy's 401 page may echo a key), from any text (error bodies, exception messages,
+log lines) before it reaches a record, a log line or a DataFrame; :func:`scrub_json` does the same
+to every string of a decoded JSON value, so an escape that slipped past cannot decode into a key.
 
 A key is never pickled: a :class:`Secret` read from an environment variable pickles as the name of
 that variable (the unpickled copy reads it again), and one given as a value refuses to pickle.
@@ -13,6 +14,7 @@ that variable (the unpickled copy reads it again), and one given as a value refu
 
 from __future__ import annotations
 
+import html.entities
 import logging
 import os
 import re
@@ -25,6 +27,19 @@ from .._errors import ArgumentError, ArgumentTypeError
 __all__ = ["LogScrubber", "Secret", "read_key", "redact_url", "scrub", "scrub_json"]
 
 _ESCAPED_QUOTES = "/\\\"'"
+
+
+def _named_entities() -> dict[str, tuple[str, ...]]:
+    """Each printable ASCII character's HTML named references (``/``: ``&sol;``; ``+``:
+    ``&plus;``), with the legacy ones that need no semicolon (``&amp``)."""
+    names: dict[str, list[str]] = {}
+    for name, value in html.entities.html5.items():
+        if len(value) == 1 and 32 < ord(value) < 127:
+            names.setdefault(value, []).append(name)
+    return {c: tuple(sorted(n, key=len, reverse=True)) for c, n in names.items()}
+
+
+_NAMED_ENTITIES = _named_entities()
 
 
 class Secret:
@@ -94,12 +109,23 @@ def _hex(code: int, width: int) -> str:
 
 
 def _char_pattern(c: str) -> str:
+    """``c`` as itself or any escape of it: JSON and Python (``\\u002f``, ``\\x2f``, ``\\/``), URL
+    (``%2F``, ``%u002F``) and HTML (``&#47;``, ``&#x2F;``, leading zeros and a missing semicolon
+    too, and named references such as ``&sol;``)."""
     code = ord(c)
-    forms = [re.escape(c), r"\\u" + _hex(code, 4), "%" + _hex(code, 2)]
+    forms = [
+        re.escape(c),
+        r"\\u" + _hex(code, 4),
+        "%" + _hex(code, 2),
+        "%[uU]" + _hex(code, 4),
+        f"&#0*{code}(?:;|(?![0-9]))",
+        "&#[xX]0*" + _hex(code, len(f"{code:x}")) + "(?:;|(?![0-9a-fA-F]))",
+    ]
     if code < 256:
         forms.append(r"\\x" + _hex(code, 2))
     if c in _ESCAPED_QUOTES:
         forms.append(re.escape("\\" + c))
+    forms.extend(re.escape("&" + name) for name in _NAMED_ENTITIES.get(c, ()))
     return "(?:" + "|".join(forms) + ")"
 
 
@@ -151,7 +177,7 @@ def _clean_key(key: str, name: str) -> str:
 def scrub(text: str, secrets: Iterable[Secret]) -> str:
     """``text`` with every key in ``secrets``, plain or escaped, replaced by ``***`` (give the
     longest first)."""
-    escaped = "\\" in text or "%" in text
+    escaped = "\\" in text or "%" in text or "&" in text
     for secret in secrets:
         if secret.missing:
             continue
