@@ -16,12 +16,16 @@ from __future__ import annotations
 import math
 import numbers
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._errors import ArgumentError, ArgumentTypeError
+from ._types import converted
+
+if TYPE_CHECKING:
+    from ._types import Converted
 
 __all__ = [
     "Constant",
@@ -77,7 +81,7 @@ def check_number(
     return value
 
 
-def _check_positive(value: float, name: str, *, allow_zero: bool = False) -> float:
+def _check_positive(value: object, name: str, *, allow_zero: bool = False) -> float:
     return check_number(value, name, low_open=not allow_zero)
 
 
@@ -92,7 +96,7 @@ def check_draws(dist: Any, name: str) -> None:
     written rather than in the middle of a simulation."""
     try:
         values = (dist.quantile(U_LOW), dist.quantile(U_HIGH), dist.mean)
-        ok = all(isinstance(v, numbers.Real) and math.isfinite(v) and v >= 0 for v in values)
+        ok = all(isinstance(v, numbers.Real) and math.isfinite(v) and float(v) >= 0 for v in values)
     except (ArithmeticError, ValueError):
         ok = False
     if not ok:
@@ -125,7 +129,9 @@ class LogNormal:
 
     median: float
     p95: float | None = None
-    sigma: float | None = None
+    sigma: Converted[float | None, float] = converted(None)  # the given or derived sigma
+    if TYPE_CHECKING:
+        _mu: float = field(init=False, repr=False, compare=False)  # set by __post_init__
 
     def __post_init__(self) -> None:
         _check_positive(self.median, "median")
@@ -161,11 +167,11 @@ class LogNormal:
         raise ArgumentError(f"tail must be 'upper' or 'lower', got {tail!r}")
 
     def quantile(self, u: float) -> float:
-        return math.exp(self._mu + self.sigma * _inv_cdf(u))  # type: ignore[attr-defined,operator]
+        return math.exp(self._mu + self.sigma * _inv_cdf(u))
 
     @property
     def mean(self) -> float:
-        exponent = self.sigma**2 / 2  # type: ignore[operator]
+        exponent = self.sigma**2 / 2
         return self.median * math.exp(exponent) if exponent < 700 else math.inf
 
 
@@ -230,7 +236,7 @@ class Empirical:
         return f"Empirical(n={n}, median={self.quantile(0.5):.4g}, p95={self.quantile(0.95):.4g})"
 
     def quantile(self, u: float) -> float:
-        return _sample_quantile(self.samples, u)  # type: ignore[arg-type]
+        return _sample_quantile(self.samples, u)
 
     def cdf(self, x: float) -> float:
         return bisect_left(self.samples, x) / len(self.samples)
@@ -240,7 +246,7 @@ class Empirical:
         return sum(self.samples) / len(self.samples)
 
 
-def _sample_quantile(ordered: list[float], q: float) -> float:
+def _sample_quantile(ordered: Sequence[float], q: float) -> float:
     """Linear-interpolation quantile of sorted values (numpy's default method)."""
     pos = q * (len(ordered) - 1)
     lo = int(pos)

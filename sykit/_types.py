@@ -7,7 +7,7 @@ it without importing the engine.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
 
 if TYPE_CHECKING:
     from ._driver import Driver
@@ -21,3 +21,30 @@ Algorithm: TypeAlias = Callable[["Request", "Driver"], Awaitable["Outcome"]]
 #: What ``run`` / ``compare`` accept: an :data:`Algorithm`, or an object with ``route`` (and
 #: ``name``), checked by ``sykit._inputs.as_algorithm``.
 AlgorithmLike: TypeAlias = Algorithm | Any
+
+
+_In = TypeVar("_In", contravariant=True)
+_Out = TypeVar("_Out", covariant=True)
+
+if TYPE_CHECKING:
+
+    class Converted(Generic[_In, _Out]):
+        """For type checkers only: a frozen dataclass field that ``__post_init__`` converts, given
+        (to ``__init__`` and ``replace``) as ``_In`` and read back as ``_Out``. At run time the
+        field is a plain one; its default is written ``converted(default)``."""
+
+        @overload
+        def __get__(self, obj: None, owner: type[Any]) -> Converted[_In, _Out]: ...
+        @overload
+        def __get__(self, obj: object, owner: type[Any]) -> _Out: ...
+        def __get__(self, obj: object, owner: type[Any]) -> Converted[_In, _Out] | _Out: ...
+        def __set__(self, obj: object, value: _In) -> None: ...
+
+    def converted(default: object) -> Any:
+        """The default of a :class:`Converted` field (``__post_init__`` checks it like a given
+        value)."""
+
+else:
+
+    def converted(default):
+        return default
