@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import sykit as sy
 
 #: Former names that still work for existing code but are not exported: the module ``sy.faults``
@@ -20,10 +22,54 @@ def test_public_objects_present_themselves_as_sykit():
         assert getattr(sy, name).__module__ == "sykit"
 
 
-def test_submodules_declare_their_exports():
-    assert isinstance(sy.strategies.__all__, list) and sy.strategies.__all__
-    for name in sy.strategies.__all__:
-        assert callable(getattr(sy.strategies, name))
+#: The public names of each public submodule: a name added to or dropped from one is a change of
+#: the public surface, made here on purpose.
+SUBMODULES = {
+    "strategies": {
+        "SimulatedScore", "advisor_gate", "affinity", "calibrate", "capability_aware", "cascade",
+        "cheapest_good_enough", "custom_classifier", "fallback_chain", "first_success", "hedge",
+        "hedge_first_token", "litellm_like", "oracle", "race", "simulated_score", "single",
+        "speculative", "stage_router", "stream_race", "subagent_router", "task_classifier",
+        "threshold_router", "weighted_random",
+    },
+    "datasets": {"SIZES", "Dataset", "from_frame", "load", "names", "synthetic"},
+    "testing": {"FAULTS", "FakeModel", "FakeProvider", "ServedRequest"},
+    "sessions": {
+        "QUADRANTS", "TIERS", "AgentTrace", "CachePrices", "StageCalibration", "TaskOutcomes",
+        "calibrate_stage_router", "expected_success", "expected_success_rate", "fit_openhands",
+        "grounded_sessions", "load_transcripts", "plot_session_cost_success",
+        "plot_session_timeline", "quadrant_counts", "quadrant_of", "session_frame",
+        "session_summary", "swebench_pro", "swebench_pro_runs", "synthetic_sessions",
+    },
+    "profiles": {
+        "compare_quantiles", "describe", "fit", "fit_latency", "from_catalog", "measurements",
+        "names", "search", "with_faults",
+    },
+    "widgets": {
+        "KNOBS", "PLOTS", "Knobs", "Playground", "apply_knobs", "build_lineup",
+        "default_strategies", "hedge_delay", "playground", "scale_distribution",
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SUBMODULES))
+def test_submodules_declare_their_exports(name):
+    module = getattr(sy, name)
+    exported = module.__all__
+    assert isinstance(exported, (list, tuple)) and exported
+    assert len(set(exported)) == len(exported), "a name is listed twice"
+    assert set(exported) == SUBMODULES[name]
+    for member in exported:
+        getattr(module, member)  # resolves, a lazily imported one (widgets.Playground) too
+    # every public object the module defines itself is exported
+    defined = {
+        member
+        for member, value in vars(module).items()
+        if not member.startswith("_") and getattr(value, "__module__", None) == module.__name__
+    }
+    assert defined <= set(exported)
+    if name == "strategies":
+        assert all(callable(getattr(module, member)) for member in exported)
 
 
 def test_every_public_callable_has_a_docstring():
