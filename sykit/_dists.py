@@ -22,10 +22,9 @@ from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._errors import ArgumentError, ArgumentTypeError
-from ._types import converted
 
 if TYPE_CHECKING:
-    from ._types import Converted
+    from ._types import Converted, converted
 
 __all__ = [
     "Constant",
@@ -129,9 +128,11 @@ class LogNormal:
 
     median: float
     p95: float | None = None
-    sigma: Converted[float | None, float] = converted(None)  # the given or derived sigma
-    if TYPE_CHECKING:
-        _mu: float = field(init=False, repr=False, compare=False)  # set by __post_init__
+    if TYPE_CHECKING:  # __post_init__ sets sigma (given or derived from p95) and _mu
+        sigma: Converted[float | None, float] = converted(None)
+        _mu: float = field(init=False, repr=False, compare=False)
+    else:
+        sigma: float | None = None
 
     def __post_init__(self) -> None:
         _check_positive(self.median, "median")

@@ -29,9 +29,10 @@ _Out = TypeVar("_Out", covariant=True)
 if TYPE_CHECKING:
 
     class Converted(Generic[_In, _Out]):
-        """For type checkers only: a frozen dataclass field that ``__post_init__`` converts, given
-        (to ``__init__`` and ``replace``) as ``_In`` and read back as ``_Out``. At run time the
-        field is a plain one; its default is written ``converted(default)``."""
+        """A frozen dataclass field that ``__post_init__`` converts, given (to ``__init__`` and
+        ``replace``) as ``_In`` and read back as ``_Out``. For type checkers only: such a field is
+        declared twice, ``if TYPE_CHECKING:`` as ``Converted[...] = converted(default)``, else as
+        the plain field it is at run time (whose annotation the signature and the docs show)."""
 
         @overload
         def __get__(self, obj: None, owner: type[Any]) -> Converted[_In, _Out]: ...
@@ -41,10 +42,4 @@ if TYPE_CHECKING:
         def __set__(self, obj: object, value: _In) -> None: ...
 
     def converted(default: object) -> Any:
-        """The default of a :class:`Converted` field (``__post_init__`` checks it like a given
-        value)."""
-
-else:
-
-    def converted(default):
-        return default
+        """The default of a :class:`Converted` field, as written at run time."""
