@@ -99,7 +99,7 @@ def _base_profiles(base: Any) -> tuple[Mapping[str, ModelProfile], ModelProfile]
 def _check_shape(value: object, name: str) -> Shape:
     if value not in ("lognormal", "empirical"):
         raise ArgumentError(f"{name} must be 'lognormal' or 'empirical', got {value!r}")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def _column(frame: pd.DataFrame, name: str) -> np.ndarray:

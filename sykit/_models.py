@@ -443,7 +443,7 @@ class DecisionResponse:
 
     def score(self, question_id: str) -> float:
         """The level index given for a Score question."""
-        return float(self.answers[question_id].value)  # type: ignore[arg-type]
+        return float(self.answers[question_id].value)
 
 
 def ask_good_enough(

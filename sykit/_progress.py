@@ -85,7 +85,7 @@ def _notebook_bar_class() -> type:
     if _NOTEBOOK_BAR is None:
         from tqdm.notebook import tqdm as notebook_tqdm
 
-        class NotebookBar(notebook_tqdm):  # type: ignore[misc,valid-type]
+        class NotebookBar(notebook_tqdm):
             """tqdm's widget bar, displayed under a display id so closing it can clear the cell
             output it took (otherwise a saved notebook keeps a frozen bar)."""
 

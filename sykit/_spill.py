@@ -220,7 +220,7 @@ class SpillingRequestLog(RequestLog):
         self.log = log
         self.writer = writer
 
-    def add(self, index: int, *args: Any) -> None:  # type: ignore[override]
+    def add(self, index: int, *args: Any) -> None:
         super().add(index, *args)
         writer = self.writer
         writer.done[index] = 1

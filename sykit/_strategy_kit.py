@@ -57,7 +57,7 @@ def affinity(
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         state = driver.session_state
         if state is None:
-            return await route(request, driver)  # type: ignore[no-any-return]
+            return await route(request, driver)
         latched = state.get("affinity")
         if latched is not None and not (trigger == "user_turn" and _is_user_turn(request)):
             driver.evidence(affinity="held")
@@ -66,7 +66,7 @@ def affinity(
         if isinstance(outcome, Outcome) and (allowed is None or outcome.model in allowed):
             state["affinity"] = outcome.model
         driver.evidence(affinity="decided")
-        return outcome  # type: ignore[no-any-return]
+        return outcome
 
     named = _named(f"affinity({getattr(inner, '__name__', 'inner')})", algorithm)
     restart = getattr(getattr(route, "__self__", None), "start_run", None)

@@ -121,7 +121,7 @@ class AdvisorGate:
         ledger = state.get(_LEDGER_KEY)
         if ledger is None:
             ledger = state[_LEDGER_KEY] = ReviewLedger()
-        return ledger  # type: ignore[no-any-return]
+        return ledger
 
     async def route(self, request: Request, driver: Driver) -> Outcome:
         ledger = self.ledger(driver)

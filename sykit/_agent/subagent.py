@@ -58,7 +58,7 @@ class SubagentRouter:
 
     async def route(self, request: Request, driver: Driver) -> Outcome:
         if request.metadata.get("parent_session") is None:
-            return await self.parent_route(request, driver)  # type: ignore[no-any-return]
+            return await self.parent_route(request, driver)
         if self.target is not None:
             driver.evidence(subagent="target")
             return route_to(self.target, request)

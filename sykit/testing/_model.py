@@ -95,10 +95,7 @@ class FakeModel:
         if (
             isinstance(statuses, str | bytes)
             or not isinstance(statuses, tuple | list | frozenset | set)
-            or not all(
-                type(x) is int and 100 <= x <= 599
-                for x in statuses  # type: ignore[union-attr]
-            )
+            or not all(type(x) is int and 100 <= x <= 599 for x in statuses)
         ):
             raise ArgumentError(
                 f"retry_after_statuses must be a tuple of HTTP statuses, got {statuses!r}"
@@ -136,7 +133,7 @@ class FakeModel:
     def down_status(self, t: float) -> int | None:
         """The status a request gets ``t`` s into the run while an outage or flapping has the model
         down, else None."""
-        if any(t0 <= t < t1 for t0, t1 in self.outages):  # type: ignore[misc]
+        if any(t0 <= t < t1 for t0, t1 in self.outages):
             return 503
         if self.flapping is not None and self.flapping.is_down(t):
             return self.flapping.status

@@ -440,5 +440,5 @@ def _error_fault(model: FakeModel, fault: str | None) -> ErrorFault | None:
         return None
     own = model._error  # type: ignore[attr-defined]
     if own is not None and fault == model._fault:  # type: ignore[attr-defined]
-        return own  # type: ignore[no-any-return]
+        return own
     return ErrorFault(int(match["status"]), 1.0)
