@@ -11,7 +11,7 @@ requests meet the same latencies and the same faults.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._config import (
@@ -221,14 +221,18 @@ class _SimSession:
         words = attempt_words(attempt.seed, attempt.request_id, attempt.model, attempt.n)
         now = attempt.start_s
         request = attempt.request
-        if attempt.kind == "model" and (
-            request.images
-            or request.tools
-            or request.input_tokens + (request.max_output_tokens or 0) > card.window
-            or (not card.prefill and _ends_with_assistant(request))  # type: ignore[arg-type]
+        if (
+            attempt.kind == "model"
+            and isinstance(request, Request)  # a model attempt's request is never a decision's
+            and (
+                request.images
+                or request.tools
+                or request.input_tokens + (request.max_output_tokens or 0) > card.window
+                or (not card.prefill and _ends_with_assistant(request))
+            )
         ):
             u = [unit(w) for w in words]
-            rejection = self._structural(attempt.model, profile, request, u)  # type: ignore[arg-type]
+            rejection = self._structural(attempt.model, profile, request, u)
             if rejection is not None:
                 return self._error(profile, u, *rejection)
         if not card.faulty:
@@ -270,7 +274,7 @@ class _SimSession:
     @staticmethod
     def _error(
         profile: ModelProfile,
-        u: tuple[float, ...],
+        u: Sequence[float],
         status: int,
         body: Any,
         headers: Mapping[str, str] | None = None,
@@ -279,7 +283,7 @@ class _SimSession:
         return Reply(status, body, headers or {}, after_s=delay)
 
     def _structural(
-        self, model: str, profile: ModelProfile, request: Request, u: tuple[float, ...]
+        self, model: str, profile: ModelProfile, request: Request, u: Sequence[float]
     ) -> tuple[int, Any] | None:
         if request.images and not profile.vision:
             phrase = _CAPABILITY_MESSAGES[int(u[SLOT.DETAIL] * len(_CAPABILITY_MESSAGES))]
@@ -319,16 +323,14 @@ class _SimSession:
             seen = self.fail_first_seen.get(attempt.model, 0)
             self.fail_first_seen[attempt.model] = seen + 1
             if seen < faults.fail_first:
-                status = faults.fail_first_status
-                if status in ("timeout", "reset"):
-                    return status
-                if status == 429:
+                first = faults.fail_first_status
+                if first in ("timeout", "reset"):
+                    return first
+                if first == 429:
                     return self._rate_limited(
                         faults.retry_after_s, "Rate limit reached (scripted)."
                     )
-                return status, _error_body(
-                    "Internal server error (scripted).", type_="server_error"
-                )
+                return first, _error_body("Internal server error (scripted).", type_="server_error")
         if profile.rate_limit is not None:
             return self._take_quota(attempt, profile, now)
         return None
@@ -366,7 +368,7 @@ class _SimSession:
         headers = {} if retry_after_s is None else {"retry-after": f"{retry_after_s:g}"}
         return 429, _error_body(message, code="rate_limit_exceeded", type_="requests"), headers
 
-    def _random(self, model: str, profile: ModelProfile, u: tuple[float, ...]) -> Any:
+    def _random(self, model: str, profile: ModelProfile, u: Sequence[float]) -> Any:
         faults = profile.faults
         x = u[SLOT.FAULT]
         for name in RANDOM_FAULTS:
@@ -413,8 +415,8 @@ class _SimSession:
         request = attempt.request
         truth = attempt.truth
         model = attempt.model
-        if attempt.kind == "decision":
-            out = self.host.judges[model].output_tokens * len(request.questions)  # type: ignore[union-attr]
+        if isinstance(request, DecisionRequest):  # attempt.kind == "decision"
+            out = self.host.judges[model].output_tokens * len(request.questions)
         else:
             known = truth.output_tokens.get(model) if truth is not None else None
             if known is not None:
@@ -422,22 +424,22 @@ class _SimSession:
             else:
                 u_out = ((words[SLOT.OUTPUT_TOKENS] >> 10) | 1) * HALF
                 out = max(1, round(card.output_tokens(u_out)))
-            cap = request.max_output_tokens  # type: ignore[union-attr]
+            cap = request.max_output_tokens
             if cap is not None and out > cap:
                 out = cap
         cached = 0
         cache = card.cache
         session = (
-            request.metadata.get("session_id")  # type: ignore[union-attr]
-            if cache is not None and attempt.kind == "model"
+            request.metadata.get("session_id")
+            if cache is not None and isinstance(request, Request)  # attempt.kind == "model"
             else None
         )
-        if session is not None:
+        if cache is not None and session is not None:
             entry = self.prompt_cache.get((model, session))
             if (
                 entry is not None
                 and now <= entry[1]
-                and cache.min_tokens <= entry[0] <= request.input_tokens  # type: ignore[union-attr]
+                and cache.min_tokens <= entry[0] <= request.input_tokens
             ):
                 cached = entry[0]  # this session's earlier prompt is a prefix of this one
         ttft = card.ttft(((words[SLOT.TTFT] >> 10) | 1) * HALF)
@@ -506,14 +508,14 @@ class _SimSession:
                 ),
                 after_s=last,
             )
-        if session is not None:
+        if cache is not None and session is not None:
             written = 0
-            if request.input_tokens >= cache.min_tokens:  # type: ignore[union-attr]
+            if request.input_tokens >= cache.min_tokens:
                 written = request.input_tokens - cached
                 # the answered prompt is cached (a hit refreshes the entry) until its TTL runs out
                 self.prompt_cache[(model, session)] = (
                     request.input_tokens,
-                    now + total + cache.ttl_s,  # type: ignore[union-attr]
+                    now + total + cache.ttl_s,
                 )
             usage = make_usage(request.input_tokens, out, cached, written)
         else:
@@ -570,8 +572,8 @@ def _answer(question: Any, target: Any, accuracy: float, u_right: float, u_pick:
         chosen = others[min(len(others) - 1, int(u_pick * len(others)))]
     rest = (1.0 - accuracy) / (k - 1) if k > 1 else 0.0
     probabilities = {o: (accuracy if o == chosen else rest) for o in options}
-    value = float(chosen) if isinstance(question, Score) else chosen
-    return Answer(value, probabilities, accuracy)
+    chosen_value = float(chosen) if isinstance(question, Score) else chosen
+    return Answer(chosen_value, probabilities, accuracy)
 
 
 def _ends_with_assistant(request: Request) -> bool:
