@@ -65,6 +65,8 @@ leaves = st.one_of(
     st.tuples(st.just("raise")),
     # a stream read for this many tokens (0: to its end), then closed or left open
     st.tuples(st.just("stream"), model_lists, st.integers(0, 4), st.booleans()),
+    # a coroutine that finishes without awaiting: the cached response (True) or a raise at once
+    st.tuples(st.just("now"), st.booleans()),
 )
 
 
@@ -85,6 +87,7 @@ endings = st.one_of(
     st.tuples(st.just("route_to"), model_lists),
     st.tuples(st.just("answered"), model_lists),
     st.tuples(st.just("raise")),
+    st.tuples(st.just("exit")),  # GeneratorExit: a BaseException, not an Exception
 )
 
 #: ``first_ok(call, spawn(first(call)))``: leftover tasks closed in set order once gave different
@@ -100,6 +103,20 @@ class Context:
     driver: sy.Driver
     delays: bool
     ends: list[float] = field(default_factory=list)
+    #: The responses the driver gave the algorithm (model and decision calls, ended streams).
+    kept: list[Any] = field(default_factory=list)
+    #: How many calls the algorithm started (``call_model``, ``call_decision``, ``stream_model``).
+    calls: int = 0
+    #: The last response kept: what a "now" leaf returns without awaiting.
+    cached: Any = None
+
+    def keep(self, value: Any) -> Any:
+        if isinstance(value, tuple) and len(value) == 2:  # sy.first / sy.first_ok
+            self.keep(value[1])
+        if isinstance(value, sy.Response | sy.DecisionResponse):
+            self.kept.append(value)
+            self.cached = value
+        return value
 
 
 def number(node: tuple[Any, ...], counter: itertools.count) -> tuple[Any, ...]:
@@ -112,7 +129,9 @@ def number(node: tuple[Any, ...], counter: itertools.count) -> tuple[Any, ...]:
     return (*node, next(counter))
 
 
-def build(plan: tuple[Any, ...], ending: tuple[Any, ...], delays: bool, ends: dict[Any, list]):
+def build(
+    plan: tuple[Any, ...], ending: tuple[Any, ...], delays: bool, contexts: dict[Any, Context]
+):
     """The algorithm for ``plan`` (a tuple of (node, catch) steps) and ``ending``. With
     ``delays``, every leaf waits a delay of its own (by its number and the request) first."""
     counter = itertools.count(1)
@@ -122,18 +141,25 @@ def build(plan: tuple[Any, ...], ending: tuple[Any, ...], delays: bool, ends: di
         return node[-1] * 2.0**-6 + (ctx.request.id + 1) * 2.0**-13
 
     async def leaf(node: tuple[Any, ...], ctx: Context) -> Any:
+        kind = node[0]
+        if kind == "now":  # never suspends, even with delays
+            if node[1]:
+                return ctx.cached
+            raise Bug("a bug at once")
         if ctx.delays:
             await ctx.driver.sleep(delay(node, ctx))
-        kind = node[0]
         if kind == "call":
-            return await ctx.driver.call_model(ctx.request, node[1])
+            ctx.calls += 1
+            return ctx.keep(await ctx.driver.call_model(ctx.request, node[1]))
         if kind == "decision":
             question = sy.DecisionRequest({"easy": sy.Boolean()})
-            return await ctx.driver.call_decision(question, node[1])
+            ctx.calls += 1
+            return ctx.keep(await ctx.driver.call_decision(question, node[1]))
         if kind == "sleep":
             await ctx.driver.sleep(node[1])
             return None
         if kind == "stream":
+            ctx.calls += 1
             stream = ctx.driver.stream_model(ctx.request, node[1])
             read = 0
             async for _ in stream:
@@ -143,11 +169,12 @@ def build(plan: tuple[Any, ...], ending: tuple[Any, ...], delays: bool, ends: di
             if node[3]:
                 await stream.aclose()
                 ctx.ends.append(ctx.driver.now())  # the instant it was closed
-            return stream.response
+            return ctx.keep(stream.response)
         raise Bug("a bug in the algorithm")
 
     def awaitable(node: tuple[Any, ...], ctx: Context) -> Any:
         if node[0] == "call" and not ctx.delays:
+            ctx.calls += 1
             return ctx.driver.call_model(ctx.request, node[1])  # the call itself, not a wrapper
         if node[0] == "spawn":
             b = backend()
@@ -156,24 +183,25 @@ def build(plan: tuple[Any, ...], ending: tuple[Any, ...], delays: bool, ends: di
 
     async def evaluate(node: tuple[Any, ...], ctx: Context) -> Any:
         kind = node[0]
-        if kind in ("call", "decision", "sleep", "raise", "stream"):
+        if kind in ("call", "decision", "sleep", "raise", "stream", "now"):
             return await leaf(node, ctx)
         if kind == "spawn":
-            return await awaitable(node, ctx)
+            return ctx.keep(await awaitable(node, ctx))
         try:
             if kind == "first":
-                return await sy.first(*(awaitable(child, ctx) for child in node[1]))
+                return ctx.keep(await sy.first(*(awaitable(child, ctx) for child in node[1])))
             if kind == "first_ok":
-                return await sy.first_ok(*(awaitable(child, ctx) for child in node[1]))
+                return ctx.keep(await sy.first_ok(*(awaitable(child, ctx) for child in node[1])))
             if kind == "timeout":
-                return await sy.timeout(node[1], awaitable(node[2], ctx))
-            return await sy.hedge(lambda: awaitable(node[3], ctx), after=node[1], copies=node[2])
+                return ctx.keep(await sy.timeout(node[1], awaitable(node[2], ctx)))
+            make_call = lambda: awaitable(node[3], ctx)  # noqa: E731
+            return ctx.keep(await sy.hedge(make_call, after=node[1], copies=node[2]))
         finally:
             ctx.ends.append(ctx.driver.now())  # the instant its losers were cancelled
 
     async def algorithm(request: sy.Request, driver: sy.Driver) -> sy.Outcome:
         ctx = Context(request, driver, delays)
-        ends[request.id] = ctx.ends
+        contexts[request.id] = ctx
         last: sy.Response | None = None
         for node, catch in plan:
             if node[0] == "spawn":
@@ -191,6 +219,8 @@ def build(plan: tuple[Any, ...], ending: tuple[Any, ...], delays: bool, ends: di
                 last = value
         if ending[0] == "raise":
             raise Bug("the algorithm gave up")
+        if ending[0] == "exit":
+            raise GeneratorExit
         if ending[0] == "answered" and last is not None:
             return sy.answered(last.model, last)
         models = ending[1]
@@ -202,16 +232,33 @@ def build(plan: tuple[Any, ...], ending: tuple[Any, ...], delays: bool, ends: di
 # -- random hosts ------------------------------------------------------------------------------------
 
 
+error_chances = st.sampled_from([0.05, 0.2, 0.5])  # two at most: ≤ 1 in all
+error_faults = st.one_of(
+    st.builds(
+        sy.ErrorFault,
+        st.sampled_from([400, 401, 404, 408, 413, 422, 429, 500, 503, 529]),
+        error_chances,
+    ),
+    st.builds(sy.ErrorFault.capability, error_chances),
+    st.builds(sy.ErrorFault.policy, error_chances),
+    st.builds(sy.ErrorFault.context_window, error_chances),
+    st.builds(lambda p: sy.ErrorFault(503, p, retry_after_s=0.3), error_chances),
+)
+
+
 @st.composite
 def fault_profiles(draw: st.DrawFn) -> sy.Faults:
     weights = draw(st.lists(st.floats(0.0, 1.0), min_size=len(RANDOM_FAULTS) + 1, max_size=9))
     total = sum(weights) or 1.0
     share = draw(st.sampled_from([0.0, 0.1, 0.3, 0.7, 1.0]))  # of attempts that fail at random
+    errors = draw(st.lists(error_faults, max_size=2))
+    share *= 1.0 - sum(e.p for e in errors)  # the errors' and the random faults' p sum to ≤ 1
     probabilities = {
         name: share * w / total for name, w in zip(RANDOM_FAULTS, weights, strict=False)
     }
+    starts = st.just(0.0) | seconds  # an outage from the very start of the run, or later
     outages = draw(
-        st.lists(st.tuples(seconds, seconds).map(lambda w: (w[0], w[0] + w[1])), max_size=2)
+        st.lists(st.tuples(starts, seconds).map(lambda w: (w[0], w[0] + w[1])), max_size=2)
     )
     flapping = draw(
         st.none()
@@ -225,6 +272,7 @@ def fault_profiles(draw: st.DrawFn) -> sy.Faults:
         fail_first=draw(st.integers(0, 3)),
         fail_first_status=draw(st.sampled_from([429, 500, 503, "timeout", "reset"])),
         flapping=flapping,
+        errors=errors,
     )
 
 
@@ -235,11 +283,12 @@ def profiles(draw: st.DrawFn, continuous: bool) -> sy.ModelProfile:
             ttft=sy.LogNormal(draw(st.sampled_from([0.2, 0.6, 1.5])), sigma=0.5),
             tokens_per_s=sy.Uniform(30.0, 150.0),
         )
-        reject: Any = sy.Uniform(0.01, 0.3)
+        # 0: a structural 400 (an image to a model without vision) at the instant the call starts
+        reject: Any = draw(st.sampled_from([0.0, sy.Uniform(0.01, 0.3)]))
         output: Any = sy.LogNormal(60, p95=300)
     else:
         latency = sy.Latency(ttft=draw(st.sampled_from([0.25, 0.5, 1.0])), tokens_per_s=100.0)
-        reject = 0.125
+        reject = draw(st.sampled_from([0.0, 0.125]))
         output = draw(st.sampled_from([1, 50, 100]))
     limit = draw(
         st.builds(
@@ -255,7 +304,17 @@ def profiles(draw: st.DrawFn, continuous: bool) -> sy.ModelProfile:
         faults=draw(fault_profiles()),
         rate_limit=limit,
         vision=draw(st.booleans()),
+        cache=draw(st.none() | prompt_caches),
     )
+
+
+prompt_caches = st.builds(
+    sy.PromptCache,
+    read_price=st.sampled_from([0.0, 0.1]),
+    write_price=st.sampled_from([None, 1.25]),
+    ttl_s=st.sampled_from([1.0, 300.0]),
+    min_tokens=st.sampled_from([0, 1024]),
+)
 
 
 def _rate_limit(requests_per_min, tokens_per_min):
@@ -273,20 +332,45 @@ def hosts(draw: st.DrawFn, continuous: bool) -> sy.SimHost:
         routing_fallback=draw(st.booleans()),
         recover_errors=draw(st.booleans()),
         bill_cancelled=draw(st.sampled_from(["generated", "none", "full"])),
+        allow_policy_fallback=draw(st.booleans()),
     )
     models = {name: draw(profiles(continuous)) for name in MODELS}
     return sy.SimHost(models, policy=policy, judge=sy.Judge(accuracy=0.8))
 
 
+IMAGE = "https://example.com/x.png"
+
+
+@st.composite
+def sessions(draw: st.DrawFn) -> list[sy.Session]:
+    """Multi-turn sessions whose turns carry a growing history (what a prompt cache reads)."""
+    counter = itertools.count()
+    out = []
+    for s in range(draw(st.integers(1, 3))):
+        history: list[dict[str, str]] = []
+        turns = []
+        for t in range(draw(st.integers(1, 4))):
+            history = [*history, {"role": "user", "content": f"step {t} of task {s}"}]
+            images = [IMAGE] if draw(st.booleans()) else []
+            request = sy.Request(
+                list(history), id=next(counter), images=images, input_tokens=1500 * (t + 1)
+            )
+            turns.append(sy.Turn(request, gap_s=draw(st.sampled_from([0.0, 0.5]) | seconds)))
+            history.append({"role": "assistant", "content": f"answer {t}"})
+        out.append(sy.Session(turns, id=f"s{s}"))
+    return out
+
+
 @st.composite
 def workloads(draw: st.DrawFn) -> dict[str, Any]:
-    n = draw(st.integers(1, 4))
-    requests = [
-        sy.Request(
-            f"q{i}", id=i, images=["https://example.com/x.png"] if draw(st.booleans()) else []
-        )
-        for i in range(n)
-    ]
+    if draw(st.booleans()):
+        requests: list[Any] = draw(sessions())
+    else:
+        requests = [
+            sy.Request(f"q{i}", id=i, images=[IMAGE] if draw(st.booleans()) else [])
+            for i in range(draw(st.integers(1, 4)))
+        ]
+    n = len(requests)
     loop = draw(st.sampled_from(["closed", "arrivals", "poisson"]))
     kwargs: dict[str, Any] = {"seed": draw(st.integers(0, 2**16))}
     if loop == "closed":
@@ -303,14 +387,14 @@ def workloads(draw: st.DrawFn) -> dict[str, Any]:
 # -- the checks ------------------------------------------------------------------------------------
 
 
-def run(plan, ending, delays, host, workload, engine) -> tuple[sy.Result, dict[Any, list]]:
-    ends: dict[Any, list] = {}
-    algorithm = build(plan, ending, delays, ends)
+def run(plan, ending, delays, host, workload, engine) -> tuple[sy.Result, dict[Any, Context]]:
+    contexts: dict[Any, Context] = {}
+    algorithm = build(plan, ending, delays, contexts)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sy.AlgorithmWarning)
         result = sy.run(algorithm, host=host, engine=engine, **workload)
     assert result.engine == engine
-    return result, ends
+    return result, contexts
 
 
 def same_frames(one: sy.Result, two: sy.Result) -> None:
@@ -318,10 +402,103 @@ def same_frames(one: sy.Result, two: sy.Result) -> None:
     pdt.assert_frame_equal(one.requests, two.requests)
 
 
-def check_records(result: sy.Result, ends: dict[Any, list], ids: list[Any]) -> None:
+def check_request_rows(requests, contexts: dict[Any, Context], workload: dict[str, Any]) -> None:
+    """One row per request sent, never fewer: every request of a plain workload; the turns of a
+    session up to its first failed one (a failed turn ends its session)."""
+    ids = requests["request_id"].tolist()
+    assert len(ids) == len(set(ids)), ids
+    sent = workload["requests"]
+    if sent and isinstance(sent[0], sy.Session):
+        expected = []
+        for session in sent:
+            rows = requests[requests["session_id"] == session.id].sort_values("turn")
+            turns = rows["turn"].tolist()
+            assert turns == list(range(len(turns))), (session.id, turns)
+            assert 1 <= len(turns) <= len(session.turns), (session.id, turns)
+            statuses = rows["status"].astype(str).tolist()
+            assert all(s == "ok" for s in statuses[:-1]), (session.id, statuses)
+            # the session ended early only because its last turn sent failed
+            assert len(turns) == len(session.turns) or statuses[-1] == "failed", (
+                session.id, statuses, len(session.turns))  # fmt: skip
+            expected += [turn.request.id for turn in session.turns[: len(turns)]]
+            assert rows["request_id"].tolist() == expected[-len(turns) :]
+        assert sorted(ids) == sorted(expected)
+    else:
+        assert ids == [r.id for r in sent]
+    # the algorithm ran on exactly the requests that have a row
+    assert set(contexts) == set(ids), (sorted(contexts), ids)
+
+
+def check_calls(attempts, contexts: dict[Any, Context]) -> None:
+    """A call_id is exactly one call: one ``call_model`` / ``call_decision`` / ``stream_model``
+    (or the answer phase after ``route_to``): its first attempt, its retries, its fallbacks."""
+    for (request_id, call_id), call in attempts.groupby(
+        ["request_id", "call_id"], sort=False, observed=True
+    ):
+        where = (request_id, call_id, call.drop(columns=["strategy", "error_message"]).to_dict("records"))  # fmt: skip
+        assert call["phase"].nunique() == 1 and call["kind"].nunique() == 1, where
+        # a call is in one race or none, and every row says so alike
+        races = call["race_id"]
+        assert races.isna().all() or (races.notna().all() and races.nunique() == 1), where
+        assert call["race_size"].nunique() == 1, where
+        rows = list(call.itertuples())
+        assert (rows[0].candidate_index, rows[0].retry_index) == (0, 0), where
+        for a, b in itertools.pairwise(rows):
+            # only a call's last attempt can answer or be cancelled
+            assert a.status in ("error", "skipped"), where
+            # a call's attempts run one after another
+            assert b.start_s >= a.end_s, where
+            if a.retried:  # followed by a retry: the same candidate, the next retry
+                assert (b.candidate_index, b.retry_index, b.model) == (
+                    a.candidate_index, a.retry_index + 1, a.model), where  # fmt: skip
+                assert not math.isnan(a.retry_wait_s), where
+                assert a.retry_wait_s == pytest.approx(b.start_s - a.end_s, rel=1e-5, abs=1e-5)
+            else:  # else the next candidate, from its first try
+                assert (b.candidate_index, b.retry_index) == (a.candidate_index + 1, 0), where
+                assert math.isnan(a.retry_wait_s), where
+        assert not rows[-1].retried and math.isnan(rows[-1].retry_wait_s), where
+    for request_id, mine in attempts.groupby("request_id", sort=False, observed=True):
+        answer = mine.loc[mine["phase"] == "answer", "call_id"].nunique()
+        assert answer <= 1, mine  # route_to is one call
+        routing = mine.loc[mine["phase"] == "routing", "call_id"].nunique()
+        ctx = contexts.get(request_id)
+        started = 0 if ctx is None else ctx.calls
+        # never more calls in the frame than the algorithm started
+        assert routing <= started, (request_id, routing, started, mine.to_dict("records"))
+    # race_size: how many distinct calls raced; 0 outside a race; a race is two calls or more
+    raced = attempts[attempts["race_id"].notna()]
+    for _, race in raced.groupby("race_id", sort=False):
+        n = race["call_id"].nunique()
+        assert n >= 2 and (race["race_size"] == n).all(), race
+        assert race["request_id"].nunique() == 1, race
+    assert (attempts.loc[attempts["race_id"].isna(), "race_size"] == 0).all()
+
+
+def check_responses(attempts, contexts: dict[Any, Context]) -> None:
+    """``Response.call_id`` is the call_id of the attempt that answered, in the same request."""
+    for request_id, ctx in contexts.items():
+        mine = attempts[attempts["request_id"] == request_id]
+        for response in ctx.kept:
+            answered = mine[(mine["call_id"] == response.call_id) & (mine["status"] == "ok")]
+            assert len(answered) == 1, (
+                request_id,
+                response,
+                response.call_id,
+                mine.to_dict("records"),
+            )
+            row = answered.iloc[0]
+            assert row["model"] == response.model, (row, response)
+            assert row["output_tokens"] == response.usage.output_tokens, (row, response)
+            assert row["input_tokens"] == response.usage.input_tokens, (row, response)
+
+
+def check_records(
+    result: sy.Result, contexts: dict[Any, Context], workload: dict[str, Any]
+) -> None:
     attempts, requests = result.attempts, result.requests
-    # every request has exactly one row
-    assert requests["request_id"].tolist() == ids
+    ends = {request_id: ctx.ends for request_id, ctx in contexts.items()}
+    check_request_rows(requests, contexts, workload)
+    ids = requests["request_id"].tolist()
     assert set(requests["status"].astype(str)) <= {"ok", "failed"}
     # one terminal status per attempt
     assert attempts["status"].notna().all()
@@ -354,10 +531,8 @@ def check_records(result: sy.Result, ends: dict[Any, list], ids: list[Any]) -> N
         assert set(served["status"].astype(str)) <= {"ok"}
     assert (requests["queue_s"] >= 0).all() and (requests["latency_s"] >= 0).all()
     assert set(attempts["request_id"]) <= set(ids)
-
-
-def ids_of(workload: dict[str, Any]) -> list[Any]:
-    return [r.id for r in workload["requests"]]
+    check_calls(attempts, contexts)
+    check_responses(attempts, contexts)
 
 
 PROPERTY_SETTINGS = settings(
@@ -376,9 +551,9 @@ PROPERTY_SETTINGS = settings(
 )
 def test_both_engines_agree_and_the_records_are_sound(plan, ending, host, workload):
     kernel, ends = run(plan, ending, True, host, workload, "kernel")
-    check_records(kernel, ends, ids_of(workload))
+    check_records(kernel, ends, workload)
     on_asyncio, ends = run(plan, ending, True, host, workload, "asyncio")
-    check_records(on_asyncio, ends, ids_of(workload))
+    check_records(on_asyncio, ends, workload)
     same_frames(kernel, on_asyncio)
     same_frames(kernel, run(plan, ending, True, host, workload, "kernel")[0])
     gc.collect(1)  # a leaked coroutine warns here (an error), in the example that leaked it
@@ -394,7 +569,7 @@ def test_both_engines_agree_and_the_records_are_sound(plan, ending, host, worklo
 )
 def test_the_same_seed_gives_the_same_frames_even_with_ties(plan, ending, host, workload, engine):
     first, ends = run(plan, ending, False, host, workload, engine)
-    check_records(first, ends, ids_of(workload))
+    check_records(first, ends, workload)
     same_frames(first, run(plan, ending, False, host, workload, engine)[0])
     gc.collect(1)  # a leaked coroutine warns here (an error), in the example that leaked it
 
@@ -412,7 +587,7 @@ def test_the_shape_hypothesis_once_shrank_a_bug_to(engine):
     )
     workload = {"requests": [sy.Request(f"q{i}", id=i) for i in range(20)], "concurrency": 4}
     first, ends = run(SHRUNK_BUG, ("route_to", ["b"]), False, host, workload, engine)
-    check_records(first, ends, list(range(20)))
+    check_records(first, ends, workload)
     assert (first.attempts["status"] == "cancelled").any()
     same_frames(first, run(SHRUNK_BUG, ("route_to", ["b"]), False, host, workload, engine)[0])
 
