@@ -22,6 +22,7 @@ from ._models import Outcome, Request, answered, route_to
 from ._race import first_ok
 from ._race import timeout as _timeout
 from ._results import Result
+from ._vocab import ErrorKind, RequestStatus, Status
 
 __all__ = ["catalogue", "run_catalogue"]
 
@@ -134,12 +135,14 @@ def _rows(result: Result, **where: Any) -> pd.DataFrame:
 
 def _served(result: Result, model: str, *, problems: list[str]) -> None:
     requests = result.requests
-    failed = requests[requests["status"] != "ok"]
+    failed = requests[requests["status"] != RequestStatus.OK]
     if len(failed):
         problems.append(
             f"{len(failed)} request(s) failed: {failed['error_kind'].astype(str).tolist()}"
         )
-    wrong = requests[(requests["status"] == "ok") & (requests["served_model"].astype(str) != model)]
+    wrong = requests[
+        (requests["status"] == RequestStatus.OK) & (requests["served_model"].astype(str) != model)
+    ]
     if len(wrong):
         problems.append(
             f"served by {sorted(set(wrong['served_model'].astype(str)))}, expected {model!r}"
@@ -147,7 +150,7 @@ def _served(result: Result, model: str, *, problems: list[str]) -> None:
 
 
 def _failed_attempts_cost_nothing(result: Result, problems: list[str]) -> None:
-    billed = _rows(result, status="error")["cost_usd"].sum()
+    billed = _rows(result, status=Status.ERROR)["cost_usd"].sum()
     if billed:
         problems.append(f"failed attempts were billed ${billed:.6f}")
 
@@ -187,7 +190,7 @@ def _retries_then_fallback(reason: str, kind: str, *, generated: int = 0) -> Che
             )
         _fell_back(result, reason, problems)
         if generated:
-            failed = _rows(result, status="error")
+            failed = _rows(result, status=Status.ERROR)
             if failed["output_tokens"].tolist() != [generated] * len(failed):
                 problems.append(
                     f"broken answers billed for {failed['output_tokens'].tolist()} output tokens, "
@@ -228,7 +231,7 @@ def _check_s06(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
             f"(expected ≤ {tolerance.at(10.0):g} s)"
         )
     stuck = _rows(result, model="primary")
-    if (stuck["status"] == "ok").any():
+    if (stuck["status"] == Status.OK).any():
         problems.append("a silent target cannot have answered")
     return problems
 
@@ -243,7 +246,7 @@ def _check_s07(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
             f"{tolerance.at(3.25):g} s"
         )
     primary = _rows(result, model="primary")
-    if not (primary["status"] == "cancelled").all():
+    if not (primary["status"] == Status.CANCELLED).all():
         problems.append("the slow primary was not cancelled")
     elif primary["output_tokens"].sum() != 0:
         problems.append("the cancelled primary was billed for output it never produced")
@@ -300,7 +303,7 @@ def _check_s12(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
 def _check_s13(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems: list[str] = []
     request = result.requests.iloc[0]
-    if request["status"] != "failed" or request["error_kind"] != "policy":
+    if request["status"] != RequestStatus.FAILED or request["error_kind"] != ErrorKind.POLICY:
         problems.append("a content-policy denial must be returned, not retried or rerouted")
     if len(result.attempts) != 1:
         problems.append(f"{len(result.attempts)} attempts for a policy denial (expected 1)")
@@ -309,7 +312,7 @@ def _check_s13(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
 
 def _check_s14(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems = _retries_then_fallback("unavailable", "unavailable", generated=33)(result)
-    secondary = _rows(result, model="secondary", status="ok")
+    secondary = _rows(result, model="secondary", status=Status.OK)
     if len(secondary) and secondary["input_tokens"].iloc[0] != _TEXT.input_tokens:
         problems.append(
             "the fallback did not receive the request as it arrived (partial output was sent along)"
@@ -320,14 +323,14 @@ def _check_s14(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
 def _check_s15(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems: list[str] = []
     requests = result.requests
-    if (requests["status"] != "ok").any():
+    if (requests["status"] != RequestStatus.OK).any():
         problems.append(
-            f"{int((requests['status'] != 'ok').sum())} request(s) failed during the flapping"
+            f"{int((requests['status'] != RequestStatus.OK).sum())} request(s) failed during the flapping"
         )
     late = requests[requests["arrival_s"] >= tolerance.at(66.0)]
     if (late["served_model"].astype(str) != "primary").any():
         problems.append("after the flapping stopped (60 s) the primary was not used again")
-    if not (result.attempts["status"] == "skipped").any():
+    if not (result.attempts["status"] == Status.SKIPPED).any():
         problems.append("no cooldown: the flapping primary was tried on every request")
     return problems
 
@@ -336,7 +339,7 @@ def _check_s16(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems: list[str] = []
     _served(result, "secondary", problems=problems)
     _failed_attempts_cost_nothing(result, problems)
-    served = _rows(result, model="secondary", status="ok")
+    served = _rows(result, model="secondary", status=Status.OK)
     request = result.requests.iloc[0]
     if len(served) != 1:
         problems.append("no successful attempt at the fallback")

@@ -39,6 +39,7 @@ import pandas as pd
 from ._config import Latency, ModelProfile
 from ._dists import Constant, Distribution, Empirical, LogNormal
 from ._errors import ArgumentError, ArgumentTypeError
+from ._vocab import ErrorKind, Kind, Status
 
 __all__ = ["compare_quantiles", "fit"]
 
@@ -188,9 +189,9 @@ def _fit_one(
     min_samples: int,
 ) -> ModelProfile:
     status = rows["status"].astype(str) if "status" in rows else pd.Series("ok", index=rows.index)
-    ok = rows[(status == "ok").to_numpy()]
-    if "kind" in ok and (ok["kind"].astype(str) == "model").any():
-        ok = ok[(ok["kind"].astype(str) == "model").to_numpy()]
+    ok = rows[(status == Status.OK).to_numpy()]
+    if "kind" in ok and (ok["kind"].astype(str) == Kind.MODEL).any():
+        ok = ok[(ok["kind"].astype(str) == Kind.MODEL).to_numpy()]
     changes: dict[str, Any] = {}
     latency = _fit_latency(ok, profile, ttft_shape, tps_shape)
     if len(ok) < min_samples or latency is None:
@@ -262,7 +263,7 @@ def _fit_faults(rows: pd.DataFrame, status: pd.Series, profile: ModelProfile) ->
     answered = rows[status.isin(("ok", "error")).to_numpy()]
     if answered.empty:
         return {}
-    errors = answered[(answered["status"].astype(str) == "error").to_numpy()]
+    errors = answered[(answered["status"].astype(str) == Status.ERROR).to_numpy()]
     kinds = errors["error_kind"].astype(str) if "error_kind" in errors else pd.Series(dtype=str)
     n = len(answered)
     rates = {field: float((kinds == kind).sum()) / n for kind, field in _FAULT_FIELDS.items()}
@@ -270,7 +271,7 @@ def _fit_faults(rows: pd.DataFrame, status: pd.Series, profile: ModelProfile) ->
     fault_changes: dict[str, Any] = dict(rates)
     if "http_status" in errors:
         statuses = pd.to_numeric(
-            errors.loc[(kinds == "unavailable").to_numpy(), "http_status"], errors="coerce"
+            errors.loc[(kinds == ErrorKind.UNAVAILABLE).to_numpy(), "http_status"], errors="coerce"
         )
         statuses = statuses.dropna().astype(int)
         eligible = statuses[(statuses >= 500) | statuses.isin((403, 408))]
@@ -302,9 +303,9 @@ def _successes(data: Any, name: str, table: str) -> pd.DataFrame:
                 f"got {type(data).__name__}"
             )
     if "status" in frame:
-        frame = frame[frame["status"].astype(str) == "ok"]
+        frame = frame[frame["status"].astype(str) == Status.OK]
     if "kind" in frame:
-        frame = frame[frame["kind"].astype(str) == "model"]
+        frame = frame[frame["kind"].astype(str) == Kind.MODEL]
     return frame
 
 

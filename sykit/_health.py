@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ._errors import SykitError
+from ._vocab import ErrorKind, RequestStatus
 
 __all__ = [
     "ALGORITHM_ERROR_KINDS",
@@ -30,7 +31,13 @@ __all__ = [
 
 #: ``error_kind`` values that come from the algorithm, not from a model or judge.
 ALGORITHM_ERROR_KINDS = frozenset(
-    ("algorithm_error", "invalid_outcome", "unknown_model", "no_targets", "deadlock")
+    (
+        ErrorKind.ALGORITHM_ERROR,
+        ErrorKind.INVALID_OUTCOME,
+        ErrorKind.UNKNOWN_MODEL,
+        ErrorKind.NO_TARGETS,
+        ErrorKind.DEADLOCK,
+    )
 )
 
 #: Above this share of a strategy's requests failing with one algorithm-side kind, the run warns.
@@ -72,7 +79,7 @@ def top_errors(requests: pd.DataFrame, n: int | None = 3) -> list[ErrorCount]:
     """The failed requests' error kinds, most frequent first (ties: first seen first)."""
     if not len(requests) or "status" not in requests:
         return []
-    failed = requests[requests["status"] == "failed"]
+    failed = requests[requests["status"] == RequestStatus.FAILED]
     if not len(failed):
         return []
     kinds = failed["error_kind"].astype(object).fillna("unknown").astype(str)

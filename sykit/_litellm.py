@@ -20,6 +20,7 @@ from ._errors import ArgumentError, ArgumentTypeError, ModelError, RateLimitErro
 from ._models import Outcome, Request, Response, answered
 from ._rng import uniforms
 from ._strategy_kit import _models
+from ._vocab import ErrorKind
 
 __all__ = ["LITELLM_VERSION", "litellm_like"]
 
@@ -79,9 +80,9 @@ def _litellm_status(error: ModelError) -> int | None:
         return 400
     if error.http_status is not None and not 200 <= error.http_status < 300:
         return error.http_status
-    if error.kind == "timeout":
+    if error.kind == ErrorKind.TIMEOUT:
         return 408
-    if error.kind in ("unavailable", "invalid_response"):
+    if error.kind in (ErrorKind.UNAVAILABLE, ErrorKind.INVALID_RESPONSE):
         return 500
     return None
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ._errors import ArgumentError
-from ._vocab import Status
+from ._vocab import Phase, RequestStatus, Status
 
 __all__ = [
     "ATTEMPT_COUNTS",
@@ -113,7 +113,7 @@ def _strategy_key(requests: pd.DataFrame) -> pd.Series:
 
 def ungraded(requests: pd.DataFrame) -> pd.Series:
     """True for a request that was served (status ok) but whose answer has no grade (NaN quality)."""
-    return (requests["status"] == "ok") & requests["quality"].isna()
+    return (requests["status"] == RequestStatus.OK) & requests["quality"].isna()
 
 
 def request_quality(requests: pd.DataFrame) -> pd.Series:
@@ -123,7 +123,7 @@ def request_quality(requests: pd.DataFrame) -> pd.Series:
     A strategy none of whose served answers has a grade has no quality at all: all NaN, so its
     failures alone do not make a mean of 0. A strategy whose every request failed has quality 0.
     """
-    ok = requests["status"] == "ok"
+    ok = requests["status"] == RequestStatus.OK
     quality = requests["quality"].astype(float).where(ok, 0.0)
     key = _strategy_key(requests)
     served_any = ok.groupby(key).transform("any")
@@ -239,7 +239,7 @@ def attempt_counts(attempts: pd.DataFrame) -> dict[str, int]:
     summary of many runs needs their requests and these counts, never every attempt row."""
     status = _counts(attempts["status"])
     reasons = _counts(attempts["fallback_reason"])
-    routing = attempts["phase"].to_numpy() == "routing"
+    routing = attempts["phase"].to_numpy() == Phase.ROUTING
     counts = {
         "attempted": len(attempts) - status.get(Status.SKIPPED, 0),
         "cancelled_attempts": status.get(Status.CANCELLED, 0),
@@ -272,7 +272,7 @@ def summarize_one(
     Latency percentiles are over successful rows.
     """
     n = len(requests)
-    ok = requests[requests["status"] == "ok"]
+    ok = requests[requests["status"] == RequestStatus.OK]
     quality_by_request = per_request_means(requests, request_quality(requests))
     quality = float(quality_by_request.mean()) if len(quality_by_request) else math.nan
     low, high = bootstrap_mean_ci(quality_by_request.to_numpy(dtype=float))
@@ -326,7 +326,9 @@ def _by_strategy(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def _warn_ungraded(requests: pd.DataFrame, table: pd.DataFrame) -> None:
-    warn_ungraded(table, bool(((requests["status"] == "ok") & requests["quality"].notna()).any()))
+    warn_ungraded(
+        table, bool(((requests["status"] == RequestStatus.OK) & requests["quality"].notna()).any())
+    )
 
 
 def warn_ungraded(table: pd.DataFrame, any_graded: bool) -> None:
@@ -441,7 +443,7 @@ def paired_differences(
             "request_id": requests["request_id"],
             "quality": request_quality(requests),
             "cost_usd": requests["cost_usd"],
-            "latency_s": requests["latency_s"].where(requests["status"] == "ok"),
+            "latency_s": requests["latency_s"].where(requests["status"] == RequestStatus.OK),
         }
     )
     keys = ["_seed", "request_id"]

@@ -13,6 +13,7 @@ import pandas as pd
 from ._errors import ArgumentError
 from ._health import ErrorCount, shorten, top_errors
 from ._metrics import paired_differences, pareto_frontier, summarize
+from ._vocab import RequestStatus
 
 __all__ = ["Comparison", "Result", "request_errors"]
 
@@ -99,7 +100,7 @@ class Result:
     def __repr__(self) -> str:
         requests = request_errors(self)
         n = len(requests)
-        ok = int((requests["status"] == "ok").sum()) if n else 0
+        ok = int((requests["status"] == RequestStatus.OK).sum()) if n else 0
         head = (
             f"<sykit.Result strategy={self.strategy!r} seed={self.seed} requests={n} ok={ok} "
             f"attempts={_rows(self, 'attempts')}"
@@ -240,7 +241,7 @@ class Comparison:
             )
             errors = top_errors(requests, 1)
             if errors:
-                failed = int((requests["status"] == "failed").sum())
+                failed = int((requests["status"] == RequestStatus.FAILED).sum())
                 top = errors[0]
                 lines.append(
                     f"{strategy}: {failed} of {len(requests)} failed, most {top.kind} "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["CancelCause", "Kind", "Phase", "RequestStatus", "Status"]
+__all__ = ["CancelCause", "ErrorKind", "Kind", "Phase", "RequestStatus", "Status"]
 
 
 class Status(StrEnum):
@@ -57,3 +57,25 @@ class CancelCause(StrEnum):
     ABANDONED = "abandoned"
     CANCELLED = "cancelled"
     REQUEST_FAILED = "request_failed"
+
+
+class ErrorKind(StrEnum):
+    """What went wrong (the ``error_kind`` column): a model error's kind (``ModelError.kind``, one
+    per subclass in ``sykit._errors``), or why a request failed on the algorithm's side."""
+
+    # a model call's error
+    MODEL_ERROR = "model_error"
+    CONTEXT_WINDOW = "context_window"
+    CAPABILITY = "capability"
+    POLICY = "policy"
+    INVALID_REQUEST = "invalid_request"
+    RATE_LIMIT = "rate_limit"
+    UNAVAILABLE = "unavailable"
+    TIMEOUT = "timeout"
+    INVALID_RESPONSE = "invalid_response"
+    # a request's failure on the algorithm's side
+    ALGORITHM_ERROR = "algorithm_error"
+    INVALID_OUTCOME = "invalid_outcome"
+    UNKNOWN_MODEL = "unknown_model"
+    NO_TARGETS = "no_targets"
+    DEADLOCK = "deadlock"

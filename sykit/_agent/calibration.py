@@ -20,6 +20,7 @@ import pandas as pd
 
 from .._errors import ArgumentError, ArgumentTypeError
 from .._results import Comparison, Result
+from .._vocab import RequestStatus
 from ..sessions._outcome import QUADRANTS, TaskOutcomes, quadrant_of
 from ..sessions._plan import Session
 from ..sessions._swebench import task_quadrants
@@ -203,7 +204,9 @@ def _only_model(run: Result, what: str) -> str:
     requests = run.requests
     if "session_id" not in requests.columns:
         raise ArgumentError(f"{what} is not a run of agent sessions (no session_id column)")
-    models = requests.loc[requests["status"] == "ok", "served_model"].astype(str).unique()
+    models = (
+        requests.loc[requests["status"] == RequestStatus.OK, "served_model"].astype(str).unique()
+    )
     if len(models) != 1:
         raise ArgumentError(
             f"{what} served {sorted(models)}; calibration needs a run where one model served every "
@@ -218,7 +221,9 @@ def _served(run: Result) -> dict[Any, list[str]]:
     requests = run.requests.sort_values(["session_id", "turn"], kind="stable")
     served: dict[Any, list[str]] = {}
     for sid, frame in requests.groupby("session_id", sort=False, observed=True):
-        served[sid] = frame.loc[frame["status"] == "ok", "served_model"].astype(str).tolist()
+        served[sid] = (
+            frame.loc[frame["status"] == RequestStatus.OK, "served_model"].astype(str).tolist()
+        )
     return served
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from .._classify import error_fields
 from .._errors import InvalidResponseError, ModelError
 from .._models import Answer, Boolean, Choice, DecisionRequest, Request, Score, Usage
+from .._vocab import Kind
 from ._secrets import Secret, scrub_json
 from .base import Attempt, Reply
 
@@ -402,7 +403,7 @@ def completion_reply(
     content = content if isinstance(content, str) else ""
     tool_text = _tool_arguments(message.get("tool_calls"))
     request = attempt.request
-    if attempt.kind == "decision":
+    if attempt.kind == Kind.DECISION:
         assert isinstance(request, DecisionRequest)
         answers = _parse_verdict(request, tool_text or content, model, status)
         if isinstance(answers, ModelError):

@@ -47,6 +47,7 @@ from .._errors import (
     UnavailableError,
 )
 from .._models import DecisionRequest, Request
+from .._vocab import Kind
 from ._openai_wire import (
     ChatStream,
     Endpoint,
@@ -513,7 +514,7 @@ class _HttpSession:
         request = attempt.request
         stream = False
         fmt = None
-        if attempt.kind == "decision":
+        if attempt.kind == Kind.DECISION:
             assert isinstance(request, DecisionRequest)
             fmt = self.decision_format(attempt.model)
             body = decision_body(request, endpoint, fmt)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from .._vocab import RequestStatus
 from .style import (
     _axes,
     _check_frame,
@@ -130,7 +131,9 @@ def plot_latency_cdf(
         mine = requests[requests["strategy"].astype(str) == name]
         latency = mine["latency_s"].to_numpy(dtype=float)
         # served and timed; a request without a finite latency never finished, like a failure
-        served = np.sort(latency[(mine["status"] == "ok").to_numpy() & np.isfinite(latency)])
+        served = np.sort(
+            latency[(mine["status"] == RequestStatus.OK).to_numpy() & np.isfinite(latency)]
+        )
         curves.append((name, served, len(mine)))
     drawable = np.concatenate([s for _, s, _ in curves] + [np.array([])])
     if log:

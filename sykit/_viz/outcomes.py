@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .._errors import ArgumentTypeError
+from .._vocab import Kind, RequestStatus, Status
 from .latency_cdf import _percent
 from .style import (
     CAUSE_HATCHES,
@@ -46,17 +47,17 @@ def outcome_categories(attempts: pd.DataFrame) -> pd.Series:
     out = np.empty(len(attempts), dtype=object)
     for i in range(len(attempts)):
         s = status[i]
-        if s == "error":
+        if s == Status.ERROR:
             if isinstance(reason[i], str):
                 out[i] = f"fell back: {reason[i]}"
             elif retried[i]:
                 out[i] = "retried"
             else:
                 out[i] = "failed"
-        elif s == "cancelled":
+        elif s == Status.CANCELLED:
             c = cause[i] if isinstance(cause[i], str) else "cancelled"
             out[i] = f"cancelled: {CAUSE_LABELS.get(c, c)}"
-        elif s == "skipped":
+        elif s == Status.SKIPPED:
             out[i] = "skipped (cooldown)"
         else:
             out[i] = s
@@ -133,7 +134,7 @@ def plot_outcomes(
     _color_ticklabels(axes[0], names, colors)
     axes[0].set_ylabel("attempts per request")
     title = "Attempt outcomes"
-    status = requests["status"].astype(str) != "ok"
+    status = requests["status"].astype(str) != RequestStatus.OK
     failed = status.groupby(requests["strategy"].astype(str)).sum().reindex(names).fillna(0)
     if failed.sum() > 0:
         title += " (on top: share of requests failed)"
@@ -147,7 +148,9 @@ def plot_outcomes(
     axes[0].set_axisbelow(True)
 
     if wasted:
-        model = attempts[(attempts["kind"] == "model") & (attempts["status"] == "cancelled")]
+        model = attempts[
+            (attempts["kind"] == Kind.MODEL) & (attempts["status"] == Status.CANCELLED)
+        ]
         model_cause = outcome_categories(model)
         cancelled = (
             model.groupby([model["strategy"].astype(str), model_cause])["cost_usd"]

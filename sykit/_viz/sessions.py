@@ -21,6 +21,7 @@ import pandas as pd
 from .._errors import ArgumentError, ArgumentTypeError
 from .._health import shorten
 from .._results import Comparison, Result
+from .._vocab import Kind
 from ..sessions._outcome import TaskOutcomes
 from ..sessions._summary import CACHE_COLUMNS, _turns, session_summary
 from .cost_quality import _place_labels, _root
@@ -311,7 +312,7 @@ def _model_order(requests: pd.DataFrame) -> list[str]:
 def _failed_prompt(attempts: pd.DataFrame, request_id: Any) -> float:
     """The prompt size a failed turn sent (its largest model attempt), 0 when none was made."""
     tried = attempts[
-        (attempts["request_id"].astype(object) == request_id) & (attempts["kind"] == "model")
+        (attempts["request_id"].astype(object) == request_id) & (attempts["kind"] == Kind.MODEL)
     ]
     return float(tried["input_tokens"].max()) if len(tried) else 0.0
 

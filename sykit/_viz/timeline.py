@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .._errors import ArgumentError
+from .._vocab import Kind, Phase, RequestStatus, Status
 from .style import (
     CAUSE_HATCHES,
     CAUSE_LABELS,
@@ -48,14 +49,14 @@ def _lanes(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _served_lane(lanes: pd.DataFrame, request: pd.Series | None) -> int | None:
     """The lane of the attempt that served the request (the ``served`` column says which)."""
-    if request is None or request["status"] != "ok" or pd.isna(request["served_model"]):
+    if request is None or request["status"] != RequestStatus.OK or pd.isna(request["served_model"]):
         return None
     if "served" in lanes:
         flagged = lanes.index[lanes["served"].astype(bool)]
         return int(flagged[0]) if len(flagged) else None
     candidates = lanes[
-        (lanes["status"] == "ok")
-        & (lanes["kind"] == "model")
+        (lanes["status"] == Status.OK)
+        & (lanes["kind"] == Kind.MODEL)
         & (lanes["model"].astype(str) == str(request["served_model"]))
     ]
     if candidates.empty:
@@ -64,7 +65,7 @@ def _served_lane(lanes: pd.DataFrame, request: pd.Series | None) -> int | None:
     score = pd.DataFrame(
         {
             "gap": (candidates["cost_usd"] - served_cost).abs().round(12),
-            "answer": (candidates["phase"] != "answer").astype(int),
+            "answer": (candidates["phase"] != Phase.ANSWER).astype(int),
             "end": -candidates["end_s"],
         },
         index=candidates.index,
@@ -74,11 +75,11 @@ def _served_lane(lanes: pd.DataFrame, request: pd.Series | None) -> int | None:
 
 def _attempt_label(row: Any) -> str:
     status = row.status
-    if status == "ok":
+    if status == Status.OK:
         return f"ok · {_usd(row.cost_usd)}"
-    if status == "skipped":
+    if status == Status.SKIPPED:
         return "skipped (cooldown)"
-    if status == "cancelled":
+    if status == Status.CANCELLED:
         cause = CAUSE_LABELS.get(str(row.cancel_cause), str(row.cancel_cause))
         return f"cancelled: {cause} · {_usd(row.cost_usd)}"
     code = "" if pd.isna(row.http_status) else f"{int(row.http_status)} "
@@ -102,7 +103,7 @@ def _lane_names(lanes: pd.DataFrame) -> list[str]:
     for row in lanes.itertuples(index=False):
         key = (str(row.model), str(row.phase), str(row.kind))
         parts = [key[0], key[1]]
-        if row.kind == "decision":
+        if row.kind == Kind.DECISION:
             parts.append("decision")
         if len(calls[key]) > 1:
             parts.append(f"call {calls[key].index(row.call_id) + 1}")
@@ -172,16 +173,16 @@ def plot_timeline(
     span = max(last - first, 0.05)
     served = _served_lane(lanes, request)
     failed_lane = None
-    if served is None and request is not None and request["status"] != "ok":
+    if served is None and request is not None and request["status"] != RequestStatus.OK:
         # the error that failed the request: the last attempt to end in an error, else the last lane
-        errors = lanes.index[lanes["status"] == "error"]
+        errors = lanes.index[lanes["status"] == Status.ERROR]
         failed_lane = int(lanes.loc[errors, "end_s"].idxmax()) if len(errors) else n - 1
     marked = served if served is not None else failed_lane
 
     for y, row in enumerate(lanes.itertuples(index=False)):
         start, end = float(row.start_s), float(row.end_s)
         status = str(row.status)
-        cause = str(row.cancel_cause) if status == "cancelled" else None
+        cause = str(row.cancel_cause) if status == Status.CANCELLED else None
         ax.barh(
             y,
             end - start,
@@ -194,7 +195,7 @@ def plot_timeline(
             gid="attempt",
             zorder=2,
         )
-        if status == "skipped":
+        if status == Status.SKIPPED:
             ax.plot([start], [y], marker="x", color=EDGE_COLOR, ms=6, ls="none", zorder=3)
         ax.text(
             end + (0.04 if y == marked else 0.008) * span,
@@ -208,11 +209,13 @@ def plot_timeline(
             zorder=4,
         )
 
-    causes = lanes.loc[lanes["status"] == "cancelled", "cancel_cause"].dropna().astype(str).unique()
+    causes = (
+        lanes.loc[lanes["status"] == Status.CANCELLED, "cancel_cause"].dropna().astype(str).unique()
+    )
     handles: list[Any] = [
         Patch(facecolor=STATUS_COLORS[s], edgecolor=EDGE_COLOR, label=s)
         for s in STATUS_COLORS
-        if (lanes["status"] == s).any() and s != "cancelled"
+        if (lanes["status"] == s).any() and s != Status.CANCELLED
     ]
     handles += [
         Patch(
@@ -272,7 +275,7 @@ def plot_timeline(
         handles.append(cross)
     if request is not None:
         routing_end = float(request["start_s"] + request["routing_s"])
-        if (lanes["phase"] == "answer").any() and (lanes["phase"] == "routing").any():
+        if (lanes["phase"] == Phase.ANSWER).any() and (lanes["phase"] == Phase.ROUTING).any():
             handles.append(
                 ax.axvline(routing_end, color="0.45", ls="--", lw=0.9, label="routing done")
             )
@@ -291,7 +294,7 @@ def plot_timeline(
     if request is not None:
         verdict = (
             f"served by {request['served_model']}"
-            if request["status"] == "ok"
+            if request["status"] == RequestStatus.OK
             else f"failed ({request['error_kind']})"
         )
         title = (

@@ -27,6 +27,7 @@ from .._config import ModelProfile
 from .._errors import ArgumentError, ArgumentTypeError
 from .._metrics import bootstrap_mean_ci
 from .._results import Comparison, Result
+from .._vocab import RequestStatus
 from ._grounded import TASK_KEYS
 from ._outcome import TaskOutcomes
 
@@ -183,7 +184,7 @@ def _turns(requests: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
             "session_id": rows["session_id"].to_numpy(dtype=object),
             "turn": rows["turn"].to_numpy(dtype=np.int64),
             "request_id": rows["request_id"].astype(object).to_numpy(dtype=object),
-            "ok": (rows["status"] == "ok").to_numpy(dtype=bool),
+            "ok": (rows["status"] == RequestStatus.OK).to_numpy(dtype=bool),
             "served_model": rows["served_model"].astype(object).to_numpy(dtype=object),
             "arrival_s": rows["arrival_s"].to_numpy(dtype=float),
             "end_s": rows["end_s"].to_numpy(dtype=float),
