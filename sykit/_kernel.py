@@ -9,8 +9,9 @@ coroutine suspends by yielding a *trap* — a plain tuple saying "wake me after 
   they were set, and a cancelled wait is deleted lazily (a stale ``seq`` is skipped when popped).
 * The clock is set to each timer's own deadline, so it stays exact at any time; waits must be
   finite.
-* Children start eagerly, inside the parent's step; cancellation is thrown into the suspended
-  coroutine at once, so a race's loser is recorded at the instant it lost, without a loop turn.
+* Children start as asyncio tasks do, once what is ready at this instant has run (so a request's
+  calls start, and draw, in the same order on both engines); cancellation is thrown into the
+  suspended coroutine at once, so a race's loser is recorded at the instant it lost.
 * A task that ends keeps its result, not its coroutine: nothing ties a finished request to its
   frames, so no per-request reference cycle is left for the cyclic collector.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
+import inspect
 import math
 import types
 from collections import deque
@@ -166,6 +168,20 @@ def checkpoint() -> Generator[Any, Any, None]:
     yield (_YIELD,)
 
 
+def close_arguments(coro: Any) -> None:
+    """A task cancelled before its coroutine started never runs it (the cancellation is thrown
+    in at the start), so the coroutines it was given — the calls passed to ``sy.first``,
+    ``sy.timeout``, … — are never awaited: close them (and theirs), so Python does not warn that
+    they were never awaited."""
+    if not inspect.iscoroutine(coro) or inspect.getcoroutinestate(coro) != inspect.CORO_CREATED:
+        return
+    for value in coro.cr_frame.f_locals.values():
+        for item in value if type(value) is tuple else (value,):
+            if inspect.iscoroutine(item):
+                close_arguments(item)
+                item.close()
+
+
 def _stand_ins(kernel: Kernel) -> tuple[asyncio.AbstractEventLoop, Any]:
     """The thread's "running loop" and "current task" while ``kernel`` runs: any use of them
     means asyncio is needed. Each use is also noted on the kernel, so an algorithm that catches
@@ -223,14 +239,16 @@ class Kernel:
         name: str = "",
         track: Any = None,
     ) -> KTask:
-        """Start ``coro`` as a task now: it runs until its first suspension before this returns.
-        With ``track``, the task is appended to ``track.tasks`` first (a request's own tasks)."""
+        """Start ``coro`` as a task: it first runs once what is ready at this instant has run, as
+        an asyncio task does, so both engines start a request's calls in the same order (and key
+        the same draws to them). With ``track``, the task is appended to ``track.tasks`` (a
+        request's own tasks)."""
         task = KTask(coro, owner, race_id)
         task.name = name
         self._live[task] = None
         if track is not None:
             track.tasks.append(task)
-        self._step(task, None, None)
+        self._ready.append((task, None))
         return task
 
     def cancel(self, task: KTask, cause: str | None) -> None:
@@ -283,6 +301,15 @@ class Kernel:
         self._heap.clear()
         self._ready.clear()
 
+    def _close_unstarted(self) -> None:
+        """A run that stops with an error leaves its tasks to the collector; those that never ran
+        are closed now, so Python does not warn that their coroutines were never awaited."""
+        for task in self._live:
+            coro = task.coro
+            if inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
+                close_arguments(coro)
+                coro.close()
+
     def live_tasks(self) -> list[KTask]:
         return list(self._live)
 
@@ -294,6 +321,7 @@ class Kernel:
         if task.cancel_pending and error is None:  # cancelled while it waited in the ready queue
             task.cancel_pending = False
             value, error = None, _CancelledError()
+            close_arguments(coro)  # cancelled before it started: what it was given never runs
         previous = self.current
         self.current = task
         thrown: BaseException | None = None
@@ -422,6 +450,9 @@ class Kernel:
         try:
             root = self.spawn(main, name="main")
             self._loop()
+        except BaseException:
+            self._close_unstarted()
+            raise
         finally:
             asyncio._leave_task(stand_in, fake_task)  # type: ignore[attr-defined]
             asyncio._set_running_loop(previous_loop)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import inspect
 import itertools
 import threading
 import weakref
@@ -25,7 +24,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from . import _kernel
-from ._kernel import Kernel, KTask
+from ._kernel import Kernel, KTask, close_arguments
 from ._vocab import CancelCause
 
 __all__ = ["AsyncioBackend", "Backend", "KernelBackend", "backend", "using"]
@@ -209,7 +208,7 @@ class AsyncioBackend(Backend):
         if cause is not None and not task.cancelling() and task not in _CAUSES:
             _CAUSES[task] = cause
         task.cancel()
-        _close_arguments(task.get_coro())
+        close_arguments(task.get_coro())
 
     def cancel_all(self, tasks: Sequence[asyncio.Task[Any]], cause: CancelCause | None) -> None:
         if cause is not None:
@@ -219,7 +218,7 @@ class AsyncioBackend(Backend):
         for task in tasks:
             if not task.done():
                 task.cancel()
-                _close_arguments(task.get_coro())
+                close_arguments(task.get_coro())
 
     def current_task(self) -> asyncio.Task[Any] | None:
         return asyncio.current_task()
@@ -250,20 +249,6 @@ class AsyncioBackend(Backend):
 
     def current_owner(self) -> Any:
         return CURRENT_REQUEST.get()
-
-
-def _close_arguments(coro: Any) -> None:
-    """A task cancelled before its coroutine started never runs it (asyncio throws the
-    cancellation in at the start), so the coroutines it was given — the calls passed to
-    ``sy.first``, ``sy.timeout``, … — are never awaited: close them (and theirs), so Python does not
-    warn that they were never awaited."""
-    if not inspect.iscoroutine(coro) or inspect.getcoroutinestate(coro) != inspect.CORO_CREATED:
-        return
-    for value in coro.cr_frame.f_locals.values():
-        for item in value if type(value) is tuple else (value,):
-            if inspect.iscoroutine(item):
-                _close_arguments(item)
-                item.close()
 
 
 def _quietly(task: asyncio.Task[Any]) -> None:

@@ -45,7 +45,8 @@ def test_the_clock_stays_exact_far_in_the_future():
     assert end == 2.0**40 + 1e-6
 
 
-def test_children_start_eagerly_and_a_loser_is_cancelled_at_the_instant_it_lost():
+def test_children_start_when_their_parent_waits_and_a_loser_is_cancelled_at_the_instant_it_lost():
+    """As asyncio tasks do: a child first runs once its parent has suspended, in spawn order."""
     log = []
 
     async def call(kernel, name, seconds):
@@ -69,9 +70,9 @@ def test_children_start_eagerly_and_a_loser_is_cancelled_at_the_instant_it_lost(
     _, winner = run(main)
     assert winner == "a"
     assert log == [
+        ("spawned", 0.0),
         ("start", "a", 0.0),
         ("start", "b", 0.0),
-        ("spawned", 0.0),
         ("cancelled", "b", 1.0, "lost_race"),
         ("after cancel", True, True),
     ]
@@ -110,9 +111,11 @@ def test_errors_and_results_are_kept_on_the_task():
 
     async def main(kernel):
         task = kernel.spawn(boom())
-        return task.done(), type(task.exception()).__name__
+        before = task.done()
+        await wait_any([task])
+        return before, task.done(), type(task.exception()).__name__
 
-    assert run(main)[1] == (True, "ValueError")
+    assert run(main)[1] == (False, True, "ValueError")
 
 
 def test_waits_must_be_finite_and_not_negative():
