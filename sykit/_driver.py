@@ -408,11 +408,13 @@ def log_skip(
     candidate: int,
     race_code: int,
     message: str,
-) -> None:
-    """Record a ``skipped`` attempt at this instant: a target passed over without a call."""
+) -> int:
+    """Record a ``skipped`` attempt at this instant (a target passed over without a call); return
+    its row."""
     now = run.clock()
     row = run.log.begin(state.index, call, phase, kind, model_code, candidate, 0, race_code, now)
     run.log.skipped(row, now, message)
+    return row
 
 
 def log_failure(log: AttemptLog, row: int, now: float, error: ModelError) -> None:
@@ -449,6 +451,8 @@ def _succeed(
 ) -> Response | DecisionResponse:
     log = run.log
     usage = reply.usage
+    call = log.get_i(row, AttemptLog.CALL)
+    state.ok_rows[call] = row
     # the grade goes to the records only: the algorithm gets no quality
     log.ok(row, now, reply.ttft_s, reply.quality, reply.status or 200)
     _bill(
@@ -464,9 +468,9 @@ def _succeed(
     if run.cooling_until:
         run.cooling_until.pop(model, None)
     if kind == _DECISION:
-        return DecisionResponse(reply.answers or {}, model, usage, row)
+        return DecisionResponse(reply.answers or {}, model, usage, call)
     latency = now - log.get_f(row, AttemptLog.START)
-    return make_response(model, reply.text, usage, reply.ttft_s, latency, row)
+    return make_response(model, reply.text, usage, reply.ttft_s, latency, call)
 
 
 def _bill_unserved(
@@ -526,6 +530,7 @@ class RequestState:
         "n_cancelled",
         "n_fallbacks",
         "n_retries",
+        "ok_rows",
         "reads_truth",
         "request",
         "request_id",
@@ -568,6 +573,7 @@ class RequestState:
         self.succeeded = False  # set when the request is recorded: it served an answer
         self.session_state: dict[str, Any] | None = None  # its session's, for driver.session_state
         self.attempts_by_model: dict[str, int] = {}  # attempts so far, per model (keys draws)
+        self.ok_rows: dict[int, int] = {}  # the log row of each call that succeeded, by call id
         self._calls = 0
         self._races = 0
         self.n_attempts = self.n_cancelled = self.n_fallbacks = self.n_retries = 0
@@ -763,6 +769,8 @@ class Driver:
             or not isinstance(seconds, int | float)
             or not 0 <= seconds < math.inf
         ):
+            if seconds == math.inf:  # as the engines refuse a sleep of their own
+                raise ArgumentError("cannot sleep forever (seconds=inf)")
             raise ArgumentError(f"seconds must be a finite number ≥ 0, got {seconds!r}")
         await self._state.run.backend.sleep(seconds)
 
@@ -776,8 +784,9 @@ class Driver:
         this request's calls), as the host's candidate loop does: the attempt that failed gets
         the error's ``fallback_reason`` (when the error is of a listed kind: context window,
         capability, unavailable, rate limit, policy) and the request's ``n_fallbacks`` grows by
-        one. Only the log changes; the algorithm makes the next call itself. An error that ended
-        no attempt (one the algorithm raised itself) only counts the fallback."""
+        one. Only the log changes; the algorithm makes the next call itself. An error that no
+        call of this request raised (one the algorithm made itself, or another request's) is
+        refused: the log would count a fallback from an attempt that never failed."""
         state = self._state
         if state.closed:
             raise _closed(state)
@@ -785,17 +794,26 @@ class Driver:
             raise ArgumentTypeError(f"error must be an exception, got {type(error).__name__}")
         log = state.run.log
         row = getattr(error, "_sykit_row", None)
-        if row is not None and log.get_i(row, AttemptLog.REQUEST) == state.index:
-            reason = fallback_reason(error)
-            if reason is not None and log.get_h(row, AttemptLog.STATUS) == _ERROR_CODE:
-                log.set_h(row, AttemptLog.FALLBACK, REASON_CODE[reason])
+        if row is None or log.get_i(row, AttemptLog.REQUEST) != state.index:
+            raise ArgumentError(
+                f"record_fallback: {type(error).__name__} {str(error)!r:.80} was not raised by a "
+                f"call of request {state.request_id!r}; pass the error a call of this request "
+                "raised (driver.call_model, call_decision or a stream), or a skip's "
+                "(record_skip(..., error=...))"
+            )
+        reason = fallback_reason(error)
+        if reason is not None and log.get_h(row, AttemptLog.STATUS) == _ERROR_CODE:
+            log.set_h(row, AttemptLog.FALLBACK, REASON_CODE[reason])
         state.n_fallbacks += 1
 
-    def record_skip(self, request: Request, model: str, message: str) -> None:
+    def record_skip(
+        self, request: Request, model: str, message: str, *, error: ModelError | None = None
+    ) -> None:
         """Say that the algorithm passed over ``model`` for ``request`` without calling it (a
         target its own cooldown holds back): a ``skipped`` attempt row, ``error_kind``
         ``"cooldown"`` with ``message``, at this instant, as the host's candidate loop writes for
-        a cooling candidate."""
+        a cooling candidate. ``error``: the error the algorithm makes of the skip (e.g. LiteLLM's
+        "no deployments available"), which :meth:`record_fallback` then accepts as this row's."""
         state = self._state
         if state.closed:
             raise _closed(state)
@@ -805,10 +823,12 @@ class Driver:
             raise ArgumentTypeError(f"message must be a str, got {type(message).__name__}")
         if not isinstance(model, str):
             raise ArgumentTypeError(f"model must be one model name (str), got {model!r:.60}")
+        if error is not None and not isinstance(error, ModelError):
+            raise ArgumentTypeError(f"error must be a sy.ModelError, got {type(error).__name__}")
         run = state.run
         name = run.check_models(model, "record_skip(model=...)")[0]
         race = run.backend.current_race()
-        log_skip(
+        row = log_skip(
             run,
             state,
             state.next_call(),
@@ -819,6 +839,8 @@ class Driver:
             -1 if race is None else race,
             message[:_MESSAGE_LIMIT],
         )
+        if error is not None:
+            error._sykit_row = row
 
 
 def _check_max_retries(max_retries: object) -> None:

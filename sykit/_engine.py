@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 import anyio
 
 from ._deadlock import describe_deadlock
-from ._errors import RealIOError, SimDeadlock
+from ._errors import ArgumentError, RealIOError, SimDeadlock
 
 __all__ = ["VirtualTimeLoop", "arun", "loop_is_running", "run"]
 
@@ -205,6 +205,15 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):  # type: ignore[misc,valid-typ
     def call_at(self, when: float, callback: Any, *args: Any, context: Any = None) -> Any:
         if when is None:
             raise TypeError("when cannot be None")
+        if not when < math.inf:
+            # A timer that never fires would move the virtual clock to infinity (or NaN) if it
+            # did: refused as the kernel refuses ``sleep(inf)``, with the same error.
+            seconds = when - self._vtime
+            raise ArgumentError(
+                "cannot sleep forever (seconds=inf)"
+                if seconds == math.inf
+                else f"cannot sleep {seconds!r} seconds"
+            )
         self._check_closed()
         timer = _SeqTimerHandle(when, callback, args, self, context, next(self._timer_seq))
         heapq.heappush(self._scheduled, timer)

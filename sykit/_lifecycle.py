@@ -28,10 +28,10 @@ from ._errors import ArgumentTypeError, ModelError, NoTargets, SimDeadlock, Unkn
 from ._health import await_hint
 from ._kernel import NeedsAsyncio
 from ._models import GroundTruth, Outcome, Request, Response
-from ._records import REQUEST_COLUMNS, STATUS_CODE, AttemptLog
+from ._records import REQUEST_COLUMNS, AttemptLog
 from ._sched import CURRENT_REQUEST, AsyncioBackend
 from ._session import SessionPlan
-from ._vocab import CancelCause, Status
+from ._vocab import CancelCause
 
 __all__ = ["StrategyRun", "install_task_tracking", "track_task"]
 
@@ -398,7 +398,12 @@ class StrategyRun:
                     error.add_note(hint)
                 raise
             failure = _failure(error)
-        except (KeyboardInterrupt, SystemExit, NeedsAsyncio, GeneratorExit):
+        except GeneratorExit as error:
+            if run.backend.current_task() is not state.root:
+                raise  # the engine is closing this request's coroutine: let it close
+            # the algorithm raised GeneratorExit itself: its request fails, nothing vanishes
+            failure = ("algorithm_error", f"GeneratorExit: {error}".rstrip(": "))
+        except (KeyboardInterrupt, SystemExit, NeedsAsyncio):
             raise
         except BaseException as error:  # a user's BaseException subclass
             failure = ("algorithm_error", f"{type(error).__name__}: {error}")
@@ -480,14 +485,13 @@ class StrategyRun:
         end = run.clock()
         ok = failure is None
         served = -1
-        row = response.call_id if response is not None else None
-        if (
-            ok
-            and row is not None
-            and 0 <= row < len(log)
-            and log.get_i(row, AttemptLog.REQUEST) == state.index
-            and log.get_h(row, AttemptLog.STATUS) == STATUS_CODE[Status.OK]
-        ):
+        # the served attempt: the one that answered the response's call, in this request
+        row = None
+        if response is not None and response.call_id is not None:
+            row = state.ok_rows.get(response.call_id)
+            if row is not None and log.model_of(row) != response.model:
+                row = None
+        if ok and row is not None:
             served = row
             log.set_h(row, AttemptLog.SERVED, 1)
         ttft = math.nan

@@ -371,19 +371,23 @@ class _LiteLLMLike:
         """Every deployment LiteLLM would pick from is cooling: no call is made. Each is recorded
         as skipped, as the host's candidate loop records a cooling candidate."""
         now = driver.now()
+        at = "" if target_order is None else f" at order {target_order}"
+        error = RateLimitError(
+            f"No deployments available for selected model group {group!r}{at}: every "
+            "deployment is cooling down",
+            model=group,
+        )
         for model in self.groups[group]:
             if target_order is None or self.orders.get(model) == target_order:
                 until = self.cooled_until.get(model, -math.inf)
                 if until > now:
                     driver.record_skip(
-                        request, model, f"cooling down in litellm_like, until t={until:g} s"
+                        request,
+                        model,
+                        f"cooling down in litellm_like, until t={until:g} s",
+                        error=error,
                     )
-        at = "" if target_order is None else f" at order {target_order}"
-        return RateLimitError(
-            f"No deployments available for selected model group {group!r}{at}: every "
-            "deployment is cooling down",
-            model=group,
-        )
+        return error
 
     async def _stream_attempt(self, request: Request, driver: Driver, model: str) -> Response:
         """One streamed attempt, read to its end, as LiteLLM's Router streams it: an error before

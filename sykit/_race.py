@@ -293,22 +293,24 @@ async def hedge(
     b = backend()
     race_id = new_race_id()
     tasks: list[Any] = [spawn(b, make_call(), race_id, "make_call()")]
-    last_error: BaseException | None = None
     while True:
         running = [t for t in tasks if not t.done()]
         can_add = len(tasks) < copies
-        if not running and not can_add:
-            assert last_error is not None
-            raise last_error
-        done_any = False
+        woke = None
         if running:
-            done_any = await _wait_first(b, running, after if can_add else None) is not None
+            woke = await _wait_first(b, running, after if can_add else None)
         for task in tasks:
             if task.done() and not task.cancelled() and task.exception() is None:
                 await settle(b, [t for t in tasks if not t.done()], LOST_RACE)
                 return task.result()  # type: ignore[no-any-return]
+        last_error = None
         for task in tasks:
             if task.done():
                 last_error = _outcome(task)
-        if can_add and (not done_any or not [t for t in tasks if not t.done()]):
+        running = [t for t in tasks if not t.done()]
+        if not running and not can_add:
+            assert last_error is not None  # every copy ended, none with success
+            raise last_error
+        if can_add and (woke is None or not running):
+            # the delay passed with no answer, or every copy failed: the next copy starts now
             tasks.append(spawn(b, make_call(), race_id, "make_call()"))

@@ -445,11 +445,9 @@ def attempt_frame(
     def take(name: str) -> np.ndarray:
         return raw[name][order]
 
-    call = take("call")
-    new_call = np.ones(n, dtype=bool)
-    if n:
-        new_call[1:] = (request[1:] != request[:-1]) | (call[1:] != call[:-1])
-    call_id = (np.cumsum(new_call) - 1).astype(np.int32)
+    # a call's number within its request, in the order the request's calls started: the
+    # first attempt and every retry and fallback of one call share it, however calls overlap
+    call_id = take("call").astype(np.int32, copy=False)
     race_id, race_size = _races(_renumber(request, take("race")), call_id)
     start = take("start_s")
     end = take("end_s")
@@ -474,7 +472,7 @@ def attempt_frame(
         "http_status": pd.arrays.IntegerArray(http, http == 0),
         "fallback_reason": _categorical(take("fallback_reason"), [r.value for r in FallbackReason]),
         "retried": retried,
-        "retry_wait_s": _retry_waits(call_id, start, end, retried),
+        "retry_wait_s": _retry_waits(request, call_id, start, end, retried),
         "cancel_cause": _categorical(take("cancel_cause"), [c.value for c in CancelCause]),
         "race_id": pd.arrays.IntegerArray(race_id, race_id < 0),
         "race_size": race_size,
@@ -513,7 +511,11 @@ def _races(race_id: np.ndarray, call_id: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def _retry_waits(
-    call_id: np.ndarray, start: np.ndarray, end: np.ndarray, retried: np.ndarray
+    request: np.ndarray,
+    call_id: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    retried: np.ndarray,
 ) -> np.ndarray:
     """On each row followed by a retry: how long the candidate loop waited before it (NaN
     elsewhere). The retry is the call's next attempt: a call's attempts run one after another."""
@@ -521,13 +523,14 @@ def _retry_waits(
     rows = np.flatnonzero(retried)
     if not len(rows):
         return wait
-    order = np.argsort(call_id, kind="stable")  # each call's attempts together, in start order
+    # each call's attempts together, in start order (rows are in start order within a request)
+    order = np.lexsort((np.arange(len(call_id)), call_id, request))
     position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))
     after = position[rows] + 1
     valid = after < len(order)
     following = order[np.minimum(after, len(order) - 1)]
-    valid &= call_id[following] == call_id[rows]
+    valid &= (call_id[following] == call_id[rows]) & (request[following] == request[rows])
     wait[rows[valid]] = start[following[valid]] - end[rows[valid]]
     return wait
 

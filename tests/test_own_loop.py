@@ -94,15 +94,21 @@ def test_a_timeout_counts_as_a_fallback_without_a_reason():
     assert result.requests["n_fallbacks"].tolist() == [1]
 
 
-def test_an_error_the_algorithm_made_itself_only_counts():
+@pytest.mark.parametrize("engine", ["kernel", "asyncio"])
+def test_an_error_the_algorithm_made_itself_is_refused(engine):
     h = host(a=sy.Faults(unavailable=1.0))
-    result = sy.run(moving_on("a", own_error=True), REQUEST, host=h)
-    assert reasons(result) == [None, None]
-    assert result.requests["n_fallbacks"].tolist() == [1]
+    result = sy.run(moving_on("a", own_error=True), REQUEST, host=h, engine=engine)
+    assert result.requests["status"].tolist() == ["failed"]
+    assert result.requests["error_kind"].tolist() == ["algorithm_error"]
+    message = result.requests["error_message"].iloc[0]
+    assert "record_fallback: ModelError \"model_error from 'a': mine\" was not raised by a call of request 0" in message
+    assert result.requests["n_fallbacks"].tolist() == [0]
+    assert reasons(result) == [None]
 
 
-def test_an_error_of_another_request_does_not_mark_this_requests_rows():
+def test_an_error_of_another_request_is_refused():
     kept: list[sy.ModelError] = []
+    refused: list[str] = []
 
     async def algorithm(request, driver):
         try:
@@ -111,15 +117,18 @@ def test_an_error_of_another_request_does_not_mark_this_requests_rows():
             if driver.request_id == 0:
                 kept.append(error)
             else:
-                driver.record_fallback(kept[0])  # request 0's error: counted, not marked
+                with pytest.raises(sy.ArgumentError, match="not raised by a call of request 1") as e:
+                    driver.record_fallback(kept[0])  # request 0's error
+                refused.append(str(e.value))
         return sy.answered("ok", await driver.call_model(request, ["ok"]))
 
     h = host(a=sy.Faults(unavailable=1.0))
     requests = [sy.Request("one", id=0), sy.Request("two", id=1)]
     result = sy.run(algorithm, requests, host=h, concurrency=1)
+    assert len(refused) == 1
     assert result.attempts["model"].tolist() == ["a", "ok", "a", "ok"]
     assert reasons(result) == [None] * 4
-    assert result.requests["n_fallbacks"].tolist() == [0, 1]
+    assert result.requests["n_fallbacks"].tolist() == [0, 0]
 
 
 def test_record_fallback_refuses_what_is_not_an_exception():
