@@ -13,7 +13,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any
+from typing import Any, TypeGuard
 
 from ._config import Poisson
 from ._dists import U_HIGH, check_number
@@ -273,15 +273,19 @@ def arrival_times(arrivals: Poisson | list[float] | None, n: int, seed: int) -> 
     return times
 
 
+def _has_host_members(host: object) -> TypeGuard[Host]:
+    return all(hasattr(host, a) for a in ("virtual", "policy", "profiles", "open"))
+
+
 def check_host(host: object) -> Host:
-    if not all(hasattr(host, a) for a in ("virtual", "policy", "profiles", "open")):
+    if not _has_host_members(host):
         raise ArgumentTypeError(
             f"host must be a sy.SimHost or sy.HttpHost, got {type(host).__name__}"
         )
-    if host.virtual:  # type: ignore[attr-defined]
-        for name, profile in host.profiles.items():  # type: ignore[attr-defined]
+    if host.virtual:
+        for name, profile in host.profiles.items():
             _check_output_tokens(name, profile)
-    return host  # type: ignore[return-value]
+    return host
 
 
 def _check_output_tokens(name: str, profile: Any) -> None:

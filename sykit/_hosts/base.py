@@ -123,10 +123,9 @@ class Reply:
 class HostSession(Protocol):
     """A host's state for one run (rate-limit buckets, counters, an HTTP client).
 
-    A real host performs an attempt with ``async send(attempt)``; a simulated one may instead
-    ``plan(attempt)`` it at once (the driver then waits ``Reply.after_s`` on the virtual clock)."""
-
-    async def send(self, attempt: Attempt) -> Reply: ...
+    A real host performs an attempt with ``async send(attempt) -> Reply``; a simulated one instead
+    ``plan(attempt) -> Reply`` it at once (the driver then waits ``Reply.after_s`` on the virtual
+    clock). A session has one of the two, the driver looks which, so neither is required here."""
 
     async def aclose(self) -> None: ...
 
@@ -148,6 +147,8 @@ class Host(Protocol):
 
     virtual: bool
     policy: HostPolicy
-    profiles: Mapping[str, ModelProfile]
+
+    @property
+    def profiles(self) -> Mapping[str, ModelProfile]: ...
 
     def open(self, seed: int) -> HostSession: ...
