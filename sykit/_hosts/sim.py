@@ -35,6 +35,7 @@ from .._models import (
 )
 from .._rng import HALF, SLOT, attempt_words, uniforms, unit
 from .._truth import TruthView
+from .._vocab import Kind
 from ._openai_wire import not_chat_message
 from .base import _NO_HEADERS, Attempt, Reply
 
@@ -222,7 +223,7 @@ class _SimSession:
         now = attempt.start_s
         request = attempt.request
         if (
-            attempt.kind == "model"
+            attempt.kind == Kind.MODEL
             and isinstance(request, Request)  # a model attempt's request is never a decision's
             and (
                 request.images
