@@ -14,6 +14,7 @@ import functools
 import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -324,8 +325,8 @@ def resolve(name: str) -> Entry:
     )
 
 
-def _price(value: object) -> float | None:
-    return float(value) if _known(value) else None  # type: ignore[arg-type]
+def _price(value: Any) -> float | None:  # a catalogue cell: a number, NaN or None
+    return float(value) if _known(value) else None
 
 
 def _known(value: object) -> bool:
@@ -447,7 +448,7 @@ def _thefastest() -> pd.DataFrame:
             "input_tokens": 1000,
             "output_tokens": raw["num_tokens"],
             "used": ~suspect,
-            "excluded": np.where(suspect, "suspect", None),
+            "excluded": np.where(suspect, "suspect", np.array(None, dtype=object)),
         }
     )
 
@@ -513,7 +514,9 @@ def fit_for(provider: str | None, family: str | None, mode: str = "auto") -> Lat
     if family is None or mode == "default":
         return default_fit()
     sources = ("llmperf", "thefastest") if mode == "auto" else (mode,)
-    attempts = [(s, provider) for s in sources if provider is not None]
+    attempts: list[tuple[str, str | None]] = [
+        (s, provider) for s in sources if provider is not None
+    ]
     attempts += [(s, None) for s in sources if s == "thefastest" or mode == "llmperf"]
     for source, who in attempts:
         rows = _group(source, who, family)

@@ -19,10 +19,13 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 from ._errors import ArgumentError
 from ._vocab import Phase, RequestStatus, Status
@@ -92,7 +95,9 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 def _stacklevel_outside_package() -> int:
     """The ``stacklevel`` that points a warning issued by our caller at the first frame outside
     sykit (the user's ``summary()`` call, however many sykit frames lie in between)."""
-    frame = sys._getframe(2)  # the caller of the function that calls warnings.warn
+    frame: FrameType | None = sys._getframe(
+        2
+    )  # the caller of the function that calls warnings.warn
     level = 2
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
@@ -188,7 +193,11 @@ def check_percentiles(percentiles: Any) -> tuple[float, ...] | None:
                 q = float(text[1:]) / 100 if text.startswith("p") else float("nan")
             except ValueError:
                 q = float("nan")
-        if isinstance(q, bool | np.bool_) or not isinstance(q, numbers.Real) or not 0 < q < 1:
+        if (
+            isinstance(q, bool | np.bool_)
+            or not isinstance(q, numbers.Real)
+            or not 0 < float(q) < 1
+        ):
             raise ArgumentError(
                 f"percentile {value!r} is not one: give fractions in (0, 1) such as 0.9 or 0.999, "
                 "or names such as 'p90' or 'p99.9'"

@@ -162,7 +162,7 @@ class SimulatedScore:
         if self.preset is None:
             raise ArgumentError("a noise= score has no target APGR")
         row = PRESETS[self.preset]
-        return row[benchmark] if benchmark in row else fmean(row.values())
+        return row[benchmark] if benchmark is not None and benchmark in row else fmean(row.values())
 
     def fit(
         self, requests: Iterable[Request], *, host: Any = None, seed: int = 0
@@ -364,7 +364,7 @@ def _request_id(request: Request, index: int) -> Any:
 
 def _grade(view: TruthView, model: str) -> float:
     quality = view.quality(model)
-    return float(quality) if graded(quality) else math.nan  # type: ignore[arg-type]
+    return float(quality) if graded(quality) else math.nan
 
 
 @lru_cache(maxsize=1 << 16)  # a sweep asks for the same requests' noise at every setting

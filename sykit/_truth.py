@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from ._errors import ArgumentTypeError, SykitError
 from ._rng import uniforms
@@ -21,7 +21,7 @@ from ._rng import uniforms
 __all__ = ["TruthView", "graded", "peek_truth"]
 
 
-def graded(quality: float | None) -> bool:
+def graded(quality: float | None) -> TypeGuard[float]:
     """True when ``quality`` is a grade (not None, not NaN)."""
     return quality is not None and not math.isnan(quality)
 

@@ -290,9 +290,9 @@ def advisor_gate(
         "stall_turns": (stall_turns, 0),
         "transcript_max_tokens": (transcript_max_tokens, 64),
     }
-    for option, (value, low) in counts.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ArgumentError(f"{option} must be an int ≥ {low}, got {value!r}")
+    for option, (count, low) in counts.items():
+        if isinstance(count, bool) or not isinstance(count, int) or count < low:
+            raise ArgumentError(f"{option} must be an int ≥ {low}, got {count!r}")
     threshold = check_number(threshold, "threshold", low=-math.inf)
     if not isinstance(fail_open, bool):
         raise ArgumentTypeError(f"fail_open must be True or False, got {fail_open!r}")

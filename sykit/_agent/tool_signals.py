@@ -365,9 +365,10 @@ def tool_signals(
             if kind == "text":
                 compacted = compacted or COMPACTION_MARKER in str(block.get("text", "")).lower()
             elif kind == "tool_use":
-                name = block.get("name")
-                if isinstance(name, str):
-                    calls.append(classify_tool_call(name, _command(block.get("input")), semantics))
+                tool_name = block.get("name")
+                if isinstance(tool_name, str):
+                    command = _command(block.get("input"))
+                    calls.append(classify_tool_call(tool_name, command, semantics))
             elif kind == "tool_result":
                 results += 1
                 text = _text(block.get("content"))

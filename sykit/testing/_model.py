@@ -74,6 +74,7 @@ class FakeModel:
             self, "output_tokens", as_distribution(self.output_tokens, "output_tokens")
         )
         error = None
+        fault: str | None
         if isinstance(self.fault, ErrorFault):
             error = self.fault
             fault, times = f"error-{error.status}", None
