@@ -12,7 +12,7 @@ from ._driver import Driver
 from ._errors import ArgumentError
 from ._inputs import as_algorithm
 from ._models import Outcome, Request, route_to
-from ._types import Algorithm
+from ._types import Algorithm, AlgorithmLike
 
 __all__ = ["AFFINITY_TRIGGERS", "affinity"]
 
@@ -38,7 +38,7 @@ def affinity(
     *,
     trigger: str = "new_session",
     latch_only: Sequence[str] | None = None,
-) -> Algorithm:
+) -> AlgorithmLike:
     """Session affinity (Switchyard's ``AffinityRouter``, reference §C.8): the first model
     ``inner`` picks in an agent session (:class:`sy.Session`) is latched, and the session's later
     turns go to it with no routing work (no judge, no classifier call).
