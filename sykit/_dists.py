@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ._checks import check_real
 from ._errors import ArgumentError, ArgumentTypeError
 
 if TYPE_CHECKING:
@@ -63,21 +64,10 @@ def check_number(
 
     Infinity is refused unless ``allow_inf`` (an infinite price, rate or delay turns every cost or
     time it touches into inf or NaN far from where it was written); NaN is always refused. Strings
-    and bools are not numbers here, even though ``float("1")`` and ``True + 1`` work.
+    and bools are not numbers here, even though ``float("1")`` and ``True + 1`` work. This is
+    :func:`sykit._checks.check_real` with a lower bound of 0 by default.
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ArgumentTypeError(
-            f"{name} must be a number, got {type(value).__name__} {value!r:.40}"
-        )
-    given, value = value, float(value)
-    finite = math.isfinite(value) or (allow_inf and not math.isnan(value))
-    bad = not finite or value > high or value < low or (low_open and value == low)
-    if bad:
-        lo = f"> {low:g}" if low_open else f"≥ {low:g}"
-        hi = "" if high == math.inf else f" and ≤ {high:g}"
-        finite_too = "" if finite else " and finite"
-        raise ArgumentError(f"{name} must be {lo}{hi}{finite_too}, got {given!r}")
-    return value
+    return check_real(value, name, low=low, high=high, low_open=low_open, allow_inf=allow_inf)
 
 
 def _check_positive(value: object, name: str, *, allow_zero: bool = False) -> float:

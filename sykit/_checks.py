@@ -1,0 +1,122 @@
+"""Checks of numeric arguments: the one place that says what a number, a count or a probability is.
+
+    check_real(x, "timeout_s", low=0, low_open=True)   # a finite float > 0
+    check_real(x, "until_s", low=0, allow_inf=True)    # a float ≥ 0, inf allowed
+    check_int(n, "n", low=1)                            # an int ≥ 1 (numpy integers too)
+    check_probability(p, "share")                       # a float in [0, 1]
+
+Bools are refused everywhere (``True`` is an ``int`` to Python, never a count or a price to sykit)
+and so are strings (even though ``float("1")`` works). NaN is always refused, infinity unless
+``allow_inf``. A value of the wrong type raises :class:`ArgumentTypeError` and a value out of range
+:class:`ArgumentError`; both messages name the parameter, what it must be and the value got, as
+``"timeout_s must be > 0, got -1"``. ``expected=`` replaces the generated "what it must be" where a
+caller has better words (``"between 0 and 1"``); ``type_error=ArgumentError`` keeps a wrong type a
+``ValueError`` where that is the documented behaviour.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+from ._errors import ArgumentError, ArgumentTypeError, SykitError
+
+__all__ = ["check_int", "check_probability", "check_real"]
+
+
+def _wrong_type(name: str, kind: str, expected: str | None, value: Any) -> str:
+    """``kind`` ("a number") qualified by ``expected`` unless that already names a kind."""
+    if expected:
+        kind = expected if expected.startswith(("a ", "an ")) else f"{kind} {expected}"
+    return f"{name} must be {kind}, got {type(value).__name__} {value!r:.40}"
+
+
+def _bounds(low: float | None, high: float | None, low_open: bool, high_open: bool) -> list[str]:
+    parts = []
+    if low is not None:
+        parts.append(f"{'>' if low_open else '≥'} {low:g}")
+    if high is not None and high != math.inf:
+        parts.append(f"{'<' if high_open else '≤'} {high:g}")
+    return parts
+
+
+def _outside(
+    number: float, low: float | None, high: float | None, low_open: bool, high_open: bool
+) -> bool:
+    if low is not None and (number < low or (low_open and number == low)):
+        return True
+    return high is not None and (number > high or (high_open and number == high))
+
+
+def check_real(
+    value: Any,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    allow_inf: bool = False,
+    expected: str | None = None,
+    type_error: type[SykitError] = ArgumentTypeError,
+) -> float:
+    """``value`` as a float if it is a real number (not a bool) within the bounds, else an error
+    naming ``name``. ``low``/``high`` are inclusive unless ``low_open``/``high_open``; ``None`` is
+    no bound. NaN is refused, and so is ±inf unless ``allow_inf``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise type_error(_wrong_type(name, "a number", expected, value))
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float
+        number = math.inf if value > 0 else -math.inf
+    finite = math.isfinite(number) or (allow_inf and not math.isnan(number))
+    if not finite or _outside(number, low, high, low_open, high_open):
+        if expected is None:
+            parts = _bounds(low, high, low_open, high_open)
+            if not parts:  # no bound: only NaN or inf can fail
+                expected = "a number, not NaN" if allow_inf else "a finite number"
+            else:
+                if not finite:
+                    parts.append("not NaN" if allow_inf else "finite")
+                expected = " and ".join(parts)
+        raise ArgumentError(f"{name} must be {expected}, got {value!r}")
+    return number
+
+
+def check_int(
+    value: Any,
+    name: str,
+    *,
+    low: int | None = None,
+    high: int | None = None,
+    expected: str | None = None,
+    type_error: type[SykitError] = ArgumentTypeError,
+) -> int:
+    """``value`` as an int if it is an integer (a Python or numpy integer, not a bool and not a
+    float such as ``3.0``) with ``low ≤ value ≤ high``, else an error naming ``name``; ``None`` is
+    no bound."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise type_error(_wrong_type(name, "an integer", expected, value))
+    number = int(value)
+    if _outside(number, low, high, False, False):
+        if expected is None:
+            if low is not None and high is not None:
+                expected = f"an integer from {low} to {high}"
+            else:
+                expected = "an integer " + " and ".join(_bounds(low, high, False, False))
+        raise ArgumentError(f"{name} must be {expected}, got {value!r}")
+    return number
+
+
+def check_probability(
+    value: Any,
+    name: str,
+    *,
+    expected: str | None = None,
+    type_error: type[SykitError] = ArgumentTypeError,
+) -> float:
+    """``value`` as a float if it is a number in [0, 1], else an error naming ``name``."""
+    return check_real(
+        value, name, low=0.0, high=1.0, expected=expected or "in [0, 1]", type_error=type_error
+    )
