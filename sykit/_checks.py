@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from typing import Any, cast
 
 from ._errors import ArgumentError, ArgumentTypeError, SykitError
 
@@ -69,7 +69,7 @@ def check_real(
     try:
         number = float(value)
     except OverflowError:  # an int too large for a float
-        number = math.inf if value > 0 else -math.inf
+        number = math.inf if cast(int, value) > 0 else -math.inf
     finite = math.isfinite(number) or (allow_inf and not math.isnan(number))
     if not finite or _outside(number, low, high, low_open, high_open):
         if expected is None:
