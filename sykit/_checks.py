@@ -26,9 +26,10 @@ __all__ = ["check_int", "check_probability", "check_real"]
 
 
 def _wrong_type(name: str, kind: str, expected: str | None, value: Any) -> str:
-    """``kind`` ("a number") qualified by ``expected`` unless that already names a kind."""
-    if expected:
-        kind = expected if expected.startswith(("a ", "an ")) else f"{kind} {expected}"
+    """``kind`` ("a number"), qualified by ``expected`` where that is a range ("in [0, 1]") rather
+    than a kind of its own ("a finite number")."""
+    if expected and not expected.startswith(("a ", "an ")):
+        kind = f"{kind} {expected}"
     return f"{name} must be {kind}, got {type(value).__name__} {value!r:.40}"
 
 

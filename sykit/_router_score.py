@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._checks import check_int, check_probability, check_real
 from ._driver import Driver
 from ._errors import ArgumentError, ArgumentTypeError
 from ._models import Request, truth_of
@@ -130,16 +131,12 @@ class SimulatedScore:
                 raise ArgumentError(
                     f"unknown preset {self.preset!r}; the presets are {', '.join(PRESETS)}"
                 )
-        for name in ("apgr", "noise"):
-            value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float)
-            ):
-                raise ArgumentTypeError(f"{name} must be a number, got {value!r}")
-        if self.apgr is not None and not math.isfinite(self.apgr):
-            raise ArgumentError(f"apgr must be a finite number (0.5: random), got {self.apgr!r}")
-        if self.noise is not None and not (math.isfinite(self.noise) and self.noise >= 0):
-            raise ArgumentError(f"noise must be a number ≥ 0, got {self.noise!r}")
+        if self.apgr is not None:
+            apgr = check_real(self.apgr, "apgr", expected="a finite number (0.5: random)")
+            object.__setattr__(self, "apgr", apgr)
+        if self.noise is not None:
+            noise = check_real(self.noise, "noise", low=0, expected="a number ≥ 0")
+            object.__setattr__(self, "noise", noise)
         if self.benchmark is not None:
             if self.preset is None:
                 raise ArgumentError(
@@ -150,8 +147,7 @@ class SimulatedScore:
                 raise ArgumentError(
                     f"benchmark must be one of {', '.join(BENCHMARKS)}, got {self.benchmark!r}"
                 )
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ArgumentTypeError(f"seed must be an integer, got {self.seed!r}")
+        object.__setattr__(self, "seed", check_int(self.seed, "seed"))
 
     # -- fitting ----------------------------------------------------------------------------------
 
@@ -291,12 +287,9 @@ def calibrate(
     model (RouteLLM's calibration on a sample of traffic). A simulated score is first fitted on
     each benchmark of ``requests`` it has not been fitted on; it needs the requests' ground truth
     (dataset requests carry it) or, for synthetic requests, the ``host``'s profiles."""
-    if (
-        isinstance(target_share, bool)
-        or not isinstance(target_share, int | float)
-        or not 0 <= target_share <= 1
-    ):
-        raise ArgumentError(f"target_share must be between 0 and 1, got {target_share!r}")
+    target_share = check_probability(
+        target_share, "target_share", expected="between 0 and 1", type_error=ArgumentError
+    )
     if not (isinstance(score, SimulatedScore) or callable(score)):
         raise ArgumentTypeError(
             "score must be a function of the request or sy.strategies.simulated_score(...)"

@@ -107,8 +107,8 @@ def test_int_refuses_values(value, kwargs, message):
     assert str(info.value) == message
 
 
-def test_int_expected_names_the_kind_in_a_type_error():
-    with pytest.raises(ArgumentTypeError, match=r"n must be a count ≥ 0, got float 1\.0"):
+def test_a_type_error_names_the_kind_not_the_callers_words():
+    with pytest.raises(ArgumentTypeError, match=r"n must be an integer, got float 1\.0"):
         check_int(1.0, "n", expected="a count ≥ 0")
 
 
