@@ -20,12 +20,12 @@ a task with ``k`` critical turns succeeds with probability :func:`expected_succe
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from numbers import Integral
 from types import MappingProxyType
 
+from .._checks import check_int, check_probability
 from .._errors import ArgumentError, ArgumentTypeError
 from .._rng import uniforms
 
@@ -198,8 +198,13 @@ def expected_success_rate(
             f"counts has unknown quadrant {unknown[0]!r}; quadrants are {', '.join(QUADRANTS)}"
         )
     for quadrant, n in counts.items():
-        if isinstance(n, bool) or not isinstance(n, Integral) or n < 0:
-            raise ArgumentError(f"counts[{quadrant!r}] must be a count (int ≥ 0), got {n!r}")
+        check_int(
+            n,
+            f"counts[{quadrant!r}]",
+            low=0,
+            expected="a count (int ≥ 0)",
+            type_error=ArgumentError,
+        )
     total = sum(counts.values())
     if total == 0:
         raise ArgumentError("counts holds no task; the rate of nothing is undefined")
@@ -211,17 +216,11 @@ def expected_success_rate(
 
 
 def _check_count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ArgumentError(f"{name} must be ≥ 1, got {value}")
-    return int(value)
+    return check_int(value, name, low=1, expected="≥ 1")
 
 
 def _check_seed(seed: object) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, Integral):
-        raise ArgumentTypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
-    return int(seed)
+    return check_int(seed, "seed")
 
 
 def _check_task(task_id: object) -> None:
@@ -232,8 +231,4 @@ def _check_task(task_id: object) -> None:
 
 
 def _check_share(share: object) -> float:
-    if isinstance(share, bool) or not isinstance(share, int | float):
-        raise ArgumentTypeError(f"strong_share must be a number, got {type(share).__name__}")
-    if not math.isfinite(share) or not 0.0 <= share <= 1.0:
-        raise ArgumentError(f"strong_share must be in [0, 1], got {share!r}")
-    return float(share)
+    return check_probability(share, "strong_share")
