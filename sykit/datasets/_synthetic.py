@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from .._checks import check_int, check_probability, check_real
 from .._dists import Distribution, LogNormal
 from .._errors import ArgumentError, ArgumentTypeError
 from .._models import IMAGE_TOKENS
@@ -59,10 +60,8 @@ def synthetic(
     belong to k conversations: ``session_id`` and ``turn`` go into metadata, and a later turn's
     input also counts the earlier turns plus 200 tokens for each earlier answer.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ArgumentError(f"n must be an int ≥ 1, got {n!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ArgumentTypeError(f"seed must be an int, got {type(seed).__name__}")
+    n = check_int(n, "n", low=1, expected="an int ≥ 1", type_error=ArgumentError)
+    seed = check_int(seed, "seed")
     classes = _size_classes(_DEFAULT_MIX if sizes is None else sizes)
     image_share = _share(image_share, "image_share")
     long_context_share = _share(long_context_share, "long_context_share")
@@ -70,10 +69,15 @@ def synthetic(
         raise ArgumentTypeError(
             "long_context_tokens must be a distribution such as sy.LogNormal(30_000, p95=120_000)"
         )
-    if sessions is not None and (
-        isinstance(sessions, bool) or not isinstance(sessions, int) or not 1 <= sessions <= n
-    ):
-        raise ArgumentError(f"sessions must be an int from 1 to n ({n}) or None, got {sessions!r}")
+    if sessions is not None:
+        sessions = check_int(
+            sessions,
+            "sessions",
+            low=1,
+            high=n,
+            expected=f"an int from 1 to n ({n}) or None",
+            type_error=ArgumentError,
+        )
 
     rng = np.random.default_rng(seed)
     labels = list(classes)
@@ -152,18 +156,21 @@ def _size_classes(
                     f"{', '.join(map(repr, SIZES))}, or give (share, distribution)"
                 )
             share, dist = spec, SIZES[label]
-        if isinstance(share, bool) or not isinstance(share, int | float) or not share >= 0:
-            raise ArgumentError(f"sizes[{label!r}]: share must be a number ≥ 0, got {share!r}")
-        classes[str(label)] = (float(share), dist)
+        share = check_real(
+            share,
+            f"sizes[{label!r}]: share",
+            low=0,
+            expected="a number ≥ 0",
+            type_error=ArgumentError,
+        )
+        classes[str(label)] = (share, dist)
     if sum(share for share, _ in classes.values()) <= 0:
         raise ArgumentError("sizes: the shares must not all be 0")
     return classes
 
 
 def _share(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ArgumentError(f"{name} must be a number from 0 to 1, got {value!r}")
-    return float(value)
+    return check_probability(value, name, expected="a number from 0 to 1", type_error=ArgumentError)
 
 
 def _apportion(n: int, weights: list[float]) -> np.ndarray:
