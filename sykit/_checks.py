@@ -4,6 +4,7 @@
     check_real(x, "until_s", low=0, allow_inf=True)    # a float ≥ 0, inf allowed
     check_int(n, "n", low=1)                            # an int ≥ 1 (numpy integers too)
     check_probability(p, "share")                       # a float in [0, 1]
+    is_count(reported)                                  # True for an int ≥ 0: no error raised
 
 Bools are refused everywhere (``True`` is an ``int`` to Python, never a count or a price to sykit)
 and so are strings (even though ``float("1")`` works). NaN is always refused, infinity unless
@@ -18,11 +19,11 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, cast
+from typing import Any, TypeGuard, cast
 
 from ._errors import ArgumentError, ArgumentTypeError, SykitError
 
-__all__ = ["check_int", "check_probability", "check_real"]
+__all__ = ["check_int", "check_probability", "check_real", "is_count"]
 
 
 def _wrong_type(name: str, kind: str, expected: str | None, value: Any) -> str:
@@ -121,3 +122,9 @@ def check_probability(
     return check_real(
         value, name, low=0.0, high=1.0, expected=expected or "in [0, 1]", type_error=type_error
     )
+
+
+def is_count(value: object) -> TypeGuard[int]:
+    """Whether ``value`` is an int ≥ 0 (not a bool): the test for a count read from data, such as
+    a provider's token counts, where a bad value is replaced rather than refused."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

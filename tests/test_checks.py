@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sykit import ArgumentError, ArgumentTypeError
-from sykit._checks import check_int, check_probability, check_real
+from sykit._checks import check_int, check_probability, check_real, is_count
 from sykit._dists import check_number
 
 NAN, INF = math.nan, math.inf
@@ -148,3 +148,11 @@ def test_check_number_is_check_real_from_zero(value, kwargs, message):
         check_number(value, "x", **kwargs)
     assert str(info.value) == message
     assert check_number(INF, "x", allow_inf=True) == INF
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [(0, True), (12, True), (-1, False), (True, False), (1.0, False), ("3", False), (None, False)],
+)
+def test_is_count(value, want):
+    assert is_count(value) is want

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._checks import is_count
 from .._classify import error_fields
 from .._errors import InvalidResponseError, ModelError
 from .._models import Answer, Boolean, Choice, DecisionRequest, Request, Score, Usage
@@ -362,9 +363,9 @@ def _usage(raw: Any, input_estimate: int, text: str | None, tokens: int | None =
     if isinstance(raw, Mapping):
         prompt = raw.get("prompt_tokens", raw.get("input_tokens"))
         completion = raw.get("completion_tokens", raw.get("output_tokens"))
-    if not isinstance(prompt, int) or isinstance(prompt, bool) or prompt < 0:
+    if not is_count(prompt):
         prompt = input_estimate
-    if not isinstance(completion, int) or isinstance(completion, bool) or completion < 0:
+    if not is_count(completion):
         completion = tokens if tokens is not None else math.ceil(len(text or "") / _CHARS_PER_TOKEN)
     cached = written = 0
     if isinstance(raw, Mapping):
@@ -381,9 +382,7 @@ def _usage(raw: Any, input_estimate: int, text: str | None, tokens: int | None =
 
 def _count(value: Any, most: int) -> int:
     """A reported token count, kept within what it can be part of (0 when absent or invalid)."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        return 0
-    return min(value, most)
+    return min(value, most) if is_count(value) else 0
 
 
 def completion_reply(
