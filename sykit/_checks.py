@@ -27,9 +27,12 @@ __all__ = ["check_int", "check_probability", "check_real", "is_count"]
 
 
 def _wrong_type(name: str, kind: str, expected: str | None, value: Any) -> str:
-    """``kind`` ("a number"), qualified by ``expected`` where that is a range ("in [0, 1]") rather
-    than a kind of its own ("a finite number")."""
-    if expected and not expected.startswith(("a ", "an ")):
+    """What ``value`` must be: ``expected`` where it starts with ``kind`` ("an int ≥ 1"), ``kind``
+    qualified by it where it is a range ("a number in [0, 1]"), else ``kind`` ("a number" where
+    ``expected`` is "a finite number (0.5: random)")."""
+    if expected and expected.startswith(kind):
+        kind = expected
+    elif expected and not expected.startswith(("a ", "an ")):
         kind = f"{kind} {expected}"
     return f"{name} must be {kind}, got {type(value).__name__} {value!r:.40}"
 
@@ -99,14 +102,14 @@ def check_int(
     float such as ``3.0``) with ``low ≤ value ≤ high``, else an error naming ``name``; ``None`` is
     no bound."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise type_error(_wrong_type(name, "an integer", expected, value))
+        raise type_error(_wrong_type(name, "an int", expected, value))
     number = int(value)
     if _outside(number, low, high, False, False):
         if expected is None:
             if low is not None and high is not None:
-                expected = f"an integer from {low} to {high}"
+                expected = f"an int from {low} to {high}"
             else:
-                expected = "an integer " + " and ".join(_bounds(low, high, False, False))
+                expected = "an int " + " and ".join(_bounds(low, high, False, False))
         raise ArgumentError(f"{name} must be {expected}, got {value!r}")
     return number
 

@@ -147,7 +147,7 @@ class SimulatedScore:
                 raise ArgumentError(
                     f"benchmark must be one of {', '.join(BENCHMARKS)}, got {self.benchmark!r}"
                 )
-        object.__setattr__(self, "seed", check_int(self.seed, "seed"))
+        object.__setattr__(self, "seed", check_int(self.seed, "seed", expected="an integer"))
 
     # -- fitting ----------------------------------------------------------------------------------
 

@@ -88,16 +88,16 @@ def test_int_accepts(value, kwargs, want):
 
 @pytest.mark.parametrize("value", [True, np.bool_(False), 1.0, 2.5, NAN, INF, "3", None])
 def test_int_refuses_types(value):
-    with pytest.raises(ArgumentTypeError, match=r"^n must be an integer, got "):
+    with pytest.raises(ArgumentTypeError, match=r"^n must be an int, got "):
         check_int(value, "n")
 
 
 @pytest.mark.parametrize(
     ("value", "kwargs", "message"),
     [
-        (0, {"low": 1}, "n must be an integer ≥ 1, got 0"),
-        (11, {"high": 10}, "n must be an integer ≤ 10, got 11"),
-        (0, {"low": 1, "high": 10}, "n must be an integer from 1 to 10, got 0"),
+        (0, {"low": 1}, "n must be an int ≥ 1, got 0"),
+        (11, {"high": 10}, "n must be an int ≤ 10, got 11"),
+        (0, {"low": 1, "high": 10}, "n must be an int from 1 to 10, got 0"),
         (-1, {"low": 0, "expected": "a count ≥ 0"}, "n must be a count ≥ 0, got -1"),
     ],
 )
@@ -107,9 +107,21 @@ def test_int_refuses_values(value, kwargs, message):
     assert str(info.value) == message
 
 
-def test_a_type_error_names_the_kind_not_the_callers_words():
-    with pytest.raises(ArgumentTypeError, match=r"n must be an integer, got float 1\.0"):
-        check_int(1.0, "n", expected="a count ≥ 0")
+@pytest.mark.parametrize(
+    ("check", "expected", "message"),
+    [
+        (check_int, "a count ≥ 0", "n must be an int, got str 'x'"),
+        (check_int, "an int ≥ 1", "n must be an int ≥ 1, got str 'x'"),
+        (check_int, "≥ 1", "n must be an int ≥ 1, got str 'x'"),
+        (check_real, "a finite number (0.5: random)", "n must be a number, got str 'x'"),
+        (check_real, "a number ≥ 0", "n must be a number ≥ 0, got str 'x'"),
+        (check_real, "between 0 and 1", "n must be a number between 0 and 1, got str 'x'"),
+    ],
+)
+def test_a_type_error_names_the_kind_and_the_callers_range(check, expected, message):
+    with pytest.raises(ArgumentTypeError) as info:
+        check("x", "n", expected=expected)
+    assert str(info.value) == message
 
 
 @pytest.mark.parametrize("value", [0, 1, 0.5, np.float32(0.25)])
