@@ -213,13 +213,15 @@ def _is_factory(value: Any, axes: Mapping[str, Axis]) -> bool:
     if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call):
         return False
     params = _parameters(value)
-    return bool(params) and all(p in axes for p in params)
+    return params is not None and bool(params) and all(p in axes for p in params)
 
 
 def check_strategies(strategies: object, axes: Mapping[str, Axis]) -> list[StrategyEntry]:
     """Named strategies: algorithms as :func:`sy.compare` takes them, or factories of the axes."""
     if isinstance(strategies, Mapping):
-        given = [(str(name), value) for name, value in strategies.items()]
+        given: list[tuple[str | None, Any]] = [
+            (str(name), value) for name, value in strategies.items()
+        ]
         named = True
     elif isinstance(strategies, Sequence) and not isinstance(strategies, str | bytes):
         given = [(None, value) for value in strategies]

@@ -33,7 +33,7 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
@@ -59,6 +59,9 @@ from ._openai_wire import (
 )
 from ._secrets import LogScrubber, Secret, read_key, redact_url, scrub, scrub_json
 from .base import Attempt, Reply
+
+if TYPE_CHECKING:
+    from .._types import Converted, converted
 
 __all__ = ["HttpHost", "HttpModel"]
 
@@ -120,7 +123,12 @@ class HttpModel:
     profile: ModelProfile | None = None
     model_id: str | None = None
     base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False, compare=False)
+    if TYPE_CHECKING:  # __post_init__ wraps a given key in a Secret
+        api_key: Converted[str | None, Secret | None] = converted(
+            field(default=None, repr=False, compare=False)
+        )
+    else:
+        api_key: str | None = field(default=None, repr=False, compare=False)
     api_key_env: str | None = None
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     stream: bool | None = None
@@ -277,6 +285,7 @@ class HttpHost:
                 f"models[{name!r}] has no base_url and the host has none: give HttpHost(base_url, ...) "
                 "or sy.HttpModel(base_url=...)"
             )
+        key: Secret | None
         if config.api_key is not None:
             key = config.api_key
         elif config.api_key_env is not None:
@@ -288,7 +297,7 @@ class HttpHost:
         endpoint = Endpoint(
             url=f"{base}/chat/completions",
             model_id=config.model_id or name,
-            key=key,  # type: ignore[arg-type]
+            key=key,
             extra_body=dict(config.extra_body),
             stream=self.stream if config.stream is None else config.stream,
         )

@@ -96,14 +96,15 @@ def build_lineup(
     if unknown:
         raise ArgumentError(f"selected names unknown strategies {unknown}; known: {list(lineup)}")
     values = asdict(knobs)
-    built = {}
+    built: dict[str, Any] = {}  # algorithms, or objects with route(), as sy.compare takes them
     for name in (n for n in lineup if n in names):
         spec = lineup[name]
         if _is_algorithm(spec):
             built[name] = spec
             continue
-        wanted = _factory_knobs(name, spec)
-        made = spec(**(values if wanted is None else {k: values[k] for k in wanted}))
+        factory: Callable[..., Any] = spec
+        wanted = _factory_knobs(name, factory)
+        made = factory(**(values if wanted is None else {k: values[k] for k in wanted}))
         if not (_is_algorithm(made) or callable(made)):
             raise ArgumentTypeError(
                 f"strategies[{name!r}] is a factory but returned {type(made).__name__}, "

@@ -19,7 +19,7 @@ from .timeline import plot_timeline
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure, SubFigure
 
     from .._results import Comparison, Result
 
@@ -54,7 +54,7 @@ class ResultPlots:
             ax=ax,
         )
 
-    def outcomes(self, ax: Any = None, *, wasted: bool = True) -> Figure:
+    def outcomes(self, ax: Any = None, *, wasted: bool = True) -> Figure | SubFigure:
         """Attempts per request by outcome, and wasted spend by cause; returns the Figure."""
         r = self._result
         return plot_outcomes(
@@ -145,7 +145,7 @@ class ComparisonPlots:
 
     def outcomes(
         self, ax: Any = None, *, strategies: Sequence[str] | None = None, wasted: bool = True
-    ) -> Figure:
+    ) -> Figure | SubFigure:
         """Attempts per request by outcome and wasted spend, per strategy; returns the Figure."""
         c = self._comparison
         return plot_outcomes(

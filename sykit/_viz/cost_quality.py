@@ -461,7 +461,7 @@ def plot_cost_quality_curve(
     for label, (cost, quality) in points.items():
         if label in bound_labels:
             i = bound_labels.index(label)
-            style = {
+            style: dict[str, Any] = {
                 "marker": _BOUND_MARKERS[i // len(_BOUND_COLORS) % len(_BOUND_MARKERS)],
                 "color": _BOUND_COLORS[i % len(_BOUND_COLORS)],
                 "ms": 15,

@@ -8,7 +8,7 @@ its share of all spend. Together they show what a strategy's retries, races and 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import numpy as np
 import pandas as pd
@@ -34,7 +34,7 @@ from .style import (
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure, SubFigure
 
 
 def outcome_categories(attempts: pd.DataFrame) -> pd.Series:
@@ -98,7 +98,7 @@ def plot_outcomes(
     colors: Mapping[str, str] | None = None,
     ax: Any = None,
     wasted: bool = True,
-) -> Figure:
+) -> Figure | SubFigure:
     """Attempts per request by outcome, stacked per strategy, and (``wasted=True``) the spend on
     answers nobody was served, by cause: where a strategy's extra calls and money go.
 
@@ -271,7 +271,7 @@ def _outcome_axes(ax: Any, wasted: bool, n: int) -> list[Axes]:
     return given
 
 
-def _bar_note(ax: Any, x: float, top: float, text: str, color: str, gid: str) -> None:
+def _bar_note(ax: Any, x: SupportsFloat, top: float, text: str, color: str, gid: str) -> None:
     """A small note centred just above a bar's top."""
     ax.annotate(
         text,

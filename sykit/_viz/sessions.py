@@ -83,17 +83,19 @@ def plot_session_cost_success(
         )
     ax = _axes(ax, (7.5, 4.5))
     points = []
-    obstacles_data = []
+    obstacles_data: list[tuple[tuple[float, float], tuple[float, float]]] = []
     for _, row in known.iterrows():
         name = str(row["strategy"])
         color = colors.get(name, "0.3")
         cost, success = float(row["cost_per_session_usd"]), float(row["success_rate"])
-        low, high = _interval(row, "success_ci_low", "success_ci_high")
-        if low is not None:
+        success_ci = _interval(row, "success_ci_low", "success_ci_high")
+        if success_ci is not None:
+            low, high = success_ci
             ax.vlines(cost, low, high, color=color, lw=1.4, zorder=2, gid=f"ci:{name}")
             obstacles_data.append(((cost, low), (cost, high)))
-        left, right = _interval(row, "cost_per_session_ci_low", "cost_per_session_ci_high")
-        if left is not None:
+        cost_ci = _interval(row, "cost_per_session_ci_low", "cost_per_session_ci_high")
+        if cost_ci is not None:
+            left, right = cost_ci
             ax.hlines(success, left, right, color=color, lw=1.4, zorder=2, gid=f"cost_ci:{name}")
             obstacles_data.append(((left, success), (right, success)))
         ax.plot(
@@ -142,11 +144,11 @@ def plot_session_cost_success(
     return ax
 
 
-def _interval(row: pd.Series, low: str, high: str) -> tuple[float | None, float | None]:
+def _interval(row: pd.Series, low: str, high: str) -> tuple[float, float] | None:
     if low not in row.index or high not in row.index:
-        return None, None
+        return None
     a, b = float(row[low]), float(row[high])
-    return (a, b) if math.isfinite(a) and math.isfinite(b) else (None, None)
+    return (a, b) if math.isfinite(a) and math.isfinite(b) else None
 
 
 def plot_session_timeline(result: Result, session_id: Any, ax: Axes | None = None) -> Axes:

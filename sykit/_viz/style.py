@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,7 @@ from .._vocab import CancelCause, Status
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.axis import XAxis, YAxis
 
 
 # -- fixed colours ---------------------------------------------------------------------------------
@@ -124,7 +125,7 @@ def text_color(color: Any) -> str:
     for step in range(21):
         shade = rgb * (1 - step / 20)
         if contrast_on_white(shade) >= TEXT_CONTRAST:
-            return to_hex(shade)
+            return to_hex(tuple(shade))
     return "#000000"
 
 
@@ -191,8 +192,12 @@ def _fitting_locator(formatter: Any, log: bool) -> Any:
         """The densest readable ticks (1-2-5, 1-3, then powers of ten on a log axis; 1-2-2.5-5
         steps on a linear one) whose labels, measured at the tick font size, leave a gap."""
 
+        @property
+        def _axis(self) -> XAxis | YAxis:
+            return cast("XAxis | YAxis", self.axis)  # the axis this locator was set on
+
         def __call__(self) -> Any:
-            vmin, vmax = self.axis.get_view_interval()
+            vmin, vmax = self._axis.get_view_interval()
             return self.tick_values(vmin, vmax)
 
         def tick_values(self, vmin: float, vmax: float) -> Any:
@@ -240,9 +245,11 @@ def _fitting_locator(formatter: Any, log: bool) -> Any:
                 return True
             import matplotlib as mpl
 
-            ax = self.axis.axes
-            horizontal = self.axis.axis_name == "x"
-            key = "xtick.labelsize" if horizontal else "ytick.labelsize"
+            ax = self._axis.axes
+            horizontal = self._axis.axis_name == "x"
+            key: Literal["xtick.labelsize", "ytick.labelsize"] = (
+                "xtick.labelsize" if horizontal else "ytick.labelsize"
+            )
             from matplotlib.font_manager import FontProperties
 
             size = FontProperties(size=mpl.rcParams[key]).get_size_in_points()
@@ -286,7 +293,7 @@ def _usd_axis(axis: Any, *, log: bool = False, decades: float = 0.0, scale: floa
 
 def _legend_outside(ax: Axes, handles: list[Any] | None = None, **kwargs: Any) -> Any:
     """A legend to the right of the Axes, clear of the data."""
-    options = {
+    options: dict[str, Any] = {
         "loc": "upper left",
         "bbox_to_anchor": (1.02, 1.0),
         "borderaxespad": 0.0,

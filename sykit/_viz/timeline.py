@@ -243,7 +243,7 @@ def plot_timeline(
     if len(races):
         handles.append(Patch(facecolor=RACE_COLOR, alpha=0.12, label="race / timeout group"))
 
-    if served is not None:
+    if served is not None and request is not None:  # a served lane implies the request row
         (star,) = ax.plot(
             [float(lanes.loc[served, "end_s"])],
             [served],
@@ -258,7 +258,7 @@ def plot_timeline(
             gid="outcome",
         )
         handles.append(star)
-    elif failed_lane is not None:
+    elif failed_lane is not None and request is not None:  # and so does a failed one
         (cross,) = ax.plot(
             [float(request["end_s"])],
             [failed_lane],
@@ -317,7 +317,8 @@ def _fit_labels(ax: Axes) -> None:
         return
     figure = ax.figure
     get_renderer = getattr(figure.canvas, "get_renderer", None)  # a bare Figure() has none
-    renderer = get_renderer() if get_renderer is not None else figure._get_renderer()
+    # Figure._get_renderer is private matplotlib API, missing from its type hints
+    renderer = get_renderer() if get_renderer is not None else figure._get_renderer()  # type: ignore[union-attr]
     left, right = ax.get_xlim()
     width = ax.get_window_extent(renderer).width
     needed = right

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._model import FakeModel
@@ -166,7 +166,7 @@ def answer_pieces(
     model: FakeModel,
     body: Mapping[str, Any],
     fault: str | None,
-    u: tuple[float, ...],
+    u: Sequence[float],
 ) -> tuple[list[str], str | None]:
     """The answer as token pieces, and the tool name when the answer is a forced tool call."""
     structured = _decision_schema(body)
@@ -176,7 +176,7 @@ def answer_pieces(
         kind, schema = structured
         text = json.dumps(_fill_schema(schema, model.verdict))
         return _pieces(text), kind.removeprefix("tool:") if kind.startswith("tool:") else None
-    n = max(1, round(model.output_tokens.quantile(u[3])))  # type: ignore[union-attr]
+    n = max(1, round(model.output_tokens.quantile(u[3])))
     limit = body.get("max_tokens") or body.get("max_completion_tokens")
     if isinstance(limit, int) and limit > 0:
         n = min(n, limit)

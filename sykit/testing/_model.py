@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._config import ErrorFault, Flapping
 from .._dists import Distribution, as_distribution, check_number
 from .._errors import ArgumentError, ArgumentTypeError
 from ._faults import ERROR_FAULT, parse_fault
+
+if TYPE_CHECKING:
+    from .._types import Converted, converted
 
 __all__ = ["FakeModel"]
 
@@ -48,9 +51,14 @@ class FakeModel:
     ``fail-<status>`` does.
     """
 
-    ttft_s: float | Distribution = 0.01
-    tokens_per_s: float | Distribution = 2000.0
-    output_tokens: int | Distribution = 16
+    if TYPE_CHECKING:  # __post_init__ makes these three distributions
+        ttft_s: Converted[float | Distribution, Distribution] = converted(0.01)
+        tokens_per_s: Converted[float | Distribution, Distribution] = converted(2000.0)
+        output_tokens: Converted[int | Distribution, Distribution] = converted(16)
+    else:
+        ttft_s: float | Distribution = 0.01
+        tokens_per_s: float | Distribution = 2000.0
+        output_tokens: int | Distribution = 16
     fault: str | ErrorFault | None = None
     retry_after_s: float | None = 0.05
     retry_after_statuses: tuple[int, ...] = (429,)
@@ -63,6 +71,10 @@ class FakeModel:
     fault_after_tokens: int | None = None
     outages: Sequence[tuple[float, float]] = ()
     flapping: Flapping | None = None
+    if TYPE_CHECKING:  # set by __post_init__ from ``fault``
+        _fault: str | None = field(init=False, repr=False, compare=False)
+        _fault_times: int | None = field(init=False, repr=False, compare=False)
+        _error: ErrorFault | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ttft_s", as_distribution(self.ttft_s, "ttft_s"))

@@ -80,7 +80,7 @@ class FakeProvider:
         self._open_connections = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._server: asyncio.AbstractServer | None = None
+        self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._clock0 = time.monotonic()
 
@@ -225,12 +225,12 @@ class FakeProvider:
             await send_json(conn, 200, data, keep_alive=keep_alive)
             return keep_alive
         if path not in ("/v1/chat/completions", "/chat/completions"):
-            body = error_body(f"Unknown path {path!r}", "invalid_request_error", "not_found")
-            await send_json(conn, 404, body, keep_alive=keep_alive)
+            unknown = error_body(f"Unknown path {path!r}", "invalid_request_error", "not_found")
+            await send_json(conn, 404, unknown, keep_alive=keep_alive)
             return keep_alive
         if method != "POST":
-            body = error_body("Use POST", "invalid_request_error", None)
-            await send_json(conn, 405, body, keep_alive=keep_alive)
+            not_post = error_body("Use POST", "invalid_request_error", None)
+            await send_json(conn, 405, not_post, keep_alive=keep_alive)
             return keep_alive
         try:
             body = json.loads(raw)
@@ -294,7 +294,7 @@ class FakeProvider:
     def _model(self, name: str) -> tuple[FakeModel, str | None, int | None]:
         configured = self.models.get(name)
         if configured is not None:
-            return configured, configured._fault, configured._fault_times  # type: ignore[attr-defined]
+            return configured, configured._fault, configured._fault_times
         fault, times = fault_of_name(name)
         return self.default, fault, times
 
@@ -379,8 +379,8 @@ class FakeProvider:
             await asyncio.Event().wait()
         unsupported = format_rejection(model, body)
         if unsupported is not None:
-            status, error = unsupported
-            await send_json(conn, status, error, keep_alive=keep_alive, record=record)
+            status, rejected = unsupported
+            await send_json(conn, status, rejected, keep_alive=keep_alive, record=record)
             return True
         refusal = rejection(name, model, body, fault)
         if refusal is not None:
@@ -398,8 +398,8 @@ class FakeProvider:
             await send_json(conn, 200, not_chat_body(name), keep_alive=keep_alive, record=record)
             return True
         u = uniforms(self.seed, "fake", name, n)
-        ttft = self.slow_s if fault == "slow-first-token" else model.ttft_s.quantile(u[1])  # type: ignore[union-attr]
-        tps = model.tokens_per_s.quantile(u[2])  # type: ignore[union-attr]
+        ttft = self.slow_s if fault == "slow-first-token" else model.ttft_s.quantile(u[1])
+        tps = model.tokens_per_s.quantile(u[2])
         content, tool_call = answer_pieces(name, model, body, fault, u)
         if record.stream:
             return await stream(
@@ -438,7 +438,7 @@ def _error_fault(model: FakeModel, fault: str | None) -> ErrorFault | None:
     match = ERROR_FAULT.match(fault or "")
     if match is None:
         return None
-    own = model._error  # type: ignore[attr-defined]
-    if own is not None and fault == model._fault:  # type: ignore[attr-defined]
+    own = model._error
+    if own is not None and fault == model._fault:
         return own
     return ErrorFault(int(match["status"]), 1.0)
