@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any, Literal
 
+from ._checks import check_int, check_real
 from ._classify import FallbackReason
 from ._dists import U_LOW, Distribution, LogNormal, as_distribution, check_number
 from ._errors import ArgumentError, ArgumentTypeError
@@ -42,12 +43,7 @@ def _probability(value: Any, name: str) -> float:
 
 def _int(value: Any, name: str, *, low: int = 0, high: int | None = None) -> int:
     """``value`` if it is an int in range: a float (even ``3.0``), a bool or a string is refused."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__} {value!r:.40}")
-    if value < low or (high is not None and value > high):
-        bound = f"from {low} to {high}" if high is not None else f"≥ {low}"
-        raise ArgumentError(f"{name} must be an int {bound}, got {value!r}")
-    return value
+    return check_int(value, name, low=low, high=high)
 
 
 def _flag(value: Any, name: str) -> None:
@@ -57,11 +53,7 @@ def _flag(value: Any, name: str) -> None:
 
 def _http_status(value: Any, name: str, allowed: str, ok: Callable[[int], bool]) -> int:
     """An int HTTP status accepted by ``ok``; ``"503"`` or ``503.0`` is a type error, not a 503."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgumentTypeError(
-            f"{name} must be an int HTTP status ({allowed}), got {type(value).__name__} "
-            f"{value!r:.40}"
-        )
+    value = check_int(value, name, expected=f"an int HTTP status ({allowed})")
     if not ok(value):
         raise ArgumentError(f"{name} must be an int HTTP status ({allowed}), got {value}")
     return value
@@ -423,9 +415,9 @@ class PromptCache(_Replaceable):
         check_number(self.read_price, "read_price")
         if self.write_price is not None:
             check_number(self.write_price, "write_price")
-        check_number(self.ttl_s, "ttl_s")
-        if not math.isfinite(self.ttl_s) or self.ttl_s <= 0:
-            raise ArgumentError(f"ttl_s must be a finite number of seconds > 0, got {self.ttl_s!r}")
+        check_real(
+            self.ttl_s, "ttl_s", low=0, low_open=True, expected="a finite number of seconds > 0"
+        )
         _int(self.min_tokens, "min_tokens", low=0)
 
 
