@@ -19,7 +19,7 @@ __all__ = ["AFFINITY_TRIGGERS", "affinity"]
 
 def _named(name: str, algorithm: Algorithm) -> Algorithm:
     algorithm.__name__ = algorithm.__qualname__ = name
-    algorithm.name = name  # type: ignore[attr-defined]
+    algorithm.__dict__["name"] = name  # a function attribute (Algorithm does not declare it)
     return algorithm
 
 

@@ -202,7 +202,7 @@ def stage_router(
     algorithm.__name__ = algorithm.__qualname__ = name = (
         f"stage_router({capable}|{efficient}@{threshold:g})"
     )
-    algorithm.name = name  # type: ignore[attr-defined]
+    algorithm.__dict__["name"] = name  # a function attribute, as sykit.strategies names them
     return algorithm
 
 

@@ -31,9 +31,9 @@ import asyncio
 import contextlib
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import httpx
 
@@ -381,7 +381,8 @@ class _SseReader:
         self.held = held
         self.clock = clock
         self.sse = ChatStream()
-        self.lines = response.aiter_lines()
+        # httpx types aiter_lines() as an AsyncIterator; it is an async generator (aclose below)
+        self.lines = cast("AsyncGenerator[str, None]", response.aiter_lines())
         self.ttft: float | None = None
         self.first = ""
         self.closed = False
@@ -409,7 +410,7 @@ class _SseReader:
             try:
                 # Close the line iterator first: left to the garbage collector, httpx's body
                 # iterators would be finalized later, when the connection may serve another call.
-                await self.lines.aclose()  # type: ignore[attr-defined]
+                await self.lines.aclose()
             finally:
                 await self.held.aclose()
 
