@@ -73,10 +73,13 @@ from ._models import Usage as Usage
 from ._models import answered as answered
 from ._models import ask_good_enough as ask_good_enough
 from ._models import route_to as route_to
+from ._race import Started as Started
 from ._race import first as first
 from ._race import first_ok as first_ok
 from ._race import hedge as hedge
+from ._race import start as start
 from ._race import timeout as timeout
+from ._race import wait_first as wait_first
 from ._results import Comparison as Comparison
 from ._results import Result as Result
 from ._runner import acompare as acompare
@@ -145,6 +148,7 @@ __all__ = [
     "Session",
     "SimDeadlock",
     "SimHost",
+    "Started",
     "Sweep",
     "SykitError",
     "Turn",
@@ -171,10 +175,12 @@ __all__ = [
     "route_to",
     "run",
     "sessions",
+    "start",
     "strategies",
     "sweep",
     "testing",
     "timeout",
+    "wait_first",
     "widgets",
 ]
 

@@ -1,9 +1,9 @@
 """A fast path for fixed chains: ``single(model)`` and ``fallback_chain(models)`` with no coroutine.
 
-These strategies decide nothing per request: every request goes to the same candidates. On the
-kernel their requests need no task, no driver and no algorithm coroutine: the candidate loop (the
-same :func:`~sykit._driver.serve_steps` generator every call uses) is advanced from timer
-callbacks, and the request is recorded as the general path records it. Same draws, same order of
+These strategies decide nothing per request: every request goes to the same candidates. On a
+simulated host their requests need no task, no driver and no algorithm coroutine: the candidate
+loop (the same :func:`~sykit._recorder.serve_steps` generator every call uses) is advanced from the
+engine's timer callbacks, and the request is recorded as the general path records it. Same draws, same order of
 events, the same frames (a test compares them); only the per-request machinery is gone.
 """
 
@@ -12,17 +12,12 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from ._driver import RequestState, serve_steps
 from ._errors import ModelError
-from ._kernel import Kernel
 from ._lifecycle import StrategyRun, _failure
 from ._models import Outcome
-from ._records import KIND_CODE, PHASE_CODE
-from ._vocab import Kind, Phase
+from ._recorder import ANSWER, MODEL, RequestState, serve_steps
 
 __all__ = ["FixedChainRun", "fixed_chain"]
-
-_ANSWER, _MODEL = PHASE_CODE[Phase.ANSWER], KIND_CODE[Kind.MODEL]
 
 
 def fixed_chain(fn: Any) -> tuple[str, ...] | None:
@@ -36,17 +31,15 @@ def fixed_chain(fn: Any) -> tuple[str, ...] | None:
 class FixedChainRun(StrategyRun):
     """A :class:`StrategyRun` whose requests are driven by timer callbacks instead of tasks."""
 
-    def __init__(self, *args: Any, chain: tuple[str, ...], kernel: Kernel, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, chain: tuple[str, ...], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.chain = chain
-        self.kernel = kernel
-        self._spawn = self._drive  # type: ignore[method-assign]
 
-    def _drive(self, state: RequestState) -> None:
+    def _spawn(self, state: RequestState) -> None:
         run = self.run
-        state.start_s = self.kernel.now
+        state.start_s = run.clock()
         state.closed = True  # the "algorithm" returned at once: its routing phase ends here
-        steps = serve_steps(run, state, state.request, self.chain, _ANSWER, _MODEL)
+        steps = serve_steps(run, state, state.request, self.chain, ANSWER, MODEL)
         self._advance(state, steps, state.start_s)
 
     def _advance(
@@ -60,7 +53,7 @@ class FixedChainRun(StrategyRun):
         except ModelError as error:
             self._end(state, None, _failure(error), routing_end)
             return
-        self.kernel.call_later(trap[1], self._advance, state, steps, routing_end)
+        self.run.backend.call_later(trap[1], self._advance, state, steps, routing_end)
 
     def _end(
         self,

@@ -8,14 +8,12 @@ factory does), so none outlives its request. Whatever one request raises — any
 ``BaseException`` or an ``asyncio.CancelledError`` of its own making — fails that request only;
 ``KeyboardInterrupt`` stops the run.
 
-Everything here is engine-neutral: it runs on the kernel or an asyncio loop through
-:mod:`sykit._sched`.
+Everything here is written once against the engine contract (:mod:`sykit._engines.base`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import difflib
 import inspect
 import math
@@ -23,17 +21,17 @@ from collections.abc import Callable
 from types import CoroutineType
 from typing import Any
 
-from ._driver import Driver, RequestState, RunState
+from ._driver import Driver
+from ._engines.base import EngineExit
 from ._errors import ArgumentTypeError, ModelError, NoTargets, SimDeadlock, UnknownModel
 from ._health import await_hint
-from ._kernel import NeedsAsyncio
 from ._models import GroundTruth, Outcome, Request, Response
+from ._recorder import RequestState, RunState
 from ._records import REQUEST_COLUMNS, AttemptLog
-from ._sched import CURRENT_REQUEST, AsyncioBackend
-from ._session import SessionPlan
 from ._vocab import CancelCause
+from .sessions._plan import SessionPlan
 
-__all__ = ["StrategyRun", "install_task_tracking", "track_task"]
+__all__ = ["StrategyRun"]
 
 #: How many times a leftover task is cancelled before it counts as ignoring cancellation.
 _CANCEL_TRIES = 3
@@ -172,21 +170,19 @@ class StrategyRun:
         self._waiting: list[tuple[int, float]] = []  # open loop: arrived, waiting for a slot
         self._waiting_head = 0
         self._free = concurrency if concurrency is not None else math.inf
-        self._spawn = self._spawn_kernel if run.backend.name == "kernel" else self._spawn_asyncio
-        self._idle: asyncio.Event | None = None
+        self._idle: Any = None  # the engine's event, set when no request is left
         self._running = 0
         self._fill_pending = False
-        self.interrupted = False  # a KeyboardInterrupt stopped the run (asyncio engine)
+        self.interrupted = False  # Ctrl-C stopped the run: what finished is kept
 
     # -- feeding requests ------------------------------------------------------------------------
     async def feed(self) -> None:
-        """Start every request; return when the last one has started (on asyncio: finished)."""
+        """Start every request; return when the last one has finished."""
         run = self.run
         run.open(run.host.open(run.seed))
-        if isinstance(run.backend, AsyncioBackend):
-            # The run starts once its host is ready: an HTTP client takes tens of milliseconds to
-            # build (its TLS context), which no arrival should be delayed by or timed for.
-            run.backend.origin = asyncio.get_running_loop().time()
+        # The run starts once its host is ready: an HTTP client takes tens of milliseconds to
+        # build (its TLS context), which no arrival should be delayed by or timed for.
+        run.backend.start_clock()
         if self.arrivals is None:
             self._fill()
         else:
@@ -200,12 +196,11 @@ class StrategyRun:
                 index = position if self.sessions is None else self.sessions.first[position]
                 self._waiting.append((index, arrival))
                 self._fill()
-        if isinstance(run.backend, AsyncioBackend):
-            if self._running or self._fill_pending:
-                self._idle = asyncio.Event()
-                await self._idle.wait()
-            if run.session is not None:
-                await run.session.aclose()
+        if self._running or self._fill_pending:
+            self._idle = run.backend.event()
+            await self._idle.wait()
+        if run.session is not None:
+            await run.session.aclose()
 
     def _fill(self) -> None:
         """Start requests while a slot is free and one is waiting (arrived, or next in a closed
@@ -238,18 +233,9 @@ class StrategyRun:
         self._running += 1
         self._spawn(state)
 
-    def _spawn_kernel(self, state: RequestState) -> None:
-        kernel = self.run.backend.kernel  # type: ignore[attr-defined]
-        kernel.spawn(self.route_one(state), owner=state, name=f"request {state.request_id!r}")
-
-    def _spawn_asyncio(self, state: RequestState) -> None:
-        context = contextvars.copy_context()
-        context.run(CURRENT_REQUEST.set, state)
-        loop = asyncio.get_running_loop()
-        state.root = loop.create_task(
-            self.route_one(state), name=f"sykit request {state.request_id!r}", context=context
-        )
-        state.tasks.clear()  # the task factory counted the request's own task among its tasks
+    def _spawn(self, state: RequestState) -> None:
+        name = f"request {state.request_id!r}"
+        state.root = self.run.backend.spawn_request(self.route_one(state), state, name)
 
     def _release(self, state: RequestState | None = None) -> None:
         """A request ended: its slot is free, and the next request starts at this same instant,
@@ -288,6 +274,11 @@ class StrategyRun:
             return
         self._start(index, self.run.clock())
 
+    @property
+    def strict(self) -> bool:
+        """``strict=True``: a deadlock is raised, not turned into failed requests."""
+        return self.run.strict
+
     def stop(self, error: BaseException | None) -> None:
         """Stop the run: start nothing more, cancel what runs; ``error`` is raised at the end."""
         if error is not None and self.fatal is None:
@@ -304,12 +295,17 @@ class StrategyRun:
         self.interrupted = True
         self.stop(None)
 
-    def close(self) -> None:
-        """The run is over: start nothing more, and drop the bound methods that tie this run to
-        itself, so no reference cycle (holding every request) is left for the cyclic collector."""
+    def abandon(self) -> None:
+        """Ctrl-C stopped the engine itself: nothing more starts or is recorded; those that
+        finished are returned."""
+        self.interrupted = True
         self.stopping = True
-        self._spawn = None  # type: ignore[assignment]
-        self.run.serve = None  # type: ignore[assignment]
+
+    def close(self) -> None:
+        """The run is over: start nothing more, and drop what ties this run to itself, so no
+        reference cycle (holding every request) is left for the cyclic collector."""
+        self.stopping = True
+        self._idle = None
 
     def unstick(self, describe: Callable[[], str]) -> bool:
         """On a deadlock, fail every request still inside its algorithm instead of hanging."""
@@ -337,15 +333,13 @@ class StrategyRun:
         try:
             await self._route(state)
         except KeyboardInterrupt:
-            if not isinstance(run.backend, AsyncioBackend):
-                raise  # the kernel stops at once and keeps what finished (see the runner)
-            # On an asyncio loop it would escape the loop and lose every record: stop the run
-            # here instead; the requests that finished are returned.
+            # Escaping the engine it would lose every record: stop the run here instead; the
+            # requests that finished are returned.
             self.interrupted = True
             for task in state.tasks:
                 run.backend.cancel(task, CancelCause.CANCELLED)
             self.stop(None)
-        except (SystemExit, NeedsAsyncio, GeneratorExit):
+        except (SystemExit, EngineExit, GeneratorExit):
             raise
         except BaseException as error:  # a stop or a strict-mode error: the run ends with it
             if not self.stopping or self.fatal is None:
@@ -375,12 +369,12 @@ class StrategyRun:
         except asyncio.CancelledError:
             if state.abort_error is not None:
                 if state.root_cancelled:
-                    _uncancel(state.root)
+                    run.backend.uncancel(state.root)
                 failure = _failure(state.abort_error)
             elif self.stopping:
                 raise
             else:  # the algorithm raised CancelledError itself: its request fails, nothing vanishes
-                _uncancel(state.root)
+                run.backend.uncancel(state.root)
                 failure = (
                     "algorithm_error",
                     "CancelledError: the algorithm raised asyncio.CancelledError (or cancelled "
@@ -403,10 +397,15 @@ class StrategyRun:
                 raise  # the engine is closing this request's coroutine: let it close
             # the algorithm raised GeneratorExit itself: its request fails, nothing vanishes
             failure = ("algorithm_error", f"GeneratorExit: {error}".rstrip(": "))
-        except (KeyboardInterrupt, SystemExit, NeedsAsyncio):
+        except (KeyboardInterrupt, SystemExit, EngineExit):
             raise
         except BaseException as error:  # a user's BaseException subclass
             failure = ("algorithm_error", f"{type(error).__name__}: {error}")
+        if failure is None and state.abort_error is not None:
+            # the request failed (recover_errors=False) while the algorithm went on: it fails
+            if state.root_cancelled:
+                run.backend.uncancel(state.root)
+            failure = _failure(state.abort_error)
         state.closed = True
         routing_end = run.clock()
         if state.streams:  # streams the algorithm left open stop now, like its leftover tasks
@@ -544,35 +543,6 @@ class StrategyRun:
         self.finished += 1
 
 
-def _uncancel(task: Any) -> None:
-    uncancel = getattr(task, "uncancel", None)
-    if uncancel is not None:
-        while task.cancelling():
-            uncancel()
-
-
 _RESERVED = frozenset(
     (*REQUEST_COLUMNS, "seed")
 )  # metadata keys that would clash get a meta_ prefix
-
-
-def track_task(task: asyncio.Task[Any], context: contextvars.Context | None) -> None:
-    state = context.get(CURRENT_REQUEST) if context is not None else CURRENT_REQUEST.get()
-    if state is not None and task is not state.root:
-        state.tasks.append(task)
-
-
-def install_task_tracking(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
-    """On an asyncio loop, learn which tasks belong to which request through the task factory."""
-    previous = loop.get_task_factory()
-
-    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Future[Any]:
-        if previous is not None:
-            task = previous(loop, coro, **kwargs)
-        else:
-            task = asyncio.Task(coro, loop=loop, **kwargs)
-        track_task(task, kwargs.get("context"))  # type: ignore[arg-type]
-        return task
-
-    loop.set_task_factory(factory)  # type: ignore[arg-type]
-    return lambda: loop.set_task_factory(previous)

@@ -1,33 +1,33 @@
-"""Racing helpers: first completion, first success, a timeout, a hedge.
+"""Racing helpers: first completion, first success, a timeout, a hedge, and calls started now.
 
-Each helper runs its awaitables as tasks of the running engine (the kernel in a simulation, an
-asyncio loop otherwise), waits for the first to finish, and cancels what it no longer needs *before*
-returning, waiting for the cancellations so every cancelled attempt is recorded at the instant it
-lost. Calls made under a helper share a ``race_id``; losers are recorded with cause ``lost_race``,
-an expired timeout with ``timeout``. If the helper itself is cancelled, its children are cancelled
-with the same cause.
+Each helper runs its awaitables as tasks of the run's engine, waits for the first to finish, and
+cancels what it no longer needs *before* returning, waiting for the cancellations so every
+cancelled attempt is recorded at the instant it lost. Calls made under a helper share a
+``race_id``; losers are recorded with cause ``lost_race``, an expired timeout with ``timeout``. If
+the helper itself is cancelled, its children are cancelled with the same cause.
 
     index, result = await sy.first(driver.call_model(req, ["fast"]), driver.call_model(req, ["strong"]))
     index, response = await sy.first_ok(call_a, call_b)      # errors do not win
     verdict = await sy.timeout(2.0, driver.call_decision(question, "judge"))   # None on timeout
     response = await sy.hedge(lambda: driver.call_model(req, ["model"]), after=1.5)
+    judge, strong = sy.start(judge_call, strong_call)        # both running now, one race
+    await sy.wait_first(judge, strong); await strong.cancel()
+
+Everything here is written once against the engine contract (:mod:`sykit._engines.base`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Awaitable, Callable, Coroutine
-from types import CoroutineType
-from typing import Any, TypeVar, overload
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from typing import Any, Generic, TypeVar, overload
 
-from ._driver import Call
+from ._engines.base import Engine, current
 from ._errors import ArgumentError, ArgumentTypeError
-from ._kernel import KTask
-from ._sched import CURRENT_RACE, AsyncioBackend, Backend, KernelBackend, backend, new_race_id
 from ._vocab import CancelCause
 
-__all__ = ["first", "first_ok", "hedge", "timeout"]
+__all__ = ["Started", "first", "first_ok", "hedge", "start", "timeout", "wait_first"]
 
 T = TypeVar("T")
 D = TypeVar("D")
@@ -36,13 +36,9 @@ LOST_RACE = CancelCause.LOST_RACE
 TIMEOUT = CancelCause.TIMEOUT
 
 
-def _coroutine(awaitable: Awaitable[Any], what: str | int) -> Coroutine[Any, Any, Any]:
-    if type(awaitable) is CoroutineType or type(awaitable) is Call:
-        return awaitable  # type: ignore[return-value]
-    if isinstance(awaitable, Coroutine):
-        return awaitable
+def _check_awaitable(awaitable: object, what: str | int) -> None:
     if isinstance(awaitable, Awaitable):
-        return _await(awaitable)
+        return
     if isinstance(what, int):
         what = f"awaitables[{what}]"
     if callable(awaitable):
@@ -53,31 +49,40 @@ def _coroutine(awaitable: Awaitable[Any], what: str | int) -> Coroutine[Any, Any
     raise ArgumentTypeError(f"{what} must be awaitable, got {type(awaitable).__name__}")
 
 
-def spawn(b: Backend, awaitable: Awaitable[Any], race_id: int, what: str | int) -> Any:
+def spawn(engine: Engine, awaitable: Awaitable[Any], race_id: int, what: str | int) -> Any:
     """Start ``awaitable`` as a task of the race ``race_id`` (``what`` names it in errors: a
     description, or its position among a helper's arguments)."""
-    if type(awaitable) is Call:
-        return b.spawn(awaitable.steps, race_id)  # type: ignore[attr-defined]
-    return b.spawn(_coroutine(awaitable, what), race_id)
+    _check_awaitable(awaitable, what)
+    return engine.spawn(awaitable, race_id)
 
 
-async def _await(awaitable: Awaitable[T]) -> T:
-    return await awaitable
+def _spawn_all(engine: Engine, awaitables: Sequence[Awaitable[Any]], race_id: int) -> list[Any]:
+    """Start each of ``awaitables``; if one is refused, none is left unawaited."""
+    for i, awaitable in enumerate(awaitables):
+        try:
+            _check_awaitable(awaitable, i)
+        except ArgumentTypeError:
+            for other in awaitables:
+                close = getattr(other, "close", None)
+                if close is not None:
+                    close()  # never to run: closed, so Python does not also warn
+            raise
+    return [engine.spawn(a, race_id) for a in awaitables]
 
 
-async def settle(b: Backend, tasks: list[Any], cause: CancelCause | None) -> None:
+async def settle(engine: Engine, tasks: list[Any], cause: CancelCause | None) -> None:
     """Cancel the unfinished tasks with ``cause`` and wait until each has stopped.
 
     If the caller is cancelled meanwhile, the wait still completes (the cancellations are already
     on their way) and the caller's cancellation is re-raised afterwards.
     """
     pending = [t for t in tasks if not t.done()]
-    b.cancel_all(pending, cause)
+    engine.cancel_all(pending, cause)
     interrupted = False
     pending = [t for t in pending if not t.done()]
     while pending:
         try:
-            await b.wait_any(pending)
+            await engine.wait_any(pending)
         except asyncio.CancelledError:
             interrupted = True
         pending = [t for t in pending if not t.done()]
@@ -88,11 +93,13 @@ async def settle(b: Backend, tasks: list[Any], cause: CancelCause | None) -> Non
         raise asyncio.CancelledError
 
 
-async def _wait_first(b: Backend, tasks: list[Any], timeout_s: float | None = None) -> Any:
+async def _wait_first(engine: Engine, tasks: list[Any], timeout_s: float | None = None) -> Any:
+    """The first of ``tasks`` to be done (None on timeout); if the caller is cancelled, the tasks
+    are cancelled with the caller's cause first."""
     try:
-        return await b.wait_any(tasks, timeout_s)
+        return await engine.wait_any(tasks, timeout_s)
     except asyncio.CancelledError:
-        await settle(b, tasks, b.current_cause())
+        await settle(engine, tasks, engine.current_cause())
         raise
 
 
@@ -100,6 +107,10 @@ def _outcome(task: Any) -> Any:
     if task.cancelled():
         return asyncio.CancelledError()
     return task.exception() or task.result()
+
+
+def _succeeded(task: Any) -> bool:
+    return bool(task.done() and not task.cancelled() and task.exception() is None)
 
 
 @overload
@@ -119,34 +130,15 @@ async def first(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
     """
     if not awaitables:
         raise ArgumentError("first() needs at least one awaitable")
-    b = backend()
-    race_id = b.new_race()
-    tasks = [spawn(b, a, race_id, i) for i, a in enumerate(awaitables)]
-    if type(b) is KernelBackend:
-        return await _first_on_kernel(b, tasks)
-    done = await _wait_first(b, tasks)
-    winner = tasks.index(done)
-    await settle(b, [t for t in tasks if not t.done()], LOST_RACE)
+    engine = current()
+    tasks = _spawn_all(engine, awaitables, engine.new_race())
+    done = await _wait_first(engine, tasks)
+    await settle(engine, [t for t in tasks if not t.done()], LOST_RACE)
     for task in tasks:
         if task.done():
             _outcome(task)  # mark every finished task's exception as retrieved
-    return winner, _outcome(tasks[winner])
-
-
-async def _first_on_kernel(b: KernelBackend, tasks: list[KTask]) -> tuple[int, Any]:
-    """``first`` on the kernel, where a task's outcome needs no retrieving: the same steps with
-    fewer frames (the common race of two calls is a hot path)."""
-    done = await _wait_first(b, tasks)
-    losers = [t for t in tasks if not t.done_]
-    if losers:
-        b.cancel_all(losers, LOST_RACE)  # a waiting call stops at once; others when they next run
-        if not all(t.done_ for t in losers):
-            await settle(b, losers, LOST_RACE)
     winner = tasks.index(done)
-    task = tasks[winner]
-    if task.cancelled_:
-        return winner, asyncio.CancelledError()
-    return winner, task._error or task._result
+    return winner, _outcome(tasks[winner])
 
 
 async def first_ok(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
@@ -157,25 +149,15 @@ async def first_ok(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
     """
     if not awaitables:
         raise ArgumentError("first_ok() needs at least one awaitable")
-    b = backend()
-    race_id = b.new_race()
-    tasks = [spawn(b, a, race_id, i) for i, a in enumerate(awaitables)]
-    return await _first_success(b, tasks)
-
-
-async def _first_success(b: Backend, tasks: list[Any]) -> tuple[int, Any]:
+    engine = current()
+    tasks = _spawn_all(engine, awaitables, engine.new_race())
     pending = list(tasks)
     last_error: BaseException | None = None
     while pending:
-        await _wait_first(b, pending)
+        await _wait_first(engine, pending)
         for i, task in enumerate(tasks):
-            if (
-                task in pending
-                and task.done()
-                and not task.cancelled()
-                and task.exception() is None
-            ):
-                await settle(b, [t for t in tasks if not t.done()], LOST_RACE)
+            if task in pending and _succeeded(task):
+                await settle(engine, [t for t in tasks if not t.done()], LOST_RACE)
                 return i, task.result()
         for task in pending:
             if task.done():
@@ -195,81 +177,32 @@ def _check_seconds(seconds: Any, name: str) -> float:
     return float(seconds)
 
 
-async def timeout(seconds: float, awaitable: Awaitable[T], default: D = None) -> T | D:  # type: ignore[assignment]
+@overload
+async def timeout(seconds: float, awaitable: Awaitable[T]) -> T | None: ...
+@overload
+async def timeout(seconds: float, awaitable: Awaitable[T], default: D) -> T | D: ...
+
+
+async def timeout(seconds: float, awaitable: Awaitable[Any], default: Any = None) -> Any:
     """Await ``awaitable`` for at most ``seconds``; on expiry cancel it (cause ``timeout``) and
     return ``default``. Its errors are raised as usual; a cancellation from outside propagates.
+    The awaitable runs in the calling task: a deadline on it, as trio's ``move_on_after``.
     """
     try:
         seconds = _check_seconds(seconds, "seconds")
+        _check_awaitable(awaitable, "awaitable")
     except (ArgumentError, ArgumentTypeError):
         close = getattr(awaitable, "close", None)
         if close is not None:
             close()  # never to run: closed, so Python does not also warn it was never awaited
         raise
-    coro = _coroutine(awaitable, "awaitable")
-    b = backend()
-    if isinstance(b, AsyncioBackend):
-        return await _timeout_in_place(b, seconds, coro, default)
-    return await _timeout_on_kernel(b, seconds, coro, default)  # type: ignore[arg-type]
-
-
-async def _timeout_on_kernel(b: KernelBackend, seconds: float, coro: Any, default: Any) -> Any:
-    """On the kernel: the awaitable runs in the calling task (no extra task); at the deadline the
-    task is cancelled with cause ``timeout`` where it waits, and the cancellation stops here."""
-    kernel = b.kernel
-    task = kernel.current
-    assert task is not None
-    expired = False
-
-    def expire() -> None:
-        nonlocal expired
-        if not task.done_:
-            expired = True
-            kernel.cancel(task, TIMEOUT)
-
-    race = task.race_id
-    task.race_id = b.new_race()
-    timer = kernel.call_later(seconds, expire)
-    try:
-        return await coro
-    except asyncio.CancelledError:
-        if expired and task.cancel_cause is TIMEOUT:
-            task.cancel_cause = None  # handled here: later cancellations have causes of their own
-            return default
-        raise
-    finally:
-        timer.cancel()
-        task.race_id = race
-
-
-async def _timeout_in_place(b: AsyncioBackend, seconds: float, coro: Any, default: Any) -> Any:
-    """On asyncio: the awaitable runs in the calling task, cancelled at the deadline the way
-    ``asyncio.timeout`` does it."""
-    task = asyncio.current_task()
-    if task is None:
-        raise RuntimeError("sy.timeout() must be awaited inside a task")
-    loop = asyncio.get_running_loop()
-    already_cancelling = task.cancelling()
-    expired = False
-
-    def expire() -> None:
-        nonlocal expired
-        expired = True
-        b.cancel(task, TIMEOUT)
-
-    token = CURRENT_RACE.set(new_race_id())
-    handle = loop.call_later(seconds, expire)
-    try:
-        return await coro
-    except asyncio.CancelledError:
-        if expired and task.uncancel() <= already_cancelling:
-            return default
-        raise
-    finally:
-        handle.cancel()
-        CURRENT_RACE.reset(token)
-        if expired:
-            b.forget_cause(task)
+    with current().deadline(seconds, TIMEOUT) as scope:
+        try:
+            return await awaitable
+        except asyncio.CancelledError:
+            if scope.cancelled_caught():
+                return default
+            raise
 
 
 async def hedge(
@@ -290,18 +223,18 @@ async def hedge(
     after = _check_seconds(after, "after")
     if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
         raise ArgumentError(f"copies must be an int ≥ 1, got {copies!r}")
-    b = backend()
-    race_id = new_race_id()
-    tasks: list[Any] = [spawn(b, make_call(), race_id, "make_call()")]
+    engine = current()
+    race_id = engine.new_race()
+    tasks: list[Any] = [spawn(engine, make_call(), race_id, "make_call()")]
     while True:
         running = [t for t in tasks if not t.done()]
         can_add = len(tasks) < copies
         woke = None
         if running:
-            woke = await _wait_first(b, running, after if can_add else None)
+            woke = await _wait_first(engine, running, after if can_add else None)
         for task in tasks:
-            if task.done() and not task.cancelled() and task.exception() is None:
-                await settle(b, [t for t in tasks if not t.done()], LOST_RACE)
+            if _succeeded(task):
+                await settle(engine, [t for t in tasks if not t.done()], LOST_RACE)
                 return task.result()  # type: ignore[no-any-return]
         last_error = None
         for task in tasks:
@@ -313,4 +246,105 @@ async def hedge(
             raise last_error
         if can_add and (woke is None or not running):
             # the delay passed with no answer, or every copy failed: the next copy starts now
-            tasks.append(spawn(b, make_call(), race_id, "make_call()"))
+            tasks.append(spawn(engine, make_call(), race_id, "make_call()"))
+
+
+# -- started now, decided later ----------------------------------------------------------------------
+
+
+class Started(Generic[T]):
+    """A call (or any awaitable) that :func:`start` set running: it goes on while the algorithm
+    does other things, until it is awaited, cancelled, or the algorithm returns (then it is
+    cancelled as ``abandoned``, like every leftover).
+
+    ``await started`` waits for its result (or raises its error); if the awaiting task is
+    cancelled, the started call is cancelled with the same cause. ``await started.cancel()``
+    cancels it as a race's loser (``lost_race``) and waits until it has stopped."""
+
+    __slots__ = ("_engine", "_task")
+
+    def __init__(self, engine: Engine, task: Any) -> None:
+        self._engine = engine
+        self._task = task
+
+    def done(self) -> bool:
+        """True once it has finished (answered, failed or been cancelled)."""
+        return bool(self._task.done())
+
+    def result(self) -> T:
+        """Its result; raises its error, or ``asyncio.InvalidStateError`` if not done."""
+        if not self._task.done():
+            raise asyncio.InvalidStateError("the started call has not finished")
+        return self._task.result()  # type: ignore[no-any-return]
+
+    def exception(self) -> BaseException | None:
+        """Its error (None if it succeeded); ``asyncio.InvalidStateError`` if not done."""
+        if not self._task.done():
+            raise asyncio.InvalidStateError("the started call has not finished")
+        if self._task.cancelled():
+            return asyncio.CancelledError()
+        return self._task.exception()  # type: ignore[no-any-return]
+
+    async def cancel(self) -> None:
+        """Cancel it (cause ``lost_race``) and wait until it has stopped; nothing if done."""
+        await settle(self._engine, [self._task], LOST_RACE)
+
+    def __await__(self) -> Generator[Any, Any, T]:
+        return self._wait().__await__()
+
+    async def _wait(self) -> T:
+        await _wait_first(self._engine, [self._task])
+        return _outcome_or_raise(self._task)  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return f"<sykit.Started {'done' if self.done() else 'running'}>"
+
+
+def _outcome_or_raise(task: Any) -> Any:
+    if task.cancelled():
+        raise asyncio.CancelledError
+    error = task.exception()
+    if error is not None:
+        raise error
+    return task.result()
+
+
+@overload
+def start(a: Awaitable[T], /) -> tuple[Started[T]]: ...
+@overload
+def start(a: Awaitable[T], b: Awaitable[D], /) -> tuple[Started[T], Started[D]]: ...
+@overload
+def start(*awaitables: Awaitable[Any]) -> tuple[Started[Any], ...]: ...
+
+
+def start(*awaitables: Awaitable[Any]) -> tuple[Started[Any], ...]:
+    """Start ``awaitables`` now, as one race (their attempts share a ``race_id``), and return a
+    :class:`Started` handle for each: the "start now, decide later" of a speculative call.
+
+        judge, strong = sy.start(driver.call_decision(q, "judge"), driver.call_model(req, ["big"]))
+        await sy.wait_first(judge, strong)
+        if judge.done() and judge.result().yes("easy"):
+            await strong.cancel()                 # recorded as lost_race
+    """
+    if not awaitables:
+        raise ArgumentError("start() needs at least one awaitable")
+    engine = current()
+    tasks = _spawn_all(engine, awaitables, engine.new_race())
+    return tuple(Started(engine, task) for task in tasks)
+
+
+async def wait_first(*started: Started[Any]) -> Started[Any]:
+    """Wait until one of ``started`` has finished and return it (argument order decides among
+    simultaneous finishers); nothing is cancelled. If the waiting task is cancelled, every one of
+    ``started`` is cancelled with the same cause."""
+    if not started:
+        raise ArgumentError("wait_first() needs at least one started call")
+    for handle in started:
+        if not isinstance(handle, Started):
+            raise ArgumentTypeError(
+                f"wait_first() takes what sy.start() returned, got {type(handle).__name__}"
+            )
+    engine = started[0]._engine
+    tasks = [handle._task for handle in started]
+    done = await _wait_first(engine, tasks)
+    return started[tasks.index(done)]

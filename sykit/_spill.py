@@ -46,7 +46,7 @@ from ._records import AttemptLog, RequestLog, _categorical, attempt_frame, reque
 from ._vocab import RequestStatus
 
 if TYPE_CHECKING:
-    from ._driver import RunState
+    from ._recorder import RunState
 
 __all__ = ["CHUNK_ROWS", "MARKER", "Spill", "SpilledFrame", "SpilledRun", "check_spill"]
 

@@ -20,24 +20,23 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from ._driver import (
-    _MODEL,
-    _ROUTING,
-    NEXT,
+from ._engines.base import NEXT, SLEEP
+from ._errors import ModelError
+from ._hosts.base import Reply
+from ._models import Request, Response
+from ._recorder import (
+    MODEL,
+    ROUTING,
     RequestState,
     StreamHead,
-    _bill_unserved,
-    _closed,
-    _succeed,
+    bill_unserved,
     cancel_attempt,
+    closed_error,
     log_failure,
     reply_error,
     serve_steps,
+    succeed,
 )
-from ._errors import ModelError
-from ._hosts.base import Reply
-from ._kernel import SLEEP
-from ._models import Request, Response
 from ._vocab import CancelCause
 
 __all__ = ["Chunk", "ModelStream"]
@@ -150,15 +149,15 @@ class ModelStream:
             raise StopAsyncIteration
         if self._head is None:
             if state.closed:
-                raise _closed(state)
+                raise closed_error(state)
             try:
                 head = yield from serve_steps(
                     state.run,
                     state,
                     self._request,
                     self._candidates,
-                    _ROUTING,
-                    _MODEL,
+                    ROUTING,
+                    MODEL,
                     stream=True,
                     retries=self._retries,
                 )
@@ -225,12 +224,12 @@ class ModelStream:
         self._forget()
         error = reply_error(reply, head.model)
         if error is None:
-            self._response = _succeed(run, state, head.row, reply, head.model, _MODEL, now)
+            self._response = succeed(run, state, head.row, reply, head.model, MODEL, now)
             return
         log = run.log
         log_failure(log, head.row, now, error)
         log.set_ttft(head.row, _ttft(head, log))
-        _bill_unserved(run, state, head.row, _MODEL, self._request, head.attempt, now)
+        bill_unserved(run, state, head.row, MODEL, self._request, head.attempt, now)
         if raising:
             raise error
 
@@ -250,7 +249,7 @@ class ModelStream:
             return
         self._forget()
         ttft = _ttft(head, run.log)
-        cancel_attempt(run, state, head.row, _MODEL, self._request, head.attempt, cause, ttft)
+        cancel_attempt(run, state, head.row, MODEL, self._request, head.attempt, cause, ttft)
 
     async def _aclose(self, cause: CancelCause | None) -> None:
         """:meth:`_stop`, and on a real host the connection closed."""

@@ -29,7 +29,6 @@ A strategy object with state across requests (``hedge(after="p95")``, ``litellm_
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Awaitable, Collection, Mapping, Sequence
 from statistics import NormalDist
@@ -53,12 +52,11 @@ from ._models import (
     ask_good_enough,
     route_to,
 )
-from ._race import first, first_ok, settle, spawn
+from ._race import first, first_ok, start, wait_first
 from ._race import hedge as _hedge
 from ._race import timeout as _timeout
 from ._rng import uniforms
 from ._router_score import SimulatedScore, calibrate, score_of, simulated_score
-from ._sched import backend, new_race_id
 from ._strategy_kit import AFFINITY_TRIGGERS as AFFINITY_TRIGGERS
 from ._strategy_kit import _models, _named, affinity
 from ._stream import ModelStream
@@ -239,18 +237,12 @@ def speculative(weak: str, strong: str, *, judge: str, threshold: float = 0.5) -
     )
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
-        b = backend()
-        race_id = new_race_id()
-        decision = spawn(b, driver.call_decision(question, judge), race_id, "decision")
-        strong_call = spawn(b, driver.call_model(request, [strong]), race_id, "strong call")
-        both = [decision, strong_call]
-        try:
-            await b.wait_any(both)
-        except asyncio.CancelledError:
-            await settle(b, both, b.current_cause())
-            raise
+        decision, strong_call = start(
+            driver.call_decision(question, judge), driver.call_model(request, [strong])
+        )
+        await wait_first(decision, strong_call)
         if strong_call.done():  # the strong answer (or its failure) came first: the judge is moot
-            await settle(b, [decision], CancelCause.LOST_RACE)
+            await decision.cancel()
             if strong_call.exception() is None:
                 driver.evidence(source="strong_first")
                 return answered(strong, strong_call.result())
@@ -261,16 +253,11 @@ def speculative(weak: str, strong: str, *, judge: str, threshold: float = 0.5) -
         except ModelError:
             weak_is_enough = False
         if weak_is_enough:
-            await settle(b, [strong_call], CancelCause.LOST_RACE)
+            await strong_call.cancel()
             driver.evidence(source="judge_weak")
             return route_to(weak, request, fallbacks=[strong])
         driver.evidence(source="judge_strong")
-        try:
-            await b.wait_any([strong_call])
-        except asyncio.CancelledError:
-            await settle(b, [strong_call], b.current_cause())
-            raise
-        return answered(strong, strong_call.result())
+        return answered(strong, await strong_call)
 
     return _named(f"speculative({weak}|{strong})", algorithm)
 

@@ -17,8 +17,6 @@ import pandas.testing as pdt
 import pytest
 
 import sykit as sy
-from sykit._race import spawn
-from sykit._sched import backend
 
 
 def jittery(**kwargs) -> sy.ModelProfile:
@@ -199,9 +197,8 @@ async def sleepy_retries(request, driver):
 async def leaves_work_behind(request, driver):
     """Starts calls it never awaits and sometimes fails: the runner cancels them (abandoned,
     request_failed)."""
-    b = backend()
-    spawn(b, driver.call_model(request, ["strong"]), b.new_race(), "left running")
-    spawn(b, sy.first(driver.call_model(request, ["limited"])), b.new_race(), "left running")
+    sy.start(driver.call_model(request, ["strong"]))[0]
+    sy.start(sy.first(driver.call_model(request, ["limited"])))[0]
     await driver.sleep(0.01)  # a task starts at once on the kernel, a loop turn later on asyncio
     response = await driver.call_model(request, ["fast"])
     if request.id % 5 == 0:

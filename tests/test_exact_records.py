@@ -54,7 +54,9 @@ def test_a_call_that_fails_at_once_under_recover_errors_false_fails_only_its_req
 
     async def algorithm(request, driver):
         if helper == "first":
-            await sy.first(driver.call_model(request, ["text"]), driver.call_model(request, ["img"]))
+            await sy.first(
+                driver.call_model(request, ["text"]), driver.call_model(request, ["img"])
+            )
         elif helper == "first_ok":
             await sy.first_ok(
                 driver.call_model(request, ["text"]), driver.call_model(request, ["img"])

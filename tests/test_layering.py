@@ -30,8 +30,19 @@ ACCESSOR_TARGET = "sykit._viz"
 
 ENGINE_NAMES = frozenset({"kernel", "asyncio"})
 ENGINE_CLASSES = frozenset(
-    {"KernelBackend", "AsyncioBackend", "Kernel", "KTask", "NeedsAsyncio", "VirtualTimeLoop"}
+    {
+        "KernelBackend",
+        "AsyncioBackend",
+        "KernelEngine",
+        "AsyncioEngine",
+        "Kernel",
+        "KTask",
+        "NeedsAsyncio",
+        "VirtualTimeLoop",
+    }
 )
+#: The engines' own modules: above the package only the package and its contract are imported.
+ENGINE_MODULES = frozenset({"kernel", "aio", "loop"})
 
 
 def _module_name(path: Path) -> str:
@@ -276,6 +287,12 @@ def engine_branches(source: str, where: str) -> list[str]:
             names = {alias.name for alias in node.names} & ENGINE_CLASSES
             if names:
                 found.append(f"{where}:{line}: imports {sorted(names)}")
+            module = (node.module or "").split(".")
+            inner = {alias.name for alias in node.names} if module[-1] == "_engines" else set()
+            if "_engines" in module[:-1] and module[-1] in ENGINE_MODULES:
+                found.append(f"{where}:{line}: imports the engine module {node.module}")
+            elif inner & ENGINE_MODULES:
+                found.append(f"{where}:{line}: imports the engine modules {sorted(inner)}")
     return found
 
 
@@ -301,6 +318,10 @@ def test_only_the_engines_branch_on_which_engine_runs():
         ("if engine in ('kernel', 'asyncio'): pass", 1),
         ("match engine:\n    case 'asyncio': pass\n", 1),
         ("if TYPE_CHECKING:\n    from ._kernel import Kernel\n", 0),
+        ("from ._engines.kernel import sleep", 1),
+        ("from ._engines import aio", 1),
+        ("from ._engines.base import Engine", 0),
+        ("from ._engines import Engine, simulate", 0),
         ("anyio.run(main, backend='asyncio')", 0),
         ("if mode == 'fast': pass", 0),
     ],

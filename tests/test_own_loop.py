@@ -101,7 +101,10 @@ def test_an_error_the_algorithm_made_itself_is_refused(engine):
     assert result.requests["status"].tolist() == ["failed"]
     assert result.requests["error_kind"].tolist() == ["algorithm_error"]
     message = result.requests["error_message"].iloc[0]
-    assert "record_fallback: ModelError \"model_error from 'a': mine\" was not raised by a call of request 0" in message
+    assert (
+        "record_fallback: ModelError \"model_error from 'a': mine\" was not raised by a call of request 0"
+        in message
+    )
     assert result.requests["n_fallbacks"].tolist() == [0]
     assert reasons(result) == [None]
 
@@ -117,7 +120,9 @@ def test_an_error_of_another_request_is_refused():
             if driver.request_id == 0:
                 kept.append(error)
             else:
-                with pytest.raises(sy.ArgumentError, match="not raised by a call of request 1") as e:
+                with pytest.raises(
+                    sy.ArgumentError, match="not raised by a call of request 1"
+                ) as e:
                     driver.record_fallback(kept[0])  # request 0's error
                 refused.append(str(e.value))
         return sy.answered("ok", await driver.call_model(request, ["ok"]))

@@ -41,8 +41,6 @@ from hypothesis import strategies as st
 
 import sykit as sy
 from sykit._config import RANDOM_FAULTS
-from sykit._race import spawn
-from sykit._sched import backend
 
 EXAMPLES = int(os.environ.get("SYKIT_PROPERTY_EXAMPLES", "60"))
 MODELS = ("a", "b", "c")
@@ -177,8 +175,7 @@ def build(
             ctx.calls += 1
             return ctx.driver.call_model(ctx.request, node[1])  # the call itself, not a wrapper
         if node[0] == "spawn":
-            b = backend()
-            return spawn(b, awaitable(node[1], ctx), b.new_race(), "spawned")
+            return sy.start(awaitable(node[1], ctx))[0]
         return evaluate(node, ctx)
 
     async def evaluate(node: tuple[Any, ...], ctx: Context) -> Any:

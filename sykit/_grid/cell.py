@@ -23,7 +23,7 @@ import pandas as pd
 
 from .._health import broken_message
 from .._metrics import attempt_counts
-from .._runner import RunInterrupted, _Plan, _run_real
+from .._plan import Plan, RunInterrupted, run_real
 from .axes import Axis, Binding, Cell, StrategyEntry
 
 __all__ = ["CellOutcome", "GridSpec", "init_worker", "run_cell", "work"]
@@ -119,11 +119,11 @@ def _run_and_keep(
     return outcome
 
 
-def plan_cell(spec: GridSpec, cell: Cell) -> tuple[_Plan, Any]:
+def plan_cell(spec: GridSpec, cell: Cell) -> tuple[Plan, Any]:
     """The checked run of a cell (its algorithm built, host and traffic resolved), not started."""
     values = {name: spec.axes[name].value(label) for name, label in cell.labels}
     fn = spec.strategies[cell.strategy].build(values)
-    plan = _Plan(
+    plan = Plan(
         [(cell.strategy, fn)],
         spec.requests,
         spec.host.resolve(values),
@@ -140,7 +140,7 @@ def _run(spec: GridSpec, cell: Cell) -> Any:
     plan, fn = plan_cell(spec, cell)
     if plan.host.virtual:
         return plan.run_simulated(cell.strategy, fn, cell.seed, None)
-    result = _run_real(plan, None)[0]
+    result = run_real(plan, None)[0]
     if result.interrupted:
         raise KeyboardInterrupt
     return result

@@ -11,10 +11,11 @@ from typing import Any
 import pandas as pd
 
 from .._errors import ArgumentError, SykitError
-from .._inputs import Algorithm, as_requests, check_seeds
+from .._inputs import as_requests, check_seeds
 from .._models import Request
 from .._progress import make_progress
-from .._session import flatten_sessions
+from .._types import AlgorithmLike as Algorithm
+from ..sessions._plan import flatten_sessions
 from .axes import Binding, Cell, bind, cells_of, check_axes, check_strategies
 from .cell import CellOutcome, GridSpec, plan_cell
 from .execute import Pool, check_executor

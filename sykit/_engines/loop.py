@@ -37,8 +37,9 @@ from typing import Any, TypeVar
 
 import anyio
 
-from ._deadlock import describe_deadlock
-from ._errors import ArgumentError, RealIOError, SimDeadlock
+from .._errors import ArgumentError, RealIOError, SimDeadlock
+from .base import sleep_refusal
+from .deadlock import describe_deadlock
 
 __all__ = ["VirtualTimeLoop", "arun", "loop_is_running", "run"]
 
@@ -145,6 +146,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):  # type: ignore[misc,valid-typ
         self.task_created = None
         self.deadlock_handler: Callable[[], bool] | None = None
         self.interrupt_handler: Callable[[], None] | None = None
+        self.interrupt_handler_ran = False
 
     # -- the clock ---------------------------------------------------------------------------
     def time(self) -> float:
@@ -208,12 +210,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):  # type: ignore[misc,valid-typ
         if not when < math.inf:
             # A timer that never fires would move the virtual clock to infinity (or NaN) if it
             # did: refused as the kernel refuses ``sleep(inf)``, with the same error.
-            seconds = when - self._vtime
-            raise ArgumentError(
-                "cannot sleep forever (seconds=inf)"
-                if seconds == math.inf
-                else f"cannot sleep {seconds!r} seconds"
-            )
+            raise ArgumentError(sleep_refusal(when - self._vtime))
         self._check_closed()
         timer = _SeqTimerHandle(when, callback, args, self, context, next(self._timer_seq))
         heapq.heappush(self._scheduled, timer)
@@ -314,6 +311,7 @@ def _interrupt(loop: VirtualTimeLoop) -> None:
     """Ctrl-C, delivered on the loop's own thread: the loop's ``interrupt_handler`` stops the
     run its own way (keeping what finished); without one, every task is cancelled."""
     if loop.interrupt_handler is not None:
+        loop.interrupt_handler_ran = True
         loop.interrupt_handler()
         return
     for task in asyncio.all_tasks(loop):
@@ -328,9 +326,10 @@ def run(
     """Run ``main()`` to completion on a fresh :class:`VirtualTimeLoop` and return its result.
 
     In a thread that already runs an event loop (a notebook cell, or after ``nest_asyncio.apply()``)
-    the loop runs in a private worker thread while this thread waits; ``KeyboardInterrupt`` cancels
-    the simulation's tasks and, once they have stopped, is re-raised, unless ``main`` ended with an
-    exception of its own (a run's partial result), which is raised instead.
+    the loop runs in a private worker thread while this thread waits; ``KeyboardInterrupt`` goes to
+    the loop's ``interrupt_handler`` (``main`` then stops its own way and its result is returned)
+    or, without one, cancels the simulation's tasks and, once they have stopped, is re-raised,
+    unless ``main`` ended with an exception of its own, which is raised instead.
     """
     if not loop_is_running():
         return _run_here(main, setup)
@@ -352,7 +351,11 @@ def run(
             if loop is not None and not loop.is_closed():
                 loop.call_soon_threadsafe(_interrupt, loop)
             wait_futures([future])
-            stopped = None if future.cancelled() else future.exception()
+            if future.cancelled():
+                raise
+            stopped = future.exception()
+            if stopped is None and loop is not None and loop.interrupt_handler_ran:
+                return future.result()  # ``main`` stopped its own way (keeping what finished)
             if stopped is not None and not isinstance(stopped, asyncio.CancelledError):
                 raise stopped from None  # how ``main`` ended when told to stop (e.g. what finished)
             raise

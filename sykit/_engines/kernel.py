@@ -32,21 +32,33 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Generator, Sequence
 from typing import Any
 
-from ._deadlock import describe_deadlock
-from ._errors import ArgumentError, SimDeadlock
-from ._vocab import CancelCause
+from .._errors import ArgumentError, SimDeadlock
+from .._vocab import CancelCause
+from .base import SLEEP, Engine, EngineExit, current, sleep_refusal
+from .deadlock import describe_deadlock
 
-__all__ = ["SLEEP", "KTask", "Kernel", "NeedsAsyncio", "Timer", "checkpoint", "sleep", "wait_any"]
+__all__ = [
+    "Call",
+    "KTask",
+    "Kernel",
+    "KernelEngine",
+    "NeedsAsyncio",
+    "Timer",
+    "checkpoint",
+    "close_arguments",
+    "sleep",
+    "wait_any",
+]
 
-#: Trap codes: what a suspended coroutine yields to say what it waits for.
-SLEEP = 0
+#: Trap codes: what a suspended coroutine yields to say what it waits for (SLEEP: the base's).
 _WAIT_ANY = 1
 _YIELD = 2
+_CHECK = 3
 
 _CancelledError = asyncio.CancelledError
 
 
-class NeedsAsyncio(BaseException):
+class NeedsAsyncio(EngineExit):
     """An algorithm awaited something only an asyncio event loop can run (an asyncio or anyio
     primitive). A BaseException, so an algorithm's ``except Exception`` cannot swallow it."""
 
@@ -127,9 +139,7 @@ class KTask:
             except _CancelledError:
                 if self.done_:
                     raise
-                from ._sched import backend  # here: _sched imports this module
-
-                backend().cancel(self, None)
+                current().cancel(self, None)
         return self.result()
 
     def __repr__(self) -> str:
@@ -154,6 +164,9 @@ def wait_any(
     that finish at the same instant are all seen done, and the order of ``tasks`` decides."""
     for task in tasks:
         if task.done_:
+            yield (
+                _CHECK,
+            )  # a pending cancellation of the waiter is delivered here, as asyncio does
             return task
     yield (_WAIT_ANY, tasks, timeout)
     for task in tasks:
@@ -306,7 +319,10 @@ class Kernel:
         are closed now, so Python does not warn that their coroutines were never awaited."""
         for task in self._live:
             coro = task.coro
-            if inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
+            if (
+                inspect.iscoroutine(coro)
+                and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED
+            ):
                 close_arguments(coro)
                 coro.close()
 
@@ -368,14 +384,11 @@ class Kernel:
                 kind = trap[0]
                 if kind == SLEEP:
                     seconds = trap[1]
-                    if not seconds > 0:
+                    if not 0 < seconds < math.inf:
                         if seconds == 0:
                             self._ready.append((task, None))
                             return
-                        value, error = None, ArgumentError(f"cannot sleep {seconds!r} seconds")
-                        continue
-                    if seconds == math.inf:
-                        value, error = None, ArgumentError("cannot sleep forever (seconds=inf)")
+                        value, error = None, ArgumentError(sleep_refusal(seconds))
                         continue
                     self._seq += 1
                     task.wake = self._seq
@@ -404,6 +417,9 @@ class Kernel:
                         task.wake = self._seq
                         heapq.heappush(self._heap, (self.now + timeout, self._seq, task))
                     return
+                if kind == _CHECK:  # not cancelled (that was delivered above): go on at once
+                    value = None
+                    continue
                 if kind == _YIELD:
                     self._ready.append((task, None))
                     return
@@ -509,3 +525,188 @@ class Kernel:
         return describe_deadlock(
             self.now, waiting, "e.g. a task waiting for another that waits for it"
         )
+
+
+# -- the engine contract on the kernel ------------------------------------------------------------
+
+
+class Call:
+    """A model or decision call on the kernel that has not been awaited yet: ``await`` it (or
+    pass it to a race helper such as ``sy.first``) to send it. A call never awaited is never sent.
+    (On an asyncio loop a call is an ordinary coroutine, which asyncio's own APIs accept.)"""
+
+    __slots__ = ("steps",)
+
+    def __init__(self, steps: Generator[Any, Any, Any]) -> None:
+        self.steps = steps  # the candidate loop: the kernel runs its traps directly
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        return self.steps
+
+    def close(self) -> None:
+        """Drop the call without sending it."""
+        self.steps.close()
+
+    def __repr__(self) -> str:
+        return "<sykit call (not awaited)>"
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+class _Event:
+    """A one-shot event for kernel tasks: waiting is waiting for a task that ends when it is set."""
+
+    __slots__ = ("_kernel", "_task")
+
+    def __init__(self, kernel: Kernel) -> None:
+        self._kernel = kernel
+        self._task: KTask | None = None
+
+    def _gate(self) -> KTask:
+        if self._task is None:
+            task = KTask(None, None, None)  # type: ignore[arg-type]
+            task.coro = None  # never stepped: it ends when the event is set
+            task.name = "event"
+            self._task = task
+        return self._task
+
+    def set(self) -> None:
+        task = self._gate()
+        if not task.done_:
+            self._kernel._finish(task, None, None, False)
+
+    async def wait(self) -> None:
+        await wait_any([self._gate()])
+
+
+class _Deadline:
+    """``Engine.deadline`` on the kernel: the awaitable runs in the calling task (no extra task);
+    at the deadline the task is cancelled with the scope's cause where it waits."""
+
+    __slots__ = ("_cause", "_expired", "_kernel", "_race", "_seconds", "_task", "_timer", "engine")
+
+    def __init__(self, engine: KernelEngine, seconds: float, cause: CancelCause) -> None:
+        self.engine = engine
+        self._kernel = engine.kernel
+        self._seconds = seconds
+        self._cause = cause
+        self._expired = False
+        self._task: KTask | None = None
+        self._timer: Timer | None = None
+        self._race: int | None = None
+
+    def __enter__(self) -> _Deadline:
+        task = self._kernel.current
+        if task is None:
+            raise RuntimeError("a deadline must be entered inside a task")
+        self._task = task
+        self._race = task.race_id
+        task.race_id = self.engine.new_race()
+        self._timer = self._kernel.call_later(self._seconds, self._expire)
+        return self
+
+    def _expire(self) -> None:
+        task = self._task
+        if task is not None and not task.done_:
+            self._expired = True
+            self._kernel.cancel(task, self._cause)
+
+    def cancelled_caught(self) -> bool:
+        task = self._task
+        if self._expired and task is not None and task.cancel_cause is self._cause:
+            task.cancel_cause = None  # handled: later cancellations have causes of their own
+            return True
+        return False
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._task is not None:
+            self._task.race_id = self._race
+
+
+class KernelEngine(Engine):
+    """The engine contract on the trampoline kernel."""
+
+    name = "kernel"
+    __slots__ = ("kernel",)
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+
+    def now(self) -> float:
+        return self.kernel.now
+
+    def sleep(self, seconds: float) -> Any:
+        return sleep(seconds)
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        self.kernel.call_soon(fn, *args)
+
+    def call_later(self, seconds: float, fn: Callable[..., Any], *args: Any) -> Timer:
+        return self.kernel.call_later(seconds, fn, *args)
+
+    def spawn(self, awaitable: Any, race_id: int | None) -> KTask:
+        if type(awaitable) is Call:
+            coro: Any = awaitable.steps
+        elif isinstance(awaitable, Coroutine):
+            coro = awaitable
+        else:
+            coro = _await(awaitable)
+        kernel = self.kernel
+        running = kernel.current
+        owner = running.owner if running is not None else None
+        return kernel.spawn(coro, owner=owner, race_id=race_id, track=owner)
+
+    def spawn_request(self, coro: Coroutine[Any, Any, Any], owner: Any, name: str) -> KTask:
+        return self.kernel.spawn(coro, owner=owner, name=name)
+
+    def spawn_detached(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self.kernel.spawn(coro, name="detached")
+
+    def wait_any(self, tasks: Sequence[KTask], timeout: float | None = None) -> Any:
+        return wait_any(tasks, timeout)  # awaitable as it is: no coroutine around it
+
+    def cancel(self, task: KTask, cause: CancelCause | None) -> None:
+        self.kernel.cancel(task, cause)
+
+    def cancel_all(self, tasks: Sequence[KTask], cause: CancelCause | None) -> None:
+        if cause is not None:
+            for task in tasks:
+                if task.cancel_cause is None and not task.done_:
+                    task.cancel_cause = cause
+        for task in tasks:
+            self.kernel.cancel(task, cause)
+
+    def uncancel(self, task: KTask) -> None:
+        task.cancel_pending = False
+        task.cancel_cause = None
+
+    def drop(self, task: KTask) -> None:
+        self.kernel.drop(task)
+
+    def deadline(self, seconds: float, cause: CancelCause) -> _Deadline:
+        return _Deadline(self, seconds, cause)
+
+    def event(self) -> _Event:
+        return _Event(self.kernel)
+
+    def current_task(self) -> KTask | None:
+        return self.kernel.current
+
+    def current_cause(self) -> CancelCause | None:
+        running = self.kernel.current
+        return None if running is None else running.cancel_cause  # type: ignore[return-value]
+
+    def current_race(self) -> int | None:
+        running = self.kernel.current
+        return None if running is None else running.race_id
+
+    def current_owner(self) -> Any:
+        running = self.kernel.current
+        return None if running is None else running.owner
+
+    def drive(self, steps: Generator[Any, Any, Any], session: Any) -> Call:
+        return Call(steps)  # a simulated host plans its attempts: only sleeps reach the kernel

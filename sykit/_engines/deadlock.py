@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -12,9 +11,9 @@ import anyio
 
 __all__ = ["describe_deadlock", "innermost_user_frame"]
 
-_LIBRARY_DIRS = tuple(
-    os.path.dirname(module.__file__ or "") + os.sep
-    for module in (asyncio, anyio, sys.modules[__package__])
+_LIBRARY_DIRS = (
+    *(os.path.dirname(module.__file__ or "") + os.sep for module in (asyncio, anyio)),
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # sykit itself
 )
 
 
