@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from ._checks import check_int
 from ._errors import ArgumentError, ArgumentTypeError
 
 __all__ = [
@@ -172,23 +173,25 @@ class Request:
             )
             tool_tokens = _estimate_tokens(json.dumps([dict(t) for t in tools_frozen], default=str))
             input_tokens = text_tokens + IMAGE_TOKENS * len(images) + (tool_tokens if tools else 0)
-        elif (
-            isinstance(input_tokens, bool) or not isinstance(input_tokens, int) or input_tokens < 0
-        ):
-            raise ArgumentError(f"input_tokens must be an int ≥ 0, got {input_tokens!r}")
-        if input_tokens > TOKEN_LIMIT:
-            raise ArgumentError(
-                f"input_tokens must be ≤ 2**31 - 1 ({TOKEN_LIMIT:,}), got {input_tokens!r}"
+        else:
+            input_tokens = check_int(
+                input_tokens, "input_tokens", low=0, expected="an int ≥ 0", type_error=ArgumentError
             )
-        if max_output_tokens is not None and (
-            isinstance(max_output_tokens, bool)
-            or not isinstance(max_output_tokens, int)
-            or max_output_tokens <= 0
-            or max_output_tokens > TOKEN_LIMIT
-        ):
-            raise ArgumentError(
-                f"max_output_tokens must be a positive int ≤ 2**31 - 1 ({TOKEN_LIMIT:,}) or None, "
-                f"got {max_output_tokens!r}"
+        # stored as 32-bit ints: refused here, not after a run
+        input_tokens = check_int(
+            input_tokens,
+            "input_tokens",
+            high=TOKEN_LIMIT,
+            expected=f"≤ 2**31 - 1 ({TOKEN_LIMIT:,})",
+        )
+        if max_output_tokens is not None:
+            max_output_tokens = check_int(
+                max_output_tokens,
+                "max_output_tokens",
+                low=1,
+                high=TOKEN_LIMIT,
+                expected=f"a positive int ≤ 2**31 - 1 ({TOKEN_LIMIT:,}) or None",
+                type_error=ArgumentError,
             )
         if metadata is not None and not isinstance(metadata, Mapping):
             raise ArgumentTypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
