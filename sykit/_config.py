@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ._checks import check_int, check_real
 from ._classify import FallbackReason
@@ -23,6 +23,9 @@ from ._dists import U_LOW, Distribution, LogNormal, as_distribution, check_numbe
 from ._errors import ArgumentError, ArgumentTypeError
 from ._hosts._openai_wire import ERROR_DEFAULTS as ERROR_DEFAULTS
 from ._hosts._openai_wire import error_object
+
+if TYPE_CHECKING:
+    from ._types import Converted, converted
 
 __all__ = [
     "ErrorFault",
@@ -64,9 +67,12 @@ def _unavailable_status(status: int) -> bool:
 
 
 class _Replaceable:
+    if TYPE_CHECKING:  # every subclass is a dataclass
+        __dataclass_fields__: ClassVar[dict[str, Any]]
+
     def replace(self, **changes: Any) -> Any:
         """A copy with some fields changed (checked like the original)."""
-        return replace(self, **changes)  # type: ignore[type-var]
+        return replace(self, **changes)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,8 +88,12 @@ class Latency(_Replaceable):
     sy.Latency(ttft=0.2, tokens_per_s=80, prefill_tokens_per_s=5_000)
     """
 
-    ttft: float | Distribution = 0.5
-    tokens_per_s: float | Distribution = 50.0
+    if TYPE_CHECKING:  # __post_init__ makes both distributions
+        ttft: Converted[float | Distribution, Distribution] = converted(0.5)
+        tokens_per_s: Converted[float | Distribution, Distribution] = converted(50.0)
+    else:
+        ttft: float | Distribution = 0.5
+        tokens_per_s: float | Distribution = 50.0
     prefill_tokens_per_s: float | None = None
 
     def __post_init__(self) -> None:
@@ -269,6 +279,9 @@ class Faults(_Replaceable):
     fail_first: int = 0
     fail_first_status: int | Literal["timeout", "reset"] = 429
     flapping: Flapping | None = None
+    if TYPE_CHECKING:  # set by __post_init__, for the host's fast path
+        random_total: float = field(init=False, repr=False, compare=False)
+        scripted: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         total = 0.0  # kept as self.random_total, with self.scripted, for the host's fast path
@@ -440,11 +453,19 @@ class ModelProfile(_Replaceable):
     tools: bool = True
     prefill: bool = True
     latency: Latency = field(default_factory=Latency)
-    output_tokens: float | Distribution = field(default_factory=lambda: LogNormal(200, p95=800))
+    if TYPE_CHECKING:  # __post_init__ makes it a distribution
+        output_tokens: Converted[float | Distribution, Distribution] = converted(
+            field(default_factory=lambda: LogNormal(200, p95=800))
+        )
+    else:
+        output_tokens: float | Distribution = field(default_factory=lambda: LogNormal(200, p95=800))
     quality: float | None = None
     faults: Faults = field(default_factory=Faults)
     rate_limit: RateLimit | None = None
-    reject_delay_s: float | Distribution = 0.05
+    if TYPE_CHECKING:  # __post_init__ makes it a distribution
+        reject_delay_s: Converted[float | Distribution, Distribution] = converted(0.05)
+    else:
+        reject_delay_s: float | Distribution = 0.05
     cache: PromptCache | None = None
 
     def __post_init__(self) -> None:

@@ -226,7 +226,7 @@ def _fake_model(
         unsupported.append(f"rate_limit={profile.rate_limit!r}")
     if unsupported:
         raise ArgumentError(f"{what}: FakeProvider cannot reproduce {', '.join(unsupported)}")
-    output_tokens = round(_constant(profile.output_tokens, f"{what}.output_tokens"))  # type: ignore[arg-type]
+    output_tokens = round(_constant(profile.output_tokens, f"{what}.output_tokens"))
     chosen: list[str | ErrorFault] = [wire_fault] if wire_fault is not None else []
     after = None
     for fault in RANDOM_FAULTS:
@@ -256,8 +256,8 @@ def _fake_model(
     retry_after = faults.retry_after_s
     flapping = faults.flapping
     return FakeModel(
-        ttft_s=_constant(profile.latency.ttft, f"{what}.latency.ttft") * scale,  # type: ignore[arg-type]
-        tokens_per_s=_constant(profile.latency.tokens_per_s, f"{what}.latency.tokens_per_s")  # type: ignore[arg-type]
+        ttft_s=_constant(profile.latency.ttft, f"{what}.latency.ttft") * scale,
+        tokens_per_s=_constant(profile.latency.tokens_per_s, f"{what}.latency.tokens_per_s")
         / scale,
         output_tokens=output_tokens,
         fault=chosen[0] if chosen else None,

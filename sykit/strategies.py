@@ -95,7 +95,7 @@ _inv_cdf = NormalDist().inv_cdf
 
 
 def _good(quality: float | None, threshold: float) -> bool | None:
-    return quality >= threshold if graded(quality) else None  # type: ignore[operator]
+    return quality >= threshold if graded(quality) else None
 
 
 # -- one model, random, ordered --------------------------------------------------------------------
@@ -478,7 +478,7 @@ def oracle(models: Sequence[str]) -> Algorithm:
             quality = qualities[model]
             cost = view.expected_cost_usd(model, request.input_tokens, request.max_output_tokens)
             if graded(quality):
-                return (0, -quality, cost)  # type: ignore[operator]
+                return (0, -quality, cost)
             return (1, 0.0, cost)
 
         return await _serve_in_order(sorted(names, key=rank), request, driver)

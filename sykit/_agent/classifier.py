@@ -328,7 +328,7 @@ def _check_options(
         raise ArgumentError(f"window must be an int ≥ 0 or None, got {window!r}")
     if timeout_s is not None:
         timeout_s = check_number(timeout_s, "timeout_s", low_open=True)
-    return window, timeout_s  # type: ignore[return-value]
+    return window, timeout_s
 
 
 def _with_trigger(algorithm: Algorithm, trigger: str, label: str) -> Algorithm:

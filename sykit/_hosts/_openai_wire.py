@@ -177,7 +177,7 @@ def _messages(request: Request) -> list[dict[str, Any]]:
 
 def _tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     if "type" in tool:
-        return _plain(tool)  # type: ignore[no-any-return]
+        return _plain(tool)
     function = {"name": str(tool.get("name", "tool"))}
     if "description" in tool:
         function["description"] = tool["description"]

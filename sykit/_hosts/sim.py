@@ -176,11 +176,11 @@ class _Card:
         self.profile = profile
         faults = profile.faults
         self.faulty = bool(
-            faults.scripted or profile.rate_limit is not None or faults.random_total > 0  # type: ignore[attr-defined]
+            faults.scripted or profile.rate_limit is not None or faults.random_total > 0
         )
-        self.ttft = profile.latency.ttft.quantile  # type: ignore[union-attr]
-        self.tokens_per_s = profile.latency.tokens_per_s.quantile  # type: ignore[union-attr]
-        self.output_tokens = profile.output_tokens.quantile  # type: ignore[union-attr]
+        self.ttft = profile.latency.ttft.quantile
+        self.tokens_per_s = profile.latency.tokens_per_s.quantile
+        self.output_tokens = profile.output_tokens.quantile
         self.spike_p = faults.spike_p
         self.spike_factor = faults.spike_factor
         self.stall_p = faults.stall_p
@@ -241,9 +241,9 @@ class _SimSession:
         u = [unit(w) for w in words]
         failure = None
         faults = profile.faults
-        if faults.scripted or profile.rate_limit is not None:  # type: ignore[attr-defined]
+        if faults.scripted or profile.rate_limit is not None:
             failure = self._scripted(attempt, profile, now)
-        if failure is None and faults.random_total > 0:  # type: ignore[attr-defined]
+        if failure is None and faults.random_total > 0:
             failure = self._random(attempt.model, profile, u)
         if failure is None:
             return self._answer(attempt, card, words, now, None)
@@ -257,7 +257,7 @@ class _SimSession:
             return Reply(
                 None,
                 error=UnavailableError("connection reset by peer", model=attempt.model),
-                after_s=profile.reject_delay_s.quantile(u[SLOT.TTFT]),  # type: ignore[union-attr]
+                after_s=profile.reject_delay_s.quantile(u[SLOT.TTFT]),
             )
         if not isinstance(failure, str):
             return self._error(profile, u, *failure)
@@ -268,7 +268,7 @@ class _SimSession:
                 error=InvalidResponseError(
                     not_chat_message(attempt.model), model=attempt.model, http_status=200
                 ),
-                after_s=profile.reject_delay_s.quantile(u[SLOT.TTFT]),  # type: ignore[union-attr]
+                after_s=profile.reject_delay_s.quantile(u[SLOT.TTFT]),
             )
         return self._answer(attempt, card, words, now, failure)
 
@@ -280,7 +280,7 @@ class _SimSession:
         body: Any,
         headers: Mapping[str, str] | None = None,
     ) -> Reply:
-        delay = profile.reject_delay_s.quantile(u[SLOT.TTFT])  # type: ignore[union-attr]
+        delay = profile.reject_delay_s.quantile(u[SLOT.TTFT])
         return Reply(status, body, headers or {}, after_s=delay)
 
     def _structural(

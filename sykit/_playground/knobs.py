@@ -95,12 +95,12 @@ def _faults(faults: Faults, knobs: Knobs) -> Faults:
 def _profile(profile: ModelProfile, knobs: Knobs) -> ModelProfile:
     k = knobs.latency_scale
     latency = profile.latency.replace(
-        ttft=scale_distribution(profile.latency.ttft, k),  # type: ignore[arg-type]
-        tokens_per_s=scale_distribution(profile.latency.tokens_per_s, 1 / k),  # type: ignore[arg-type]
+        ttft=scale_distribution(profile.latency.ttft, k),
+        tokens_per_s=scale_distribution(profile.latency.tokens_per_s, 1 / k),
     )
     return profile.replace(
         latency=latency,
-        reject_delay_s=scale_distribution(profile.reject_delay_s, k),  # type: ignore[arg-type]
+        reject_delay_s=scale_distribution(profile.reject_delay_s, k),
         faults=_faults(profile.faults, knobs),
     )
 

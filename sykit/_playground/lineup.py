@@ -163,11 +163,7 @@ def hedge_delay(host: SimHost, model: str, q: float = 0.95) -> float:
     draws = np.random.default_rng(0).random((3, 4000)).clip(1e-6, 1 - 1e-6)
     ttft, tps = profile.latency.ttft, profile.latency.tokens_per_s
     tokens = profile.output_tokens
-    totals = [
-        ttft.quantile(a)
-        + (tokens.quantile(b) if hasattr(tokens, "quantile") else float(tokens)) / tps.quantile(c)
-        for a, b, c in draws.T
-    ]
+    totals = [ttft.quantile(a) + tokens.quantile(b) / tps.quantile(c) for a, b, c in draws.T]
     return round(float(np.quantile(totals, q)), 1) or 0.1
 
 
