@@ -18,6 +18,7 @@ from typing import Any, overload
 import numpy as np
 import pandas as pd
 
+from .._checks import check_int
 from .._errors import ArgumentError, ArgumentTypeError
 from .._models import GroundTruth, Request
 
@@ -167,10 +168,7 @@ class Dataset:
     def __getitem__(self, key: int | slice) -> Request | Dataset:
         if isinstance(key, slice):
             return self._derive(self._frame.iloc[key])
-        if isinstance(key, bool) or not isinstance(key, int | np.integer):
-            raise ArgumentTypeError(
-                f"dataset indices must be int or slice, got {type(key).__name__}"
-            )
+        key = check_int(key, "dataset index", expected="an int or slice")
         n = len(self._frame)
         if not -n <= key < n:
             raise IndexError(f"dataset index {key} out of range for {n} requests")
@@ -228,8 +226,7 @@ class Dataset:
         remainders decide the rounding). The sample keeps the dataset's order.
         """
         n = _count(n, "n")
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-            raise ArgumentTypeError(f"seed must be an int, got {type(seed).__name__}")
+        seed = check_int(seed, "seed")
         total = len(self._frame)
         if n > total:
             raise ArgumentError(f"sample: n={n} is more than the {total} requests in the dataset")
@@ -364,8 +361,4 @@ class Dataset:
 
 
 def _count(n: object, name: str) -> int:
-    if isinstance(n, bool) or not isinstance(n, int | np.integer):
-        raise ArgumentTypeError(f"{name} must be an int, got {type(n).__name__}")
-    if n < 0:
-        raise ArgumentError(f"{name} must be ≥ 0, got {n}")
-    return int(n)
+    return check_int(n, name, low=0, expected="≥ 0")
