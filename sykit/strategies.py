@@ -108,7 +108,7 @@ def single(model: str) -> Algorithm:
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         return route_to(model, request)
 
-    algorithm.fixed_chain = (model,)  # type: ignore[attr-defined]  # the runner's fast path
+    algorithm.__dict__["fixed_chain"] = (model,)  # the runner's fast path
     return _named(f"single({model})", algorithm)
 
 
@@ -153,7 +153,7 @@ def fallback_chain(models: Sequence[str]) -> Algorithm:
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         return route_to(names[0], request, fallbacks=names[1:])
 
-    algorithm.fixed_chain = tuple(names)  # type: ignore[attr-defined]  # the runner's fast path
+    algorithm.__dict__["fixed_chain"] = tuple(names)  # the runner's fast path
     return _named("fallback(" + ">".join(names) + ")", algorithm)
 
 
@@ -509,7 +509,7 @@ def cheapest_good_enough(models: Sequence[str], *, threshold: float = 0.5) -> Al
             (m for m in names if m not in good),
             key=lambda m: (
                 0 if graded(qualities[m]) else 1,
-                -(qualities[m] if graded(qualities[m]) else 0.0),  # type: ignore[operator]
+                -(q if graded(q := qualities[m]) else 0.0),
                 cost(m),
             ),
         )

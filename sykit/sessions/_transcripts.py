@@ -265,11 +265,11 @@ def _session(sid: str | int, calls: list[_Call], gap_s: Any) -> Session:
         )
     turns = [Turn(calls[0].request)]
     for previous, call in itertools.pairwise(calls):
-        if call.timestamp is None:
+        since = previous.end if previous.end is not None else previous.timestamp
+        if call.timestamp is None or since is None:  # untimed (a session is timed all or none)
             gap = gap_s
         else:
-            since = previous.end if previous.end is not None else previous.timestamp
-            gap = call.timestamp - since  # type: ignore[operator]
+            gap = call.timestamp - since
             if gap < 0:
                 what = "ended" if previous.end is not None else "was sent"
                 raise ArgumentError(
