@@ -355,7 +355,8 @@ def _planned(turns: pd.DataFrame, first: pd.DataFrame, sent: np.ndarray, served:
             f"session {first['session_id'].iloc[at]!r} sent {sent[at]} turns but its "
             f"planned_turns is {int(inferred[at])}"
         )
-    return pd.Series(pd.array(np.where(np.isnan(inferred), None, inferred), dtype="Int64"))
+    missing = np.array(None, dtype=object)
+    return pd.Series(pd.array(np.where(np.isnan(inferred), missing, inferred), dtype="Int64"))
 
 
 def _success(turns: pd.DataFrame, frame: pd.DataFrame, outcomes: TaskOutcomes | None) -> np.ndarray:
