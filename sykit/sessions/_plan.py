@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._checks import check_real
 from .._errors import ArgumentError, ArgumentTypeError
 from .._models import Request
 from .._rng import uniforms
@@ -47,19 +48,19 @@ class Turn:
             raise ArgumentTypeError(
                 f"Turn.request must be a sy.Request, got {type(self.request).__name__}"
             )
-        _check_gap(self.gap_s)
+        object.__setattr__(self, "gap_s", _check_gap(self.gap_s))
 
 
-def _check_gap(gap: Any) -> None:
+def _check_gap(gap: Any) -> Any:
+    """``gap`` if it is a distribution, else as a float of seconds (finite and ≥ 0)."""
     if hasattr(gap, "quantile") and callable(gap.quantile):
-        return
-    if isinstance(gap, bool) or not isinstance(gap, int | float):
-        raise ArgumentTypeError(
-            f"gap_s must be seconds (a number ≥ 0) or a distribution such as sy.LogNormal, "
-            f"got {type(gap).__name__}"
-        )
-    if not math.isfinite(gap) or gap < 0:
-        raise ArgumentError(f"gap_s must be finite and ≥ 0, got {gap!r}")
+        return gap
+    return check_real(
+        gap,
+        "gap_s",
+        low=0,
+        expected="≥ 0 and finite (seconds) or a distribution such as sy.LogNormal",
+    )
 
 
 @dataclass(frozen=True, init=False)
