@@ -26,13 +26,17 @@ from ._errors import ArgumentError, ArgumentTypeError, SykitError
 __all__ = ["check_int", "check_probability", "check_real", "is_count"]
 
 
+#: How an ``expected=`` text that is a range, not a kind of its own, begins.
+_RANGE_WORDS = ("<", ">", "≤", "≥", "=", "in ", "between ", "from ")
+
+
 def _wrong_type(name: str, kind: str, expected: str | None, value: Any) -> str:
     """What ``value`` must be: ``expected`` where it starts with ``kind`` ("an int ≥ 1"), ``kind``
-    qualified by it where it is a range ("a number in [0, 1]"), else ``kind`` ("a number" where
-    ``expected`` is "a finite number (0.5: random)")."""
+    qualified by it where it is a range ("a number in [0, 1]", "an int ≥ 1"), else ``kind`` ("a
+    number" where ``expected`` is "a finite number (0.5: random)" or "numbers in [0, 1]")."""
     if expected and expected.startswith(kind):
         kind = expected
-    elif expected and not expected.startswith(("a ", "an ")):
+    elif expected and expected.startswith(_RANGE_WORDS):
         kind = f"{kind} {expected}"
     return f"{name} must be {kind}, got {type(value).__name__} {value!r:.40}"
 

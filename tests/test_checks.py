@@ -116,6 +116,7 @@ def test_int_refuses_values(value, kwargs, message):
         (check_real, "a finite number (0.5: random)", "n must be a number, got str 'x'"),
         (check_real, "a number ≥ 0", "n must be a number ≥ 0, got str 'x'"),
         (check_real, "between 0 and 1", "n must be a number between 0 and 1, got str 'x'"),
+        (check_real, "numbers in [0, 1]", "n must be a number, got str 'x'"),
     ],
 )
 def test_a_type_error_names_the_kind_and_the_callers_range(check, expected, message):

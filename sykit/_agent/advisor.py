@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._checks import check_int
 from .._dists import check_number
 from .._driver import Driver
 from .._errors import ArgumentError, ArgumentTypeError, ModelError
@@ -291,8 +292,7 @@ def advisor_gate(
         "transcript_max_tokens": (transcript_max_tokens, 64),
     }
     for option, (count, low) in counts.items():
-        if isinstance(count, bool) or not isinstance(count, int) or count < low:
-            raise ArgumentError(f"{option} must be an int ≥ {low}, got {count!r}")
+        check_int(count, option, low=low, type_error=ArgumentError)
     threshold = check_number(threshold, "threshold", low=-math.inf)
     if not isinstance(fail_open, bool):
         raise ArgumentTypeError(f"fail_open must be True or False, got {fail_open!r}")

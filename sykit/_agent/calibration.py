@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._checks import check_probability
 from .._errors import ArgumentError, ArgumentTypeError
 from .._results import Comparison, Result
 from .._vocab import RequestStatus
@@ -232,9 +233,11 @@ def _thresholds(given: Iterable[float]) -> list[float]:
         raise ArgumentTypeError("thresholds must be a list of numbers in [0, 1]")
     values = []
     for value in given:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-            raise ArgumentError(f"thresholds must be numbers in [0, 1], got {value!r}")
-        values.append(float(value))
+        values.append(
+            check_probability(
+                value, "thresholds", expected="numbers in [0, 1]", type_error=ArgumentError
+            )
+        )
     if not values:
         raise ArgumentError("thresholds is empty; give at least one candidate")
     return sorted(set(values))

@@ -30,6 +30,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from .._checks import check_int
 from .._dists import check_number
 from .._driver import Driver
 from .._errors import ArgumentError, ArgumentTypeError, ModelError, ModelTimeout
@@ -322,10 +323,10 @@ def _check_options(
 ) -> tuple[int | None, float | None]:
     if trigger not in CLASSIFY_TRIGGERS:
         raise ArgumentError(f"trigger must be one of {list(CLASSIFY_TRIGGERS)}, got {trigger!r}")
-    if window is not None and (
-        isinstance(window, bool) or not isinstance(window, int) or window < 0
-    ):
-        raise ArgumentError(f"window must be an int ≥ 0 or None, got {window!r}")
+    if window is not None:
+        window = check_int(
+            window, "window", low=0, expected="an int ≥ 0 or None", type_error=ArgumentError
+        )
     if timeout_s is not None:
         timeout_s = check_number(timeout_s, "timeout_s", low_open=True)
     return window, timeout_s

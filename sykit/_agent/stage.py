@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._checks import check_int
 from .._dists import check_number
 from .._driver import Driver
 from .._errors import ArgumentError, ArgumentTypeError, ModelError
@@ -148,12 +149,9 @@ def stage_router(
     judge = None if judge is None else _model(judge, "judge")
     default = default_tier(default, capable, efficient)
     threshold = check_number(confidence_threshold, "confidence_threshold", high=1.0)
-    if (
-        isinstance(recent_turn_window, bool)
-        or not isinstance(recent_turn_window, int)
-        or recent_turn_window < 1
-    ):
-        raise ArgumentError(f"recent_turn_window must be an int ≥ 1, got {recent_turn_window!r}")
+    recent_turn_window = check_int(
+        recent_turn_window, "recent_turn_window", low=1, type_error=ArgumentError
+    )
     if base_threshold is not None and judge is None:
         raise ArgumentError("base_threshold is the judge's threshold: give judge= too")
     p_floor = (

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._checks import check_int
 from .._errors import ArgumentError, ArgumentTypeError
 
 __all__ = [
@@ -339,8 +340,7 @@ def tool_signals(
     tool_semantics: ToolSemantics | Mapping[str, Iterable[str]] | None = None,
 ) -> ToolSignals:
     """The :class:`ToolSignals` of a conversation (a request's ``messages``)."""
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ArgumentError(f"window must be an int ≥ 1, got {window!r}")
+    window = check_int(window, "window", low=1, type_error=ArgumentError)
     semantics = ToolSemantics.of(tool_semantics)
     calls: list[str] = []  # the category of each tool call, in order
     texts: list[str] = []  # each non-empty tool result
