@@ -9,10 +9,9 @@ its planned length, so that a session that ended early (a failed turn) is known 
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import pandas as pd
 
+from .._checks import check_int
 from .._errors import ArgumentError, ArgumentTypeError
 from .._models import Request
 from .._rng import uniforms
@@ -49,15 +48,17 @@ def grounded_sessions(
     if tasks is None:
         tasks = swebench_pro()
     ids, quadrants = _check_tasks(tasks)
-    if isinstance(seed, bool) or not isinstance(seed, Integral):
-        raise ArgumentTypeError(f"seed must be an int, got {type(seed).__name__}")
-    seed = int(seed)
+    seed = check_int(seed, "seed")
     if n is None:
         n = len(ids)
-    elif isinstance(n, bool) or not isinstance(n, Integral):
-        raise ArgumentTypeError(f"n must be an int or None, got {type(n).__name__}")
-    elif not 1 <= n <= len(ids):
-        raise ArgumentError(f"n must be between 1 and the {len(ids)} tasks of the table, got {n}")
+    else:
+        n = check_int(
+            n,
+            "n",
+            low=1,
+            high=len(ids),
+            expected=f"between 1 and the {len(ids)} tasks of the table",
+        )
     if trace is None:
         trace = fit_openhands()
     elif not isinstance(trace, AgentTrace):

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._checks import check_real
 from .._config import ModelProfile
 from .._errors import ArgumentError, ArgumentTypeError
 from .._metrics import bootstrap_mean_ci
@@ -56,13 +57,9 @@ class CachePrices:
             value = getattr(self, name)
             if value is None and name == "cache_write":
                 continue
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ArgumentTypeError(
-                    f"CachePrices.{name} must be a number (USD per 1M tokens), got "
-                    f"{type(value).__name__}"
-                )
-            if not math.isfinite(value) or value < 0:
-                raise ArgumentError(f"CachePrices.{name} must be finite and ≥ 0, got {value!r}")
+            check_real(
+                value, f"CachePrices.{name}", low=0, expected="≥ 0 and finite (USD per 1M tokens)"
+            )
 
 
 def session_frame(

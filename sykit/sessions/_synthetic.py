@@ -50,6 +50,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._checks import check_int
 from .._dists import Empirical
 from .._errors import ArgumentError, ArgumentTypeError
 from .._models import Request
@@ -210,10 +211,8 @@ def synthetic_sessions(
     result ends the prompt (``tool``, ``tool_kind``; None on the first turn) and ``tool_error``.
     ``Turn.gap_s`` is the drawn pause in seconds.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ArgumentError(f"n must be an int ≥ 1, got {n!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ArgumentTypeError(f"seed must be an int, got {type(seed).__name__}")
+    n = check_int(n, "n", low=1, type_error=ArgumentError)
+    seed = check_int(seed, "seed")
     if not isinstance(id_prefix, str):
         raise ArgumentTypeError(f"id_prefix must be a str, got {type(id_prefix).__name__}")
     if trace is None:

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._checks import check_int, check_real
 from .._errors import ArgumentError, ArgumentTypeError
 from .._models import Request
 from ._plan import Session, Turn, _check_gap
@@ -240,18 +240,16 @@ def _seconds(data: dict[str, Any], key: str, where: str) -> float | None:
     value = data.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ArgumentError(f"{where}: {key} must be a number of seconds, got {value!r}")
-    return float(value)
+    return check_real(
+        value, f"{where}: {key}", expected="a number of seconds", type_error=ArgumentError
+    )
 
 
 def _count(data: Mapping[str, Any], key: str, where: str) -> int | None:
     value = data.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ArgumentError(f"{where}: usage {key} must be an int ≥ 0, got {value!r}")
-    return value
+    return check_int(value, f"{where}: usage {key}", low=0, type_error=ArgumentError)
 
 
 def _session(sid: str | int, calls: list[_Call], gap_s: Any) -> Session:
