@@ -11,8 +11,10 @@ and so are strings (even though ``float("1")`` works). NaN is always refused, in
 ``allow_inf``. A value of the wrong type raises :class:`ArgumentTypeError` and a value out of range
 :class:`ArgumentError`; both messages name the parameter, what it must be and the value got, as
 ``"timeout_s must be > 0, got -1"``. ``expected=`` replaces the generated "what it must be" where a
-caller has better words (``"between 0 and 1"``); ``type_error=ArgumentError`` keeps a wrong type a
-``ValueError`` where that is the documented behaviour.
+caller has better words (``"between 0 and 1"``); a type error says the kind of value wanted
+(``"an int"``, or ``kind=``), with ``expected`` where that starts with the kind or is a range.
+``type_error=ArgumentError`` keeps a wrong type a ``ValueError`` where that is the documented
+behaviour.
 """
 
 from __future__ import annotations
@@ -101,12 +103,13 @@ def check_int(
     high: int | None = None,
     expected: str | None = None,
     type_error: type[SykitError] = ArgumentTypeError,
+    kind: str = "an int",
 ) -> int:
     """``value`` as an int if it is an integer (a Python or numpy integer, not a bool and not a
     float such as ``3.0``) with ``low ≤ value ≤ high``, else an error naming ``name``; ``None`` is
-    no bound."""
+    no bound. ``kind`` is what a type error says the value must be ("an HTTP status")."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise type_error(_wrong_type(name, "an int", expected, value))
+        raise type_error(_wrong_type(name, kind, expected, value))
     number = int(value)
     if _outside(number, low, high, False, False):
         if expected is None:

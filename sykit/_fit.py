@@ -36,6 +36,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from ._checks import check_int
 from ._config import Latency, ModelProfile
 from ._dists import Constant, Distribution, Empirical, LogNormal
 from ._errors import ArgumentError, ArgumentTypeError
@@ -164,8 +165,7 @@ def fit(
     ttft = _check_shape(ttft, "ttft")
     tokens_per_s = _check_shape(tokens_per_s, "tokens_per_s")
     output_tokens = _check_shape(output_tokens, "output_tokens")
-    if isinstance(min_samples, bool) or not isinstance(min_samples, int) or min_samples < 1:
-        raise ArgumentError(f"min_samples must be an int ≥ 1, got {min_samples!r}")
+    min_samples = check_int(min_samples, "min_samples", low=1, type_error=ArgumentError)
     by_model, default = _base_profiles(base)
     fitted: dict[str, ModelProfile] = {}
     models = pd.unique(frame["model"].dropna().astype(str))

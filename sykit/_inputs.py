@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, TypeGuard
 
+from ._checks import check_int
 from ._config import Poisson
 from ._dists import U_HIGH, check_number
 from ._errors import ArgumentError, ArgumentTypeError
@@ -209,19 +210,11 @@ def _with_id(request: Request, request_id: Any) -> Request:
 def check_concurrency(concurrency: object, open_loop: bool) -> int | None:
     if concurrency is None:
         return None if open_loop else DEFAULT_CONCURRENCY
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int):
-        raise ArgumentTypeError(
-            f"concurrency must be a positive int or None, got {type(concurrency).__name__}"
-        )
-    if concurrency < 1:
-        raise ArgumentError(f"concurrency must be ≥ 1, got {concurrency}")
-    return concurrency
+    return check_int(concurrency, "concurrency", low=1, expected="≥ 1")
 
 
 def check_seed(seed: object) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ArgumentTypeError(f"seed must be an int, got {type(seed).__name__}")
-    return seed
+    return check_int(seed, "seed")
 
 
 def check_seeds(seeds: object) -> list[int]:

@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._checks import check_int
 from ._dists import check_number
 from ._driver import Driver
 from ._errors import ArgumentError, ArgumentTypeError, ModelError, RateLimitError
@@ -714,14 +715,17 @@ def litellm_like(
         if cooldown_s is not None:
             cooldown_time = cooldown_s
     for name, number in (("num_retries", num_retries), ("max_fallbacks", max_fallbacks)):
-        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
-            raise ArgumentError(f"{name} must be an int ≥ 0, got {number!r}")
+        check_int(number, name, low=0, type_error=ArgumentError)
     if num_retries > 10:
         raise ArgumentError(f"num_retries must be at most 10, got {num_retries}")
-    if allowed_fails is not None and (
-        isinstance(allowed_fails, bool) or not isinstance(allowed_fails, int) or allowed_fails < 0
-    ):
-        raise ArgumentError(f"allowed_fails must be None or an int ≥ 0, got {allowed_fails!r}")
+    if allowed_fails is not None:
+        allowed_fails = check_int(
+            allowed_fails,
+            "allowed_fails",
+            low=0,
+            expected="None or an int ≥ 0",
+            type_error=ArgumentError,
+        )
     cooldown_time = check_number(cooldown_time, "cooldown_time")
     if retry_after not in _LITELLM_RETRY_AFTER:
         raise ArgumentError(

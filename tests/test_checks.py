@@ -169,3 +169,15 @@ def test_check_number_is_check_real_from_zero(value, kwargs, message):
 )
 def test_is_count(value, want):
     assert is_count(value) is want
+
+
+def test_a_type_error_can_name_another_kind():
+    with pytest.raises(ArgumentError, match=r"^s must be an HTTP status \(400-599\), got str"):
+        check_int(
+            "500",
+            "s",
+            low=400,
+            expected="an HTTP status (400-599)",
+            kind="an HTTP status",
+            type_error=ArgumentError,
+        )

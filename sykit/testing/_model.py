@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._checks import check_int, check_real
 from .._config import ErrorFault, Flapping
 from .._dists import Distribution, as_distribution, check_number
 from .._errors import ArgumentError, ArgumentTypeError
@@ -98,11 +99,14 @@ class FakeModel:
         object.__setattr__(self, "_fault", fault)
         object.__setattr__(self, "_fault_times", times)
         object.__setattr__(self, "_error", error)
-        if self.retry_after_s is not None and not (
-            isinstance(self.retry_after_s, int | float) and self.retry_after_s >= 0
-        ):
-            raise ArgumentError(
-                f"retry_after_s must be a number ≥ 0 or None, got {self.retry_after_s!r}"
+        if self.retry_after_s is not None:
+            check_real(
+                self.retry_after_s,
+                "retry_after_s",
+                low=0,
+                allow_inf=True,
+                expected="a number ≥ 0 or None",
+                type_error=ArgumentError,
             )
         statuses = self.retry_after_statuses
         if (
@@ -114,31 +118,39 @@ class FakeModel:
                 f"retry_after_statuses must be a tuple of HTTP statuses, got {statuses!r}"
             )
         object.__setattr__(self, "retry_after_statuses", tuple(statuses))
-        if self.context_window is not None and (
-            isinstance(self.context_window, bool)
-            or not isinstance(self.context_window, int)
-            or self.context_window <= 0
-        ):
-            raise ArgumentError(
-                f"context_window must be an int > 0 or None, got {self.context_window!r}"
+        if self.context_window is not None:
+            check_int(
+                self.context_window,
+                "context_window",
+                low=1,
+                expected="an int > 0 or None",
+                type_error=ArgumentError,
             )
         if not isinstance(self.verdict, Mapping):
             raise ArgumentTypeError("verdict must be a dict of question id → answer")
         for name in ("reject_json_schema", "reject_tools"):
             status = getattr(self, name)
-            if status is not None and (
-                isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599
-            ):
-                raise ArgumentError(
-                    f"{name} must be an HTTP error status (400-599) or None, got {status!r}"
+            if status is not None:
+                check_int(
+                    status,
+                    name,
+                    low=400,
+                    high=599,
+                    expected="an HTTP error status (400-599) or None",
+                    type_error=ArgumentError,
+                    kind="an HTTP error status",
                 )
         if not isinstance(self.prefill, bool):
             raise ArgumentTypeError(f"prefill must be True or False, got {self.prefill!r}")
         after = self.fault_after_tokens
-        if after is not None and (
-            isinstance(after, bool) or not isinstance(after, int) or after < 0
-        ):
-            raise ArgumentError(f"fault_after_tokens must be an int ≥ 0 or None, got {after!r}")
+        if after is not None:
+            check_int(
+                after,
+                "fault_after_tokens",
+                low=0,
+                expected="an int ≥ 0 or None",
+                type_error=ArgumentError,
+            )
         object.__setattr__(self, "outages", _windows(self.outages))
         if self.flapping is not None and not isinstance(self.flapping, Flapping):
             raise ArgumentTypeError("flapping must be a sy.Flapping(up_s=..., down_s=...) or None")

@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from .._checks import check_real
 from .._config import ErrorFault
 from .._errors import ArgumentError, ArgumentTypeError
 from .._hosts._openai_wire import not_chat_body
@@ -65,8 +66,14 @@ class FakeProvider:
                 )
         if default is not None and not isinstance(default, FakeModel):
             raise ArgumentTypeError(f"default must be a FakeModel, got {type(default).__name__}")
-        if isinstance(slow_s, bool) or not isinstance(slow_s, int | float) or slow_s < 0:
-            raise ArgumentError(f"slow_s must be a number of seconds ≥ 0, got {slow_s!r}")
+        check_real(
+            slow_s,
+            "slow_s",
+            low=0,
+            allow_inf=True,
+            expected="a number of seconds ≥ 0",
+            type_error=ArgumentError,
+        )
         self.models = models
         self.default = default or FakeModel()
         self._api_key = api_key
