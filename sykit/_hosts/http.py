@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import httpx
 
+from .._checks import check_int, check_real
 from .._config import HostPolicy, ModelProfile
 from .._errors import (
     ArgumentError,
@@ -211,20 +212,18 @@ class HttpHost:
             raise ArgumentError(
                 f"decision_format must be 'auto', 'json_schema' or 'tool', got {decision_format!r}"
             )
-        if (
-            isinstance(connect_timeout_s, bool)
-            or not isinstance(connect_timeout_s, int | float)
-            or not connect_timeout_s > 0
-        ):
-            raise ArgumentError(
-                f"connect_timeout_s must be a number > 0, got {connect_timeout_s!r}"
-            )
-        if (
-            isinstance(max_connections, bool)
-            or not isinstance(max_connections, int)
-            or max_connections < 1
-        ):
-            raise ArgumentError(f"max_connections must be an int ≥ 1, got {max_connections!r}")
+        connect_timeout_s = check_real(
+            connect_timeout_s,
+            "connect_timeout_s",
+            low=0,
+            low_open=True,
+            allow_inf=True,
+            expected="a number > 0",
+            type_error=ArgumentError,
+        )
+        max_connections = check_int(
+            max_connections, "max_connections", low=1, type_error=ArgumentError
+        )
         self.stream = stream
         self.decision_format: Literal["auto", "json_schema", "tool"] = decision_format
         self.connect_timeout_s = float(connect_timeout_s)

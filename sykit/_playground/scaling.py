@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from .._checks import check_real
 from .._dists import Constant, Distribution, Empirical, Exponential, LogNormal, Uniform
-from .._errors import ArgumentError, ArgumentTypeError
+from .._errors import ArgumentTypeError
 
 __all__ = ["scale_distribution"]
 
@@ -29,10 +29,7 @@ class _Scaled:
 def scale_distribution(dist: Distribution, factor: float) -> Distribution:
     """The distribution of ``factor × X`` for X ~ ``dist``, of the same kind where there is one
     (a LogNormal stays a LogNormal with the same sigma), so scaled profiles still read well."""
-    if isinstance(factor, bool) or not isinstance(factor, int | float):
-        raise ArgumentTypeError(f"factor must be a number, got {type(factor).__name__}")
-    if not (math.isfinite(factor) and factor > 0):
-        raise ArgumentError(f"factor must be a finite number > 0, got {factor!r}")
+    factor = check_real(factor, "factor", low=0, low_open=True, expected="a finite number > 0")
     if not isinstance(dist, Distribution):
         raise ArgumentTypeError(f"dist must be a distribution such as sy.LogNormal, got {dist!r}")
     if factor == 1:
