@@ -26,8 +26,8 @@ from email.utils import parsedate_to_datetime
 from enum import StrEnum
 from typing import Any
 
+from ._checks import check_int
 from ._errors import (
-    ArgumentTypeError,
     CapabilityError,
     ContextWindowError,
     InvalidRequestError,
@@ -164,8 +164,7 @@ def classify(
     ``body`` may be a parsed JSON object, a JSON string or plain text. ``now`` is only used to turn
     an HTTP-date Retry-After into seconds (default: the current time).
     """
-    if isinstance(status, bool) or not isinstance(status, int):
-        raise ArgumentTypeError(f"status must be an int HTTP status, got {status!r}")
+    status = check_int(status, "status", expected="an int HTTP status")
     if 200 <= status < 300:
         return None
     code, message, was_json = error_fields(body)
