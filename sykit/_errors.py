@@ -60,6 +60,8 @@ class ModelError(SykitError):
     """
 
     kind: str = "model_error"
+    #: The attempt row this error ended (set by the recorder; None for an error made elsewhere).
+    _sykit_row: int | None = None
 
     def __init__(
         self,

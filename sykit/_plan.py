@@ -7,14 +7,12 @@ engines package (:mod:`sykit._engines`) chooses the engine and deals with deadlo
 
 from __future__ import annotations
 
-import contextvars
 import gc
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import anyio
 import numpy as np
 
 from . import _engines
@@ -128,8 +126,8 @@ class Plan:
         result = Result(
             strategy=name,
             seed=run.seed,
-            attempts=attempts,  # type: ignore[arg-type]
-            requests=requests,  # type: ignore[arg-type]
+            attempts=attempts,
+            requests=requests,
             wall_s=time.perf_counter() - started,
             engine=run.backend.name,
             interrupted=interrupted,
@@ -234,10 +232,4 @@ def run_real(plan: Plan, progress: Any) -> list[Result]:
     async def main() -> list[Result]:
         return await plan.run_all_real(progress)
 
-    if _engines.loop_is_running():
-        import concurrent.futures
-
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="sykit-real") as executor:
-            context = contextvars.copy_context()
-            return executor.submit(context.run, anyio.run, main).result()
-    return anyio.run(main)
+    return _engines.block_on(main)

@@ -235,7 +235,7 @@ async def hedge(
         for task in tasks:
             if _succeeded(task):
                 await settle(engine, [t for t in tasks if not t.done()], LOST_RACE)
-                return task.result()  # type: ignore[no-any-return]
+                return task.result()
         last_error = None
         for task in tasks:
             if task.done():
@@ -275,7 +275,7 @@ class Started(Generic[T]):
         """Its result; raises its error, or ``asyncio.InvalidStateError`` if not done."""
         if not self._task.done():
             raise asyncio.InvalidStateError("the started call has not finished")
-        return self._task.result()  # type: ignore[no-any-return]
+        return self._task.result()
 
     def exception(self) -> BaseException | None:
         """Its error (None if it succeeded); ``asyncio.InvalidStateError`` if not done."""
@@ -283,7 +283,7 @@ class Started(Generic[T]):
             raise asyncio.InvalidStateError("the started call has not finished")
         if self._task.cancelled():
             return asyncio.CancelledError()
-        return self._task.exception()  # type: ignore[no-any-return]
+        return self._task.exception()
 
     async def cancel(self) -> None:
         """Cancel it (cause ``lost_race``) and wait until it has stopped; nothing if done."""
@@ -294,7 +294,7 @@ class Started(Generic[T]):
 
     async def _wait(self) -> T:
         await _wait_first(self._engine, [self._task])
-        return _outcome_or_raise(self._task)  # type: ignore[no-any-return]
+        return _outcome_or_raise(self._task)
 
     def __repr__(self) -> str:
         return f"<sykit.Started {'done' if self.done() else 'running'}>"

@@ -260,6 +260,7 @@ async def _in_daemon_thread(work: Callable[[], _T]) -> _T:
             future.set_result(outcome)
 
     def target() -> None:
+        outcome: Any
         try:
             outcome, failed = context.run(work), False
         except BaseException as error:

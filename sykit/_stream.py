@@ -222,9 +222,12 @@ class ModelStream:
         now = head.end_s
         self._ended = True
         self._forget()
+        assert isinstance(reply, Reply)  # a live stream's reply has replaced it at its end
         error = reply_error(reply, head.model)
         if error is None:
-            self._response = succeed(run, state, head.row, reply, head.model, MODEL, now)
+            response = succeed(run, state, head.row, reply, head.model, MODEL, now)
+            assert isinstance(response, Response)
+            self._response = response
             return
         log = run.log
         log_failure(log, head.row, now, error)

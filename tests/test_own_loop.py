@@ -94,6 +94,7 @@ def test_a_timeout_counts_as_a_fallback_without_a_reason():
     assert result.requests["n_fallbacks"].tolist() == [1]
 
 
+@pytest.mark.filterwarnings("ignore::sykit.AlgorithmWarning")
 @pytest.mark.parametrize("engine", ["kernel", "asyncio"])
 def test_an_error_the_algorithm_made_itself_is_refused(engine):
     h = host(a=sy.Faults(unavailable=1.0))

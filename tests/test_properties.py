@@ -571,6 +571,23 @@ def test_the_same_seed_gives_the_same_frames_even_with_ties(plan, ending, host, 
     gc.collect(1)  # a leaked coroutine warns here (an error), in the example that leaked it
 
 
+@PROPERTY_SETTINGS
+@given(
+    plan=steps,
+    ending=endings,
+    host=st.one_of(hosts(continuous=False), hosts(continuous=True)),
+    workload=workloads(),
+)
+def test_both_engines_agree_even_with_ties(plan, ending, host, workload):
+    """Without the leaves' own delays, on hosts with constant latencies too, many things happen
+    at one instant: both engines still order them alike (tasks start as asyncio starts them)."""
+    kernel, ends = run(plan, ending, False, host, workload, "kernel")
+    check_records(kernel, ends, workload)
+    on_asyncio, _ = run(plan, ending, False, host, workload, "asyncio")
+    same_frames(kernel, on_asyncio)
+    gc.collect(1)  # a leaked coroutine warns here (an error), in the example that leaked it
+
+
 @pytest.mark.parametrize("engine", ["kernel", "asyncio"])
 def test_the_shape_hypothesis_once_shrank_a_bug_to(engine):
     """``first_ok(call, spawn(first(call)))`` with the call failing: the spawned race is left

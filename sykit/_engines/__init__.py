@@ -13,9 +13,13 @@ the fallback from the kernel to the asyncio loop, deadlocks and Ctrl-C are dealt
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import gc
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
+
+import anyio
 
 from .._errors import ArgumentError
 from .aio import AsyncioEngine, install_task_tracking, track_task
@@ -29,6 +33,7 @@ __all__ = [
     "Engine",
     "Run",
     "arun",
+    "block_on",
     "check_choice",
     "current",
     "loop_is_running",
@@ -42,14 +47,19 @@ __all__ = [
 ENGINES = ("auto", "kernel", "asyncio")
 
 R = TypeVar("R", bound="Run")
+T = TypeVar("T")
 
 
 class Run(Protocol):
     """What a run gives its engine: its main coroutine and what to do when it is stuck or
     interrupted."""
 
-    strict: bool
     interrupted: bool
+
+    @property
+    def strict(self) -> bool:
+        """``strict=True``: a deadlock is raised, not turned into failed requests."""
+        ...
 
     def feed(self) -> Coroutine[Any, Any, None]:
         """Start every request and return when the last one has finished."""
@@ -81,7 +91,7 @@ def check_choice(engine: object, virtual: bool) -> str:
             "engine='kernel' runs simulations only; a real host (HttpHost) runs on an asyncio "
             "loop in real time: leave engine at 'auto'"
         )
-    return engine  # type: ignore[return-value]
+    return engine
 
 
 def simulate(
@@ -145,6 +155,20 @@ async def _on_virtual_loop(build: Callable[[Engine], R]) -> R:
         loop.deadlock_handler = loop.interrupt_handler = None
         run.close()
     return run
+
+
+def block_on(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run ``main()`` on a new asyncio loop in real time, in a worker thread when this thread
+    already runs a loop (a notebook cell), and return its result."""
+    if not loop_is_running():
+        return anyio.run(main)
+    context = contextvars.copy_context()
+
+    def in_thread() -> T:
+        return anyio.run(main)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="sykit-real") as executor:
+        return executor.submit(context.run, in_thread).result()
 
 
 async def run_real(build: Callable[[Engine], R]) -> R:

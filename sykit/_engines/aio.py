@@ -256,7 +256,7 @@ def install_task_tracking(loop: asyncio.AbstractEventLoop) -> Callable[[], None]
         track_task(task, kwargs.get("context"))  # type: ignore[arg-type]
         return task
 
-    loop.set_task_factory(factory)  # type: ignore[arg-type]
+    loop.set_task_factory(factory)
     return lambda: loop.set_task_factory(previous)
 
 

@@ -208,7 +208,7 @@ def current() -> Engine:
     """The engine of the run in this thread (the asyncio engine when none runs)."""
     engine = getattr(_local, "engine", None)
     if engine is not None:
-        return engine  # type: ignore[no-any-return]
+        return engine
     assert _default is not None
     return _default()
 

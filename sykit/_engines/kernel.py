@@ -54,6 +54,8 @@ __all__ = [
 _WAIT_ANY = 1
 _YIELD = 2
 _CHECK = 3
+#: In the ready queue in place of a value: "one more turn before this task runs".
+_HOP = object()
 
 _CancelledError = asyncio.CancelledError
 
@@ -188,7 +190,10 @@ def close_arguments(coro: Any) -> None:
     they were never awaited."""
     if not inspect.iscoroutine(coro) or inspect.getcoroutinestate(coro) != inspect.CORO_CREATED:
         return
-    for value in coro.cr_frame.f_locals.values():
+    frame = coro.cr_frame
+    if frame is None:
+        return
+    for value in frame.f_locals.values():
         for item in value if type(value) is tuple else (value,):
             if inspect.iscoroutine(item):
                 close_arguments(item)
@@ -220,7 +225,8 @@ def _stand_ins(kernel: Kernel) -> tuple[asyncio.AbstractEventLoop, Any]:
         def __getattr__(self, name: str) -> Any:
             raise refuse(f"asyncio task attribute {name!r} was used")
 
-    return StandInLoop(), StandInTask()
+    # typeshed marks the loop's methods abstract; asyncio's class is no ABC, so this works
+    return StandInLoop(), StandInTask()  # type: ignore[abstract]
 
 
 class Kernel:
@@ -283,7 +289,7 @@ class Kernel:
         timer = Timer(fn, args)
         self._seq += 1
         timer.wake = self._seq
-        heapq.heappush(self._heap, (self.now + seconds, self._seq, timer))  # type: ignore[misc]
+        heapq.heappush(self._heap, (self.now + seconds, self._seq, timer))
         return timer
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
@@ -443,7 +449,9 @@ class Kernel:
             for waiter in waiters:
                 if waiter.waiting is not None:
                     self._unwait(waiter)
-                    ready.append((waiter, None))
+                    # Woken two turns later, as asyncio.wait wakes its waiter (the finished
+                    # task's callback, then the waiter's): what is ready meanwhile runs first.
+                    ready.append((waiter, _HOP))
 
     def _unwait(self, task: KTask) -> None:
         waiting = task.waiting
@@ -462,7 +470,7 @@ class Kernel:
         previous_loop = asyncio._get_running_loop()
         stand_in, fake_task = _stand_ins(self)
         asyncio._set_running_loop(stand_in)
-        asyncio._enter_task(stand_in, fake_task)  # type: ignore[attr-defined]
+        asyncio._enter_task(stand_in, fake_task)
         try:
             root = self.spawn(main, name="main")
             self._loop()
@@ -470,7 +478,7 @@ class Kernel:
             self._close_unstarted()
             raise
         finally:
-            asyncio._leave_task(stand_in, fake_task)  # type: ignore[attr-defined]
+            asyncio._leave_task(stand_in, fake_task)
             asyncio._set_running_loop(previous_loop)
         if self.foreign is not None:
             raise NeedsAsyncio(self.foreign)
@@ -486,6 +494,8 @@ class Kernel:
                 task, value = ready.popleft()
                 if type(task) is Timer:
                     task.fn(*task.args)
+                elif value is _HOP:
+                    ready.append((task, None))
                 else:
                     step(task, value, None)
             if self.interrupted:

@@ -24,6 +24,7 @@ already runs an event loop (a Jupyter cell), and stops it promptly on ``Keyboard
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import heapq
 import importlib
@@ -33,7 +34,7 @@ import selectors
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple, Unpack
 
 import anyio
 
@@ -44,6 +45,7 @@ from .deadlock import describe_deadlock
 __all__ = ["VirtualTimeLoop", "arun", "loop_is_running", "run"]
 
 T = TypeVar("T")
+_Ts = TypeVarTuple("_Ts")
 
 # The C implementations, immune to nest_asyncio swapping asyncio.Task/Future for pure-Python ones.
 # Imported after asyncio on purpose: importing _asyncio first splits asyncio's task bookkeeping.
@@ -59,6 +61,10 @@ class _SeqTimerHandle(asyncio.TimerHandle):
     """A timer handle ordered by (deadline, scheduling order), so equal deadlines fire FIFO."""
 
     __slots__ = ("_seq",)
+
+    if TYPE_CHECKING:  # asyncio's own attributes this subclass relies on
+        _when: float
+        _scheduled: bool
 
     def __init__(self, when: float, callback: Any, args: Any, loop: Any, context: Any, seq: int):
         super().__init__(when, callback, args, loop, context)
@@ -117,7 +123,7 @@ class _VirtualSelector(selectors.BaseSelector):
         return []
 
 
-class VirtualTimeLoop(asyncio.SelectorEventLoop):  # type: ignore[misc,valid-type]
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
     """An asyncio event loop on a virtual clock that starts at 0.0 seconds.
 
     ``task_created(task, context)``, when set, is called for every task the loop creates (the runner
@@ -131,6 +137,18 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):  # type: ignore[misc,valid-typ
     run_until_complete = asyncio.BaseEventLoop.run_until_complete
     _check_running = asyncio.BaseEventLoop._check_running  # type: ignore[attr-defined]
     _base_run_once = asyncio.BaseEventLoop._run_once  # type: ignore[attr-defined]
+
+    if TYPE_CHECKING:  # asyncio's own attributes and methods this subclass relies on
+        _debug: bool
+        _ready: collections.deque[asyncio.Handle]
+        _scheduled: list[_SeqTimerHandle]
+        _timer_cancelled_count: int
+        _stopping: bool
+        _selector: _VirtualSelector
+
+        def _process_events(self, event_list: list[Any]) -> None: ...
+
+        def _check_closed(self) -> None: ...
 
     def __init__(self) -> None:
         selector = _VirtualSelector()
@@ -193,9 +211,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):  # type: ignore[misc,valid-typ
             handle._scheduled = False
             ready.append(handle)
         for _ in range(len(ready)):
-            handle = ready.popleft()
-            if not handle._cancelled:
-                handle._run()
+            next_handle = ready.popleft()
+            if not next_handle._cancelled:
+                next_handle._run()
 
     def _jump_to_next_timer(self) -> None:
         if self._scheduled:
@@ -204,7 +222,13 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):  # type: ignore[misc,valid-typ
                 self._vtime = when
                 self.jumps += 1
 
-    def call_at(self, when: float, callback: Any, *args: Any, context: Any = None) -> Any:
+    def call_at(
+        self,
+        when: float,
+        callback: Callable[[Unpack[_Ts]], object],
+        *args: Unpack[_Ts],
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
         if when is None:
             raise TypeError("when cannot be None")
         if not when < math.inf:
@@ -218,7 +242,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):  # type: ignore[misc,valid-typ
         return timer
 
     # -- tasks and futures (C classes, whatever nest_asyncio did to the asyncio module) ---------
-    def create_task(self, coro: Any, *, name: str | None = None, context: Any = None) -> Any:
+    def create_task(self, coro: Any, *, name: Any = None, context: Any = None) -> Any:
         self._check_closed()
         task = _CTask(coro, loop=self, name=name, context=context)
         hook = self.task_created
@@ -230,7 +254,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):  # type: ignore[misc,valid-typ
         return _CFuture(loop=self)
 
     # -- threads take zero virtual time ----------------------------------------------------------
-    def run_in_executor(self, executor: Any, func: Any, *args: Any) -> Any:
+    def run_in_executor(
+        self, executor: Any, func: Callable[[Unpack[_Ts]], T], *args: Unpack[_Ts]
+    ) -> asyncio.Future[T]:
         future = super().run_in_executor(executor, func, *args)
         self._external_work += 1
         future.add_done_callback(self._external_done)

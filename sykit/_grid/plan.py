@@ -86,7 +86,7 @@ def grid(
     items_source = requests
     if not isinstance(items_source, Sequence) and not hasattr(items_source, "analysis_columns"):
         items_source = list(items_source)  # an iterator is read once, here
-    flat = flatten_sessions(items_source)
+    flat = flatten_sessions(items_source) if isinstance(items_source, Sequence) else None
     items = as_requests(items_source if flat is None else flat[0])
     protected = tuple(getattr(items_source, "analysis_columns", ()) or ())
     checked_axes = check_axes(axes, protected)
