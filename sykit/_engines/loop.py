@@ -226,7 +226,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self,
         when: float,
         callback: Callable[[Unpack[_Ts]], object],
-        *args: Unpack[_Ts],
+        *args: *_Ts,
         context: contextvars.Context | None = None,
     ) -> asyncio.TimerHandle:
         if when is None:
@@ -255,7 +255,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     # -- threads take zero virtual time ----------------------------------------------------------
     def run_in_executor(
-        self, executor: Any, func: Callable[[Unpack[_Ts]], T], *args: Unpack[_Ts]
+        self, executor: Any, func: Callable[[Unpack[_Ts]], T], *args: *_Ts
     ) -> asyncio.Future[T]:
         future = super().run_in_executor(executor, func, *args)
         self._external_work += 1
