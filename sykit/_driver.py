@@ -10,6 +10,7 @@ import math
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
+from ._checks import check_int, check_real
 from ._classify import fallback_reason
 from ._errors import ArgumentError, ArgumentTypeError, ModelError
 from ._models import DecisionRequest, DecisionResponse, Request, Response
@@ -155,14 +156,16 @@ class Driver:
 
     async def sleep(self, seconds: float) -> None:
         """Wait on the host clock (a finite number of seconds ≥ 0)."""
-        if (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, int | float)
-            or not 0 <= seconds < math.inf
-        ):
+        if type(seconds) is not float or not 0 <= seconds < math.inf:
             if seconds == math.inf:  # as the engines refuse a sleep of their own
                 raise ArgumentError("cannot sleep forever (seconds=inf)")
-            raise ArgumentError(f"seconds must be a finite number ≥ 0, got {seconds!r}")
+            seconds = check_real(
+                seconds,
+                "seconds",
+                low=0.0,
+                expected="a finite number ≥ 0",
+                type_error=ArgumentError,
+            )
         await self._state.run.backend.sleep(seconds)
 
     def evidence(self, **values: Any) -> None:
@@ -237,9 +240,4 @@ class Driver:
 def _check_max_retries(max_retries: object) -> None:
     if max_retries is None:
         return
-    if isinstance(max_retries, bool) or not isinstance(max_retries, int):
-        raise ArgumentTypeError(
-            f"max_retries must be an int or None, got {type(max_retries).__name__}"
-        )
-    if not 0 <= max_retries <= 10:
-        raise ArgumentError(f"max_retries must be in [0, 10], got {max_retries}")
+    check_int(max_retries, "max_retries", low=0, high=10, expected="in [0, 10]")

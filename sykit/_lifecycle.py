@@ -28,7 +28,7 @@ from ._health import await_hint
 from ._models import GroundTruth, Outcome, Request, Response
 from ._recorder import RequestState, RunState
 from ._records import REQUEST_COLUMNS, AttemptLog
-from ._vocab import CancelCause
+from ._vocab import CancelCause, ErrorKind
 from .sessions._plan import SessionPlan
 
 __all__ = ["StrategyRun"]
@@ -73,18 +73,18 @@ def _failure(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, ModelError):
         return exc.kind, str(exc)
     if isinstance(exc, NoTargets):
-        return "no_targets", str(exc)
+        return ErrorKind.NO_TARGETS, str(exc)
     if isinstance(exc, UnknownModel):
-        return "unknown_model", str(exc) + hint
+        return ErrorKind.UNKNOWN_MODEL, str(exc) + hint
     if isinstance(exc, SimDeadlock):
-        return "deadlock", str(exc)
+        return ErrorKind.DEADLOCK, str(exc)
     if isinstance(exc, InvalidOutcome):
-        return "invalid_outcome", str(exc)
+        return ErrorKind.INVALID_OUTCOME, str(exc)
     message = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, BaseExceptionGroup):  # several errors: name each
         inner = "; ".join(_failure(e)[1] for e in exc.exceptions[:3])
         message += f": {inner}" + ("; …" if len(exc.exceptions) > 3 else "")
-    return "algorithm_error", message + hint
+    return ErrorKind.ALGORITHM_ERROR, message + hint
 
 
 class InvalidOutcome(ArgumentTypeError):
@@ -376,7 +376,7 @@ class StrategyRun:
             else:  # the algorithm raised CancelledError itself: its request fails, nothing vanishes
                 run.backend.uncancel(state.root)
                 failure = (
-                    "algorithm_error",
+                    ErrorKind.ALGORITHM_ERROR,
                     "CancelledError: the algorithm raised asyncio.CancelledError (or cancelled "
                     "its own task); to stop a call, cancel the task that awaits it",
                 )
@@ -396,11 +396,11 @@ class StrategyRun:
             if run.backend.current_task() is not state.root:
                 raise  # the engine is closing this request's coroutine: let it close
             # the algorithm raised GeneratorExit itself: its request fails, nothing vanishes
-            failure = ("algorithm_error", f"GeneratorExit: {error}".rstrip(": "))
+            failure = (ErrorKind.ALGORITHM_ERROR, f"GeneratorExit: {error}".rstrip(": "))
         except (KeyboardInterrupt, SystemExit, EngineExit):
             raise
         except BaseException as error:  # a user's BaseException subclass
-            failure = ("algorithm_error", f"{type(error).__name__}: {error}")
+            failure = (ErrorKind.ALGORITHM_ERROR, f"{type(error).__name__}: {error}")
         if failure is None and state.abort_error is not None:
             # the request failed (recover_errors=False) while the algorithm went on: it fails
             if state.root_cancelled:
@@ -419,7 +419,7 @@ class StrategyRun:
             )
         if stuck and failure is None:
             failure = (
-                "algorithm_error",
+                ErrorKind.ALGORITHM_ERROR,
                 f"{stuck} task(s) the algorithm left running ignored cancellation "
                 f"({_CANCEL_TRIES} tries) and were stopped; let CancelledError propagate",
             )

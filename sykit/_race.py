@@ -23,6 +23,7 @@ import math
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any, Generic, TypeVar, overload
 
+from ._checks import check_int, check_real
 from ._engines.base import Engine, current
 from ._errors import ArgumentError, ArgumentTypeError
 from ._vocab import CancelCause
@@ -169,12 +170,8 @@ async def first_ok(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
 
 def _check_seconds(seconds: Any, name: str) -> float:
     if type(seconds) is float and 0.0 <= seconds < math.inf:
-        return seconds
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
-        raise ArgumentTypeError(f"{name} must be a number of seconds, got {seconds!r}")
-    if math.isnan(seconds) or seconds < 0 or seconds == math.inf:
-        raise ArgumentError(f"{name} must be a finite number of seconds ≥ 0, got {seconds!r}")
-    return float(seconds)
+        return seconds  # the common case, without the general check's calls
+    return check_real(seconds, name, low=0.0, expected="a finite number of seconds ≥ 0")
 
 
 @overload
@@ -221,8 +218,7 @@ async def hedge(
             "make_call must be a function that starts the call, e.g. lambda: driver.call_model(...)"
         )
     after = _check_seconds(after, "after")
-    if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
-        raise ArgumentError(f"copies must be an int ≥ 1, got {copies!r}")
+    copies = check_int(copies, "copies", low=1, type_error=ArgumentError)
     engine = current()
     race_id = engine.new_race()
     tasks: list[Any] = [spawn(engine, make_call(), race_id, "make_call()")]

@@ -62,7 +62,7 @@ from ._records import (
     AttemptLog,
     RequestLog,
 )
-from ._vocab import CancelCause, Kind, Phase, Status
+from ._vocab import CancelCause, ErrorKind, Kind, Phase, Status
 
 __all__ = [
     "ANSWER",
@@ -267,7 +267,7 @@ def serve_steps(
             except BaseException as exc:
                 now = clock()
                 message = f"{type(exc).__name__}: {exc}"[:_MESSAGE_LIMIT]
-                log.fail(row, now, "host_error", message, None)
+                log.fail(row, now, ErrorKind.HOST_ERROR, message, None)
                 raise
             error = reply_error(reply, model)
             now = clock()
@@ -278,7 +278,7 @@ def serve_steps(
                 log.set_ttft(row, attempt.seen_ttft_s)
             # A timeout stops an answer in flight, as a cancellation would; a broken answer had
             # produced tokens. Any other error was a rejection: nothing generated, nothing billed.
-            if error.kind == "timeout" or attempt.tokens_at(now) > 0:
+            if error.kind == ErrorKind.TIMEOUT or attempt.tokens_at(now) > 0:
                 bill_unserved(run, state, row, kind, request, attempt, now)
             if reply.resend and not resent:
                 # Rephrased by the host: sent again at once, with the same retry_index.

@@ -128,6 +128,7 @@ class Codes:
             return -1
         code = self.index.get(value)
         if code is None:
+            value = str(value)  # a plain str, also for an enum's member (its value)
             code = self.index[value] = len(self.values)
             self.values.append(value)
         return code

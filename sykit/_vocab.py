@@ -73,6 +73,7 @@ class ErrorKind(StrEnum):
     UNAVAILABLE = "unavailable"
     TIMEOUT = "timeout"
     INVALID_RESPONSE = "invalid_response"
+    HOST_ERROR = "host_error"  # the host itself raised (not a provider's answer)
     # a request's failure on the algorithm's side
     ALGORITHM_ERROR = "algorithm_error"
     INVALID_OUTCOME = "invalid_outcome"

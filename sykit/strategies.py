@@ -38,6 +38,7 @@ from ._agent.advisor import advisor_gate  # routers for agent sessions, after th
 from ._agent.classifier import custom_classifier, task_classifier
 from ._agent.stage import stage_router
 from ._agent.subagent import subagent_router
+from ._checks import check_real
 from ._dists import check_number
 from ._driver import Driver
 from ._errors import ArgumentError, ArgumentTypeError, ModelError
@@ -204,12 +205,7 @@ def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) ->
         raise ArgumentTypeError(
             "score must be a function of the request or sy.strategies.simulated_score(...)"
         )
-    if (
-        isinstance(threshold, bool)
-        or not isinstance(threshold, int | float)
-        or math.isnan(threshold)
-    ):
-        raise ArgumentTypeError(f"threshold must be a number, got {threshold!r}")
+    threshold = check_real(threshold, "threshold", allow_inf=True, expected="a number, not NaN")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         value = await score_of(score, request, driver)

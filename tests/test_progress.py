@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import sykit as sy
-from sykit import _progress, _runner
+from sykit import _plan, _progress
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +39,7 @@ class Recorder:
 
 def test_a_bar_is_labelled_by_the_strategy_and_seed_it_runs(host, monkeypatch):
     bars: list[Recorder] = []
-    monkeypatch.setattr(_runner, "make_progress", lambda *a: bars.append(Recorder()) or bars[-1])
+    monkeypatch.setattr(_plan, "make_progress", lambda *a: bars.append(Recorder()) or bars[-1])
     requests = [sy.Request("hi", id=i) for i in range(3)]
     lineup = {"fast": sy.strategies.single("fast"), "strong": sy.strategies.single("strong")}
     sy.compare(lineup, requests, host=host, seeds=[0, 1])

@@ -606,9 +606,9 @@ def test_the_shape_hypothesis_once_shrank_a_bug_to(engine):
     same_frames(first, run(SHRUNK_BUG, ("route_to", ["b"]), False, host, workload, engine)[0])
 
 
-def test_a_cancelled_await_of_a_task_cancels_the_task_on_both_engines():
-    """A spawned task passed to a race helper is awaited through a wrapper; when the wrapper loses,
-    the task is cancelled with it (asyncio's rule for awaited tasks), on both engines alike."""
+def test_a_cancelled_await_of_a_started_call_cancels_it_with_the_same_cause_on_both_engines():
+    """A started call (``sy.start``) passed to a race helper is awaited through a wrapper; when
+    the wrapper loses, the call is cancelled with it and with its cause, on both engines alike."""
     host = sy.SimHost({m: sy.ModelProfile(latency=sy.Latency(ttft=float(i + 1), tokens_per_s=100),
                                           output_tokens=10) for i, m in enumerate(MODELS)})  # fmt: skip
     plan = ((("first", (("call", ["a"]), ("spawn", ("call", ["c"])))), False),)
@@ -617,6 +617,6 @@ def test_a_cancelled_await_of_a_task_cancels_the_task_on_both_engines():
     for result in results:
         c = result.attempts.query("model == 'c'")
         assert c[["status", "cancel_cause", "end_s"]].values.tolist() == [
-            ["cancelled", "cancelled", 1.1]
+            ["cancelled", "lost_race", 1.1]
         ]
     same_frames(*results)

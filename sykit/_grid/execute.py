@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._checks import check_int
 from .._errors import ArgumentError, ArgumentTypeError
 from .axes import Cell
 from .cell import CellOutcome, GridSpec, init_worker, run_cell, work
@@ -60,11 +61,7 @@ def check_executor(workers: object, executor: object) -> Executor:
     if workers is not None and executor is not None:
         raise ArgumentError("give workers=N (a local process pool) or executor=…, not both")
     if workers is not None:
-        if isinstance(workers, bool) or not isinstance(workers, int):
-            raise ArgumentTypeError(f"workers must be a positive int, got {workers!r}")
-        if workers < 1:
-            raise ArgumentError(f"workers must be ≥ 1, got {workers}")
-        return Executor("processes", workers)
+        return Executor("processes", check_int(workers, "workers", low=1))
     if executor is None or executor == "serial":
         return Executor("serial")
     if _is_dask_client(executor):
