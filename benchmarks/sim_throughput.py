@@ -178,26 +178,26 @@ def _pairs(pairs: int, mine, theirs) -> tuple[float, float, list[float]]:
 def live_bytes_per_attempt(n: int) -> float:
     """Memory held by a run's records and state when the simulation ends (before the frames are
     built), per attempt: traced with tracemalloc, less what existed before the run."""
-    from sykit import _runner
+    from sykit import _plan
 
     host, requests = _host(), _requests(n)
     held: dict[str, int] = {}
-    build = _runner._Plan._result
+    build = _plan.Plan._result
 
-    def measured(self, run, runner, started, interrupted=False):  # type: ignore[no-untyped-def]
+    def measured(self, runner, started):  # type: ignore[no-untyped-def]
         held["bytes"] = tracemalloc.get_traced_memory()[0]
-        return build(self, run, runner, started, interrupted)
+        return build(self, runner, started)
 
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
-    _runner._Plan._result = measured  # type: ignore[method-assign]
+    _plan.Plan._result = measured  # type: ignore[method-assign]
     try:
         result = sy.run(
             race_then_timeout, requests, host=host, concurrency=IN_FLIGHT, progress=False
         )
     finally:
-        _runner._Plan._result = build  # type: ignore[method-assign]
+        _plan.Plan._result = build  # type: ignore[method-assign]
         tracemalloc.stop()
     return (held["bytes"] - before) / len(result.attempts)
 

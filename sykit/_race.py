@@ -19,6 +19,7 @@ Everything here is written once against the engine contract (:mod:`sykit._engine
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any, Generic, TypeVar, overload
@@ -38,8 +39,8 @@ TIMEOUT = CancelCause.TIMEOUT
 
 
 def _check_awaitable(awaitable: object, what: str | int) -> None:
-    if isinstance(awaitable, Awaitable):
-        return
+    if hasattr(type(awaitable), "__await__") or inspect.isawaitable(awaitable):
+        return  # (the class check first: it is the common case, and cheaper than an ABC's)
     if isinstance(what, int):
         what = f"awaitables[{what}]"
     if callable(awaitable):
@@ -134,7 +135,11 @@ async def first(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
     engine = current()
     tasks = _spawn_all(engine, awaitables, engine.new_race())
     done = await _wait_first(engine, tasks)
-    await settle(engine, [t for t in tasks if not t.done()], LOST_RACE)
+    losers = [t for t in tasks if not t.done()]
+    if losers:
+        engine.cancel_all(losers, LOST_RACE)  # a waiting call may stop at once: no wait then
+        if not all(t.done() for t in losers):
+            await settle(engine, losers, LOST_RACE)
     for task in tasks:
         if task.done():
             _outcome(task)  # mark every finished task's exception as retrieved

@@ -114,7 +114,7 @@ class RunState:
         self.strategy = strategy
         self.strict = strict
         self.backend = backend
-        self.clock: Callable[[], float] = backend.now
+        self.clock: Callable[[], float] = backend.clock
         self.session: HostSession | None = None
         self.plans = False  # True when the session plans attempts (a simulated host)
         self.log = AttemptLog(list(host.profiles))

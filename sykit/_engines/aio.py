@@ -83,6 +83,7 @@ class _Deadline:
     def __exit__(self, *exc_info: object) -> None:
         if self._handle is not None:
             self._handle.cancel()
+            self._handle = None  # it holds this scope (a cycle) until its time comes
         if self._token is not None:
             CURRENT_RACE.reset(self._token)
         if self._expired and self._task is not None:

@@ -98,6 +98,11 @@ class Engine:
         """Seconds since the run started."""
         raise NotImplementedError
 
+    @property
+    def clock(self) -> Callable[[], float]:
+        """A function giving :meth:`now`, as cheap to call as the engine can make it."""
+        return self.now
+
     def sleep(self, seconds: float) -> Awaitable[None]:
         """Wait ``seconds`` (finite, ≥ 0) on the engine's clock."""
         raise NotImplementedError

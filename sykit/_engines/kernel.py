@@ -633,6 +633,7 @@ class _Deadline:
     def __exit__(self, *exc_info: object) -> None:
         if self._timer is not None:
             self._timer.cancel()
+            self._timer = None  # it holds this scope (a cycle) until its time comes
         if self._task is not None:
             self._task.race_id = self._race
 
@@ -641,10 +642,11 @@ class KernelEngine(Engine):
     """The engine contract on the trampoline kernel."""
 
     name = "kernel"
-    __slots__ = ("kernel",)
+    __slots__ = ("clock", "kernel")
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
+        self.clock: Callable[[], float] = lambda: kernel.now  # fewer lookups than now()
 
     def now(self) -> float:
         return self.kernel.now
@@ -661,14 +663,20 @@ class KernelEngine(Engine):
     def spawn(self, awaitable: Any, race_id: int | None) -> KTask:
         if type(awaitable) is Call:
             coro: Any = awaitable.steps
-        elif isinstance(awaitable, Coroutine):
+        elif type(awaitable) is types.CoroutineType or isinstance(awaitable, Coroutine):
             coro = awaitable
         else:
             coro = _await(awaitable)
+        # Kernel.spawn, inlined: a race starts a task per call (a hot path)
         kernel = self.kernel
         running = kernel.current
         owner = running.owner if running is not None else None
-        return kernel.spawn(coro, owner=owner, race_id=race_id, track=owner)
+        task = KTask(coro, owner, race_id)
+        kernel._live[task] = None
+        if owner is not None:
+            owner.tasks.append(task)
+        kernel._ready.append((task, None))
+        return task
 
     def spawn_request(self, coro: Coroutine[Any, Any, Any], owner: Any, name: str) -> KTask:
         return self.kernel.spawn(coro, owner=owner, name=name)
