@@ -13,7 +13,7 @@ from collections.abc import Generator
 from typing import Any
 
 from ._errors import ModelError
-from ._lifecycle import StrategyRun, _failure
+from ._lifecycle import StrategyRun, failure_of
 from ._models import Outcome
 from ._recorder import ANSWER, MODEL, RequestState, serve_steps
 
@@ -51,7 +51,7 @@ class FixedChainRun(StrategyRun):
             self._end(state, stop.value, None, routing_end)
             return
         except ModelError as error:
-            self._end(state, None, _failure(error), routing_end)
+            self._end(state, None, failure_of(error), routing_end)
             return
         self.run.backend.call_later(trap[1], self._advance, state, steps, routing_end)
 

@@ -64,7 +64,7 @@ def _hint(exc: BaseException) -> str:
     return await_hint(f"{type(exc).__name__}: {exc}").strip(" ()")
 
 
-def _failure(exc: BaseException) -> tuple[str, str]:
+def failure_of(exc: BaseException) -> tuple[str, str]:
     """The ``error_kind`` and ``error_message`` of a failed request; the error inside a group of
     one (a TaskGroup in the algorithm) speaks for itself."""
     exc = _innermost(exc)
@@ -82,7 +82,7 @@ def _failure(exc: BaseException) -> tuple[str, str]:
         return ErrorKind.INVALID_OUTCOME, str(exc)
     message = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, BaseExceptionGroup):  # several errors: name each
-        inner = "; ".join(_failure(e)[1] for e in exc.exceptions[:3])
+        inner = "; ".join(failure_of(e)[1] for e in exc.exceptions[:3])
         message += f": {inner}" + ("; …" if len(exc.exceptions) > 3 else "")
     return ErrorKind.ALGORITHM_ERROR, message + hint
 
@@ -120,7 +120,7 @@ def _check_outcome(
     """The outcome if it is one, and the failure and error that stop it from being served."""
     error = _outcome_error(outcome, run)
     valid = outcome if isinstance(outcome, Outcome) else None
-    return valid, None if error is None else _failure(error), error
+    return valid, None if error is None else failure_of(error), error
 
 
 def _not_awaitable(name: str, returned: object) -> ArgumentTypeError:
@@ -370,7 +370,7 @@ class StrategyRun:
             if state.abort_error is not None:
                 if state.root_cancelled:
                     run.backend.uncancel(state.root)
-                failure = _failure(state.abort_error)
+                failure = failure_of(state.abort_error)
             elif self.stopping:
                 raise
             else:  # the algorithm raised CancelledError itself: its request fails, nothing vanishes
@@ -381,7 +381,7 @@ class StrategyRun:
                     "its own task); to stop a call, cancel the task that awaits it",
                 )
         except ModelError as error:
-            failure = _failure(error)
+            failure = failure_of(error)
         except Exception as error:
             if run.strict and not isinstance(_innermost(error), ModelError):
                 error.add_note(
@@ -391,7 +391,7 @@ class StrategyRun:
                 if hint:
                     error.add_note(hint)
                 raise
-            failure = _failure(error)
+            failure = failure_of(error)
         except GeneratorExit as error:
             if run.backend.current_task() is not state.root:
                 raise  # the engine is closing this request's coroutine: let it close
@@ -405,7 +405,7 @@ class StrategyRun:
             # the request failed (recover_errors=False) while the algorithm went on: it fails
             if state.root_cancelled:
                 run.backend.uncancel(state.root)
-            failure = _failure(state.abort_error)
+            failure = failure_of(state.abort_error)
         state.closed = True
         routing_end = run.clock()
         if state.streams:  # streams the algorithm left open stop now, like its leftover tasks
@@ -441,7 +441,7 @@ class StrategyRun:
                 try:
                     response = await run.serve(state, outcome.request, outcome.models, 1, 0)
                 except ModelError as error:
-                    failure = _failure(error)
+                    failure = failure_of(error)
         if not self.stopping:
             self._record(state, outcome, response, failure, routing_end)
 

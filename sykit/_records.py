@@ -36,6 +36,7 @@ __all__ = [
     "Codes",
     "RequestLog",
     "attempt_frame",
+    "categorical",
     "request_frame",
 ]
 
@@ -134,7 +135,7 @@ class Codes:
         return code
 
 
-def _categorical(codes: np.ndarray, categories: Sequence[str]) -> pd.Categorical:
+def categorical(codes: np.ndarray, categories: Sequence[str]) -> pd.Categorical:
     return pd.Categorical.from_codes(codes.astype(_code_dtype(len(categories))), list(categories))
 
 
@@ -458,23 +459,23 @@ def attempt_frame(
         "strategy": pd.Categorical.from_codes(np.zeros(n, np.int8), [strategy]),
         "request_id": _ids(ids, request),
         "call_id": call_id,
-        "phase": _categorical(take("phase"), [p.value for p in Phase]),
-        "kind": _categorical(take("kind"), [k.value for k in Kind]),
-        "model": _categorical(take("model"), models),
+        "phase": categorical(take("phase"), [p.value for p in Phase]),
+        "kind": categorical(take("kind"), [k.value for k in Kind]),
+        "model": categorical(take("model"), models),
         "candidate_index": take("candidate_index"),
         "retry_index": take("retry_index"),
         "start_s": start,
         "end_s": end,
         "latency_s": (end - start).astype(np.float32),
         "ttft_s": take("ttft_s").astype(np.float32),
-        "status": _categorical(take("status"), [s.value for s in Status]),
-        "error_kind": _categorical(take("error_kind"), kinds),
-        "error_message": _categorical(take("message"), messages),
+        "status": categorical(take("status"), [s.value for s in Status]),
+        "error_kind": categorical(take("error_kind"), kinds),
+        "error_message": categorical(take("message"), messages),
         "http_status": pd.arrays.IntegerArray(http, http == 0),
-        "fallback_reason": _categorical(take("fallback_reason"), [r.value for r in FallbackReason]),
+        "fallback_reason": categorical(take("fallback_reason"), [r.value for r in FallbackReason]),
         "retried": retried,
         "retry_wait_s": _retry_waits(request, call_id, start, end, retried),
-        "cancel_cause": _categorical(take("cancel_cause"), [c.value for c in CancelCause]),
+        "cancel_cause": categorical(take("cancel_cause"), [c.value for c in CancelCause]),
         "race_id": pd.arrays.IntegerArray(race_id, race_id < 0),
         "race_size": race_size,
         "input_tokens": take("input_tokens"),
@@ -754,11 +755,11 @@ def request_frame(
     columns: dict[str, Any] = {
         "strategy": pd.Categorical.from_codes(np.zeros(n, np.int8), [strategy]),
         "request_id": _ids(ids, index[order]),
-        "status": _categorical(take("status"), [s.value for s in RequestStatus]),
-        "error_kind": _categorical(take("error_kind"), kinds),
-        "error_message": _categorical(take("message"), messages),
-        "selected_model": _categorical(take("selected"), models),
-        "served_model": _categorical(take("served"), models),
+        "status": categorical(take("status"), [s.value for s in RequestStatus]),
+        "error_kind": categorical(take("error_kind"), kinds),
+        "error_message": categorical(take("message"), messages),
+        "selected_model": categorical(take("selected"), models),
+        "served_model": categorical(take("served"), models),
         "arrival_s": arrival,
         "start_s": start,
         "end_s": end,

@@ -15,7 +15,7 @@ from ._health import ErrorCount, shorten, top_errors
 from ._metrics import paired_differences, pareto_frontier, summarize
 from ._vocab import RequestStatus
 
-__all__ = ["Comparison", "Result", "request_errors"]
+__all__ = ["Comparison", "Result", "concat_frames", "request_errors"]
 
 
 class Deferred(Protocol):
@@ -148,12 +148,16 @@ class Comparison:
     @property
     def attempts(self) -> pd.DataFrame:
         """Every run's attempts, with a ``seed`` column."""
-        return _concat([r.attempts.assign(seed=r.seed) for r in self.results], self.strategies)
+        return concat_frames(
+            [r.attempts.assign(seed=r.seed) for r in self.results], self.strategies
+        )
 
     @property
     def requests(self) -> pd.DataFrame:
         """Every run's requests, with a ``seed`` column."""
-        return _concat([r.requests.assign(seed=r.seed) for r in self.results], self.strategies)
+        return concat_frames(
+            [r.requests.assign(seed=r.seed) for r in self.results], self.strategies
+        )
 
     def summary(
         self,
@@ -276,7 +280,7 @@ def _errors_html(errors: list[ErrorCount]) -> str:
     )
 
 
-def _concat(frames: list[pd.DataFrame], strategies: list[str]) -> pd.DataFrame:
+def concat_frames(frames: list[pd.DataFrame], strategies: list[str]) -> pd.DataFrame:
     """The frames one under the other, with the union of their columns (a column a frame lacks,
     such as another strategy's evidence, is missing in its rows), categorical columns kept
     categorical: the union of their categories in order of first appearance (``strategy`` in

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ._errors import ArgumentError, ArgumentTypeError, SykitError
-from ._records import AttemptLog, RequestLog, _categorical, attempt_frame, request_frame
+from ._records import AttemptLog, RequestLog, attempt_frame, categorical, request_frame
 from ._vocab import RequestStatus
 
 if TYPE_CHECKING:
@@ -379,13 +379,13 @@ class SpilledRun:
         meta = self._meta()
         fields = (*AttemptLog.FLOAT_FIELDS, *AttemptLog.INT_FIELDS, *AttemptLog.CODE_FIELDS)
         parts = self._columns(meta["attempt_files"])
-        raw = {name: _concat(parts.get(name, []), _ATTEMPT_DTYPES[name]) for name in fields}
+        raw = {name: concat_frames(parts.get(name, []), _ATTEMPT_DTYPES[name]) for name in fields}
         ids = self._ids()
         # Only the attempts of requests that have a row, as in memory (all of them unless the
         # run was interrupted).
         finished = self._columns(meta["request_files"], ["index"]).get("index", [])
         keep = np.zeros(len(ids), dtype=bool)
-        keep[_concat(finished, "i").astype(np.int64)] = True
+        keep[concat_frames(finished, "i").astype(np.int64)] = True
         return attempt_frame(
             raw,
             meta["models"],
@@ -399,7 +399,7 @@ class SpilledRun:
     def requests(self) -> pd.DataFrame:
         meta = self._meta()
         parts = self._columns(meta["request_files"])
-        raw = {name: _concat(parts.get(name, []), code) for name, code in RequestLog.FIELDS}
+        raw = {name: concat_frames(parts.get(name, []), code) for name, code in RequestLog.FIELDS}
         extras: dict[int, Any] = {}
         offset = 0
         for chunk in parts.get(_EXTRA, []):
@@ -424,13 +424,13 @@ class SpilledRun:
         names = ["index", "status", "error_kind", "message"]
         parts = self._columns(meta["request_files"], names)
         codes = dict(RequestLog.FIELDS)
-        raw = {name: _concat(parts.get(name, []), codes[name]) for name in names}
+        raw = {name: concat_frames(parts.get(name, []), codes[name]) for name in names}
         order = np.argsort(raw["index"], kind="stable")
         return pd.DataFrame(
             {
-                "status": _categorical(raw["status"][order], [s.value for s in RequestStatus]),
-                "error_kind": _categorical(raw["error_kind"][order], meta["request_error_kinds"]),
-                "error_message": _categorical(raw["message"][order], meta["request_messages"]),
+                "status": categorical(raw["status"][order], [s.value for s in RequestStatus]),
+                "error_kind": categorical(raw["error_kind"][order], meta["request_error_kinds"]),
+                "error_message": categorical(raw["message"][order], meta["request_messages"]),
             }
         )
 
@@ -442,7 +442,7 @@ _ATTEMPT_DTYPES = {
 }
 
 
-def _concat(chunks: list[Any], code: str) -> np.ndarray:
+def concat_frames(chunks: list[Any], code: str) -> np.ndarray:
     dtype = np.dtype(code)
     if not chunks:
         return np.zeros(0, dtype)

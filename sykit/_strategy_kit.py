@@ -17,13 +17,13 @@ from ._types import Algorithm, AlgorithmLike
 __all__ = ["AFFINITY_TRIGGERS", "affinity"]
 
 
-def _named(name: str, algorithm: Algorithm) -> Algorithm:
+def named_algorithm(name: str, algorithm: Algorithm) -> Algorithm:
     algorithm.__name__ = algorithm.__qualname__ = name
     algorithm.__dict__["name"] = name  # a function attribute (Algorithm does not declare it)
     return algorithm
 
 
-def _models(models: Sequence[str] | str, what: str, *, at_least: int = 1) -> list[str]:
+def checked_models(models: Sequence[str] | str, what: str, *, at_least: int = 1) -> list[str]:
     names = [models] if isinstance(models, str) else list(models)
     if len(names) < at_least or not all(isinstance(m, str) and m for m in names):
         raise ArgumentError(f"{what} needs at least {at_least} model name(s), got {models!r}")
@@ -52,7 +52,7 @@ def affinity(
     if trigger not in AFFINITY_TRIGGERS:
         raise ArgumentError(f"trigger must be one of {list(AFFINITY_TRIGGERS)}, got {trigger!r}")
     _, route = as_algorithm(inner, None)
-    allowed = None if latch_only is None else frozenset(_models(latch_only, "latch_only"))
+    allowed = None if latch_only is None else frozenset(checked_models(latch_only, "latch_only"))
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         state = driver.session_state
@@ -68,7 +68,7 @@ def affinity(
         driver.evidence(affinity="decided")
         return outcome
 
-    named = _named(f"affinity({getattr(inner, '__name__', 'inner')})", algorithm)
+    named = named_algorithm(f"affinity({getattr(inner, '__name__', 'inner')})", algorithm)
     restart = getattr(getattr(route, "__self__", None), "start_run", None)
     if callable(restart):
         return _Restarting(named, restart)

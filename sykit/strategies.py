@@ -59,7 +59,7 @@ from ._race import timeout as _timeout
 from ._rng import uniforms
 from ._router_score import SimulatedScore, calibrate, score_of, simulated_score
 from ._strategy_kit import AFFINITY_TRIGGERS as AFFINITY_TRIGGERS
-from ._strategy_kit import _models, _named, affinity
+from ._strategy_kit import affinity, checked_models, named_algorithm
 from ._stream import ModelStream
 from ._truth import graded, peek_truth
 from ._types import Algorithm
@@ -104,13 +104,13 @@ def _good(quality: float | None, threshold: float) -> bool | None:
 
 def single(model: str) -> Algorithm:
     """Send everything to ``model``."""
-    (model,) = _models(model, "single()")
+    (model,) = checked_models(model, "single()")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         return route_to(model, request)
 
     algorithm.__dict__["fixed_chain"] = (model,)  # the runner's fast path
-    return _named(f"single({model})", algorithm)
+    return named_algorithm(f"single({model})", algorithm)
 
 
 def weighted_random(weights: Mapping[str, float] | Sequence[str], *, seed: int = 0) -> Algorithm:
@@ -120,7 +120,7 @@ def weighted_random(weights: Mapping[str, float] | Sequence[str], *, seed: int =
     if isinstance(weights, Mapping):
         items = [(str(m), float(w)) for m, w in weights.items()]
     else:
-        items = [(m, 1.0) for m in _models(weights, "weighted_random()")]
+        items = [(m, 1.0) for m in checked_models(weights, "weighted_random()")]
     if (
         not items
         or any(not math.isfinite(w) or w < 0 for _, w in items)
@@ -144,18 +144,18 @@ def weighted_random(weights: Mapping[str, float] | Sequence[str], *, seed: int =
         return route_to(chosen, request, fallbacks=[m for m in names if m != chosen])
 
     label = ",".join(f"{m}:{w / total:.2g}" for m, w in items)
-    return _named(f"random({label})", algorithm)
+    return named_algorithm(f"random({label})", algorithm)
 
 
 def fallback_chain(models: Sequence[str]) -> Algorithm:
     """Route to ``models[0]``; the host's candidate loop falls back through the rest in order."""
-    names = _models(models, "fallback_chain()")
+    names = checked_models(models, "fallback_chain()")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         return route_to(names[0], request, fallbacks=names[1:])
 
     algorithm.__dict__["fixed_chain"] = tuple(names)  # the runner's fast path
-    return _named("fallback(" + ">".join(names) + ")", algorithm)
+    return named_algorithm("fallback(" + ">".join(names) + ")", algorithm)
 
 
 # -- judges and scores -------------------------------------------------------------------------------
@@ -172,7 +172,7 @@ def cascade(
     """Answer with ``weak``; ask ``judge`` whether that answer is good enough; if not (or the judge
     fails or times out), route to ``strong`` with ``weak`` as fallback (FrugalGPT-style). How often
     a simulated judge errs is the host's ``sy.Judge(accuracy=...)``."""
-    _models([weak, strong, judge], "cascade()")
+    checked_models([weak, strong, judge], "cascade()")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         try:
@@ -191,7 +191,7 @@ def cascade(
         driver.evidence(verdict="escalate" if verdict is not None else "judge_unavailable")
         return route_to(strong, request, fallbacks=[weak])
 
-    return _named(f"cascade({weak}>{strong})", algorithm)
+    return named_algorithm(f"cascade({weak}>{strong})", algorithm)
 
 
 def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) -> Algorithm:
@@ -200,7 +200,7 @@ def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) ->
     :func:`simulated_score` (a stand-in for a trained router, at a published router's quality by
     default); pick ``threshold`` for a target share of strong calls with :func:`calibrate`, which
     also fits a simulated score to the traffic."""
-    _models([weak, strong], "threshold_router()")
+    checked_models([weak, strong], "threshold_router()")
     if not (isinstance(score, SimulatedScore) or callable(score)):
         raise ArgumentTypeError(
             "score must be a function of the request or sy.strategies.simulated_score(...)"
@@ -214,7 +214,7 @@ def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) ->
             return route_to(strong, request, fallbacks=[weak])
         return route_to(weak, request, fallbacks=[strong])
 
-    return _named(f"threshold({weak}|{strong}@{threshold:.3g})", algorithm)
+    return named_algorithm(f"threshold({weak}|{strong}@{threshold:.3g})", algorithm)
 
 
 def speculative(weak: str, strong: str, *, judge: str, threshold: float = 0.5) -> Algorithm:
@@ -222,7 +222,7 @@ def speculative(weak: str, strong: str, *, judge: str, threshold: float = 0.5) -
     (Switchyard's "decision racing a speculative strong call"): if the judge says yes first, cancel
     the strong call and route to weak (strong as its fallback); if it says no, keep the strong
     call; if strong finishes first, cancel the judge."""
-    _models([weak, strong, judge], "speculative()")
+    checked_models([weak, strong, judge], "speculative()")
     question = DecisionRequest(
         {
             "weak_is_enough": Boolean(
@@ -255,7 +255,7 @@ def speculative(weak: str, strong: str, *, judge: str, threshold: float = 0.5) -
         driver.evidence(source="judge_strong")
         return answered(strong, await strong_call)
 
-    return _named(f"speculative({weak}|{strong})", algorithm)
+    return named_algorithm(f"speculative({weak}|{strong})", algorithm)
 
 
 # -- racing -----------------------------------------------------------------------------------------
@@ -263,7 +263,7 @@ def speculative(weak: str, strong: str, *, judge: str, threshold: float = 0.5) -
 
 def race(models: Sequence[str]) -> Algorithm:
     """Call every model at once; serve the first to *complete*, cancel the rest (an error can win)."""
-    names = _models(models, "race()", at_least=2)
+    names = checked_models(models, "race()", at_least=2)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         index, result = await first(*(driver.call_model(request, [m]) for m in names))
@@ -271,18 +271,18 @@ def race(models: Sequence[str]) -> Algorithm:
             raise result
         return answered(names[index], result)
 
-    return _named("race(" + ",".join(names) + ")", algorithm)
+    return named_algorithm("race(" + ",".join(names) + ")", algorithm)
 
 
 def first_success(models: Sequence[str]) -> Algorithm:
     """Call every model at once; serve the first *success*, cancel the rest."""
-    names = _models(models, "first_success()", at_least=2)
+    names = checked_models(models, "first_success()", at_least=2)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         index, response = await first_ok(*(driver.call_model(request, [m]) for m in names))
         return answered(names[index], response)
 
-    return _named("first_ok(" + ",".join(names) + ")", algorithm)
+    return named_algorithm("first_ok(" + ",".join(names) + ")", algorithm)
 
 
 class _QuantileHedge:
@@ -332,7 +332,7 @@ def hedge(
     more than 5% of requests are hedged; for an exact share, measure the model alone and pass that
     delay in seconds.
     """
-    (model,) = _models(model, "hedge()")
+    (model,) = checked_models(model, "hedge()")
     if isinstance(after, str):
         text = after.strip().lower()
         if not (text.startswith("p") and text[1:].replace(".", "", 1).isdigit()):
@@ -348,7 +348,7 @@ def hedge(
         )
         return answered(model, response)
 
-    return _named(f"hedge({model},{after:g}s)", algorithm)
+    return named_algorithm(f"hedge({model},{after:g}s)", algorithm)
 
 
 # -- streamed answers: the first token decides --------------------------------------------------
@@ -375,14 +375,14 @@ def stream_race(models: Sequence[str]) -> Algorithm:
     """Stream from every model at once; the first to produce a token wins and is read to the
     end, the others are cancelled at that instant (``lost_race``). A model that fails before its
     first token does not win; if all do, the last error is raised."""
-    names = _models(models, "stream_race()", at_least=2)
+    names = checked_models(models, "stream_race()", at_least=2)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         opened = [driver.stream_model(request, [m]) for m in names]
         _, winner = await first_ok(*(_first_token(s) for s in opened))
         return await _read_to_the_end(winner, opened)
 
-    return _named("stream_race(" + ",".join(names) + ")", algorithm)
+    return named_algorithm("stream_race(" + ",".join(names) + ")", algorithm)
 
 
 def hedge_first_token(
@@ -392,8 +392,8 @@ def hedge_first_token(
     (to ``backup``, default the same model), up to ``copies`` in all. The first stream to produce
     a token is read to the end; the others are cancelled at that instant (``lost_race``). It
     trims the time-to-first-token tail for the price of the tokens the losers produced."""
-    (model,) = _models(model, "hedge_first_token()")
-    spare = model if backup is None else _models(backup, "hedge_first_token(backup=...)")[0]
+    (model,) = checked_models(model, "hedge_first_token()")
+    spare = model if backup is None else checked_models(backup, "hedge_first_token(backup=...)")[0]
     check_number(after, "after")
     label = f"hedge_first_token({model},{after:g}s" + (f",{spare})" if spare != model else ")")
 
@@ -408,7 +408,7 @@ def hedge_first_token(
         winner = await _hedge(another, after=after, copies=copies)
         return await _read_to_the_end(winner, opened)
 
-    return _named(label, algorithm)
+    return named_algorithm(label, algorithm)
 
 
 # -- capabilities, a gateway baseline, the oracle --------------------------------------------------
@@ -423,7 +423,7 @@ def capability_aware(
     """Send requests with images only to models in ``vision`` and, with ``context_windows``, only to
     models whose window holds input plus requested output; in ``models`` order, the rest as
     fallbacks. If nothing qualifies, try them all and let the host say why."""
-    names = _models(models, "capability_aware()")
+    names = checked_models(models, "capability_aware()")
     vision_set = set(vision)
     windows = dict(context_windows or {})
 
@@ -437,7 +437,7 @@ def capability_aware(
         order = fit or names
         return route_to(order[0], request, fallbacks=order[1:])
 
-    return _named("capability_aware(" + ",".join(names) + ")", algorithm)
+    return named_algorithm("capability_aware(" + ",".join(names) + ")", algorithm)
 
 
 def _serve_in_order(ranked: list[str], request: Request, driver: Driver) -> Any:
@@ -464,7 +464,7 @@ def oracle(models: Sequence[str]) -> Algorithm:
     same requests and faults the oracle's mean quality bounds every router's. It reads the ground
     truth (:func:`sykit.peek_truth`), so it runs only on a SimHost and is marked not realizable.
     """
-    names = _models(models, "oracle()")
+    names = checked_models(models, "oracle()")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         view = peek_truth(driver)
@@ -479,7 +479,7 @@ def oracle(models: Sequence[str]) -> Algorithm:
 
         return await _serve_in_order(sorted(names, key=rank), request, driver)
 
-    return _named("oracle(" + ",".join(names) + ")", algorithm)
+    return named_algorithm("oracle(" + ",".join(names) + ")", algorithm)
 
 
 def cheapest_good_enough(models: Sequence[str], *, threshold: float = 0.5) -> Algorithm:
@@ -490,7 +490,7 @@ def cheapest_good_enough(models: Sequence[str], *, threshold: float = 0.5) -> Al
     but not an upper bound on quality. It reads the ground truth, so it runs only on a SimHost and is
     marked not realizable.
     """
-    names = _models(models, "cheapest_good_enough()")
+    names = checked_models(models, "cheapest_good_enough()")
     threshold = check_number(threshold, "threshold", low=-math.inf)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
@@ -511,4 +511,4 @@ def cheapest_good_enough(models: Sequence[str], *, threshold: float = 0.5) -> Al
         )
         return await _serve_in_order(good + rest, request, driver)
 
-    return _named(f"cheapest_good_enough({','.join(names)}@{threshold:g})", algorithm)
+    return named_algorithm(f"cheapest_good_enough({','.join(names)}@{threshold:g})", algorithm)

@@ -36,7 +36,7 @@ from .._driver import Driver
 from .._errors import ArgumentError, ArgumentTypeError, ModelError, ModelTimeout
 from .._models import Choice, DecisionRequest, DecisionResponse, Outcome, Request, route_to
 from .._race import timeout as _timeout
-from .._strategy_kit import _named, affinity
+from .._strategy_kit import affinity, named_algorithm
 from .._truth import graded
 from .._types import Algorithm
 
@@ -337,4 +337,4 @@ def _with_trigger(algorithm: Algorithm, trigger: str, label: str) -> Algorithm:
     if trigger != "every_request":
         algorithm = affinity(algorithm, trigger=trigger)
         label += f",{trigger}"
-    return _named(label + ")", algorithm)
+    return named_algorithm(label + ")", algorithm)

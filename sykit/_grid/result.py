@@ -20,7 +20,7 @@ from .._metrics import (
     summary_columns,
     warn_ungraded,
 )
-from .._results import Comparison, Result, _concat
+from .._results import Comparison, Result, concat_frames
 from .axes import Axis
 from .store import read_cell
 
@@ -104,7 +104,7 @@ class Grid:
         frames = [self._frames.frame(int(i), kind, columns) for i in done["cell"]]
         lengths = [len(f) for f in frames]
         if columns is None:
-            combined = _concat(frames, list(self.strategies))
+            combined = concat_frames(frames, list(self.strategies))
         else:
             combined = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         position = 1 if "strategy" in combined else 0
