@@ -2,26 +2,27 @@
 
 An algorithm here is a random composition of nested ``sy.first`` / ``sy.first_ok`` /
 ``sy.timeout`` / ``sy.hedge`` over model calls, streams read in part or whole (closed or left
-open), decision calls, sleeps and raised errors, with tasks
-started and left running; it ends by returning ``route_to`` or ``answered``, or by raising. Hosts
-get random faults (every random kind, outages, ``fail_first``, flapping), rate limits and
-policies. For each example:
+open), decision calls, sleeps, calls that answer without awaiting and raised errors (GeneratorExit
+too), with calls started (``sy.start``) and left running; it ends by returning ``route_to`` or
+``answered``, or by raising. Hosts get random faults (every random kind, ``ErrorFault``s, outages
+from t=0, ``fail_first``, flapping), reject delays of 0, rate limits, prompt caches and policies;
+workloads are single requests or multi-turn sessions. For each example:
 
+* every request (or session turn) sent has exactly one row;
+* a ``call_id`` is one call: its first attempt, then its retries and fallbacks in order, one phase,
+  kind and race; ``retry_wait_s`` on every retried row; ``race_size`` counts a race's calls;
+* every ``Response`` the algorithm got joins, by ``(request_id, call_id)``, the attempt that
+  answered it;
 * the same seed gives identical frames, run twice, on each engine;
-* the kernel and the asyncio engine give identical frames (see below);
+* the kernel and the asyncio engine give identical frames, with continuous delays (no two things
+  at one instant) and without them, on hosts with constant latencies too, where ties abound;
 * every record is sound: one terminal status per attempt, cancelled attempts end at the instant
   they were cancelled (a race helper's or timeout's end, or the end of the request's routing) with
-  a cause, rejected attempts cost nothing, a request costs the sum of its attempts, its counts
-  match its attempts, and every request has exactly one row.
+  a cause, rejected attempts cost nothing, a request costs the sum of its attempts, and its counts
+  match its attempts.
 
-Engines order events that happen at the very same instant differently (docs/guide.md, "Time and
-determinism"). So the engine comparison uses algorithms whose every call, sleep and error starts
-after a short delay of its own and hosts whose delays are continuous: no two things then happen at
-one instant. The same-seed check uses algorithms without those delays, on hosts with constant
-latencies too, where ties abound.
-
-``SYKIT_PROPERTY_EXAMPLES`` sets the number of examples of each (default 60, a few seconds); e.g.
-``SYKIT_PROPERTY_EXAMPLES=1000 pytest tests/test_properties.py`` for a long run.
+``SYKIT_PROPERTY_EXAMPLES`` sets the number of examples of each test (default 100: a few hundred
+in all, about a minute); ``python tests/properties_long.py --examples 10000`` runs them at length.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from hypothesis import strategies as st
 import sykit as sy
 from sykit._config import RANDOM_FAULTS
 
-EXAMPLES = int(os.environ.get("SYKIT_PROPERTY_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("SYKIT_PROPERTY_EXAMPLES", "100"))
 MODELS = ("a", "b", "c")
 STATUSES = {"ok", "error", "cancelled", "skipped"}
 
