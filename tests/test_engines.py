@@ -414,25 +414,6 @@ def test_calls_started_at_one_instant_by_nested_helpers_start_in_one_order_on_bo
     assert_same_frames(kernel, on_asyncio)
 
 
-def test_nested_races_of_one_model_draw_the_same_latencies_on_both_engines():
-    host = sy.SimHost(
-        {"m": sy.ModelProfile(latency=sy.Latency(ttft=sy.LogNormal(0.5, p95=2.0), tokens_per_s=80))}
-    )
-
-    async def nested(request, driver):
-        _, response = await sy.first(
-            sy.first(driver.call_model(request, ["m"]), driver.call_model(request, ["m"])),
-            driver.call_model(request, ["m"]),
-        )
-        if isinstance(response, tuple):
-            response = response[1]
-        return sy.answered("m", response)
-
-    kernel, on_asyncio = run_both(nested, [f"q{i}" for i in range(20)], host=host)
-    assert_same_frames(kernel, on_asyncio)
-    assert kernel.requests["latency_s"].nunique() > 10  # real draws, not a constant
-
-
 def test_host_state_read_at_the_instant_it_changes_is_read_in_one_order_on_both_engines():
     policy = sy.HostPolicy(cooldown_s=5.0)
     host = sy.SimHost(CONSTANT, policy=policy)
