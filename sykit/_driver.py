@@ -166,7 +166,7 @@ class Driver:
                 expected="a finite number ≥ 0",
                 type_error=ArgumentError,
             )
-        await self._state.run.backend.sleep(seconds)
+        await self._state.run.engine.sleep(seconds)
 
     def evidence(self, **values: Any) -> None:
         """Attach evidence to this request's outcome; it appears as ``evidence_<key>`` columns."""
@@ -221,7 +221,7 @@ class Driver:
             raise ArgumentTypeError(f"error must be a sy.ModelError, got {type(error).__name__}")
         run = state.run
         name = run.check_models(model, "record_skip(model=...)")[0]
-        race = run.backend.current_race()
+        race = run.engine.current_race()
         row = log_skip(
             run,
             state,

@@ -53,7 +53,7 @@ class FixedChainRun(StrategyRun):
         except ModelError as error:
             self._end(state, None, failure_of(error), routing_end)
             return
-        self.run.backend.call_later(trap[1], self._advance, state, steps, routing_end)
+        self.run.engine.call_later(trap[1], self._advance, state, steps, routing_end)
 
     def _end(
         self,

@@ -137,7 +137,7 @@ def _not_awaitable(name: str, returned: object) -> ArgumentTypeError:
 
 
 class StrategyRun:
-    """Runs one strategy over the requests on an open host session, on the run's backend.
+    """Runs one strategy over the requests on an open host session, on the run's engine.
 
     Requests start in input order: at once in a closed loop (up to ``concurrency`` at a time, the
     next one when one ends: its ``arrival_s`` is then its start), or at their arrival times in an
@@ -182,11 +182,11 @@ class StrategyRun:
         run.open(run.host.open(run.seed))
         # The run starts once its host is ready: an HTTP client takes tens of milliseconds to
         # build (its TLS context), which no arrival should be delayed by or timed for.
-        run.backend.start_clock()
+        run.engine.start_clock()
         if self.arrivals is None:
             self._fill()
         else:
-            b = run.backend
+            b = run.engine
             for position, arrival in enumerate(self.arrivals):
                 if self.stopping:
                     break
@@ -197,7 +197,7 @@ class StrategyRun:
                 self._waiting.append((index, arrival))
                 self._fill()
         if self._running or self._fill_pending:
-            self._idle = run.backend.event()
+            self._idle = run.engine.event()
             await self._idle.wait()
         if run.session is not None:
             await run.session.aclose()
@@ -235,7 +235,7 @@ class StrategyRun:
 
     def _spawn(self, state: RequestState) -> None:
         name = f"request {state.request_id!r}"
-        state.root = self.run.backend.spawn_request(self.route_one(state), state, name)
+        state.root = self.run.engine.spawn_request(self.route_one(state), state, name)
 
     def _release(self, state: RequestState | None = None) -> None:
         """A request ended: its slot is free, and the next request starts at this same instant,
@@ -248,7 +248,7 @@ class StrategyRun:
         self._free += 1
         if not self._fill_pending:
             self._fill_pending = True
-            self.run.backend.call_soon(self._fill)
+            self.run.engine.call_soon(self._fill)
 
     def _continues(self, state: RequestState) -> bool:
         """Schedule the session's next turn after ``state``'s request, if there is one to send."""
@@ -258,13 +258,13 @@ class StrategyRun:
             self.session_states.pop(self.sessions.session[state.index], None)  # the session ended
             return False
         gap = self.sessions.gap(following, self.run.seed)
-        self.run.backend.spawn_detached(self._next_turn(following, gap))
+        self.run.engine.spawn_detached(self._next_turn(following, gap))
         return True
 
     async def _next_turn(self, index: int, gap: float) -> None:
         """Send a session's next turn after its pause (the session's slot is held meanwhile)."""
         if gap > 0:
-            await self.run.backend.sleep(gap)
+            await self.run.engine.sleep(gap)
         self._running -= 1  # the turn that ended; _start counts the next one
         if self.stopping:
             self._free += 1
@@ -284,7 +284,7 @@ class StrategyRun:
         if error is not None and self.fatal is None:
             self.fatal = error
         self.stopping = True
-        b = self.run.backend
+        b = self.run.engine
         for state in list(self.run.in_flight):
             if state.root is not None and not state.root.done():
                 b.cancel(state.root, CancelCause.CANCELLED)
@@ -317,7 +317,7 @@ class StrategyRun:
         if not stuck:
             return False
         message = describe()
-        b = self.run.backend
+        b = self.run.engine
         for state in stuck:
             state.abort_error = SimDeadlock(message)
             state.root_cancelled = True
@@ -327,7 +327,7 @@ class StrategyRun:
     # -- one request -------------------------------------------------------------------------------
     async def route_one(self, state: RequestState) -> None:
         run = self.run
-        state.root = run.backend.current_task()  # the loop holds tasks weakly: the state holds it
+        state.root = run.engine.current_task()  # the loop holds tasks weakly: the state holds it
         state.start_s = run.clock()
         run.in_flight[state] = None
         try:
@@ -337,7 +337,7 @@ class StrategyRun:
             # requests that finished are returned.
             self.interrupted = True
             for task in state.tasks:
-                run.backend.cancel(task, CancelCause.CANCELLED)
+                run.engine.cancel(task, CancelCause.CANCELLED)
             self.stop(None)
         except (SystemExit, EngineExit, GeneratorExit):
             raise
@@ -369,12 +369,12 @@ class StrategyRun:
         except asyncio.CancelledError:
             if state.abort_error is not None:
                 if state.root_cancelled:
-                    run.backend.uncancel(state.root)
+                    run.engine.uncancel(state.root)
                 failure = failure_of(state.abort_error)
             elif self.stopping:
                 raise
             else:  # the algorithm raised CancelledError itself: its request fails, nothing vanishes
-                run.backend.uncancel(state.root)
+                run.engine.uncancel(state.root)
                 failure = (
                     ErrorKind.ALGORITHM_ERROR,
                     "CancelledError: the algorithm raised asyncio.CancelledError (or cancelled "
@@ -393,7 +393,7 @@ class StrategyRun:
                 raise
             failure = failure_of(error)
         except GeneratorExit as error:
-            if run.backend.current_task() is not state.root:
+            if run.engine.current_task() is not state.root:
                 raise  # the engine is closing this request's coroutine: let it close
             # the algorithm raised GeneratorExit itself: its request fails, nothing vanishes
             failure = (ErrorKind.ALGORITHM_ERROR, f"GeneratorExit: {error}".rstrip(": "))
@@ -404,7 +404,7 @@ class StrategyRun:
         if failure is None and state.abort_error is not None:
             # the request failed (recover_errors=False) while the algorithm went on: it fails
             if state.root_cancelled:
-                run.backend.uncancel(state.root)
+                run.engine.uncancel(state.root)
             failure = failure_of(state.abort_error)
         state.closed = True
         routing_end = run.clock()
@@ -448,7 +448,7 @@ class StrategyRun:
     async def _close_leftovers(self, state: RequestState, cause: CancelCause) -> int:
         """Cancel every task the algorithm left running, in the order they started, and let them
         stop; return how many ignored cancellation (they are then stopped by force)."""
-        b = self.run.backend
+        b = self.run.engine
         pending = [t for t in state.tasks if not t.done()]
         if not pending:
             return 0

@@ -89,7 +89,7 @@ class Plan:
     ) -> StrategyRun:
         """The run's request machinery on ``engine``: on a simulated host, the fixed-chain fast
         path when it applies."""
-        run = RunState(host=self.host, seed=seed, strategy=name, strict=self.strict, backend=engine)
+        run = RunState(host=self.host, seed=seed, strategy=name, strict=self.strict, engine=engine)
         owner = getattr(fn, "__self__", None)
         start_run = getattr(owner, "start_run", None)
         if callable(start_run):
@@ -129,7 +129,7 @@ class Plan:
             attempts=attempts,
             requests=requests,
             wall_s=time.perf_counter() - started,
-            engine=run.backend.name,
+            engine=run.engine.name,
             interrupted=interrupted,
         )
         if interrupted:

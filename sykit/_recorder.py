@@ -105,7 +105,7 @@ class RunState:
         seed: int,
         strategy: str,
         strict: bool,
-        backend: Engine,
+        engine: Engine,
     ) -> None:
         self.host = host
         self.policy: HostPolicy = host.policy
@@ -113,8 +113,8 @@ class RunState:
         self.seed = seed
         self.strategy = strategy
         self.strict = strict
-        self.backend = backend
-        self.clock: Callable[[], float] = backend.clock
+        self.engine = engine
+        self.clock: Callable[[], float] = engine.clock
         self.session: HostSession | None = None
         self.plans = False  # True when the session plans attempts (a simulated host)
         self.log = AttemptLog(list(host.profiles))
@@ -165,11 +165,11 @@ class RunState:
     ) -> Any:
         """An awaitable call over ``candidates`` (sent when first awaited or raced)."""
         steps = serve_steps(self, state, request, candidates, phase, kind, retries=retries)
-        return self.backend.drive(steps, self.session)
+        return self.engine.drive(steps, self.session)
 
     def drive(self, steps: Generator[Any, Any, Any]) -> Any:
         """An awaitable that runs ``steps`` (a generator of traps) on this run's engine."""
-        return self.backend.drive(steps, self.session)
+        return self.engine.drive(steps, self.session)
 
     def cooling(self, model: str, now: float) -> bool:
         until = self.cooling_until.get(model)
@@ -198,7 +198,7 @@ def serve_steps(
     clock = run.clock
     retry_limit = run.retry_limit if retries is None else retries
     call = state.next_call()
-    race = run.backend.current_race()  # of the task that runs the call, known once it starts
+    race = run.engine.current_race()  # of the task that runs the call, known once it starts
     race_code = -1 if race is None else race
     index_in_run = state.index
     last = len(candidates) - 1
@@ -261,7 +261,7 @@ def serve_steps(
                 else:
                     reply = yield (SEND, attempt)
             except asyncio.CancelledError:
-                cause = run.backend.current_cause()
+                cause = run.engine.current_cause()
                 cancel_attempt(run, state, row, kind, request, attempt, cause, attempt.seen_ttft_s)
                 raise
             except BaseException as exc:
@@ -297,7 +297,7 @@ def serve_steps(
                     # says so (its cancel_cause) instead of claiming a retry.
                     log.set_h(row, AttemptLog.RETRIED, 0)
                     state.n_retries -= 1
-                    cause = run.backend.current_cause()
+                    cause = run.engine.current_cause()
                     code = _CANCELLED_CODE if cause is None else CAUSE_CODE[cause]
                     log.set_h(row, AttemptLog.CAUSE, code)
                     raise
@@ -545,12 +545,12 @@ class RequestState:
         if self.abort_error is None:
             self.abort_error = error
         root = self.root
-        backend = self.run.backend
-        current = backend.current_task()
-        backend.cancel_all([t for t in self.tasks if t is not current], CancelCause.REQUEST_FAILED)
+        engine = self.run.engine
+        current = engine.current_task()
+        engine.cancel_all([t for t in self.tasks if t is not current], CancelCause.REQUEST_FAILED)
         if root is not None and current is not root and not root.done():
             self.root_cancelled = True
-            backend.cancel(root, CancelCause.REQUEST_FAILED)
+            engine.cancel(root, CancelCause.REQUEST_FAILED)
         raise asyncio.CancelledError
 
     def add_evidence(self, values: Mapping[str, Any]) -> None:

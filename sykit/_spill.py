@@ -299,7 +299,7 @@ class _Writer:
             "token": token,
             "strategy": run.strategy,
             "seed": run.seed,
-            "engine": run.backend.name,
+            "engine": run.engine.name,
             "attempts": len(log),
             "requests": self.requests_written,
             "attempt_files": self.attempt_files,

@@ -202,7 +202,7 @@ class ModelStream:
                 if wait > 0:
                     yield (SLEEP, wait)
         except asyncio.CancelledError:
-            self._stop(state.run.backend.current_cause() or CancelCause.CANCELLED)
+            self._stop(state.run.engine.current_cause() or CancelCause.CANCELLED)
             raise
         self._finish()
         raise StopAsyncIteration
