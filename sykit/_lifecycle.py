@@ -163,7 +163,8 @@ class StrategyRun:
         self.session_states: dict[int, dict[str, Any]] = {}
         self.concurrency = concurrency
         self.progress = progress
-        self.finished = 0
+        self.started = 0  # requests (or session turns) sent
+        self.finished = 0  # requests recorded
         self.fatal: BaseException | None = None
         self.stopping = False
         self._next = 0  # closed loop: the next request to start
@@ -231,6 +232,7 @@ class StrategyRun:
             session = self.sessions.session[index]
             state.session_state = self.session_states.setdefault(session, {})
         self._running += 1
+        self.started += 1
         self._spawn(state)
 
     def _spawn(self, state: RequestState) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _engines
 from ._engines import ENGINES, Engine
-from ._errors import ArgumentTypeError
+from ._errors import ArgumentTypeError, SykitError
 from ._fastpath import FixedChainRun, fixed_chain
 from ._inputs import (
     arrival_times,
@@ -33,11 +33,23 @@ from ._results import Result
 from ._spill import Spill
 from .sessions._plan import SessionPlan, flatten_sessions
 
-__all__ = ["ENGINES", "Plan", "RunInterrupted", "execute", "run_real", "warn_interrupted"]
+__all__ = [
+    "ENGINES",
+    "IncompleteRecords",
+    "Plan",
+    "RunInterrupted",
+    "execute",
+    "run_real",
+    "warn_interrupted",
+]
 
 #: With the cyclic collector paused during a kernel run, a young-generation pass every this many
 #: finished requests bounds what an algorithm's own cyclic garbage can pile up.
 _GC_EVERY = 20_000
+
+
+class IncompleteRecords(SykitError, RuntimeError):
+    """A run ended with fewer request rows than requests sent (a bug in sykit, never silent)."""
 
 
 class RunInterrupted(Exception):
@@ -114,6 +126,14 @@ class Plan:
         run = runner.run
         interrupted = runner.interrupted
         name = run.strategy
+        sent = runner.started if self.sessions is not None else len(self.items)
+        if not interrupted and (runner.finished != sent or runner.started != sent):
+            # Never fewer rows than requests: a run that lost one raises instead of returning.
+            raise IncompleteRecords(
+                f"strategy {name!r}, seed {run.seed}: {runner.started} requests were sent of "
+                f"{sent} and {runner.finished} recorded; every request must have one row. This "
+                "is a bug in sykit: please report it with the algorithm and host"
+            )
         keep = None
         if interrupted:  # only the requests that finished, with their attempts
             keep = np.zeros(len(self.items), dtype=bool)

@@ -262,3 +262,27 @@ def test_nested_races_on_one_model_give_identical_frames_on_both_engines():
     on_asyncio = sy.run(nested, requests, host=host, engine="asyncio", seed=4)
     pdt.assert_frame_equal(kernel.attempts, on_asyncio.attempts)
     pdt.assert_frame_equal(kernel.requests, on_asyncio.requests)
+
+
+# -- never fewer rows than requests ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_run_that_lost_a_request_row_raises_instead_of_returning(engine, monkeypatch):
+    from sykit import _lifecycle
+
+    record = _lifecycle.StrategyRun._record
+
+    def losing_one(self, state, *args):  # a stand-in for a bug that loses a row
+        if state.request_id != 1:
+            record(self, state, *args)
+
+    monkeypatch.setattr(_lifecycle.StrategyRun, "_record", losing_one)
+    host = text_and_vision(sy.HostPolicy())
+
+    async def algorithm(request, driver):
+        return sy.route_to("img", request)
+
+    requests = [sy.Request("plain", id=i) for i in range(3)]
+    with pytest.raises(sy.SykitError, match="3 requests were sent of 3 and 2 recorded"):
+        sy.run(algorithm, requests, host=host, engine=engine)
