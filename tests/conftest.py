@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 from helpers import constant_profile
 
@@ -53,3 +55,12 @@ def run_asyncio_only(engine):
         return result
 
     return run
+
+
+@pytest.fixture
+def sigint_raises():
+    """Ctrl-C (SIGINT) raises KeyboardInterrupt in this test, even where the test run was started
+    with SIGINT ignored (as a shell starts a background job)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

@@ -151,6 +151,7 @@ def test_ctrl_c_returns_what_finished_on_both_engines():
         import os, signal, warnings
         import sykit as sy
 
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started ignoring it
         host = sy.SimHost({"m": sy.ModelProfile(
             latency=sy.Latency(ttft=0.5, tokens_per_s=100), output_tokens=50)})
 

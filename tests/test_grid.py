@@ -331,7 +331,7 @@ def test_ctrl_c_in_a_serial_grid_returns_the_finished_cells():
     assert len(grid.requests) == 2 * N
 
 
-def test_ctrl_c_with_a_pool_stops_the_workers_and_keeps_what_finished():
+def test_ctrl_c_with_a_pool_stops_the_workers_and_keeps_what_finished(sigint_raises):
     async def slow(request, driver):
         time.sleep(0.02)  # real time, so Ctrl-C arrives while cells run
         return sy.route_to("weak", request)
