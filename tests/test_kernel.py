@@ -65,6 +65,8 @@ def test_children_start_when_their_parent_waits_and_a_loser_is_cancelled_at_the_
         winner = await wait_any([a, b])
         kernel.cancel(b, "lost_race")
         log.append(("after cancel", b.done(), b.cancelled()))
+        await wait_any([b])  # delivered on b's next turn, at this same instant
+        log.append(("stopped", kernel.now, b.done(), b.cancelled()))
         return winner.result()
 
     _, winner = run(main)
@@ -73,8 +75,9 @@ def test_children_start_when_their_parent_waits_and_a_loser_is_cancelled_at_the_
         ("spawned", 0.0),
         ("start", "a", 0.0),
         ("start", "b", 0.0),
+        ("after cancel", False, False),
         ("cancelled", "b", 1.0, "lost_race"),
-        ("after cancel", True, True),
+        ("stopped", 1.0, True, True),
     ]
 
 
@@ -88,6 +91,7 @@ def test_wait_any_times_out_and_the_first_cause_is_kept():
         assert kernel.now == 2.5
         kernel.cancel(task, "timeout")
         kernel.cancel(task, "abandoned")
+        await wait_any([task])
         return task.cancel_cause, task.cancelled()
 
     assert run(main)[1] == ("timeout", True)

@@ -9,9 +9,11 @@ coroutine suspends by yielding a *trap* — a plain tuple saying "wake me after 
   they were set, and a cancelled wait is deleted lazily (a stale ``seq`` is skipped when popped).
 * The clock is set to each timer's own deadline, so it stays exact at any time; waits must be
   finite.
-* Children start as asyncio tasks do, once what is ready at this instant has run (so a request's
-  calls start, and draw, in the same order on both engines); cancellation is thrown into the
-  suspended coroutine at once, so a race's loser is recorded at the instant it lost.
+* What happens at one instant happens in asyncio's order, so both engines start a request's calls
+  (and key their draws) alike: a child starts once what is ready at this instant has run; a task
+  waiting for others resumes two turns after one ends (``asyncio.wait``'s callback, then the
+  waiter); a cancelled task that waits gets its ``CancelledError`` on its next turn. A race's
+  loser is still recorded at the virtual instant it lost.
 * A task that ends keeps its result, not its coroutine: nothing ties a finished request to its
   frames, so no per-request reference cycle is left for the cyclic collector.
 
@@ -271,18 +273,19 @@ class Kernel:
         return task
 
     def cancel(self, task: KTask, cause: str | None) -> None:
-        """Cancel ``task``: the first cause given is kept. A suspended task gets the
-        ``CancelledError`` at once; a running one (the caller itself, or a task that started it)
-        at its next suspension; one that is ready to run when it next runs."""
+        """Cancel ``task``: the first cause given is kept. A suspended task stops waiting and gets
+        the ``CancelledError`` on its next turn at this instant (as an asyncio task does, its
+        wait's callback first); a running one (the caller itself, or a task that started it) at
+        its next suspension; one that is ready to run when it next runs."""
         if task.done_:
             return
         if task.cancel_cause is None and cause is not None:
             task.cancel_cause = cause
+        task.cancel_pending = True
         if task.waiting is None and task.wake == 0:
-            task.cancel_pending = True  # running or ready: delivered when it next runs
-            return
+            return  # running or ready: delivered when it next runs
         self._unwait(task)
-        self._step(task, None, _CancelledError())
+        self._ready.append((task, None))
 
     def call_later(self, seconds: float, fn: Callable[..., Any], *args: Any) -> Timer:
         """Call ``fn(*args)`` after ``seconds`` of virtual time (a finite number ≥ 0)."""
