@@ -286,3 +286,44 @@ def test_a_run_that_lost_a_request_row_raises_instead_of_returning(engine, monke
     requests = [sy.Request("plain", id=i) for i in range(3)]
     with pytest.raises(sy.SykitError, match="3 requests were sent of 3 and 2 recorded"):
         sy.run(algorithm, requests, host=host, engine=engine)
+
+
+def test_a_race_lost_at_the_instant_it_starts_cancels_nested_calls_alike_on_both_engines():
+    """``first(decision, first(first(call)))`` with the decision failing at t=0: the nested call
+    starts and is cancelled at 0 on both engines (a cancellation reaches a waiting task on its
+    next turn, as asyncio delivers it)."""
+    host = sy.SimHost(
+        {
+            "a": sy.ModelProfile(**P),
+            "b": sy.ModelProfile(reject_delay_s=0.0, faults=sy.Faults(outages=[(0.0, 5.0)]), **P),
+        },
+        policy=sy.HostPolicy(recover_errors=False, max_retries=0),
+    )
+    question = sy.DecisionRequest({"x": sy.Boolean()})
+
+    async def algorithm(request, driver):
+        inner = sy.first(sy.first(driver.call_model(request, ["a"])))
+        await sy.first(driver.call_decision(question, "b"), inner)
+        return sy.route_to("a", request)
+
+    results = [
+        sy.run(algorithm, [sy.Request("q", id=0)], host=host, engine=engine) for engine in ENGINES
+    ]
+    for result in results:
+        rows = [
+            [
+                r.model,
+                r.status,
+                r.start_s,
+                r.end_s,
+                r.cancel_cause if isinstance(r.cancel_cause, str) else None,
+            ]
+            for r in result.attempts.itertuples()
+        ]
+        assert rows == [
+            ["b", "error", 0.0, 0.0, None],
+            ["a", "cancelled", 0.0, 0.0, "lost_race"],
+            ["a", "ok", 0.0, 0.6, None],
+        ]
+    pdt.assert_frame_equal(results[0].attempts, results[1].attempts)
+    pdt.assert_frame_equal(results[0].requests, results[1].requests)
