@@ -78,8 +78,7 @@ def check_real(
     if (
         type(value) is float
         and -math.inf < value < math.inf
-        and (low is None or value > low or (value == low and not low_open))
-        and (high is None or value < high or (value == high and not high_open))
+        and not _outside(value, low, high, low_open, high_open)
     ):
         return value  # the common case, without the ABC check below
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -115,7 +114,7 @@ def check_int(
     """``value`` as an int if it is an integer (a Python or numpy integer, not a bool and not a
     float such as ``3.0``) with ``low ≤ value ≤ high``, else an error naming ``name``; ``None`` is
     no bound. ``kind`` is what a type error says the value must be ("an HTTP status")."""
-    if type(value) is int and (low is None or value >= low) and (high is None or value <= high):
+    if type(value) is int and not _outside(value, low, high, False, False):
         return value  # the common case, without the ABC check below
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise type_error(_wrong_type(name, kind, expected, value))
