@@ -60,6 +60,11 @@ def spawn(engine: Engine, awaitable: Awaitable[Any], race_id: int, what: str | i
 
 def _spawn_all(engine: Engine, awaitables: Sequence[Awaitable[Any]], race_id: int) -> list[Any]:
     """Start each of ``awaitables``; if one is refused, none is left unawaited."""
+    for awaitable in awaitables:
+        if not hasattr(type(awaitable), "__await__"):
+            break  # perhaps awaitable all the same (an old-style coroutine): checked below
+    else:
+        return [engine.spawn(a, race_id) for a in awaitables]  # the common case
     for i, awaitable in enumerate(awaitables):
         try:
             _check_awaitable(awaitable, i)
@@ -72,36 +77,13 @@ def _spawn_all(engine: Engine, awaitables: Sequence[Awaitable[Any]], race_id: in
     return [engine.spawn(a, race_id) for a in awaitables]
 
 
-async def settle(engine: Engine, tasks: list[Any], cause: CancelCause | None) -> None:
-    """Cancel the unfinished tasks with ``cause`` and wait until each has stopped.
-
-    If the caller is cancelled meanwhile, the wait still completes (the cancellations are already
-    on their way) and the caller's cancellation is re-raised afterwards.
-    """
-    pending = [t for t in tasks if not t.done()]
-    engine.cancel_all(pending, cause)
-    interrupted = False
-    pending = [t for t in pending if not t.done()]
-    while pending:
-        try:
-            await engine.wait_any(pending)
-        except asyncio.CancelledError:
-            interrupted = True
-        pending = [t for t in pending if not t.done()]
-    for task in tasks:
-        if task.done() and not task.cancelled():
-            task.exception()  # retrieved: a loser's error is not "never retrieved"
-    if interrupted:
-        raise asyncio.CancelledError
-
-
 async def _wait_first(engine: Engine, tasks: list[Any], timeout_s: float | None = None) -> Any:
     """The first of ``tasks`` to be done (None on timeout); if the caller is cancelled, the tasks
     are cancelled with the caller's cause first."""
     try:
         return await engine.wait_any(tasks, timeout_s)
     except asyncio.CancelledError:
-        await settle(engine, tasks, engine.current_cause())
+        await engine.settle(tasks, engine.current_cause())
         raise
 
 
@@ -134,17 +116,13 @@ async def first(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
         raise ArgumentError("first() needs at least one awaitable")
     engine = current()
     tasks = _spawn_all(engine, awaitables, engine.new_race())
-    done = await _wait_first(engine, tasks)
-    losers = [t for t in tasks if not t.done()]
-    if losers:
-        engine.cancel_all(losers, LOST_RACE)  # a waiting call may stop at once: no wait then
-        if not all(t.done() for t in losers):
-            await settle(engine, losers, LOST_RACE)
-    for task in tasks:
-        if task.done():
-            _outcome(task)  # mark every finished task's exception as retrieved
-    winner = tasks.index(done)
-    return winner, _outcome(tasks[winner])
+    try:
+        done = await engine.wait_any(tasks)
+    except asyncio.CancelledError:
+        await engine.settle(tasks, engine.current_cause())
+        raise
+    await engine.settle(tasks, LOST_RACE)  # the losers stop; every error counts as retrieved
+    return tasks.index(done), _outcome(done)
 
 
 async def first_ok(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
@@ -163,7 +141,7 @@ async def first_ok(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
         await _wait_first(engine, pending)
         for i, task in enumerate(tasks):
             if task in pending and _succeeded(task):
-                await settle(engine, [t for t in tasks if not t.done()], LOST_RACE)
+                await engine.settle(tasks, LOST_RACE)
                 return i, task.result()
         for task in pending:
             if task.done():
@@ -192,7 +170,8 @@ async def timeout(seconds: float, awaitable: Awaitable[Any], default: Any = None
     """
     try:
         seconds = _check_seconds(seconds, "seconds")
-        _check_awaitable(awaitable, "awaitable")
+        if not hasattr(type(awaitable), "__await__"):
+            _check_awaitable(awaitable, "awaitable")
     except (ArgumentError, ArgumentTypeError):
         close = getattr(awaitable, "close", None)
         if close is not None:
@@ -235,7 +214,7 @@ async def hedge(
             woke = await _wait_first(engine, running, after if can_add else None)
         for task in tasks:
             if _succeeded(task):
-                await settle(engine, [t for t in tasks if not t.done()], LOST_RACE)
+                await engine.settle(tasks, LOST_RACE)
                 return task.result()
         last_error = None
         for task in tasks:
@@ -288,7 +267,7 @@ class Started(Generic[T]):
 
     async def cancel(self) -> None:
         """Cancel it (cause ``lost_race``) and wait until it has stopped; nothing if done."""
-        await settle(self._engine, [self._task], LOST_RACE)
+        await self._engine.settle([self._task], LOST_RACE)
 
     def __await__(self) -> Generator[Any, Any, T]:
         return self._wait().__await__()

@@ -22,6 +22,7 @@ Semantics both engines keep (trio's and asyncio's):
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
@@ -144,6 +145,31 @@ class Engine:
         delivered, so a task stopped as a consequence of another (one awaiting it) keeps the cause
         it was given, whatever the order."""
         raise NotImplementedError
+
+    async def settle(self, tasks: Sequence[Any], cause: CancelCause | None) -> None:
+        """Cancel the unfinished ``tasks`` with ``cause`` and wait until each has stopped; every
+        finished task's error counts as retrieved.
+
+        If the caller is cancelled meanwhile, the wait still completes (the cancellations are
+        already on their way) and the caller's cancellation is re-raised afterwards. An engine may
+        do this in fewer steps, never in another order: the caller waits with :meth:`wait_any`
+        on what is left each time it wakes.
+        """
+        pending = [t for t in tasks if not t.done()]
+        if pending:
+            self.cancel_all(pending, cause)
+        interrupted = False
+        while pending:
+            try:
+                await self.wait_any(pending)
+            except asyncio.CancelledError:
+                interrupted = True
+            pending = [t for t in pending if not t.done()]
+        for task in tasks:
+            if not task.cancelled():
+                task.exception()  # retrieved: a loser's error is not "never retrieved"
+        if interrupted:
+            raise asyncio.CancelledError
 
     def uncancel(self, task: Any) -> None:
         """``task`` (the current one) has handled the cancellations it was sent: forget them."""

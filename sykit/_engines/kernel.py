@@ -180,6 +180,32 @@ def wait_any(
 
 
 @types.coroutine
+def _settle(
+    kernel: Kernel, tasks: Sequence[KTask], cause: CancelCause | None
+) -> Generator[Any, Any, None]:
+    """``Engine.settle`` on the kernel: the same waits, without a coroutine per call. (A kernel
+    task's error needs no retrieving: nothing warns about it.)"""
+    pending = [t for t in tasks if not t.done_]
+    if not pending:
+        return
+    if cause is not None:
+        for task in pending:
+            if task.cancel_cause is None:
+                task.cancel_cause = cause
+    for task in pending:
+        kernel.cancel(task, cause)
+    interrupted = False
+    while pending:
+        try:
+            yield (_WAIT_ANY, pending, None)
+        except _CancelledError:
+            interrupted = True
+        pending = [t for t in pending if not t.done_]
+    if interrupted:
+        raise _CancelledError
+
+
+@types.coroutine
 def checkpoint() -> Generator[Any, Any, None]:
     """Let every other task that is ready at this instant run first."""
     yield (_YIELD,)
@@ -346,7 +372,8 @@ class Kernel:
         if task.cancel_pending and error is None:  # cancelled while it waited in the ready queue
             task.cancel_pending = False
             value, error = None, _CancelledError()
-            close_arguments(coro)  # cancelled before it started: what it was given never runs
+            if type(coro) is types.CoroutineType:  # (a call's candidate loop has nothing to close)
+                close_arguments(coro)  # cancelled before it started: what it was given never runs
         previous = self.current
         self.current = task
         thrown: BaseException | None = None
@@ -700,6 +727,9 @@ class KernelEngine(Engine):
                     task.cancel_cause = cause
         for task in tasks:
             self.kernel.cancel(task, cause)
+
+    def settle(self, tasks: Sequence[KTask], cause: CancelCause | None) -> Any:
+        return _settle(self.kernel, tasks, cause)  # awaitable as it is: no coroutine around it
 
     def uncancel(self, task: KTask) -> None:
         task.cancel_pending = False
