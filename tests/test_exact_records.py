@@ -6,6 +6,7 @@ Each test is a case once found wrong, with exact expectations, through the publi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 
 import pandas.testing as pdt
@@ -324,6 +325,41 @@ def test_a_race_lost_at_the_instant_it_starts_cancels_nested_calls_alike_on_both
             ["b", "error", 0.0, 0.0, None],
             ["a", "cancelled", 0.0, 0.0, "lost_race"],
             ["a", "ok", 0.0, 0.6, None],
+        ]
+    pdt.assert_frame_equal(results[0].attempts, results[1].attempts)
+    pdt.assert_frame_equal(results[0].requests, results[1].requests)
+
+
+def test_waiting_for_a_call_that_already_failed_takes_asyncios_two_turns_on_both_engines():
+    """``first(hedge(decision, copies=2), started decision)`` with every decision failing at t=0:
+    the started call has already failed when ``first`` waits for it, yet the wait takes two turns
+    (as ``asyncio.wait`` does), so the hedge's second copy starts first on both engines."""
+    host = sy.SimHost(
+        {"a": sy.ModelProfile(reject_delay_s=0.0, faults=sy.Faults(outages=[(0.0, 5.0)]), **P)},
+        policy=sy.HostPolicy(recover_errors=False, max_retries=0),
+    )
+    question = sy.DecisionRequest({"x": sy.Boolean()})
+
+    async def algorithm(request, driver):
+        (started,) = sy.start(driver.call_decision(question, "a"))
+        hedged = sy.hedge(lambda: driver.call_decision(question, "a"), after=1.0, copies=2)
+        with contextlib.suppress(sy.ModelError):
+            await sy.first(hedged, started)
+        return sy.route_to("a", request)
+
+    results = [
+        sy.run(algorithm, [sy.Request("q", id=0)], host=host, engine=engine) for engine in ENGINES
+    ]
+    for result in results:
+        rows = [
+            [r.kind, r.call_id, r.status, r.start_s, r.end_s, r.race_size]
+            for r in result.attempts.itertuples()
+        ]
+        assert rows == [
+            ["decision", 0, "error", 0.0, 0.0, 0],
+            ["decision", 1, "error", 0.0, 0.0, 2],
+            ["decision", 2, "error", 0.0, 0.0, 2],
+            ["model", 3, "error", 0.0, 0.0, 0],
         ]
     pdt.assert_frame_equal(results[0].attempts, results[1].attempts)
     pdt.assert_frame_equal(results[0].requests, results[1].requests)

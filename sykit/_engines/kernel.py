@@ -55,7 +55,7 @@ __all__ = [
 #: Trap codes: what a suspended coroutine yields to say what it waits for (SLEEP: the base's).
 _WAIT_ANY = 1
 _YIELD = 2
-_CHECK = 3
+_TWO_TURNS = 3
 #: In the ready queue in place of a value: "one more turn before this task runs".
 _HOP = object()
 
@@ -165,14 +165,15 @@ def wait_any(
     ``tasks`` (in their order) that is done, or None.
 
     Like ``asyncio.wait``, it wakes only after every timer due at that instant has fired, so tasks
-    that finish at the same instant are all seen done, and the order of ``tasks`` decides."""
+    that finish at the same instant are all seen done, and the order of ``tasks`` decides. As
+    there, a task already done still costs two turns (its callback, then the waiter's): what is
+    ready meanwhile runs first."""
     for task in tasks:
         if task.done_:
-            yield (
-                _CHECK,
-            )  # a pending cancellation of the waiter is delivered here, as asyncio does
-            return task
-    yield (_WAIT_ANY, tasks, timeout)
+            yield (_TWO_TURNS,)
+            break
+    else:
+        yield (_WAIT_ANY, tasks, timeout)
     for task in tasks:
         if task.done_:
             return task
@@ -453,9 +454,9 @@ class Kernel:
                         task.wake = self._seq
                         heapq.heappush(self._heap, (self.now + timeout, self._seq, task))
                     return
-                if kind == _CHECK:  # not cancelled (that was delivered above): go on at once
-                    value = None
-                    continue
+                if kind == _TWO_TURNS:
+                    self._ready.append((task, _HOP))
+                    return
                 if kind == _YIELD:
                     self._ready.append((task, None))
                     return
@@ -618,7 +619,9 @@ class _Event:
             self._kernel._finish(task, None, None, False)
 
     async def wait(self) -> None:
-        await wait_any([self._gate()])
+        gate = self._gate()
+        if not gate.done_:  # a set event returns at once, as asyncio.Event.wait does
+            await wait_any([gate])
 
 
 class _Deadline:
