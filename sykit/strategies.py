@@ -57,7 +57,7 @@ from ._race import first, first_ok, start, wait_first
 from ._race import hedge as _hedge
 from ._race import timeout as _timeout
 from ._rng import uniforms
-from ._router_score import SimulatedScore, calibrate, score_of, simulated_score
+from ._router_score import SimulatedScore, Threshold, calibrate, score_of, simulated_score
 from ._strategy_kit import AFFINITY_TRIGGERS as AFFINITY_TRIGGERS
 from ._strategy_kit import affinity, checked_models, named_algorithm
 from ._stream import ModelStream
@@ -199,16 +199,30 @@ def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) ->
     the other model is the fallback). ``score`` is a function of the request (sync or async) or a
     :func:`simulated_score` (a stand-in for a trained router, at a published router's quality by
     default); pick ``threshold`` for a target share of strong calls with :func:`calibrate`, which
-    also fits a simulated score to the traffic."""
+    also fits a simulated score to the traffic.
+
+    A :class:`Threshold` from :func:`calibrate` also breaks ties: a request scoring exactly the
+    threshold goes strong only when its seeded hash (keyed on ``driver.request_id``) is below the
+    threshold's cut, so the calibrated share is hit exactly; ``evidence_tie_break`` says which
+    way each tied request went. A plain number routes every tie to strong."""
     checked_models([weak, strong], "threshold_router()")
     if not (isinstance(score, SimulatedScore) or callable(score)):
         raise ArgumentTypeError(
             "score must be a function of the request or sy.strategies.simulated_score(...)"
         )
+    ties = threshold if isinstance(threshold, Threshold) and threshold.cut is not None else None
     threshold = check_real(threshold, "threshold", allow_inf=True, expected="a number, not NaN")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         value = await score_of(score, request, driver)
+        if ties is not None and value == threshold:
+            goes_strong = ties.goes_strong(value, driver.request_id)
+            driver.evidence(
+                score=value, threshold=threshold, tie_break="strong" if goes_strong else "weak"
+            )
+            if goes_strong:
+                return route_to(strong, request, fallbacks=[weak])
+            return route_to(weak, request, fallbacks=[strong])
         driver.evidence(score=value, threshold=threshold)
         if value >= threshold:
             return route_to(strong, request, fallbacks=[weak])

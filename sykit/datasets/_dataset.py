@@ -21,6 +21,15 @@ import pandas as pd
 from .._checks import check_int
 from .._errors import ArgumentError, ArgumentTypeError
 from .._models import GroundTruth, Request
+from ._splits import (
+    DATASET_GROUP,
+    DatasetGroup,
+    GroupBy,
+    fold_labels,
+    group_codes,
+    split_mask,
+    strata_codes,
+)
 
 __all__ = ["OUTPUT_PREFIX", "QUALITY_PREFIX", "Dataset"]
 
@@ -45,6 +54,7 @@ class Dataset:
         len(ds), ds.models                     # 3759, ('gpt-4-1106-preview', 'mixtral-8x7b-instruct-v0.1')
         ds.filter(benchmark="gsm8k", contaminated=False).sample(200, seed=0, stratify="category")
         ds.frame                               # one row per request, with quality:<model> columns
+        train, test = ds.split(0.2, seed=0)    # grouped: MT-Bench's two turns stay together
         sy.run(algorithm, ds, host=host)       # iterating yields sy.Request objects
 
     Each request carries the columns named as metadata (:attr:`metadata_columns`), which the
@@ -58,7 +68,7 @@ class Dataset:
     :func:`sykit.datasets.synthetic`.
     """
 
-    __slots__ = ("_cache", "_frame", "_info", "_metadata", "_models", "_name")
+    __slots__ = ("_cache", "_frame", "_group", "_info", "_metadata", "_models", "_name")
 
     def __init__(
         self,
@@ -68,10 +78,14 @@ class Dataset:
         models: Sequence[str],
         metadata: Sequence[str],
         info: Mapping[str, str] | None = None,
+        group_column: str | None = None,
         _cache: dict[Any, Request] | None = None,
     ) -> None:
         # Internal: the frame must already be in canonical form (see from_frame).
+        if group_column is not None and group_column not in frame.columns:
+            raise ArgumentError(f"group column {group_column!r} is not in the dataset")
         self._frame = frame
+        self._group = group_column
         self._name = name
         self._models = tuple(models)
         self._metadata = tuple(metadata)
@@ -103,6 +117,13 @@ class Dataset:
             for c in self._frame.columns
             if c not in made and not str(c).startswith((QUALITY_PREFIX, OUTPUT_PREFIX))
         )
+
+    @property
+    def group_column(self) -> str | None:
+        """The column whose equal values must stay on one side of :meth:`split` and
+        :meth:`folds` (routellm: ``question``, so MT-Bench's two turns of a question stay
+        together); None when every row stands alone."""
+        return self._group
 
     @property
     def info(self) -> Mapping[str, str]:
@@ -276,7 +297,12 @@ class Dataset:
             columns[OUTPUT_PREFIX + old] = OUTPUT_PREFIX + new
         frame = self._frame.rename(columns=columns)
         return Dataset(
-            frame, name=self._name, models=models, metadata=self._metadata, info=self._info
+            frame,
+            name=self._name,
+            models=models,
+            metadata=self._metadata,
+            info=self._info,
+            group_column=self._group,
         )
 
     def _derive(self, frame: pd.DataFrame) -> Dataset:
@@ -286,7 +312,81 @@ class Dataset:
             models=self._models,
             metadata=self._metadata,
             info=self._info,
+            group_column=self._group,
             _cache=self._cache,
+        )
+
+    # -- train/test ----------------------------------------------------------------------------
+    def split(
+        self,
+        test: float = 0.2,
+        *,
+        seed: int = 0,
+        group: GroupBy | DatasetGroup = DATASET_GROUP,
+        stratify: str | None = None,
+    ) -> tuple[Dataset, Dataset]:
+        """``(train, test)``: whole groups on each side, so a router fitted on ``train`` never saw
+        a row related to one it is judged on.
+
+            train, test = ds.split(0.2, seed=0)               # about 20 % of the rows held out
+            train, test = ds.split(500, stratify="benchmark")  # about 500, each benchmark its share
+
+        ``test`` is a fraction in (0, 1) of the rows or a count; groups are whole, so the test side
+        comes as close to it as they allow. ``group`` is a column name, a function of the row (a
+        dict of column → value) returning a key, or None (every row alone); by default the
+        dataset's :attr:`group_column`. A missing key makes a row a group of its own. With
+        ``stratify=column`` each value of the column gets its share of the test side (a group
+        spanning values counts under its most frequent one). The same seed gives the same split;
+        both sides keep the dataset's order.
+        """
+        groups = self._group_codes(group, "split")
+        strata = strata_codes(self._frame, stratify, "split")
+        in_test = split_mask(groups, strata, test, seed)
+        return self._rows(~in_test), self._rows(in_test)
+
+    def folds(
+        self,
+        k: int = 5,
+        *,
+        seed: int = 0,
+        group: GroupBy | DatasetGroup = DATASET_GROUP,
+        stratify: str | None = None,
+    ) -> list[tuple[Dataset, Dataset]]:
+        """``k`` ``(train, test)`` pairs for cross-fitting: every row is in exactly one test fold,
+        and a group is never split between folds.
+
+            for train, test in ds.folds(5, seed=0):
+                router = fit(train)          # never saw a grade of test (nor of a related row)
+
+        Groups, largest first after a shuffle by ``seed``, each go to the fold that is smallest at
+        the time, so fold sizes are as even as the groups allow. ``group`` is as in :meth:`split`;
+        ``stratify=column`` balances each value of the column across the folds instead (then the
+        total). ``k`` must be between 2 and the number of groups.
+        """
+        groups = self._group_codes(group, "folds")
+        strata = strata_codes(self._frame, stratify, "folds")
+        labels = fold_labels(groups, strata, k, seed)
+        return [(self._rows(labels != f), self._rows(labels == f)) for f in range(int(k))]
+
+    def _group_codes(self, group: GroupBy | DatasetGroup, where: str) -> np.ndarray:
+        return group_codes(self._frame, self._group if group is DATASET_GROUP else group, where)
+
+    def _rows(self, mask: np.ndarray) -> Dataset:
+        return self._derive(self._frame.iloc[np.flatnonzero(mask)])._detached()
+
+    def _detached(self) -> Dataset:
+        """This dataset on its own: its cache holds only its own rows' requests (those already
+        built are kept), so nothing reachable from a train side holds a row of its test side."""
+        cache = self._cache
+        own = {label: cache[label] for label in self._frame.index if label in cache}
+        return Dataset(
+            self._frame,
+            name=self._name,
+            models=self._models,
+            metadata=self._metadata,
+            info=self._info,
+            group_column=self._group,
+            _cache=own,
         )
 
     # -- rows to requests ----------------------------------------------------------------------

@@ -8,6 +8,7 @@ as they are, or rename them with :meth:`Dataset.rename_models`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 import pandas as pd
@@ -63,7 +64,9 @@ _LETTERS = "ABCDEFGHIJKLMNOP"
 
 def _routellm() -> Dataset:
     raw = read_table("routellm/routellm_eval.csv")
-    frame = raw.assign(contaminated=raw["contaminated"].astype(bool))
+    frame = raw.assign(
+        contaminated=raw["contaminated"].astype(bool), question=_routellm_questions(raw)
+    )
     ds = from_frame(
         frame,
         prompt="prompt",
@@ -76,6 +79,7 @@ def _routellm() -> Dataset:
     )
     return _with_info(
         ds,
+        group_column="question",
         description=(
             "RouteLLM's evaluation table: GPT-4 (gpt-4-1106-preview) and Mixtral "
             "(mixtral-8x7b-instruct-v0.1) on 2,280 MMLU questions (40 per domain), the 1,319 GSM8K "
@@ -86,6 +90,15 @@ def _routellm() -> Dataset:
         source="github.com/lm-sys/RouteLLM @ 0b64fdafe049e596a3f5657c219329f24af24198",
         license="Apache-2.0 (RouteLLM); MMLU and GSM8K MIT; MT-Bench questions Apache-2.0",
     )
+
+
+def _routellm_questions(raw: pd.DataFrame) -> list[str]:
+    """The question each row asks: MT-Bench's two turns share one (``mt_bench/81/turn2`` →
+    ``mt_bench/81``), so that splits keep them together; any other row is its own question."""
+    return [
+        re.sub(r"/turn\d+$", "", str(i)) if benchmark == "mt_bench" else str(i)
+        for i, benchmark in zip(raw["prompt_id"].tolist(), raw["benchmark"].tolist(), strict=True)
+    ]
 
 
 def _mmlu_pro_prompt(question: object, options: object, src: str, qid: int) -> str:
@@ -152,9 +165,14 @@ def _mmlu_pro() -> Dataset:
     )
 
 
-def _with_info(ds: Dataset, **info: str) -> Dataset:
+def _with_info(ds: Dataset, *, group_column: str | None = None, **info: str) -> Dataset:
     return Dataset(
-        ds._frame, name=ds.name, models=ds.models, metadata=ds.metadata_columns, info=info
+        ds._frame,
+        name=ds.name,
+        models=ds.models,
+        metadata=ds.metadata_columns,
+        info=info,
+        group_column=group_column,
     )
 
 
