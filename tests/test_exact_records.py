@@ -363,3 +363,26 @@ def test_waiting_for_a_call_that_already_failed_takes_asyncios_two_turns_on_both
         ]
     pdt.assert_frame_equal(results[0].attempts, results[1].attempts)
     pdt.assert_frame_equal(results[0].requests, results[1].requests)
+
+
+def test_a_call_ending_at_the_instant_its_timeout_expires_is_cancelled_on_both_engines():
+    """``timeout(0.5, started call)`` whose call would answer at exactly 0.5 s: the deadline was
+    set first, so it fires first, and the call's task, woken at that instant but not yet run,
+    gets the cancellation (asyncio order: every timer due fires before what it wakes runs)."""
+    host = sy.SimHost(
+        {"a": sy.ModelProfile(**{**P, "latency": sy.Latency(ttft=0.4, tokens_per_s=100.0)})}
+    )
+
+    async def algorithm(request, driver):
+        (started,) = sy.start(driver.call_model(request, ["a"]))
+        await sy.timeout(0.5, started)
+        return sy.route_to("a", request)
+
+    results = [
+        sy.run(algorithm, [sy.Request("q", id=0)], host=host, engine=engine) for engine in ENGINES
+    ]
+    for result in results:
+        first = result.attempts.iloc[0]
+        assert (first.status, first.cancel_cause, first.end_s) == ("cancelled", "timeout", 0.5)
+    pdt.assert_frame_equal(results[0].attempts, results[1].attempts)
+    pdt.assert_frame_equal(results[0].requests, results[1].requests)

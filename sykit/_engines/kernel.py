@@ -541,7 +541,9 @@ class Kernel:
                 if handler is not None and handler():
                     continue
                 raise SimDeadlock(self.describe_deadlock())
-            # Every timer due at this instant fires before anything it wakes runs, as in asyncio.
+            # Every timer due at this instant fires before anything it wakes runs, as in asyncio:
+            # a callback runs now; a task whose sleep (or wait) ends joins the ready queue, in
+            # the timers' order, behind what the callbacks before it scheduled.
             when = heap[0][0]
             while heap and heap[0][0] == when:
                 _, seq, task = pop(heap)
@@ -554,7 +556,7 @@ class Kernel:
                     continue
                 if task.waiting is not None:  # a wait_any that timed out
                     self._unwait(task)
-                step(task, None, None)
+                ready.append((task, None))
 
     def describe_deadlock(self) -> str:
         """A readable account of what is stuck, for the SimDeadlock message."""
