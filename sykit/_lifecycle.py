@@ -26,8 +26,9 @@ from ._engines.base import EngineExit
 from ._errors import ArgumentTypeError, ModelError, NoTargets, SimDeadlock, UnknownModel
 from ._health import await_hint
 from ._models import GroundTruth, Outcome, Request, Response
-from ._recorder import RequestState, RunState
-from ._records import REQUEST_COLUMNS, AttemptLog
+from ._recorder import MODEL, RESERVED, RequestState, RunState
+from ._records import AttemptLog
+from ._truth import TruthTable
 from ._vocab import CancelCause, ErrorKind
 from .sessions._plan import SessionPlan
 
@@ -180,7 +181,8 @@ class StrategyRun:
     async def feed(self) -> None:
         """Start every request; return when the last one has finished."""
         run = self.run
-        run.open(run.host.open(run.seed))
+        # the truth goes to the run's closures only: nothing the algorithm reaches holds it
+        run.open(run.host.open(run.seed), TruthTable(self.items, run.profiles, run.seed))
         # The run starts once its host is ready: an HTTP client takes tens of milliseconds to
         # build (its TLS context), which no arrival should be delayed by or timed for.
         run.engine.start_clock()
@@ -226,8 +228,8 @@ class StrategyRun:
             self._idle.set()
 
     def _start(self, index: int, arrival: float) -> None:
-        request_id, request, truth = self.items[index]
-        state = RequestState(self.run, index, request, request_id, truth, arrival)
+        request_id, request, _ = self.items[index]
+        state = RequestState(self.run, index, request, request_id, arrival)
         if self.sessions is not None:
             session = self.sessions.session[index]
             state.session_state = self.session_states.setdefault(session, {})
@@ -508,17 +510,26 @@ class StrategyRun:
             served_model = log.model_of(served)
         elif ok and response is not None:
             served_model = response.model
-        extra: dict[str, Any] = {}
+        head: dict[str, Any] = {}
         metadata = state.request.metadata
         if metadata:
             for key, value in metadata.items():
-                extra[key if key not in _RESERVED else f"meta_{key}"] = value
-        if state.truth is not None and state.truth.columns:  # dataset columns, hidden from it
-            for key, value in state.truth.columns.items():
-                extra[key if key not in _RESERVED else f"meta_{key}"] = value
+                head[key if key not in RESERVED else f"meta_{key}"] = value
+        evidence = None
         if state.evidence:
-            for key, value in state.evidence.items():
-                extra[f"evidence_{key}"] = value
+            evidence = {f"evidence_{key}": value for key, value in state.evidence.items()}
+        note = run.note_truth
+        extra: dict[str, Any] | None = head
+        if note is not None:
+            # The served answer's grade and the dataset's columns (hidden from algorithms) reach
+            # the row when the records are written, not now: later requests' algorithms could
+            # read this log. Nothing hidden: ``extra`` is the metadata and evidence, as below.
+            graded = None  # the model whose answer the truth grades
+            if served >= 0 and log.get_h(served, AttemptLog.KIND) == MODEL:
+                graded = served_model
+            extra = note(len(run.requests), state.index, graded, head, evidence)
+        elif evidence:
+            head.update(evidence)
         state.succeeded = ok
         run.requests.add(
             state.index,
@@ -543,8 +554,3 @@ class StrategyRun:
             extra,
         )
         self.finished += 1
-
-
-_RESERVED = frozenset(
-    (*REQUEST_COLUMNS, "seed")
-)  # metadata keys that would clash get a meta_ prefix

@@ -14,6 +14,12 @@ makes the answer-phase call for ``route_to`` outcomes. All of them go through on
 * a transient failure cools a target down for ``policy.cooldown_s``: while cooling it is skipped
   (a ``skipped`` attempt) if another candidate remains.
 
+The ground truth is nowhere in this graph of objects, which an algorithm can walk from its driver:
+the run reaches it through closures :meth:`RunState.open` makes (see :mod:`sykit._truth`). A
+simulated host plans each attempt with the request's truth handed beside the attempt; the grades
+of the answers stay out of the records while the run goes and are written in when the records are
+handed over (a spilling run) or framed, as are the dataset's analysis columns.
+
 The loop is a generator that yields what it waits for — a sleep, or on a real host the exchange of
 one attempt — and the run's engine drives it (:meth:`Engine.drive`), as does the fixed-chain fast
 path from timer callbacks: one implementation for all. Every attempt row is written, and priced
@@ -31,6 +37,8 @@ import math
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ._billing import Generation, unserved_tokens
 from ._classify import classify, fallback_reason, is_retryable
 from ._config import HostPolicy, ModelProfile
@@ -47,7 +55,6 @@ from ._models import (
     CANDIDATE_LIMIT,
     DecisionRequest,
     DecisionResponse,
-    GroundTruth,
     Request,
     Response,
     check_candidate_count,
@@ -58,16 +65,21 @@ from ._records import (
     KIND_CODE,
     PHASE_CODE,
     REASON_CODE,
+    REQUEST_COLUMNS,
     STATUS_CODE,
     AttemptLog,
+    Codes,
     RequestLog,
 )
+from ._spill import SpillingRequestLog
+from ._truth import TruthTable, TruthView
 from ._vocab import CancelCause, ErrorKind, Kind, Phase, Status
 
 __all__ = [
     "ANSWER",
     "DECISION",
     "MODEL",
+    "RESERVED",
     "ROUTING",
     "RequestClosed",
     "RequestState",
@@ -89,6 +101,10 @@ ROUTING, ANSWER = PHASE_CODE[Phase.ROUTING], PHASE_CODE[Phase.ANSWER]
 MODEL, DECISION = KIND_CODE[Kind.MODEL], KIND_CODE[Kind.DECISION]
 _CANCELLED_CODE = CAUSE_CODE[CancelCause.CANCELLED]
 _ERROR_CODE = STATUS_CODE[Status.ERROR]
+_OK_CODE = STATUS_CODE[Status.OK]
+#: Metadata and analysis-column keys that would clash with a column of ``result.requests``: they
+#: get a ``meta_`` prefix.
+RESERVED = frozenset((*REQUEST_COLUMNS, "seed"))
 
 
 class RequestClosed(SykitError, RuntimeError):
@@ -117,16 +133,56 @@ class RunState:
         self.clock: Callable[[], float] = engine.clock
         self.session: HostSession | None = None
         self.plans = False  # True when the session plans attempts (a simulated host)
-        self.log = AttemptLog(list(host.profiles))
-        self.requests = RequestLog(self.log.models)
+        # Set by open(): closures over the run's ground truth (see its docstring).
+        self.plan: Callable[[Attempt, int], Reply] | None = None
+        self.truth_view: Callable[[RequestState], TruthView] | None = None
+        self.note_truth: NoteTruth | None = None
+        self.log = GradedAttemptLog(list(host.profiles))
+        self.requests: RequestLog = SealedRequestLog(self.log.models)
         self.in_flight: dict[RequestState, None] = {}
         self.cooling_until: dict[str, float] = {}
         self.model_codes = dict(self.log.models.index)
         self.retry_limit = self.policy.max_retries
 
-    def open(self, session: HostSession) -> None:
+    def open(self, session: HostSession, table: TruthTable) -> None:
+        """Start the run on ``session``, with its ground truth ``table``.
+
+        The table is held by the closures made here, and by nothing an algorithm can walk to from
+        its driver: ``plan`` (a simulated host's planning, handed the request's truth),
+        ``truth_view`` (what :func:`sykit.peek_truth` calls: it marks the request, then reads), and
+        the records' fill-in, which writes the answers' grades and the dataset's analysis columns
+        into the records when they are handed over or framed, not while the run goes."""
         self.session = session
-        self.plans = callable(getattr(session, "plan", None))
+        session_plan = getattr(session, "plan", None)
+        self.plans = callable(session_plan)
+        if session_plan is not None and self.plans:
+            planner: Callable[[Attempt, Any], Reply] = session_plan
+            items = table.items
+
+            def plan(attempt: Attempt, index: int) -> Reply:
+                return planner(attempt, items[index][2])
+
+            def plan_without_truth(attempt: Attempt, index: int) -> Reply:
+                return planner(attempt, None)
+
+            self.plan = plan if table.has_truth else plan_without_truth
+
+        def truth_view(state: RequestState) -> TruthView:
+            state.reads_truth = True  # first: whoever reads the truth is marked
+            return table.view(state.index)
+
+        self.truth_view = truth_view
+        grades = self.plans and table.has_grades
+        if grades:
+            self.log.grade = _attempt_grader(table)
+        if grades or table.has_columns:
+            requests = self.requests
+            if type(requests) is SpillingRequestLog:  # a spilling run's (Spill.attach): sealed too
+                requests = SealedSpillingRequestLog(requests.log, requests.writer)
+                self.requests = requests
+            if not isinstance(requests, SealedRequestLog | SealedSpillingRequestLog):
+                raise TypeError(f"unsealed request log {type(requests).__name__}")  # a bug
+            self.note_truth, requests.fill = _request_sealer(table, grades)
 
     # -- checks -------------------------------------------------------------------------------
     def check_models(self, models: object, name: str) -> tuple[str, ...]:
@@ -198,6 +254,7 @@ def serve_steps(
     clock = run.clock
     retry_limit = run.retry_limit if retries is None else retries
     call = state.next_call()
+    plan = run.plan
     race = run.engine.current_race()  # of the task that runs the call, known once it starts
     race_code = -1 if race is None else race
     index_in_run = state.index
@@ -237,12 +294,11 @@ def serve_steps(
                 n,
                 run.seed,
                 start + policy.timeout_s,
-                state.truth,
                 start,
             )
             try:
-                if run.plans:
-                    reply = run.session.plan(attempt)  # type: ignore[union-attr]
+                if plan is not None:
+                    reply = plan(attempt, index_in_run)
                     if (
                         stream
                         and reply.after_s > 0
@@ -492,7 +548,6 @@ class RequestState:
         "streams",
         "succeeded",
         "tasks",
-        "truth",
     )
 
     def __init__(
@@ -501,14 +556,12 @@ class RequestState:
         index: int,
         request: Request,
         request_id: Any,
-        truth: GroundTruth | None,
         arrival_s: float,
     ) -> None:
         self.run = run
-        self.index = index
+        self.index = index  # the request's position in the run: its truth's key (never here)
         self.request = request
         self.request_id = request_id
-        self.truth = truth
         self.arrival_s = arrival_s
         self.start_s = math.nan
         self.tasks: list[Any] = []
@@ -564,3 +617,178 @@ def closed_error(state: RequestState) -> RequestClosed:
         f"request {state.request_id!r} has finished; its driver can no longer make calls "
         "(did a task outlive the algorithm?)"
     )
+
+
+# -- the records, sealed while the run goes -------------------------------------------------------
+
+#: ``note_truth(position, index, model, head, tail)``: the truth-dependent parts of the request row
+#: about to be added at ``position`` of the request log (see :func:`_request_sealer`).
+NoteTruth = Callable[
+    [int, int, str | None, dict[str, Any], dict[str, Any] | None], dict[str, Any] | None
+]
+
+
+class GradedAttemptLog(AttemptLog):
+    """The attempt log of a run: while the run goes, its ``quality`` field stays NaN; ``grade``
+    (a closure over the run's truth, set by :meth:`RunState.open` on a simulated host) writes the
+    grades of the answers in when attempts are handed over (a spilling run, only attempts of
+    finished requests) or read as raw columns (the frame, at the end)."""
+
+    __slots__ = ("grade", "graded")
+
+    def __init__(self, models: Sequence[str]) -> None:
+        super().__init__(models)
+        self.grade: Callable[[AttemptLog, int, int], None] | None = None
+        self.graded = 0  # the first ``graded`` attempts held have their grades
+
+    def _grade_held(self, n: int) -> None:
+        if self.grade is not None and n > self.graded:
+            self.grade(self, self.graded, n)
+            self.graded = n
+
+    def hand_over(self, n: int) -> dict[str, np.ndarray]:
+        self._grade_held(n)
+        columns = super().hand_over(n)
+        self.graded -= min(self.graded, n)
+        return columns
+
+    def raw(self) -> dict[str, np.ndarray]:
+        self._grade_held(self.held())
+        return super().raw()
+
+
+class SealedRequestLog(RequestLog):
+    """The request log of a run: the served answer's grade and the dataset's analysis columns of a
+    request reach it when rows are handed over or read as raw columns (``fill``, a closure over
+    the run's truth set by :meth:`RunState.open`), not when the request ends."""
+
+    __slots__ = ("fill",)
+
+    def __init__(self, models: Codes) -> None:
+        super().__init__(models)
+        self.fill: Callable[[RequestLog], None] | None = None
+
+    def raw(self) -> dict[str, np.ndarray]:
+        if self.fill is not None:
+            self.fill(self)
+        return super().raw()
+
+    def hand_over(self) -> tuple[dict[str, np.ndarray], dict[int, dict[str, Any]]]:
+        if self.fill is not None:
+            self.fill(self)
+        return super().hand_over()
+
+
+class SealedSpillingRequestLog(SpillingRequestLog):
+    """:class:`SealedRequestLog` for a spilling run (its rows are handed over as it goes)."""
+
+    __slots__ = ("fill",)
+
+    def __init__(self, log: AttemptLog, writer: Any) -> None:
+        super().__init__(log, writer)
+        self.fill: Callable[[RequestLog], None] | None = None
+
+    def raw(self) -> dict[str, np.ndarray]:
+        if self.fill is not None:
+            self.fill(self)
+        return super().raw()
+
+    def hand_over(self) -> tuple[dict[str, np.ndarray], dict[int, dict[str, Any]]]:
+        if self.fill is not None:
+            self.fill(self)
+        return super().hand_over()
+
+
+def _attempt_grader(table: TruthTable) -> Callable[[AttemptLog, int, int], None]:
+    """Writes the grades of the answered model attempts among the held attempts [start, stop) of a
+    log, from ``table`` (as the simulated host would have graded them: the dataset's grade, or the
+    profile's keyed draw)."""
+
+    def grade(log: AttemptLog, start: int, stop: int) -> None:
+        n = stop - start
+        codes = np.frombuffer(log.h, dtype=np.int16, count=n * 11, offset=start * 22)
+        codes = codes.reshape(n, 11)
+        answered = np.flatnonzero(
+            (codes[:, AttemptLog.STATUS] == _OK_CODE) & (codes[:, AttemptLog.KIND] == MODEL)
+        )
+        width = len(AttemptLog.INT_FIELDS)
+        ints = np.frombuffer(log.i, dtype=np.int32, count=n * width, offset=start * width * 4)
+        ints = ints.reshape(n, width)
+        requests = ints[answered, AttemptLog.REQUEST].tolist()
+        models = ints[answered, AttemptLog.MODEL].tolist()
+        del codes, ints  # no view of the arrays outlives this call (they may be resized)
+        names = log.models.values
+        floats = log.f
+        items = table.items
+        for row, index, code in zip(answered.tolist(), requests, models, strict=True):
+            model = names[code]
+            truth = items[index][2]
+            if truth is not None and model in truth.quality:  # the dataset's grade
+                quality: float | None = float(truth.quality[model])
+            else:
+                quality = table.grade(index, model)
+            if quality is not None:
+                floats[(start + row) * 5 + AttemptLog.QUALITY] = quality
+
+    return grade
+
+
+def _request_sealer(
+    table: TruthTable, grades: bool
+) -> tuple[NoteTruth, Callable[[RequestLog], None]]:
+    """``note`` and ``fill``, sharing the rows waiting for their truth-dependent parts.
+
+    ``note(position, index, model, head, tail)`` comes just before a request's row is added at
+    ``position`` of the log: ``model`` names the served answer to grade (None: no grade), ``head``
+    the row's metadata values and ``tail`` its evidence. It returns the row's extra values when
+    they hold nothing hidden (added with the row), else None: the analysis columns go between the
+    metadata and the evidence when ``fill`` writes them. ``fill(log)`` writes what waits into the
+    log's rows, before they are read or handed over."""
+    waiting: list[tuple[int, int, str | None, Mapping[str, Any] | None, Any, Any]] = []
+    has_columns = table.has_columns
+    items = table.items
+
+    def note(
+        position: int,
+        index: int,
+        model: str | None,
+        head: dict[str, Any],
+        tail: dict[str, Any] | None,
+    ) -> dict[str, Any] | None:
+        columns = None
+        if has_columns:
+            truth = items[index][2]
+            if truth is not None and truth.columns:
+                columns = truth.columns
+        if not grades:
+            model = None
+        if columns is None:
+            if model is not None:
+                waiting.append((position, index, model, None, None, None))
+            if tail:
+                head.update(tail)
+            return head
+        waiting.append((position, index, model, columns, head, tail))
+        return None
+
+    def fill(log: RequestLog) -> None:
+        qualities = log.quality
+        for position, index, model, columns, head, tail in waiting:
+            if model is not None:
+                truth = items[index][2]
+                if truth is not None and model in truth.quality:  # the dataset's grade
+                    qualities[position] = float(truth.quality[model])
+                else:
+                    quality = table.grade(index, model)
+                    if quality is not None:
+                        qualities[position] = quality
+            if columns is not None:
+                extra = head
+                for key, value in columns.items():
+                    extra[key if key not in RESERVED else f"meta_{key}"] = value
+                if tail:
+                    extra.update(tail)
+                log.extras[position] = extra
+        waiting.clear()
+
+    return note, fill

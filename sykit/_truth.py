@@ -7,18 +7,26 @@ truth — the simulated judge (inside :class:`~sykit.SimHost`), the simulated ro
 oracle — and they reach it through :func:`peek_truth`, which marks the request (and so its strategy)
 as *not realizable*: the ``reads_truth`` column of ``result.requests`` and the ``realizable`` column
 of the summary say so, and plots draw such strategies as bounds.
+
+Nothing an algorithm holds leads to the truth. A run keeps it in a :class:`TruthTable` (by request
+index) that no attribute of the driver, the request state, the run, the host session or the records
+refers to: the run reaches it only through closures (:meth:`sykit._recorder.RunState.open`): the
+simulated host's planning function, the accessor :func:`peek_truth` calls (which marks the request
+first), and the records' fill-in, which writes the grades and the dataset's analysis columns into
+the records when they are handed over or framed — after the request ended, never while an algorithm
+could read them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
 from ._errors import ArgumentTypeError, SykitError
 from ._rng import uniforms
 
-__all__ = ["TruthView", "graded", "peek_truth"]
+__all__ = ["TruthTable", "TruthView", "graded", "peek_truth"]
 
 
 def graded(quality: float | None) -> TypeGuard[float]:
@@ -81,6 +89,44 @@ class TruthView:
         return float(profile.cost_usd(input_tokens, int(out)))
 
 
+class TruthTable:
+    """A run's ground truth by request index (the position of the request in the run's list).
+
+    Made when the run opens, over the runner's own list of requests, and held only by the closures
+    the run reaches it through (see the module docstring): never an attribute of anything an
+    algorithm can walk to."""
+
+    __slots__ = ("has_columns", "has_grades", "has_truth", "items", "profiles", "seed")
+
+    def __init__(
+        self, items: Sequence[tuple[Any, Any, Any]], profiles: Mapping[str, Any], seed: int
+    ) -> None:
+        self.items = items  # (request id, request, truth): the run's own list, not a copy
+        self.profiles = profiles
+        self.seed = seed
+        known = [item[2] for item in items if item[2] is not None]
+        self.has_truth = bool(known)
+        #: whether any answer can have a grade: from the dataset, or from a profile's ``quality``
+        self.has_grades = self.has_truth or any(p.quality is not None for p in profiles.values())
+        #: whether any request has analysis columns (the dataset's other columns)
+        self.has_columns = any(truth.columns for truth in known)
+
+    def view(self, index: int) -> TruthView:
+        """What the simulation knows about request ``index``."""
+        request_id, _, truth = self.items[index]
+        return TruthView(truth, self.profiles, self.seed, request_id)
+
+    def grade(self, index: int, model: str) -> float | None:
+        """The quality of ``model``'s answer to request ``index``: as :meth:`TruthView.quality`."""
+        truth = self.items[index][2]
+        if truth is not None and model in truth.quality:
+            return float(truth.quality[model])
+        profile = self.profiles.get(model)
+        if profile is None or profile.quality is None:
+            return None
+        return self.view(index).quality(model)  # the profile's keyed draw
+
+
 def peek_truth(driver: Any) -> TruthView:
     """Simulation only: the ground truth of the request ``driver`` serves.
 
@@ -103,5 +149,7 @@ def peek_truth(driver: Any) -> TruthView:
             "peek_truth is simulation-only: a real host has no ground truth to read. Strategies that "
             "read the truth (oracle, simulated scores) run on a SimHost."
         )
-    state.reads_truth = True
-    return TruthView(state.truth, run.profiles, run.seed, state.request_id)
+    view = getattr(run, "truth_view", None)
+    if view is None:
+        raise SykitError("peek_truth: this run has not started yet")  # a bug in sykit
+    return view(state)  # marks the request, then reads

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .._billing import Generation
 from .._errors import ModelError
-from .._models import Answer, DecisionRequest, GroundTruth, Request, Usage
+from .._models import Answer, DecisionRequest, Request, Usage
 
 if TYPE_CHECKING:  # _config builds error bodies with the wire module, which imports this one
     from .._config import HostPolicy, ModelProfile
@@ -29,7 +29,9 @@ class Attempt(Generation):
     """One try at one model. ``n`` counts earlier attempts at this model within this request
     (retries included); with ``seed`` and ``request_id`` it keys every random draw. The host
     reports what it accepted and produced on the attempt itself (:class:`Generation`: ``plan``,
-    ``receive``), so an attempt that ends unserved can be billed, and never touches the records."""
+    ``receive``), so an attempt that ends unserved can be billed, and never touches the records.
+    It carries no ground truth: a stream holds its attempt where the algorithm could reach it, so
+    a simulated host is handed the request's truth beside the attempt (:class:`HostSession`)."""
 
     __slots__ = (
         "deadline_s",
@@ -40,7 +42,6 @@ class Attempt(Generation):
         "request_id",
         "seed",
         "start_s",
-        "truth",
     )
 
     def __init__(
@@ -52,7 +53,6 @@ class Attempt(Generation):
         n: int,
         seed: int,
         deadline_s: float,
-        truth: GroundTruth | None,
         start_s: float,
     ) -> None:
         Generation.__init__(self)
@@ -63,7 +63,6 @@ class Attempt(Generation):
         self.n = n
         self.seed = seed
         self.deadline_s = deadline_s
-        self.truth = truth
         self.start_s = start_s
 
 
@@ -124,8 +123,10 @@ class HostSession(Protocol):
     """A host's state for one run (rate-limit buckets, counters, an HTTP client).
 
     A real host performs an attempt with ``async send(attempt) -> Reply``; a simulated one instead
-    ``plan(attempt) -> Reply`` it at once (the driver then waits ``Reply.after_s`` on the virtual
-    clock). A session has one of the two, the driver looks which, so neither is required here."""
+    ``plan(attempt, truth) -> Reply`` it at once (the driver then waits ``Reply.after_s`` on the
+    virtual clock), given the request's :class:`GroundTruth` (or None), which the run keeps out of
+    the algorithm's reach. A session has one of the two, the driver looks which, so neither is
+    required here."""
 
     async def aclose(self) -> None: ...
 

@@ -161,7 +161,6 @@ class _Card:
         "prefill",
         "prefill_tokens_per_s",
         "profile",
-        "quality",
         "spike_factor",
         "spike_p",
         "stall_p",
@@ -189,7 +188,6 @@ class _Card:
         self.window = profile.context_window
         self.prefill = profile.prefill
         self.prefill_tokens_per_s = profile.latency.prefill_tokens_per_s
-        self.quality = profile.quality
         self.cache = profile.cache
         self.text = ""
 
@@ -215,8 +213,11 @@ class _SimSession:
         return None
 
     # -- the attempt ---------------------------------------------------------------------------
-    def plan(self, attempt: Attempt) -> Reply:
-        """What the provider answers to ``attempt`` and when (``Reply.after_s`` from its start)."""
+    def plan(self, attempt: Attempt, truth: GroundTruth | None) -> Reply:
+        """What the provider answers to ``attempt`` and when (``Reply.after_s`` from its start);
+        ``truth`` is the request's ground truth (answer lengths, and what the judge aims for).
+        The reply carries no grade: the run writes the grades into the records itself, after
+        the request has ended (see :mod:`sykit._truth`)."""
         card = self.cards[attempt.model]
         profile = card.profile
         words = attempt_words(attempt.seed, attempt.request_id, attempt.model, attempt.n)
@@ -237,7 +238,7 @@ class _SimSession:
             if rejection is not None:
                 return self._error(profile, u, *rejection)
         if not card.faulty:
-            return self._answer(attempt, card, words, now, None)
+            return self._answer(attempt, card, words, now, None, truth)
         u = [unit(w) for w in words]
         failure = None
         faults = profile.faults
@@ -246,7 +247,7 @@ class _SimSession:
         if failure is None and faults.random_total > 0:
             failure = self._random(attempt.model, profile, u)
         if failure is None:
-            return self._answer(attempt, card, words, now, None)
+            return self._answer(attempt, card, words, now, None, truth)
         if failure == "timeout":
             return Reply(
                 None,
@@ -270,7 +271,7 @@ class _SimSession:
                 ),
                 after_s=profile.reject_delay_s.quantile(u[SLOT.TTFT]),
             )
-        return self._answer(attempt, card, words, now, failure)
+        return self._answer(attempt, card, words, now, failure, truth)
 
     @staticmethod
     def _error(
@@ -412,9 +413,9 @@ class _SimSession:
         words: tuple[int, ...],
         now: float,
         broken: str | None,
+        truth: GroundTruth | None,
     ) -> Reply:
         request = attempt.request
-        truth = attempt.truth
         model = attempt.model
         if isinstance(request, DecisionRequest):  # attempt.kind == "decision"
             out = self.host.judges[model].output_tokens * len(request.questions)
@@ -524,15 +525,7 @@ class _SimSession:
         if attempt.kind == "decision":
             answers = self._judge(attempt, truth)
             return Reply(200, None, _NO_HEADERS, None, "", usage, ttft, None, answers, total)
-        if truth is not None and model in truth.quality:
-            quality: float | None = float(truth.quality[model])
-        elif card.quality is None:
-            quality = None
-        else:
-            quality = TruthView(truth, self.profiles, attempt.seed, attempt.request_id).quality(
-                model
-            )
-        return Reply(200, None, _NO_HEADERS, None, card.text, usage, ttft, quality, None, total)
+        return Reply(200, None, _NO_HEADERS, None, card.text, usage, ttft, None, None, total)
 
     def _judge(self, attempt: Attempt, truth: GroundTruth | None) -> dict[str, Answer]:
         request = attempt.request
