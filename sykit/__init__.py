@@ -10,6 +10,7 @@ from contextlib import suppress as _suppress
 from . import datasets as datasets
 from . import failoverbench as failoverbench
 from . import faults as _faults  # sy.faults: the presets' and the catalogue's former home
+from . import learn as learn
 from . import profiles as profiles
 from . import sessions as sessions
 from . import strategies as strategies
@@ -170,6 +171,7 @@ __all__ = [
     "first_ok",
     "grid",
     "hedge",
+    "learn",
     "peek_truth",
     "profiles",
     "route_to",

@@ -28,9 +28,14 @@ from typing import Any
 import pandas as pd
 
 from . import strategies
+from ._compare_learned import learned_routers, per_benchmark_apgr
 from ._config import ErrorFault, Faults, Judge, ModelProfile
 from ._hosts.sim import SimHost
+from ._metrics import request_quality
+from ._router_score import SWEEP_SHARES
 from ._runner import compare
+from .learn._crossfit import NO_DEADLINE, evaluation_host
+from .learn._intervals import random_apgr
 
 __all__ = ["ROBUSTNESS_COLUMNS", "ROUTING_COLUMNS", "add_arguments", "routellm_lineup", "run_job"]
 
@@ -38,6 +43,8 @@ STRONG = "gpt-4-1106-preview"
 WEAK = "mixtral-8x7b-instruct-v0.1"
 JUDGE = "gpt-4o-mini"
 JUDGE_ACCURACY = 0.85
+#: The judge accuracies the cascade is also shown at (its edge depends on it).
+JUDGE_ACCURACIES = (0.75, 0.85, 0.95)
 
 #: The columns of the routing-quality table (fault-free run).
 ROUTING_COLUMNS = (
@@ -232,7 +239,9 @@ def run_job(args: argparse.Namespace) -> int:
     for name, profile in clean.items():
         windows = tuple((start, end) for model, start, end in outages if model == name)
         faulty[name] = profile.replace(faults=random_faults.replace(outages=windows))
-    routing_host = SimHost(clean, judge=judge)
+    # No deadline on the routing host: a slow answer must not turn into a timeout and a
+    # cooldown re-route in the part that measures routing alone.
+    routing_host = SimHost(clean, judge=judge, policy=NO_DEADLINE)
     robustness_host = SimHost(faulty, judge=judge)
     injected = {name: describe_faults(p.faults) for name, p in faulty.items()}
     any_faults = any(injected.values())
@@ -274,6 +283,15 @@ def run_job(args: argparse.Namespace) -> int:
         value_name="target_share",
         **runs,
     )
+    random = random_baseline(routing, weak, strong, seed=args.seed)
+    judged = _cascade_by_judge_accuracy(clean, data, weak, strong, runs)
+    benchmarks = (
+        sorted(data.frame["benchmark"].unique()) if "benchmark" in data.frame.columns else []
+    )
+    bound = per_benchmark_apgr(thresholds, benchmarks) if benchmarks else {}
+    learned, learned_long, too_small = learned_routers(
+        data, weak, strong, evaluation_host([weak, strong]), args.seed
+    )
     robustness = compare(lineup, data, host=robustness_host, **runs) if any_faults else None
     robustness_summary = robustness.summary() if robustness is not None else None
 
@@ -296,8 +314,30 @@ def run_job(args: argparse.Namespace) -> int:
         print(
             f"threshold router on a simulated router score ({_score_label(score)}; reads the "
             f"ground truth): APGR {thresholds.apgr():.3f}, AIQ {thresholds.aiq():.3f}; "
-            f"random router: APGR {randoms.apgr():.3f} (0.5 expected)"
+            f"random router: APGR {randoms.apgr():.3f} in this run (expected {random.value:.3f} "
+            f"± {random.sd:.3f} over random rankings of these requests)"
         )
+        print(
+            "cascade (judge) by the simulated judge's accuracy: "
+            + "; ".join(
+                f"{accuracy:.0%}: quality {q:.3f} at ${c:.2f}/1k"
+                for accuracy, (q, c) in judged.items()
+            )
+            + f" (strong only: {float(routing_summary.set_index('strategy').loc['strong only', 'mean_quality']):.3f}"
+            + f" at ${float(routing_summary.set_index('strategy').loc['strong only', 'cost_per_1k_requests_usd']):.2f}/1k)"
+        )
+        if not learned.empty:
+            print(
+                "\nLearned routers you could deploy: APGR per benchmark, cross-fitted over 5 "
+                "folds (fitted without the fold they route), 95 % bootstrap interval"
+            )
+            if bound:
+                bound_row = {"router": "simulated score (bound, reads the truth)"}
+                bound_row.update({b: f"{v:.3f}" for b, v in bound.items()})
+                learned = pd.concat([learned, pd.DataFrame([bound_row])], ignore_index=True)
+            print(learned.to_string(index=False))
+        for note in too_small:
+            print(f"learned routers left out {note}")
         print("\n2. Robustness: the same strategies under injected faults")
         if robustness_summary is None:
             print("no faults injected (--faults none and no --outage): nothing to show")
@@ -311,11 +351,46 @@ def run_job(args: argparse.Namespace) -> int:
         out = Path(args.out)
         written = _write_outputs(out, routing, routing_summary, robustness, robustness_summary)
         written += _write_sweeps(out, thresholds, randoms)
+        if not learned_long.empty:
+            learned_long.to_csv(out / "learned_routers.csv", index=False)
+            written.append("learned_routers.csv")
         _write_run_json(out, args, data, weak, strong, routing_host, robustness_host, started)
         written.append("run.json")
         print(f"\nwrote {len(written)} files to {args.out}/: {', '.join(written)}")
     print(f"done in {time.perf_counter() - started:.1f} s of wall time")
     return 0
+
+
+def random_baseline(routing: Any, weak: str, strong: str, seed: int) -> Any:
+    """The random router's APGR on these requests: expected value and spread over random
+    rankings, from the weak-only and strong-only runs."""
+    requests = routing.requests.assign(_q=lambda f: request_quality(f))
+    by = {
+        name: requests[requests["strategy"].astype(str) == name].set_index("request_id")["_q"]
+        for name in ("weak only", "strong only")
+    }
+    ids = by["weak only"].index
+    return random_apgr(
+        by["weak only"].to_numpy(dtype=float),
+        by["strong only"].reindex(ids).to_numpy(dtype=float),
+        SWEEP_SHARES,
+        seed=seed,
+    )
+
+
+def _cascade_by_judge_accuracy(
+    clean: Mapping[str, ModelProfile], data: Any, weak: str, strong: str, runs: Mapping[str, Any]
+) -> dict[float, tuple[float, float]]:
+    """The judge cascade's mean quality and cost per 1,000 requests with a simulated judge right
+    75 %, 85 % and 95 % of the time: its edge over the strong model rests on that accuracy."""
+    found = {}
+    cascade = strategies.cascade(weak, strong, judge=JUDGE, judge_timeout_s=5.0)
+    for accuracy in JUDGE_ACCURACIES:
+        host = SimHost(clean, judge=Judge(accuracy=accuracy), policy=NO_DEADLINE)
+        summary = compare({"cascade": cascade}, data, host=host, **runs).summary()
+        row = summary.iloc[0]
+        found[accuracy] = (float(row["mean_quality"]), float(row["cost_per_1k_requests_usd"]))
+    return found
 
 
 def _score_label(score: Any) -> str:

@@ -67,6 +67,7 @@ from ._vocab import CancelCause
 
 __all__ = [
     "SimulatedScore",
+    "Threshold",
     "advisor_gate",
     "affinity",
     "calibrate",

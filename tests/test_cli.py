@@ -52,11 +52,22 @@ def test_compare_prints_routing_quality_without_faults_then_robustness_and_write
         assert strategy in routing and strategy in robustness
     assert "APGR" in routing and "d_quality" in routing and "realizable" in routing
     assert "APGR" not in robustness
+    # the learned routers, cross-fitted per benchmark, next to the random spread and the bound
+    assert "Learned routers you could deploy" in routing
+    for row in ("kNN (TF-IDF)", "logistic (TF-IDF)", "category prior", "random (expected ± sd)"):
+        assert row in routing
+    assert "simulated score (bound, reads the truth)" in routing
+    assert "cascade (judge) by the simulated judge's accuracy: 75%" in routing
     # every injected fault is named, the outage included
     assert "2.0% 429 rate limits, Retry-After 1 s" in robustness
     assert "outage (503) from t=10 s to t=20 s" in robustness
     written = {p.name for p in out.iterdir()}
     assert {"routing_summary.csv", "robustness_summary.csv", "sweeps.csv", "run.json"} <= written
+    learned = pd.read_csv(out / "learned_routers.csv")
+    # a 150-prompt sample holds a handful of MT-Bench prompts: too few to cross-fit, and said so
+    assert set(learned["benchmark"]) == {"gsm8k", "mmlu"}
+    assert "learned routers left out mt_bench:" in routing
+    assert (learned["low"] <= learned["apgr"]).all() and (learned["apgr"] <= learned["high"]).all()
     assert {"cost_quality.png", "latency_cdf.png", "outcomes.png", "threshold_curve.png"} <= written
     summary = pd.read_csv(out / "routing_summary.csv")
     assert len(summary) == 11 and summary["requests"].eq(150).all()
@@ -73,6 +84,7 @@ def test_compare_prints_routing_quality_without_faults_then_robustness_and_write
     assert outages == [[10.0, 20.0]]
     assert run["routing_host"]["models"][weak]["faults"]["rate_limit"] == 0.0
     assert run["routing_host"]["models"][weak]["faults"]["class"] == "Faults"
+    assert run["routing_host"]["policy"]["timeout_s"] == 3600.0  # no deadline a routing run meets
 
 
 def test_compare_without_faults_says_there_is_no_robustness_run(capsys):

@@ -26,13 +26,19 @@ def test_public_objects_present_themselves_as_sykit():
 #: the public surface, made here on purpose.
 SUBMODULES = {
     "strategies": {
-        "SimulatedScore", "advisor_gate", "affinity", "calibrate", "capability_aware", "cascade",
+        "SimulatedScore", "Threshold", "advisor_gate", "affinity", "calibrate", "capability_aware", "cascade",
         "cheapest_good_enough", "custom_classifier", "fallback_chain", "first_success", "hedge",
         "hedge_first_token", "litellm_like", "oracle", "race", "simulated_score", "single",
         "speculative", "stage_router", "stream_race", "subagent_router", "task_classifier",
         "threshold_router", "weighted_random",
     },
     "datasets": {"SIZES", "Dataset", "from_frame", "load", "names", "synthetic"},
+    "learn": {
+        "DEFAULT_LAMBDAS", "CategoryPrior", "Column", "CostCrossFit", "CrossFit", "Embed",
+        "Estimate", "Features", "Knn", "Logistic", "MatrixFactorization", "Router", "TfIdf",
+        "cost_router", "cross_fit", "cross_fit_costs", "evaluation_host", "from_scores",
+        "prompt_text", "random_apgr",
+    },
     "testing": {"FAULTS", "FakeModel", "FakeProvider", "ServedRequest"},
     "sessions": {
         "QUADRANTS", "TIERS", "AgentTrace", "CachePrices", "StageCalibration", "TaskOutcomes",

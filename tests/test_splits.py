@@ -263,3 +263,19 @@ def test_a_missing_group_key_makes_a_row_alone():
     ds = sy.datasets.from_frame(frame, prompt="q")
     folds = ds.folds(5, seed=0, group="family")  # groups: {a, b} and four singles
     assert sorted(len(test) for _, test in folds) == [1, 1, 1, 1, 2]
+
+
+def test_from_frame_names_the_group_column_that_folds_keep_together():
+    frame = pd.DataFrame(
+        {
+            "q": [f"prompt {i}" for i in range(12)],
+            "conversation": [i // 3 for i in range(12)],
+            "ok": [1.0, 0.0] * 6,
+        }
+    )
+    ds = sy.datasets.from_frame(frame, prompt="q", quality={"m": "ok"}, group="conversation")
+    assert ds.group_column == "conversation"
+    for train, test in ds.folds(4, seed=1):
+        assert set(train.frame["conversation"]).isdisjoint(test.frame["conversation"])
+    with pytest.raises(sy.ArgumentError, match="group must name a column"):
+        sy.datasets.from_frame(frame, prompt="q", group="nope")

@@ -32,6 +32,7 @@ def from_frame(
     images: str | None = None,
     metadata: Sequence[str] | None = None,
     name: str = "frame",
+    group: str | None = None,
 ) -> Dataset:
     """A :class:`Dataset` from your own table, one row per request.
 
@@ -53,6 +54,10 @@ def from_frame(
     and never a column used for quality or output tokens. Every other column still reaches
     ``result.requests`` for analysis, hidden from the algorithm: a raw grade column (e.g. the 1–10
     score you divided by 10) would otherwise let a router read the answer key.
+
+    ``group`` names a column whose equal values mark related rows (the turns of one conversation,
+    paraphrases of one question): the dataset's ``group_column``, which splits, folds and
+    :func:`sykit.learn.cross_fit` keep together.
     """
     if not isinstance(frame, pd.DataFrame):
         raise ArgumentTypeError(f"from_frame needs a pandas DataFrame, got {type(frame).__name__}")
@@ -179,7 +184,11 @@ def from_frame(
     for column in truth:
         if column.startswith(OUTPUT_PREFIX):
             out[column] = out[column].astype("Int64")
-    return Dataset(out, name=name, models=list(quality), metadata=metadata)
+    if group is not None and (not isinstance(group, str) or group not in out.columns):
+        raise ArgumentError(
+            f"group must name a column of the frame, got {group!r}; columns: {list(out.columns)}"
+        )
+    return Dataset(out, name=name, models=list(quality), metadata=metadata, group_column=group)
 
 
 def _mapping(value: object, what: str) -> dict[str, str]:

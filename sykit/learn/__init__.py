@@ -1,0 +1,50 @@
+"""Routers you could deploy, trained and judged honestly: cross-fitting, learned routers, intervals.
+
+    ds = sy.datasets.load("routellm").filter(benchmark="gsm8k", contaminated=False)
+    cv = sy.learn.cross_fit(sy.learn.Knn(), ds)   # fitted on 4 folds, judged on the 5th, 5 times
+    cv.apgr                                       # 0.61 [0.57, 0.65]: pooled held-out APGR, 95 % CI
+    cv.random                                     # the random router: 0.500 ± its spread
+    cv.comparison.summary()                       # the usual frames, every request routed once
+
+Learners (``Knn``, ``Logistic``, ``CategoryPrior``, ``MatrixFactorization``) are fitted on a
+dataset and predict each model's quality for a request from its prompt (TF-IDF features by default,
+or any ``Embed(fn)``) or its metadata. They need NumPy only. :func:`cross_fit` judges a router on a
+weak/strong pair (APGR, AIQ, the random baseline); :func:`cross_fit_costs` over n models with a
+cost–quality trade-off (AIQ and the non-dominated frontier). docs/evaluating-routers.md explains
+how not to fool yourself.
+"""
+
+from ._costs import DEFAULT_LAMBDAS, CostCrossFit, cost_router, cross_fit_costs
+from ._crossfit import CrossFit, cross_fit, evaluation_host
+from ._features import Column, Embed, Features, TfIdf, prompt_text
+from ._intervals import Estimate, random_apgr
+from ._routers import CategoryPrior, Knn, Logistic, MatrixFactorization, Router, from_scores
+
+__all__ = [
+    "DEFAULT_LAMBDAS",
+    "CategoryPrior",
+    "Column",
+    "CostCrossFit",
+    "CrossFit",
+    "Embed",
+    "Estimate",
+    "Features",
+    "Knn",
+    "Logistic",
+    "MatrixFactorization",
+    "Router",
+    "TfIdf",
+    "cost_router",
+    "cross_fit",
+    "cross_fit_costs",
+    "evaluation_host",
+    "from_scores",
+    "prompt_text",
+    "random_apgr",
+]
+
+for _name in __all__:
+    _obj = globals()[_name]
+    if hasattr(_obj, "__module__") and not isinstance(_obj, tuple):
+        _obj.__module__ = __name__
+del _name, _obj

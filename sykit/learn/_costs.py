@@ -1,0 +1,246 @@
+"""Routing over n models with a cost–quality trade-off, and its cross-fitted evaluation.
+
+A learned router predicts each model's quality for a request; the cost router picks the model that
+maximises ``predicted quality − λ × cost / (the request's most expensive option)``. ``λ = 0`` buys
+the best predicted answer whatever it costs; a large ``λ`` the cheapest. Sweeping ``λ`` traces a
+cost–quality curve, judged by AIQ (RouterBench: the area under its non-decreasing convex hull per
+unit of cost) and by which points are non-dominated next to each model alone. Costs are what the
+host's profiles expect for the request (its prompt length, the profile's mean answer length):
+what a deployed router can know, never the answer's real length.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._checks import check_int, check_real
+from .._driver import Driver
+from .._errors import ArgumentError, ArgumentTypeError
+from .._metrics import pareto_frontier, request_quality
+from .._models import Outcome, Request, route_to
+from .._results import Comparison, Result, concat_frames
+from .._runner import compare
+from .._strategy_kit import named_algorithm
+from .._types import Algorithm
+from ..datasets import Dataset
+from ._crossfit import _DATASET_GROUP, _clusters, _detached, _name_of, evaluation_host
+from ._intervals import Estimate, _cluster_weights, _estimate, _weighted_means
+
+__all__ = ["DEFAULT_LAMBDAS", "CostCrossFit", "cost_router", "cross_fit_costs"]
+
+#: λ values of the default sweep: from "best predicted answer" (0) to "nearly always cheapest".
+DEFAULT_LAMBDAS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0)
+
+
+def _expected_costs(
+    profiles: Mapping[str, Any], models: Sequence[str], request: Request
+) -> np.ndarray:
+    costs = []
+    for model in models:
+        profile = profiles[model]
+        out = profile.output_tokens.mean
+        if request.max_output_tokens is not None:
+            out = min(out, request.max_output_tokens)
+        costs.append(float(profile.cost_usd(request.input_tokens, int(out))))
+    return np.asarray(costs)
+
+
+def cost_router(router: Any, models: Sequence[str], *, lam: float, host: Any) -> Algorithm:
+    """Route each request to the model of ``models`` with the best ``predicted quality − lam ×
+    cost / max cost`` (ties: the cheaper, then the earlier in ``models``); the other models, best
+    first, are its fallbacks. ``router`` predicts qualities (``router.predict([request])`` gives a
+    row per request, one column per ``router.models``); ``host`` gives the expected costs."""
+    lam = check_real(lam, "lam", low=0.0, expected="a number ≥ 0")
+    names = list(models)
+    known = list(getattr(router, "models", ()))
+    missing = [m for m in names if m not in known]
+    if missing:
+        raise ArgumentError(f"the router was not fitted for {missing}; it predicts {known}")
+    profiles = getattr(host, "profiles", None)
+    if profiles is None or any(m not in profiles for m in names):
+        raise ArgumentError(f"host must be a SimHost with profiles for every model of {names}")
+    columns = [known.index(m) for m in names]
+
+    async def algorithm(request: Request, driver: Driver) -> Outcome:
+        predicted = np.asarray(router.predict([request]), dtype=float)[0, columns]
+        costs = _expected_costs(profiles, names, request)
+        top = costs.max()
+        utility = predicted - (lam * costs / top if top > 0 else 0.0)
+        order = sorted(range(len(names)), key=lambda i: (-utility[i], costs[i], i))
+        driver.evidence(lam=lam, choice=names[order[0]])
+        return route_to(names[order[0]], request, fallbacks=[names[i] for i in order[1:]])
+
+    return named_algorithm(f"{getattr(router, 'name', 'router')} λ={lam:g}", algorithm)
+
+
+@dataclass(frozen=True, repr=False)
+class CostCrossFit:
+    """The pooled held-out evaluation of a cost router over a sweep of λ.
+
+    ``curve`` has one row per λ (cost per request, mean quality, the model mix); ``models`` one
+    row per model alone; ``frontier`` the non-dominated rows of both; ``aiq`` the AIQ of the λ
+    curve with a cluster-bootstrap interval; ``comparison`` the pooled runs."""
+
+    name: str
+    models: tuple[str, ...]
+    lambdas: tuple[float, ...]
+    comparison: Comparison
+    curve: pd.DataFrame
+    singles: pd.DataFrame
+    frontier: pd.DataFrame
+    aiq: Estimate
+    realizable: bool
+    folds: int
+    wall_s: float
+
+    def __repr__(self) -> str:
+        return (
+            f"<CostCrossFit {self.name} over {len(self.models)} models: AIQ {self.aiq}; "
+            f"{len(self.frontier)} non-dominated points; {self.folds} folds>"
+        )
+
+
+def cross_fit_costs(
+    learner: Any,
+    data: Dataset,
+    *,
+    models: Sequence[str] | None = None,
+    lambdas: Sequence[float] = DEFAULT_LAMBDAS,
+    folds: int = 5,
+    seed: int = 0,
+    group: Any = _DATASET_GROUP,
+    host: Any = None,
+    resamples: int = 1000,
+    progress: bool | None = False,
+) -> CostCrossFit:
+    """Cross-fit ``learner`` on ``data`` over ``models`` (default: all) and sweep the cost router's
+    ``λ`` on held-out folds; each model alone is run on the same requests for reference.
+
+        mmlu = sy.datasets.load("mmlu_pro")
+        cv = sy.learn.cross_fit_costs(sy.learn.Knn(), mmlu)
+        cv.aiq, cv.frontier
+    """
+    if not isinstance(data, Dataset):
+        raise ArgumentTypeError(f"data must be a sy.datasets.Dataset, got {type(data).__name__}")
+    names = list(data.models if models is None else models)
+    unknown = [m for m in names if m not in data.models]
+    if unknown or len(names) < 2:
+        raise ArgumentError(
+            f"models must be two or more of the dataset's models {list(data.models)}; got {names}"
+        )
+    points = tuple(check_real(v, "lambdas[]", low=0.0) for v in lambdas)
+    if not points or len(set(points)) != len(points):
+        raise ArgumentError(f"lambdas must be distinct numbers ≥ 0, got {lambdas!r}")
+    folds = check_int(folds, "folds", low=2, type_error=ArgumentError)
+    if group is _DATASET_GROUP:
+        group = data.group_column
+    host = evaluation_host(names) if host is None else host
+    started = time.perf_counter()
+    runs: dict[str, list[Result]] = {}
+    name = None
+    for train, test in data.folds(folds, seed=seed, group=group):
+        router = learner.fit(_detached(train), models=names)
+        name = name or _name_of(learner, router)
+        held_out = list(test)
+        router.predict(held_out)  # one batch; each request's prediction then hits its cache
+        lineup: dict[str, Any] = {
+            f"{name} λ={lam:g}": cost_router(router, names, lam=lam, host=host) for lam in points
+        }
+        from ..strategies import single
+
+        for model in names:
+            lineup[f"{model} only"] = single(model)
+        fold = compare(lineup, test, host=host, seeds=(seed,), progress=progress)
+        for result in fold.results:
+            runs.setdefault(result.strategy, []).append(result)
+    assert name is not None
+    pooled = Comparison(
+        [
+            Result(
+                strategy,
+                seed,
+                concat_frames([r.attempts for r in parts], [strategy]),
+                concat_frames([r.requests for r in parts], [strategy]),
+                sum(r.wall_s for r in parts),
+                parts[0].engine,
+            )
+            for strategy, parts in runs.items()
+        ]
+    )
+    swept = [f"{name} λ={lam:g}" for lam in points]
+    requests = pooled.requests.assign(_q=lambda f: request_quality(f))
+    ids = pd.Index(requests.loc[requests["strategy"] == swept[0], "request_id"].unique())
+
+    def matrix(strategies: list[str], column: str) -> np.ndarray:
+        return np.column_stack(
+            [
+                np.asarray(
+                    requests[requests["strategy"] == s]
+                    .set_index("request_id")[column]
+                    .reindex(ids),
+                    dtype=float,
+                )
+                for s in strategies
+            ]
+        )
+
+    quality = matrix(swept, "_q")
+    cost = matrix(swept, "cost_usd")
+    summary = pooled.summary().set_index("strategy")
+    curve = pd.DataFrame(
+        {
+            "strategy": swept,
+            "lam": points,
+            "cost_per_request_usd": np.nanmean(cost, axis=0),
+            "mean_quality": np.nanmean(quality, axis=0),
+        }
+    )
+    served = requests[requests["strategy"].isin(swept)]
+    mix = (
+        served.groupby("strategy", observed=True)["served_model"]
+        .agg(lambda s: s.astype(str).value_counts(normalize=True).round(3).to_dict())
+        .reindex(swept)
+    )
+    curve["model_mix"] = list(mix)
+    singles = summary.loc[[f"{m} only" for m in names], ["cost_per_request_usd", "mean_quality"]]
+    singles = singles.reset_index()
+    frontier = pareto_frontier(pooled.summary())
+    weights = np.ones((1, len(ids)))
+    point = _aiq_rows(weights, cost, quality)[0]
+    rng = np.random.default_rng(seed)
+    clusters = _clusters(data, group, ids)
+    draws = [
+        _aiq_rows(_cluster_weights(clusters, rng, min(250, resamples - start)), cost, quality)
+        for start in range(0, resamples, 250)
+    ]
+    realizable = not bool(requests.loc[requests["strategy"].isin(swept), "reads_truth"].any())
+    return CostCrossFit(
+        name,
+        tuple(names),
+        points,
+        pooled,
+        curve,
+        singles,
+        frontier,
+        _estimate(float(point), np.concatenate(draws), 0.95),
+        realizable,
+        folds,
+        time.perf_counter() - started,
+    )
+
+
+def _aiq_rows(weights: np.ndarray, cost: np.ndarray, quality: np.ndarray) -> np.ndarray:
+    from .._sweep import aiq
+
+    q = _weighted_means(weights, quality)
+    c = _weighted_means(weights, cost)
+    return np.array(
+        [aiq(c[i], q[i]) if np.isfinite(q[i]).any() else math.nan for i in range(len(q))]
+    )

@@ -1,0 +1,394 @@
+"""Cross-fitting: judge a router you could deploy only on requests it was not trained on.
+
+A learned router's score on the table it was fitted to says little: it has seen the answers. Here
+the dataset is cut into grouped folds (related prompts, such as MT-Bench's two turns of a question,
+stay together); each fold's router is fitted on the other folds only — ``fit`` receives a dataset
+holding no row, and so no grade, of the held-out fold — and routes that fold's requests in a
+simulated run. The runs are pooled into one :class:`~sykit.Comparison` with the usual frames, so
+every request is routed exactly once by a router that never saw its grade. The threshold for each
+strong share is calibrated on the held-out fold's *scores* (no grades needed, as a deployment
+calibrates on recent traffic), with ties broken by a seeded hash so each share is hit exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._checks import check_int
+from .._config import HostPolicy, ModelProfile
+from .._errors import ArgumentError, ArgumentTypeError
+from .._hosts.sim import SimHost
+from .._metrics import request_quality
+from .._results import Comparison, Result, concat_frames
+from .._router_score import SWEEP_SHARES, SimulatedScore, calibrate
+from .._runner import compare
+from .._vocab import ErrorKind
+from ..datasets import Dataset
+from ..strategies import single, threshold_router
+from ._intervals import Curve, Estimate, bootstrap_curve, random_apgr
+
+__all__ = ["CrossFit", "cross_fit", "evaluation_host"]
+
+#: A deadline no simulated attempt reaches: the routing comparison has no hidden timeouts.
+NO_DEADLINE = HostPolicy(timeout_s=3600.0, cooldown_s=0.0)
+
+class _DatasetGroup:
+    """The default of ``group=``: the dataset's own group column."""
+
+    def __repr__(self) -> str:
+        return "<the dataset's group_column>"
+
+
+_DATASET_GROUP: Any = _DatasetGroup()
+
+
+def evaluation_host(models: Sequence[str]) -> SimHost:
+    """A fault-free simulated host for ``models``: the shipped catalogue's prices and latencies
+    where it knows a model, a generic profile (no price) otherwise, and no attempt deadline, so
+    that nothing but the routing decides which model answers."""
+    from .. import profiles
+
+    known: dict[str, ModelProfile] = {}
+    for name in models:
+        try:
+            known.update(profiles.from_catalog([name]))
+        except Exception:  # not in the catalogue: a neutral profile (costs then read 0)
+            known[name] = ModelProfile()
+    return SimHost(known, policy=NO_DEADLINE)
+
+
+@dataclass(frozen=True, repr=False)
+class CrossFit:
+    """The pooled held-out evaluation of a router over a two-model sweep of strong shares.
+
+    ``comparison`` holds one strategy per share (``"<router> <share>% strong"``) plus the weak and
+    the strong model alone, every request routed once by the fold's router that did not see it.
+    ``apgr``/``aiq`` are :class:`Estimate` s with cluster-bootstrap intervals; ``random`` is the
+    random router's APGR on the same requests (expected value and spread). ``realizable`` is True
+    only when no routing decision read the ground truth."""
+
+    name: str
+    weak: str
+    strong: str
+    shares: tuple[float, ...]
+    comparison: Comparison
+    apgr: Estimate
+    aiq: Estimate
+    random: Estimate
+    realizable: bool
+    folds: int
+    routers: tuple[Any, ...]
+    curve: pd.DataFrame
+    wall_s: float
+
+    def __repr__(self) -> str:
+        tag = "" if self.realizable else " (not realizable: read the ground truth)"
+        return (
+            f"<CrossFit {self.name}{tag}: APGR {self.apgr} AIQ {self.aiq}; random APGR "
+            f"{self.random.value:.3f} ± {self.random.sd:.3f}; {self.folds} folds, "
+            f"{len(self.curve)} shares>"
+        )
+
+    def summary(self) -> pd.DataFrame:
+        """One row: the router, its APGR and AIQ with intervals, and the random baseline."""
+        return pd.DataFrame(
+            [
+                {
+                    "router": self.name,
+                    "apgr": self.apgr.value,
+                    "apgr_low": self.apgr.low,
+                    "apgr_high": self.apgr.high,
+                    "aiq": self.aiq.value,
+                    "aiq_low": self.aiq.low,
+                    "aiq_high": self.aiq.high,
+                    "random_apgr": self.random.value,
+                    "random_apgr_sd": self.random.sd,
+                    "realizable": self.realizable,
+                    "folds": self.folds,
+                }
+            ]
+        )
+
+
+def _fit(learner: Any, train: Dataset, models: tuple[str, str]) -> Any:
+    fit = getattr(learner, "fit", None)
+    if callable(fit):
+        return fit(train, models=list(models))
+    if callable(learner):
+        return learner(train)
+    raise ArgumentTypeError(
+        "learner must have a fit(train, models=...) method (e.g. sy.learn.Knn()) or be a "
+        f"function fit(train) -> router; got {type(learner).__name__}"
+    )
+
+
+def _scorer(router: Any, weak: str, strong: str) -> Callable[[Any], float]:
+    """The router's strong-minus-weak score as a function of the request."""
+    if isinstance(router, SimulatedScore):
+        return router  # type: ignore[return-value]  # (threshold_router reads it: not realizable)
+    score = getattr(router, "score", None)
+    if callable(score):
+        made = score(weak, strong)
+        if not callable(made):
+            raise ArgumentTypeError(
+                "router.score(weak, strong) must return a function of the request"
+            )
+        return made
+    if callable(router):
+        return router
+    raise ArgumentTypeError(
+        "fit must return a router (with score(weak, strong)) or a score function of the request; "
+        f"got {type(router).__name__}"
+    )
+
+
+def _detached(data: Dataset) -> Dataset:
+    """``data`` as a dataset of its own: nothing in it reaches rows outside it (no shared cache of
+    built requests)."""
+    return data._detached()
+
+
+def _score_all(router: Any, scorer: Callable[[Any], float], requests: list[Any]) -> None:
+    """Score the held-out requests once before routing them (one batch for a router that
+    predicts in batches; its cache then serves the run): a router that fails on one — e.g. it
+    looks up a grade it was not given — stops the evaluation with a clear error."""
+    if isinstance(router, SimulatedScore):
+        return  # fitted on the traffic by calibrate, as in a run
+    request = None
+    try:
+        predict = getattr(router, "predict", None)
+        if callable(predict):
+            predict(requests)
+        for request in requests:
+            float(scorer(request))
+    except Exception as error:
+        where = "" if request is None else f", e.g. {request.id!r}"
+        raise ArgumentError(
+            f"the fitted router failed on held-out request(s){where}: "
+            f"{type(error).__name__}: {error}"
+        ) from error
+
+
+def _refuse_router_errors(fold: Comparison, routed: list[str]) -> None:
+    """A router that raised on a held-out request (e.g. it looked up a grade it was not given)
+    fails the evaluation loudly instead of counting as a failed request."""
+    requests = fold.requests
+    broken = requests[
+        requests["strategy"].astype(str).isin(routed)
+        & (requests["error_kind"].astype(str) == ErrorKind.ALGORITHM_ERROR)
+    ]
+    if len(broken):
+        first = broken.iloc[0]
+        raise ArgumentError(
+            f"the fitted router failed on {len(broken)} held-out request(s), e.g. "
+            f"{first['request_id']!r}: {first['error_message']}"
+        )
+
+
+def _percent(share: float) -> str:
+    return f"{share * 100:.3g}%"
+
+
+def _name_of(learner: Any, router: Any) -> str:
+    for obj in (learner, router):
+        name = getattr(obj, "name", None)
+        if isinstance(name, str) and name:
+            return name
+    return getattr(learner, "__name__", type(learner).__name__)
+
+
+def _check_pair(data: Dataset, weak: str | None, strong: str | None) -> tuple[str, str]:
+    models = data.models
+    if weak is None and strong is None:
+        if len(models) != 2:
+            raise ArgumentError(
+                f"the dataset has {len(models)} models: say which two to route between with "
+                f"weak= and strong= (models: {list(models)})"
+            )
+        means = data.quality.mean()
+        weak, strong = sorted(models, key=lambda m: float(means[m]))
+    if weak is None or strong is None:
+        raise ArgumentError("give both weak= and strong= (or neither, for a two-model dataset)")
+    for name, model in (("weak", weak), ("strong", strong)):
+        if model not in models:
+            raise ArgumentError(
+                f"{name}={model!r} has no grades in the dataset; models: {list(models)}"
+            )
+    if weak == strong:
+        raise ArgumentError("weak and strong must be two different models")
+    return weak, strong
+
+
+def _clusters(data: Dataset, group: Any, ids: pd.Index) -> np.ndarray:
+    frame = data.frame.set_index("id")
+    if group is None:
+        return np.asarray(ids.astype(str))
+    keys = frame[group] if isinstance(group, str) else frame.apply(group, axis=1)
+    return np.asarray(keys.reindex(ids).astype(str))
+
+
+def cross_fit(
+    learner: Any,
+    data: Dataset,
+    *,
+    weak: str | None = None,
+    strong: str | None = None,
+    folds: int = 5,
+    seed: int = 0,
+    group: Any = _DATASET_GROUP,
+    shares: Sequence[float] = SWEEP_SHARES,
+    host: Any = None,
+    resamples: int = 2000,
+    progress: bool | None = False,
+) -> CrossFit:
+    """Cross-fit ``learner`` on ``data`` and evaluate it on held-out folds only.
+
+        ds = sy.datasets.load("routellm").filter(benchmark="gsm8k", contaminated=False)
+        cv = sy.learn.cross_fit(sy.learn.Knn(), ds)
+        cv.apgr            # 0.61 [0.57, 0.65]: pooled held-out APGR, 95 % cluster bootstrap
+        cv.random          # the random router on the same requests: 0.500 ± 0.02
+
+    ``learner`` is a learner (``fit(train, models=[weak, strong]) -> router``, e.g.
+    :class:`Knn`) or a function ``fit(train) -> router`` returning a router or a score function
+    of the request (higher: the strong model helps more). ``weak``/``strong`` default to the two
+    models of a two-model dataset (the one with the higher mean grade is strong). ``group`` keeps
+    related rows in one fold and resamples them together (default: the dataset's group column,
+    e.g. routellm's ``question``); ``None`` treats every row alone. ``host`` defaults to
+    :func:`evaluation_host` (catalogue prices, no faults, no deadline).
+    """
+    if not isinstance(data, Dataset):
+        raise ArgumentTypeError(f"data must be a sy.datasets.Dataset, got {type(data).__name__}")
+    weak, strong = _check_pair(data, weak, strong)
+    folds = check_int(folds, "folds", low=2, type_error=ArgumentError)
+    points = tuple(float(s) for s in shares)
+    if not points or any(not 0 < s < 1 for s in points):
+        raise ArgumentError(
+            f"shares must be strong shares strictly between 0 and 1, got {shares!r}"
+        )
+    if len(set(points)) != len(points):
+        raise ArgumentError(f"shares must be distinct, got {shares!r}")
+    if group is _DATASET_GROUP:
+        group = data.group_column
+    host = evaluation_host([weak, strong]) if host is None else host
+    started = time.perf_counter()
+    splits = data.folds(folds, seed=seed, group=group)
+    runs: dict[str, list[Result]] = {}
+    routers = []
+    name = None
+    named: list[str] = []
+    for train, test in splits:
+        router = _fit(learner, _detached(train), (weak, strong))
+        routers.append(router)
+        if name is None:
+            name = _name_of(learner, router)
+            named = [f"{name} {_percent(s)} strong" for s in points]
+        scorer = _scorer(router, weak, strong)
+        held_out = list(test)
+        _score_all(router, scorer, held_out)
+        lineup: dict[str, Any] = {}
+        for label, share in zip(named, points, strict=True):
+            threshold = calibrate(scorer, held_out, share, seed=seed)
+            lineup[label] = threshold_router(weak, strong, score=scorer, threshold=threshold)
+        lineup[f"{weak} only"] = single(weak)
+        lineup[f"{strong} only"] = single(strong)
+        fold = compare(lineup, test, host=host, seeds=(seed,), progress=progress)
+        _refuse_router_errors(fold, named)
+        for result in fold.results:
+            runs.setdefault(result.strategy, []).append(result)
+    assert name is not None
+    pooled = Comparison(
+        [
+            Result(
+                strategy,
+                seed,
+                concat_frames([r.attempts for r in parts], [strategy]),
+                concat_frames([r.requests for r in parts], [strategy]),
+                sum(r.wall_s for r in parts),
+                parts[0].engine,
+            )
+            for strategy, parts in runs.items()
+        ]
+    )
+    curve_data, table = _curve(pooled, named, points, weak, strong, data, group)
+    boot = bootstrap_curve(curve_data, resamples=resamples, seed=seed)
+    random = random_apgr(curve_data.weak, curve_data.strong_only, points, seed=seed)
+    requests = pooled.requests
+    realizable = not bool(requests.loc[requests["strategy"].isin(named), "reads_truth"].any())
+    return CrossFit(
+        name,
+        weak,
+        strong,
+        points,
+        pooled,
+        boot.apgr,
+        boot.aiq,
+        random,
+        realizable,
+        folds,
+        tuple(routers),
+        table,
+        time.perf_counter() - started,
+    )
+
+
+def _curve(
+    pooled: Comparison,
+    named: list[str],
+    shares: tuple[float, ...],
+    weak: str,
+    strong: str,
+    data: Dataset,
+    group: Any,
+) -> tuple[Curve, pd.DataFrame]:
+    requests = pooled.requests
+    requests = requests.assign(_q=request_quality(requests))
+    ids = pd.Index(requests.loc[requests["strategy"] == f"{weak} only", "request_id"].unique())
+
+    def column(strategy: str, values: str) -> np.ndarray:
+        rows = requests[requests["strategy"] == strategy].set_index("request_id")
+        return np.asarray(rows[values].reindex(ids), dtype=float)
+
+    quality = np.column_stack([column(s, "_q") for s in named])
+    cost = np.column_stack([column(s, "cost_usd") for s in named])
+    strong_mask = np.column_stack(
+        [
+            np.asarray(
+                requests[requests["strategy"] == s]
+                .set_index("request_id")["served_model"]
+                .reindex(ids)
+                .astype(str)
+                == strong,
+                dtype=float,
+            )
+            for s in named
+        ]
+    )
+    curve = Curve(
+        quality,
+        strong_mask,
+        cost,
+        column(f"{weak} only", "_q"),
+        column(f"{strong} only", "_q"),
+        column(f"{weak} only", "cost_usd"),
+        column(f"{strong} only", "cost_usd"),
+        _clusters(data, group, ids),
+    )
+    table = pd.DataFrame(
+        {
+            "strategy": named,
+            "target_share": shares,
+            "strong_share": strong_mask.mean(axis=0),
+            "mean_quality": np.nanmean(quality, axis=0),
+            "cost_per_request_usd": cost.mean(axis=0),
+        }
+    )
+    if not math.isfinite(float(table["mean_quality"].sum())):
+        raise ArgumentError("no graded request was served: the dataset has no usable grades")
+    return curve, table

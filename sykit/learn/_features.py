@@ -1,0 +1,351 @@
+"""Request features for learned routers: TF-IDF, any embedding function, or precomputed vectors.
+
+A learned router compares prompts, so it needs each request as a vector. Features take
+:class:`sykit.Request` objects (not bare texts) because some read metadata (:class:`Column`);
+:class:`TfIdf` and :class:`Embed` read the prompt text through :func:`prompt_text`, the one
+definition of "the prompt" every router shares (``sy.Request(text)`` turns a text into a request).
+Rows come back float32 and L2-normalised, so a dot product is a cosine similarity. Nothing here
+downloads anything.
+
+A learner fits a *shallow copy* of the features it was given, so one ``Embed`` (and its cache) can
+serve many fits; a ``fit`` therefore rebinds its fitted attributes rather than mutating them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from .._checks import check_int
+from .._errors import ArgumentError, ArgumentTypeError
+from .._models import Request, _content_text
+
+__all__ = ["Column", "Embed", "Features", "TfIdf", "feature_key", "prompt_text"]
+
+_TOKEN = re.compile(r"\w+")
+
+
+@runtime_checkable
+class Features(Protocol):
+    """What a learner needs from features: learn from the training requests, then map requests to
+    float32 rows of unit length (zero rows allowed where a request has nothing to go on).
+
+    A features object may also define ``key(request) -> Hashable``: what its row depends on, so a
+    router can cache predictions per key (the prompt text by default, see :func:`feature_key`).
+    """
+
+    def fit(self, requests: Sequence[Request]) -> None: ...
+
+    def transform(self, requests: Sequence[Request]) -> np.ndarray: ...
+
+
+def prompt_text(request: Request) -> str:
+    """The text a router reads: every message's text content, joined by newlines (a list of parts
+    keeps its ``{"type": "text"}`` parts)."""
+    if not isinstance(request, Request):
+        raise ArgumentTypeError(
+            f"expected a sykit.Request (sy.Request(text) makes one), got {type(request).__name__}"
+        )
+    messages = request.messages
+    if len(messages) == 1:
+        return _content_text(messages[0]["content"])
+    return "\n".join(_content_text(m["content"]) for m in messages)
+
+
+def feature_key(features: object) -> Callable[[Request], Hashable]:
+    """The function giving what ``features``' row for a request depends on: its own ``key`` when it
+    has one, else the prompt text."""
+    key = getattr(features, "key", None)
+    return key if callable(key) else prompt_text
+
+
+def check_features(features: object, where: str) -> None:
+    """Refuse an object that cannot be features, naming the learner it was given to."""
+    if not (
+        callable(getattr(features, "fit", None)) and callable(getattr(features, "transform", None))
+    ):
+        raise ArgumentTypeError(
+            f"{where}: features must have fit(requests) and transform(requests) methods "
+            f"(e.g. TfIdf(), Embed(fn), Column(name)), got {type(features).__name__}"
+        )
+
+
+def _as_list(requests: object, where: str) -> list[Any]:
+    if isinstance(requests, str | Request) or not isinstance(requests, Iterable):
+        raise ArgumentTypeError(
+            f"{where} takes a list of requests, got {type(requests).__name__}"
+            + (" (wrap a single request in a list)" if isinstance(requests, str | Request) else "")
+        )
+    return list(requests)
+
+
+def _texts(requests: object, where: str) -> list[str]:
+    return [prompt_text(r) for r in _as_list(requests, where)]
+
+
+def _normalise(rows: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm, then float32 (scaled first, so huge finite values cannot
+    overflow float32); all-zero rows stay zero."""
+    rows = np.asarray(rows, dtype=np.float64)
+    peak = np.abs(rows).max(axis=1, keepdims=True) if rows.size else np.ones((len(rows), 1))
+    peak[peak == 0] = 1.0
+    scaled = rows / peak  # the norm of a row of 1e200s would overflow float64 too
+    norms = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+    norms[norms == 0] = 1.0
+    return (scaled / norms[:, None]).astype(np.float32)
+
+
+class TfIdf:
+    """TF-IDF of word n-grams, as scikit-learn's ``TfidfVectorizer`` computes it (smooth idf
+    ``ln((1+n)/(1+df)) + 1``, optional ``1 + ln(tf)``), in plain Python and NumPy.
+
+    The vocabulary is the ``max_features`` most frequent terms (total count in the training texts,
+    ties alphabetical) among those in at least ``min_df`` of them. The default of 4,096 keeps a
+    dense float32 matrix of 3,000 training prompts under 50 MB.
+    """
+
+    def __init__(
+        self,
+        max_features: int = 4096,
+        ngrams: tuple[int, int] = (1, 2),
+        sublinear_tf: bool = True,
+        min_df: int = 1,
+        lowercase: bool = True,
+    ) -> None:
+        self.max_features = check_int(max_features, "TfIdf max_features", low=1)
+        if (
+            not isinstance(ngrams, tuple | list)
+            or len(ngrams) != 2
+            or not all(isinstance(n, int) and not isinstance(n, bool) for n in ngrams)
+            or not 1 <= ngrams[0] <= ngrams[1]
+        ):
+            raise ArgumentError(
+                f"TfIdf ngrams must be a pair (low, high) of ints with 1 ≤ low ≤ high, got {ngrams!r}"
+            )
+        self.ngrams = (int(ngrams[0]), int(ngrams[1]))
+        if not isinstance(sublinear_tf, bool) or not isinstance(lowercase, bool):
+            raise ArgumentTypeError("TfIdf sublinear_tf and lowercase must be True or False")
+        self.sublinear_tf = sublinear_tf
+        self.min_df = check_int(min_df, "TfIdf min_df", low=1)
+        self.lowercase = lowercase
+        self.vocabulary: dict[str, int] = {}
+        self.idf: np.ndarray = np.zeros(0, dtype=np.float32)
+
+    def __repr__(self) -> str:
+        return (
+            f"TfIdf(max_features={self.max_features}, ngrams={self.ngrams}, "
+            f"sublinear_tf={self.sublinear_tf}, min_df={self.min_df}, lowercase={self.lowercase})"
+        )
+
+    def _terms(self, text: str) -> list[str]:
+        words = _TOKEN.findall(text.lower() if self.lowercase else text)
+        low, high = self.ngrams
+        terms = words[:] if low == 1 else []
+        for n in range(max(low, 2), high + 1):
+            terms.extend(" ".join(words[i : i + n]) for i in range(len(words) - n + 1))
+        return terms
+
+    def fit(self, requests: Sequence[Request]) -> None:
+        """Learn the vocabulary and the idf weights of the training prompts."""
+        texts = _texts(requests, "TfIdf.fit")
+        if not texts:
+            raise ArgumentError("TfIdf.fit needs at least one request")
+        total: Counter[str] = Counter()
+        df: Counter[str] = Counter()
+        for text in texts:
+            counts = Counter(self._terms(text))
+            total.update(counts)
+            df.update(counts.keys())
+        kept = [t for t in total if df[t] >= self.min_df]
+        kept.sort(key=lambda t: (-total[t], t))
+        kept = sorted(kept[: self.max_features])  # column order: alphabetical, as scikit-learn
+        if not kept:
+            raise ArgumentError(
+                f"TfIdf.fit: no term of the {len(texts)} training prompt(s) is in at least "
+                f"min_df={self.min_df} of them (or they hold no words at all)"
+            )
+        n = len(texts)
+        counts_df = np.array([df[t] for t in kept], dtype=np.float64)
+        self.vocabulary = {t: i for i, t in enumerate(kept)}
+        self.idf = (np.log((1 + n) / (1 + counts_df)) + 1).astype(np.float32)
+
+    def transform(self, requests: Sequence[Request]) -> np.ndarray:
+        """One unit-length float32 row per request (zero where no term is in the vocabulary)."""
+        texts = _texts(requests, "TfIdf.transform")
+        vocabulary = self.vocabulary
+        out = np.zeros((len(texts), len(vocabulary)), dtype=np.float32)
+        rows: list[int] = []
+        cols: list[int] = []
+        values: list[int] = []
+        for i, text in enumerate(texts):
+            counts = Counter(t for t in self._terms(text) if t in vocabulary)
+            rows.extend([i] * len(counts))
+            cols.extend(vocabulary[t] for t in counts)
+            values.extend(counts.values())
+        if rows:  # weighted and normalised while sparse: the dense matrix is written once
+            r = np.asarray(rows)
+            c = np.asarray(cols)
+            tf = np.asarray(values, dtype=np.float64)
+            if self.sublinear_tf:
+                tf = 1 + np.log(tf)
+            weights = tf * self.idf[c]
+            norms = np.sqrt(np.bincount(r, weights=weights * weights, minlength=len(texts)))
+            out[r, c] = weights / norms[r]
+        return out
+
+
+class Embed:
+    """Any embedding function as features: ``fn(list_of_texts) -> (n, d)`` array-like (a
+    sentence-transformers ``model.encode``, a client for an embeddings endpoint).
+
+    Each distinct prompt is embedded once, in batches of ``batch_size``, and kept in :attr:`cache`
+    (shared by every router fitted with this object), so cross-fitting or scoring a request again
+    costs no call. Rows are L2-normalised; nothing is learned from the training set.
+    """
+
+    def __init__(self, fn: Callable[[list[str]], Any], batch_size: int = 64) -> None:
+        if not callable(fn):
+            raise ArgumentTypeError(
+                f"Embed needs a function list[str] -> (n, d) array, got {type(fn).__name__}"
+            )
+        self.fn = fn
+        self.batch_size = check_int(batch_size, "Embed batch_size", low=1)
+        self.cache: dict[str, np.ndarray] = {}
+        self.dim: int | None = None
+
+    def __repr__(self) -> str:
+        name = getattr(self.fn, "__qualname__", type(self.fn).__name__)
+        return f"Embed({name}, batch_size={self.batch_size})"
+
+    def fit(self, requests: Sequence[Request]) -> None:
+        """Embed the training prompts now (nothing to learn: the function is fixed)."""
+        self.transform(requests)
+
+    def _call(self, batch: list[str]) -> np.ndarray:
+        what = f"Embed: fn({len(batch)} texts)"
+        try:
+            result = np.asarray(self.fn(batch), dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise ArgumentError(f"{what} must return numbers shaped (n, d): {e}") from e
+        if result.ndim != 2 or result.shape[0] != len(batch) or result.shape[1] == 0:
+            raise ArgumentError(
+                f"{what} returned an array of shape {result.shape}; expected ({len(batch)}, d) "
+                "with d ≥ 1: one row per text"
+            )
+        if self.dim is not None and result.shape[1] != self.dim:
+            raise ArgumentError(
+                f"{what} returned rows of {result.shape[1]} numbers, earlier calls {self.dim}"
+            )
+        if not np.isfinite(result).all():
+            bad = int((~np.isfinite(result)).any(axis=1).sum())
+            raise ArgumentError(f"{what} returned NaN or infinite values in {bad} row(s)")
+        self.dim = int(result.shape[1])
+        return _normalise(result)
+
+    def transform(self, requests: Sequence[Request]) -> np.ndarray:
+        """The cached unit-length embedding of each request's prompt (new prompts embedded now)."""
+        texts = _texts(requests, "Embed.transform")
+        cache = self.cache
+        new = list(dict.fromkeys(t for t in texts if t not in cache))
+        for start in range(0, len(new), self.batch_size):
+            batch = new[start : start + self.batch_size]
+            cache.update(zip(batch, self._call(batch), strict=True))
+        if not texts:
+            return np.zeros((0, self.dim or 0), dtype=np.float32)
+        return np.stack([cache[t] for t in texts])
+
+
+class Column:
+    """Precomputed vectors in a metadata column (``request.metadata[name]``): each cell a list or
+    array of floats, or a string of them (JSON ``"[0.1, 0.2]"`` or separated by spaces/commas,
+    since :func:`sykit.datasets.from_frame` keeps metadata cells scalar). The column must be a
+    *metadata* column: a router only sees a request's metadata when it routes."""
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise ArgumentTypeError(f"Column needs a column name (str), got {name!r}")
+        self.name = name
+        self.dim: int | None = None
+
+    def __repr__(self) -> str:
+        return f"Column({self.name!r})"
+
+    def key(self, request: Request) -> Hashable:
+        """The cell itself (as a hashable value): the row depends on nothing else."""
+        cell = self._cell(request)
+        if isinstance(cell, str):
+            return cell
+        return tuple(np.asarray(cell, dtype=np.float64).ravel().tolist())
+
+    def _cell(self, request: Request) -> Any:
+        if not isinstance(request, Request):
+            raise ArgumentTypeError(
+                f"Column({self.name!r}) reads request.metadata: it needs sykit.Request objects, "
+                f"got {type(request).__name__}"
+            )
+        metadata: Mapping[str, Any] = request.metadata
+        if self.name not in metadata or metadata[self.name] is None:
+            raise ArgumentError(
+                f"Column({self.name!r}): request {request.id!r} has no {self.name!r} metadata; "
+                f"its metadata has: {', '.join(map(repr, metadata)) or 'nothing'} (the column "
+                "must be one of the dataset's metadata_columns)"
+            )
+        return metadata[self.name]
+
+    def _vector(self, request: Request) -> np.ndarray:
+        cell = self._cell(request)
+        try:
+            if isinstance(cell, str):
+                text = cell.strip()
+                values = (
+                    json.loads(text)
+                    if text.startswith("[")
+                    else [float(v) for v in re.split(r"[\s,]+", text) if v]
+                )
+            else:
+                values = cell
+            vector = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise ArgumentError(
+                f"Column({self.name!r}): request {request.id!r} holds {_short(cell)}, not a vector "
+                f"of numbers ({e})"
+            ) from e
+        if vector.ndim != 1 or vector.size == 0:
+            raise ArgumentError(
+                f"Column({self.name!r}): request {request.id!r} holds an array of shape "
+                f"{vector.shape}, not a non-empty vector"
+            )
+        if not np.isfinite(vector).all():
+            raise ArgumentError(
+                f"Column({self.name!r}): request {request.id!r} holds NaN or infinite values"
+            )
+        return vector
+
+    def fit(self, requests: Sequence[Request]) -> None:
+        """Record the vectors' length, so a request of another length is refused later."""
+        self.dim = None
+        self.dim = int(self.transform(requests).shape[1])
+
+    def transform(self, requests: Sequence[Request]) -> np.ndarray:
+        """Each request's vector, L2-normalised."""
+        vectors = [self._vector(r) for r in _as_list(requests, f"Column({self.name!r})")]
+        dims = {len(v) for v in vectors}
+        if self.dim is not None:
+            dims.add(self.dim)
+        if len(dims) > 1:
+            raise ArgumentError(
+                f"Column({self.name!r}) holds vectors of different lengths: {sorted(dims)}"
+            )
+        if not vectors:
+            return np.zeros((0, self.dim or 0), dtype=np.float32)
+        return _normalise(np.stack(vectors))
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
