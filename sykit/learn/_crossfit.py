@@ -39,6 +39,7 @@ __all__ = ["CrossFit", "cross_fit", "evaluation_host"]
 #: A deadline no simulated attempt reaches: the routing comparison has no hidden timeouts.
 NO_DEADLINE = HostPolicy(timeout_s=3600.0, cooldown_s=0.0)
 
+
 class _DatasetGroup:
     """The default of ``group=``: the dataset's own group column."""
 
