@@ -657,6 +657,11 @@ class GradedAttemptLog(AttemptLog):
         return super().raw()
 
 
+def _fill(log: SealedRequestLog | SealedSpillingRequestLog) -> None:
+    if log.fill is not None:
+        log.fill(log)
+
+
 class SealedRequestLog(RequestLog):
     """The request log of a run: the served answer's grade and the dataset's analysis columns of a
     request reach it when rows are handed over or read as raw columns (``fill``, a closure over
@@ -669,13 +674,11 @@ class SealedRequestLog(RequestLog):
         self.fill: Callable[[RequestLog], None] | None = None
 
     def raw(self) -> dict[str, np.ndarray]:
-        if self.fill is not None:
-            self.fill(self)
+        _fill(self)
         return super().raw()
 
     def hand_over(self) -> tuple[dict[str, np.ndarray], dict[int, dict[str, Any]]]:
-        if self.fill is not None:
-            self.fill(self)
+        _fill(self)
         return super().hand_over()
 
 
@@ -689,13 +692,11 @@ class SealedSpillingRequestLog(SpillingRequestLog):
         self.fill: Callable[[RequestLog], None] | None = None
 
     def raw(self) -> dict[str, np.ndarray]:
-        if self.fill is not None:
-            self.fill(self)
+        _fill(self)
         return super().raw()
 
     def hand_over(self) -> tuple[dict[str, np.ndarray], dict[int, dict[str, Any]]]:
-        if self.fill is not None:
-            self.fill(self)
+        _fill(self)
         return super().hand_over()
 
 

@@ -25,12 +25,12 @@ from .._driver import Driver
 from .._errors import ArgumentError, ArgumentTypeError
 from .._metrics import pareto_frontier, request_quality
 from .._models import Outcome, Request, route_to
-from .._results import Comparison, Result, concat_frames
+from .._results import Comparison, Result
 from .._runner import compare
 from .._strategy_kit import named_algorithm
 from .._types import Algorithm
 from ..datasets import Dataset
-from ._crossfit import _DATASET_GROUP, _clusters, _detached, _name_of, evaluation_host
+from ._crossfit import _DATASET_GROUP, _clusters, _detached, _name_of, evaluation_host, pool
 from ._intervals import Estimate, _cluster_weights, _estimate, _weighted_means
 
 __all__ = ["DEFAULT_LAMBDAS", "CostCrossFit", "cost_router", "cross_fit_costs"]
@@ -161,19 +161,7 @@ def cross_fit_costs(
         for result in fold.results:
             runs.setdefault(result.strategy, []).append(result)
     assert name is not None
-    pooled = Comparison(
-        [
-            Result(
-                strategy,
-                seed,
-                concat_frames([r.attempts for r in parts], [strategy]),
-                concat_frames([r.requests for r in parts], [strategy]),
-                sum(r.wall_s for r in parts),
-                parts[0].engine,
-            )
-            for strategy, parts in runs.items()
-        ]
-    )
+    pooled = pool(runs, seed)
     swept = [f"{name} λ={lam:g}" for lam in points]
     requests = pooled.requests.assign(_q=lambda f: request_quality(f))
     ids = pd.Index(requests.loc[requests["strategy"] == swept[0], "request_id"].unique())

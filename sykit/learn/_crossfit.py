@@ -177,6 +177,23 @@ def _score_all(router: Any, scorer: Callable[[Any], float], requests: list[Any])
         ) from error
 
 
+def pool(runs: dict[str, list[Result]], seed: int) -> Comparison:
+    """One Comparison of the folds' runs: per strategy, its folds' frames one under the other."""
+    return Comparison(
+        [
+            Result(
+                strategy,
+                seed,
+                concat_frames([r.attempts for r in parts], [strategy]),
+                concat_frames([r.requests for r in parts], [strategy]),
+                sum(r.wall_s for r in parts),
+                parts[0].engine,
+            )
+            for strategy, parts in runs.items()
+        ]
+    )
+
+
 def _refuse_router_errors(fold: Comparison, routed: list[str]) -> None:
     """A router that raised on a held-out request (e.g. it looked up a grade it was not given)
     fails the evaluation loudly instead of counting as a failed request."""
@@ -304,19 +321,7 @@ def cross_fit(
         for result in fold.results:
             runs.setdefault(result.strategy, []).append(result)
     assert name is not None
-    pooled = Comparison(
-        [
-            Result(
-                strategy,
-                seed,
-                concat_frames([r.attempts for r in parts], [strategy]),
-                concat_frames([r.requests for r in parts], [strategy]),
-                sum(r.wall_s for r in parts),
-                parts[0].engine,
-            )
-            for strategy, parts in runs.items()
-        ]
-    )
+    pooled = pool(runs, seed)
     curve_data, table = _curve(pooled, named, points, weak, strong, data, group)
     boot = bootstrap_curve(curve_data, resamples=resamples, seed=seed)
     random = random_apgr(curve_data.weak, curve_data.strong_only, points, seed=seed)
