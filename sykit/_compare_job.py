@@ -30,12 +30,12 @@ import pandas as pd
 from . import strategies
 from ._compare_learned import learned_routers, per_benchmark_apgr
 from ._config import ErrorFault, Faults, Judge, ModelProfile
+from ._curve_stats import random_apgr
 from ._hosts.sim import SimHost
 from ._metrics import request_quality
 from ._router_score import SWEEP_SHARES
 from ._runner import compare
 from .learn._crossfit import NO_DEADLINE, evaluation_host
-from .learn._intervals import random_apgr
 
 __all__ = ["ROBUSTNESS_COLUMNS", "ROUTING_COLUMNS", "add_arguments", "routellm_lineup", "run_job"]
 
@@ -284,6 +284,8 @@ def run_job(args: argparse.Namespace) -> int:
         **runs,
     )
     random = random_baseline(routing, weak, strong, seed=args.seed)
+    group = data.group_column if data.group_column in routing.requests.columns else None
+    bounds = thresholds.intervals(seed=args.seed, group=group)
     judged = _cascade_by_judge_accuracy(clean, data, weak, strong, runs)
     benchmarks = (
         sorted(data.frame["benchmark"].unique()) if "benchmark" in data.frame.columns else []
@@ -313,7 +315,7 @@ def run_job(args: argparse.Namespace) -> int:
         )
         print(
             f"threshold router on a simulated router score ({_score_label(score)}; reads the "
-            f"ground truth): APGR {thresholds.apgr():.3f}, AIQ {thresholds.aiq():.3f}; "
+            f"ground truth): APGR {bounds.apgr:.3f}, AIQ {bounds.aiq:.3f} (95 % bootstrap); "
             f"random router: APGR {randoms.apgr():.3f} in this run (expected {random.value:.3f} "
             f"± {random.sd:.3f} over random rankings of these requests)"
         )

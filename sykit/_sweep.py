@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from ._curve_stats import CurveBootstrap, aiq, apgr, bootstrap_curve, curve_of
 from ._errors import ArgumentError, ArgumentTypeError
 from ._metrics import mean_quality, ungraded
 from ._results import Comparison
@@ -28,48 +28,6 @@ from ._runner import compare
 from .strategies import oracle, single
 
 __all__ = ["Sweep", "aiq", "apgr", "sweep"]
-
-
-def apgr(
-    strong_share: Sequence[float],
-    quality: Sequence[float],
-    *,
-    weak_quality: float,
-    strong_quality: float,
-) -> float:
-    """RouteLLM's average performance gap recovered for points (share of strong calls, quality)."""
-    gap = strong_quality - weak_quality
-    if not math.isfinite(gap) or gap == 0:
-        return math.nan
-    points = sorted(zip(strong_share, quality, strict=True))
-    xs = [0.0] + [float(x) for x, _ in points] + [1.0]
-    ys = [0.0] + [(float(q) - weak_quality) / gap for _, q in points] + [1.0]
-    return float(np.trapezoid(ys, xs))
-
-
-def aiq(cost: Sequence[float], quality: Sequence[float]) -> float:
-    """RouterBench's AIQ: area under the non-decreasing convex hull of (cost, quality), per unit cost."""
-    pts = sorted(
-        (float(c), float(q))
-        for c, q in zip(cost, quality, strict=True)
-        if math.isfinite(c) and math.isfinite(q)
-    )
-    if not pts:
-        return math.nan
-    if pts[-1][0] == pts[0][0]:
-        return max(q for _, q in pts)
-    hull: list[tuple[float, float]] = []
-    for point in pts:  # upper hull, Andrew's monotone chain
-        while len(hull) >= 2:
-            (x1, y1), (x2, y2) = hull[-2], hull[-1]
-            if (x2 - x1) * (point[1] - y1) - (y2 - y1) * (point[0] - x1) >= 0:
-                hull.pop()
-            else:
-                break
-        hull.append(point)
-    xs = [x for x, _ in hull]
-    ys = list(np.maximum.accumulate([y for _, y in hull]))  # never worse for spending more
-    return float(np.trapezoid(ys, xs) / (xs[-1] - xs[0]))
 
 
 #: The columns :attr:`Sweep.curve` computes, which the swept value's name must not shadow.
@@ -158,6 +116,30 @@ class Sweep:
         """RouterBench's AIQ of the swept strategy."""
         curve = self.curve
         return aiq(curve["cost_per_request_usd"], curve["mean_quality"])
+
+    def intervals(
+        self,
+        *,
+        resamples: int = 2000,
+        level: float = 0.95,
+        seed: int = 0,
+        group: str | None = None,
+    ) -> CurveBootstrap:
+        """APGR and AIQ with bootstrap intervals: ``.apgr`` and ``.aiq`` are
+        :class:`sykit.learn.Estimate` s (value, low, high). The requests are resampled with
+        replacement (each with its runs under every setting and reference, so the curve is
+        recomputed on each resample); ``group`` names a column of the requests frame whose rows
+        are resampled together, e.g. ``"question"`` on the RouteLLM table (MT-Bench's two turns).
+        The point values equal :meth:`apgr` and :meth:`aiq`."""
+        curve = curve_of(
+            self.comparison.requests,
+            list(self.labels),
+            self.reference_labels["weak"],
+            self.reference_labels["strong"],
+            self.strong,
+            group,
+        )
+        return bootstrap_curve(curve, resamples=resamples, level=level, seed=seed)
 
     def plot(self, ax: Any = None) -> Any:
         """The cost–quality curve with the weak, strong and bound references; returns the Axes."""

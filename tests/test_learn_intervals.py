@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from sykit import ArgumentError
+from sykit._curve_stats import Curve, Estimate, apgr_of, bootstrap_curve, random_apgr
 from sykit._sweep import aiq, apgr
-from sykit.learn._intervals import Curve, Estimate, apgr_of, bootstrap_curve, random_apgr
 
 SHARES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
@@ -31,16 +31,13 @@ def _curve(
     to_strong = (pop["score"][:, None] > cuts[None, :]).astype(float)
     quality = np.where(to_strong == 1, pop["strong"][:, None], pop["weak"][:, None])
     cost = np.where(to_strong == 1, 10.0, 1.0)
-    n = len(pop["weak"])
     return Curve(
         quality,
         to_strong,
         cost,
         pop["weak"],
         pop["strong"],
-        np.full(n, 1.0),
-        np.full(n, 10.0),
-        np.arange(n) if clusters is None else clusters,
+        np.arange(len(pop["weak"])) if clusters is None else clusters,
     )
 
 
@@ -122,7 +119,7 @@ def test_bad_input_is_refused_clearly():
             _curve(_population(10, np.random.default_rng(0), 0.5), np.array([0.5])), resamples=3
         )
     with pytest.raises(ArgumentError, match="shape"):
-        Curve(np.zeros((3, 2)), np.zeros((3, 1)), np.zeros((3, 2)), *[np.zeros(3)] * 5)
+        Curve(np.zeros((3, 2)), np.zeros((3, 1)), np.zeros((3, 2)), *[np.zeros(3)] * 3)
 
 
 def test_estimate_formats_with_its_interval():

@@ -269,3 +269,26 @@ def test_the_curve_calls_the_swept_value_what_it_is(host):
         )
     with pytest.raises(sy.ArgumentTypeError, match="value_name must name"):
         sy.sweep(mix, [0.5], REQUESTS[:5], host=host, weak="weak", strong="strong", value_name="")
+
+
+@pytest.mark.parametrize("seeds", [(0,), (0, 1)])
+def test_intervals_surround_the_sweeps_own_apgr_and_aiq(host, seeds):
+    sweep = sy.sweep(
+        mix, [0.2, 0.5, 0.8], REQUESTS, host=host, weak="weak", strong="strong", seeds=seeds
+    )
+    boot = sweep.intervals(resamples=300)
+    assert boot.apgr.value == pytest.approx(sweep.apgr(), abs=1e-12)
+    assert boot.aiq.value == pytest.approx(sweep.aiq(), abs=1e-12)
+    assert boot.apgr.low < boot.apgr.value < boot.apgr.high
+    assert boot.aiq.low <= boot.aiq.value <= boot.aiq.high
+    assert sweep.intervals(resamples=300) == boot  # seeded
+
+
+def test_intervals_resample_a_group_column_together(host):
+    requests = [sy.Request(f"q{i}", id=i, metadata={"pair": i // 2}) for i in range(200)]
+    sweep = sy.sweep(mix, [0.3, 0.7], requests, host=host, weak="weak", strong="strong")
+    alone = sweep.intervals(resamples=300)
+    paired = sweep.intervals(resamples=300, group="pair")
+    assert paired.apgr.value == alone.apgr.value
+    with pytest.raises(sy.ArgumentError, match="group"):
+        sweep.intervals(group="nope")

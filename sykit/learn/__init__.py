@@ -14,10 +14,10 @@ cost–quality trade-off (AIQ and the non-dominated frontier). docs/evaluating-r
 how not to fool yourself.
 """
 
+from .._curve_stats import Estimate, random_apgr
 from ._costs import DEFAULT_LAMBDAS, CostCrossFit, cost_router, cross_fit_costs
 from ._crossfit import CrossFit, cross_fit, evaluation_host
 from ._features import Column, Embed, Features, TfIdf, prompt_text
-from ._intervals import Estimate, random_apgr
 from ._routers import CategoryPrior, Knn, Logistic, MatrixFactorization, Router, from_scores
 
 __all__ = [

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .._checks import check_int, check_real
+from .._curve_stats import Estimate, _cluster_weights, _estimate, _weighted_means
 from .._driver import Driver
 from .._errors import ArgumentError, ArgumentTypeError
 from .._metrics import pareto_frontier, request_quality
@@ -31,7 +32,6 @@ from .._strategy_kit import named_algorithm
 from .._types import Algorithm
 from ..datasets import Dataset
 from ._crossfit import _DATASET_GROUP, _clusters, _detached, _name_of, evaluation_host, pool
-from ._intervals import Estimate, _cluster_weights, _estimate, _weighted_means
 
 __all__ = ["DEFAULT_LAMBDAS", "CostCrossFit", "cost_router", "cross_fit_costs"]
 
@@ -225,7 +225,7 @@ def cross_fit_costs(
 
 
 def _aiq_rows(weights: np.ndarray, cost: np.ndarray, quality: np.ndarray) -> np.ndarray:
-    from .._sweep import aiq
+    from .._curve_stats import aiq
 
     q = _weighted_means(weights, quality)
     c = _weighted_means(weights, cost)

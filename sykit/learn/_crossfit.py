@@ -12,6 +12,7 @@ calibrates on recent traffic), with ties broken by a seeded hash so each share i
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -23,16 +24,15 @@ import pandas as pd
 
 from .._checks import check_int
 from .._config import HostPolicy, ModelProfile
+from .._curve_stats import Curve, Estimate, bootstrap_curve, curve_of, random_apgr
 from .._errors import ArgumentError, ArgumentTypeError
 from .._hosts.sim import SimHost
-from .._metrics import request_quality
 from .._results import Comparison, Result, concat_frames
 from .._router_score import SWEEP_SHARES, SimulatedScore, calibrate
 from .._runner import compare
 from .._vocab import ErrorKind
 from ..datasets import Dataset
 from ..strategies import single, threshold_router
-from ._intervals import Curve, Estimate, bootstrap_curve, random_apgr
 
 __all__ = ["CrossFit", "cross_fit", "evaluation_host"]
 
@@ -354,45 +354,16 @@ def _curve(
     group: Any,
 ) -> tuple[Curve, pd.DataFrame]:
     requests = pooled.requests
-    requests = requests.assign(_q=request_quality(requests))
+    curve = curve_of(requests, named, f"{weak} only", f"{strong} only", strong)
     ids = pd.Index(requests.loc[requests["strategy"] == f"{weak} only", "request_id"].unique())
-
-    def column(strategy: str, values: str) -> np.ndarray:
-        rows = requests[requests["strategy"] == strategy].set_index("request_id")
-        return np.asarray(rows[values].reindex(ids), dtype=float)
-
-    quality = np.column_stack([column(s, "_q") for s in named])
-    cost = np.column_stack([column(s, "cost_usd") for s in named])
-    strong_mask = np.column_stack(
-        [
-            np.asarray(
-                requests[requests["strategy"] == s]
-                .set_index("request_id")["served_model"]
-                .reindex(ids)
-                .astype(str)
-                == strong,
-                dtype=float,
-            )
-            for s in named
-        ]
-    )
-    curve = Curve(
-        quality,
-        strong_mask,
-        cost,
-        column(f"{weak} only", "_q"),
-        column(f"{strong} only", "_q"),
-        column(f"{weak} only", "cost_usd"),
-        column(f"{strong} only", "cost_usd"),
-        _clusters(data, group, ids),
-    )
+    curve = dataclasses.replace(curve, clusters=_clusters(data, group, ids))
     table = pd.DataFrame(
         {
             "strategy": named,
             "target_share": shares,
-            "strong_share": strong_mask.mean(axis=0),
-            "mean_quality": np.nanmean(quality, axis=0),
-            "cost_per_request_usd": cost.mean(axis=0),
+            "strong_share": curve.strong.mean(axis=0),
+            "mean_quality": np.nanmean(curve.quality, axis=0),
+            "cost_per_request_usd": np.nanmean(curve.cost, axis=0),
         }
     )
     if not math.isfinite(float(table["mean_quality"].sum())):

@@ -16,18 +16,65 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
-from .._checks import check_int, check_probability
-from .._errors import ArgumentError
-from .._sweep import aiq
+from ._checks import check_int, check_probability
+from ._errors import ArgumentError
+from ._metrics import request_quality
 
 __all__ = [
     "Curve",
+    "CurveBootstrap",
     "Estimate",
+    "aiq",
+    "apgr",
     "apgr_of",
     "bootstrap_curve",
+    "curve_of",
     "random_apgr",
 ]
+
+
+def apgr(
+    strong_share: Sequence[float],
+    quality: Sequence[float],
+    *,
+    weak_quality: float,
+    strong_quality: float,
+) -> float:
+    """RouteLLM's average performance gap recovered for points (share of strong calls, quality)."""
+    gap = strong_quality - weak_quality
+    if not math.isfinite(gap) or gap == 0:
+        return math.nan
+    points = sorted(zip(strong_share, quality, strict=True))
+    xs = [0.0] + [float(x) for x, _ in points] + [1.0]
+    ys = [0.0] + [(float(q) - weak_quality) / gap for _, q in points] + [1.0]
+    return float(np.trapezoid(ys, xs))
+
+
+def aiq(cost: Sequence[float], quality: Sequence[float]) -> float:
+    """RouterBench's AIQ: area under the non-decreasing convex hull of (cost, quality), per unit cost."""
+    pts = sorted(
+        (float(c), float(q))
+        for c, q in zip(cost, quality, strict=True)
+        if math.isfinite(c) and math.isfinite(q)
+    )
+    if not pts:
+        return math.nan
+    if pts[-1][0] == pts[0][0]:
+        return max(q for _, q in pts)
+    hull: list[tuple[float, float]] = []
+    for point in pts:  # upper hull, Andrew's monotone chain
+        while len(hull) >= 2:
+            (x1, y1), (x2, y2) = hull[-2], hull[-1]
+            if (x2 - x1) * (point[1] - y1) - (y2 - y1) * (point[0] - x1) >= 0:
+                hull.pop()
+            else:
+                break
+        hull.append(point)
+    xs = [x for x, _ in hull]
+    ys = list(np.maximum.accumulate([y for _, y in hull]))  # never worse for spending more
+    return float(np.trapezoid(ys, xs) / (xs[-1] - xs[0]))
 
 
 @dataclass(frozen=True)
@@ -66,9 +113,10 @@ class Curve:
     """A routing curve as per-request columns, aligned on the same requests.
 
     ``quality`` is (requests × points): each request's quality under each routing point (failed
-    = 0, ungraded = NaN); ``strong`` the same shape, 1 where the point sent the request to the
-    strong model; ``cost`` its cost in USD. ``weak``/``strong_only`` are the references' per-request
+    = 0, ungraded = NaN); ``strong`` the same shape, the share of its runs the strong model
+    served; ``cost`` its cost in USD. ``weak``/``strong_only`` are the references' per-request
     qualities and ``clusters`` one key per request (requests sharing a key are resampled together).
+    Each value is a request's mean over the seeds it ran with.
     """
 
     quality: np.ndarray
@@ -76,8 +124,6 @@ class Curve:
     cost: np.ndarray
     weak: np.ndarray
     strong_only: np.ndarray
-    weak_cost: np.ndarray
-    strong_cost: np.ndarray
     clusters: np.ndarray
 
     def __post_init__(self) -> None:
@@ -85,7 +131,7 @@ class Curve:
         for name in ("strong", "cost"):
             if getattr(self, name).shape != (n, points):
                 raise ArgumentError(f"{name} must have the shape of quality, {(n, points)}")
-        for name in ("weak", "strong_only", "weak_cost", "strong_cost", "clusters"):
+        for name in ("weak", "strong_only", "clusters"):
             if getattr(self, name).shape != (n,):
                 raise ArgumentError(f"{name} must have one value per request ({n})")
 
@@ -223,3 +269,48 @@ def random_apgr(
     values = np.concatenate(draws)
     estimate = _estimate(float(values.mean()), values, level)
     return estimate
+
+
+def curve_of(
+    requests: pd.DataFrame,
+    points: Sequence[str],
+    weak: str,
+    strong: str,
+    strong_model: str,
+    group: str | None = None,
+) -> Curve:
+    """The :class:`Curve` of the strategies ``points`` in a comparison's ``requests`` frame, with
+    the strategies ``weak`` and ``strong`` (labels) as references and ``strong_model`` the model
+    whose answers count as strong; ``group`` names a column whose values cluster the requests
+    (default: each request alone). Quality is counted as summaries count it."""
+    frame = requests.assign(
+        _q=request_quality(requests),
+        _strong=(requests["served_model"].astype(str) == strong_model).astype(float),
+        _strategy=requests["strategy"].astype(str),
+    )
+    for name in (*points, weak, strong):
+        if not (frame["_strategy"] == name).any():
+            raise ArgumentError(f"no strategy {name!r} in these requests")
+    ids = pd.Index(frame.loc[frame["_strategy"] == weak, "request_id"].unique())
+    means = frame.groupby(["_strategy", "request_id"], observed=True, sort=False)[
+        ["_q", "_strong", "cost_usd"]
+    ].mean()
+
+    def column(strategy: str, values: str) -> np.ndarray:
+        return np.asarray(means.loc[strategy][values].reindex(ids), dtype=float)
+
+    if group is None:
+        clusters = np.asarray(ids.astype(str))
+    else:
+        if group not in frame.columns:
+            raise ArgumentError(f"group {group!r} is not a column of the requests frame")
+        keys = frame.drop_duplicates("request_id").set_index("request_id")[group]
+        clusters = np.asarray(keys.reindex(ids).astype(str))
+    return Curve(
+        np.column_stack([column(s, "_q") for s in points]),
+        np.column_stack([column(s, "_strong") for s in points]),
+        np.column_stack([column(s, "cost_usd") for s in points]),
+        column(weak, "_q"),
+        column(strong, "_q"),
+        clusters,
+    )
