@@ -54,3 +54,20 @@ def test_the_plots_page_runs_as_written(monkeypatch):
     for block in blocks:
         exec(compile(block, "docs/plots.md", "exec"), namespace)
     assert namespace["sweep"].apgr() > 0
+
+
+def test_the_evaluating_routers_page_runs_as_written():
+    """docs/evaluating-routers.md: its examples run, and the figure it quotes is what they give."""
+    import re
+
+    namespace: dict = {}
+    text = (DOCS / "evaluating-routers.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 2
+    for block in blocks:
+        exec(compile(block, "docs/evaluating-routers.md", "exec"), namespace)
+    cv = namespace["cv"]
+    assert f"APGR {cv.apgr:.3f}" in text
+    assert cv.realizable and cv.apgr.low > cv.random.value + 2 * cv.random.sd
+    score = namespace["score"]
+    assert isinstance(score(namespace["gsm8k"][0]), float)
