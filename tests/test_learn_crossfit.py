@@ -119,6 +119,10 @@ def test_bad_input_is_refused_clearly():
         cross_fit(hard_word, data, weak="nope", strong=STRONG)
     with pytest.raises(sy.ArgumentError, match="shares"):
         cross_fit(hard_word, data, shares=[0.0, 0.5])
+    with pytest.raises((sy.ArgumentError, sy.ArgumentTypeError), match="shares"):
+        cross_fit(hard_word, data, shares=["half"])
+    with pytest.raises(sy.ArgumentTypeError, match="shares"):
+        cross_fit(hard_word, data, shares="0.5")
     with pytest.raises(sy.ArgumentError, match="folds"):
         cross_fit(hard_word, data, folds=1)
     with pytest.raises(sy.ArgumentTypeError, match="learner"):
@@ -219,3 +223,18 @@ def test_the_cost_router_buys_quality_only_where_it_pays():
     assert 0 < cv.aiq.low <= cv.aiq.value <= cv.aiq.high
     assert f"{STRONG}" not in cv.frontier["strategy"].tolist()
     assert "mean per word λ=0" in cv.frontier["strategy"].tolist()
+
+
+def test_models_with_the_same_grades_leave_apgr_undefined_and_say_so():
+    data = table()
+    frame = data.frame.assign(**{"quality:small": data.frame["quality:large"]})
+    same = sy.datasets.from_frame(
+        frame.rename(columns={"quality:small": "s", "quality:large": "l"}),
+        prompt="prompt",
+        id="id",
+        quality={WEAK: "s", STRONG: "l"},
+    )
+    with pytest.warns(UserWarning, match="APGR is undefined"):
+        cv = cross_fit(hard_word, same, weak=WEAK, strong=STRONG, resamples=200)
+    assert np.isnan(cv.apgr.value)
+    assert np.isfinite(cv.aiq.value)

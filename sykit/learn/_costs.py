@@ -139,6 +139,7 @@ def cross_fit_costs(
     if not points or len(set(points)) != len(points):
         raise ArgumentError(f"lambdas must be distinct numbers ≥ 0, got {lambdas!r}")
     folds = check_int(folds, "folds", low=2, type_error=ArgumentError)
+    resamples = check_int(resamples, "resamples", low=100, type_error=ArgumentError)
     if group is _DATASET_GROUP:
         group = data.group_column
     host = evaluation_host(names) if host is None else host

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._checks import check_int
+from .._checks import check_int, check_real
 from .._config import HostPolicy, ModelProfile
 from .._curve_stats import Curve, Estimate, bootstrap_curve, curve_of, random_apgr
 from .._errors import ArgumentError, ArgumentTypeError
@@ -285,7 +286,10 @@ def cross_fit(
         raise ArgumentTypeError(f"data must be a sy.datasets.Dataset, got {type(data).__name__}")
     weak, strong = _check_pair(data, weak, strong)
     folds = check_int(folds, "folds", low=2, type_error=ArgumentError)
-    points = tuple(float(s) for s in shares)
+    resamples = check_int(resamples, "resamples", low=100, type_error=ArgumentError)
+    if isinstance(shares, str) or not isinstance(shares, Sequence):
+        raise ArgumentTypeError(f"shares must be a list of strong shares, got {shares!r}")
+    points = tuple(check_real(s, "shares[]", expected="a share between 0 and 1") for s in shares)
     if not points or any(not 0 < s < 1 for s in points):
         raise ArgumentError(
             f"shares must be strong shares strictly between 0 and 1, got {shares!r}"
@@ -324,6 +328,13 @@ def cross_fit(
     pooled = pool(runs, seed)
     curve_data, table = _curve(pooled, named, points, weak, strong, data, group)
     boot = bootstrap_curve(curve_data, resamples=resamples, seed=seed)
+    if not math.isfinite(boot.apgr.value):
+        warnings.warn(
+            f"APGR is undefined here: {weak!r} and {strong!r} have the same mean quality on these "
+            "requests, so there is no gap to recover (AIQ is still computed)",
+            UserWarning,
+            stacklevel=2,
+        )
     random = random_apgr(curve_data.weak, curve_data.strong_only, points, seed=seed)
     requests = pooled.requests
     realizable = not bool(requests.loc[requests["strategy"].isin(named), "reads_truth"].any())
