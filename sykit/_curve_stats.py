@@ -158,11 +158,13 @@ def apgr_of(
     with np.errstate(invalid="ignore", divide="ignore"):
         ys = (quality - weak[:, None]) / gap
     rows = share.shape[0]
-    xs = np.concatenate([np.zeros((rows, 1)), share, np.ones((rows, 1))], axis=1)
-    ys = np.concatenate([np.zeros((rows, 1)), ys, np.ones((rows, 1))], axis=1)
-    order = np.argsort(xs, axis=1, kind="stable")
-    xs = np.take_along_axis(xs, order, axis=1)
+    # the points in order of share, then of quality (as the scalar formula sorts them), between
+    # the weak model at 0 and the strong model at 1
+    order = np.lexsort((quality, share), axis=1)
+    xs = np.take_along_axis(share, order, axis=1)
     ys = np.take_along_axis(ys, order, axis=1)
+    xs = np.concatenate([np.zeros((rows, 1)), xs, np.ones((rows, 1))], axis=1)
+    ys = np.concatenate([np.zeros((rows, 1)), ys, np.ones((rows, 1))], axis=1)
     with np.errstate(invalid="ignore"):  # a resample with no gap gives NaN: dropped later
         area = np.trapezoid(ys, xs, axis=1)
     bad = ~np.isfinite(gap[:, 0]) | (gap[:, 0] == 0)
