@@ -20,6 +20,7 @@ from . import strategies
 from ._compare_job import add_arguments, run_job
 from ._config import Faults, Judge, Latency, ModelProfile
 from ._dists import LogNormal
+from ._errors import SykitError
 from ._hosts.sim import SimHost
 from ._models import Request
 from ._results import Comparison
@@ -161,7 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_arguments(cmp)
     cmp.set_defaults(handler=run_job)
     args = parser.parse_args(argv)
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except SykitError as error:  # a bad setting: said in one line, as argparse says its own
+        raise SystemExit(f"sykit {args.command}: {error}") from None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -220,11 +220,14 @@ def run_job(args: argparse.Namespace) -> int:
     if "contaminated" in data.frame.columns:
         data = data.filter(contaminated=False)
         filters.append("contaminated prompts left out")
+    if args.sample is not None and args.sample < 1:
+        raise SystemExit(f"--sample must be a number of requests ≥ 1, got {args.sample}")
     if args.sample and args.sample < len(data):
+        by_benchmark = "benchmark" in data.frame.columns and not args.benchmark
         data = data.sample(
-            args.sample, seed=args.seed, stratify="benchmark" if not args.benchmark else None
+            args.sample, seed=args.seed, stratify="benchmark" if by_benchmark else None
         )
-        filters.append(f"a stratified sample of {args.sample}")
+        filters.append(f"a {'stratified ' if by_benchmark else ''}sample of {args.sample}")
     models = list(data.models)
     if len(models) < 2:
         raise SystemExit(f"dataset {args.dataset!r} needs at least two models with ground truth")

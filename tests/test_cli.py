@@ -165,3 +165,16 @@ def test_run_json_keeps_an_error_faults_class_and_its_type_field():
     assert plain["class"] == "Faults"
     (error,) = plain["errors"]
     assert (error["class"], error["status"], error["type"]) == ("ErrorFault", 401, "auth_error")
+
+
+def test_compare_samples_a_dataset_without_benchmarks_and_reports_bad_settings_in_one_line(capsys):
+    assert (
+        main(["compare", "--dataset", "mmlu_pro", "--sample", "60", "--quiet", "--faults", "none"])
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "(a sample of 60)" in printed  # no benchmark column to stratify by
+    with pytest.raises(SystemExit, match=r"--sample must be a number of requests ≥ 1, got -3"):
+        main(["compare", "--sample", "-3", "--quiet"])
+    with pytest.raises(SystemExit, match=r"^sykit compare: unknown dataset 'nope'; shipped"):
+        main(["compare", "--dataset", "nope", "--quiet"])
