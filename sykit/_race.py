@@ -116,11 +116,7 @@ async def first(*awaitables: Awaitable[Any]) -> tuple[int, Any]:
         raise ArgumentError("first() needs at least one awaitable")
     engine = current()
     tasks = _spawn_all(engine, awaitables, engine.new_race())
-    try:
-        done = await engine.wait_any(tasks)
-    except asyncio.CancelledError:
-        await engine.settle(tasks, engine.current_cause())
-        raise
+    done = await _wait_first(engine, tasks)
     await engine.settle(tasks, LOST_RACE)  # the losers stop; every error counts as retrieved
     return tasks.index(done), _outcome(done)
 

@@ -182,19 +182,14 @@ def wait_any(
 
 @types.coroutine
 def _settle(
-    kernel: Kernel, tasks: Sequence[KTask], cause: CancelCause | None
+    engine: KernelEngine, tasks: Sequence[KTask], cause: CancelCause | None
 ) -> Generator[Any, Any, None]:
     """``Engine.settle`` on the kernel: the same waits, without a coroutine per call. (A kernel
     task's error needs no retrieving: nothing warns about it.)"""
     pending = [t for t in tasks if not t.done_]
     if not pending:
         return
-    if cause is not None:
-        for task in pending:
-            if task.cancel_cause is None:
-                task.cancel_cause = cause
-    for task in pending:
-        kernel.cancel(task, cause)
+    engine.cancel_all(pending, cause)
     interrupted = False
     while pending:
         try:
@@ -734,7 +729,7 @@ class KernelEngine(Engine):
             self.kernel.cancel(task, cause)
 
     def settle(self, tasks: Sequence[KTask], cause: CancelCause | None) -> Any:
-        return _settle(self.kernel, tasks, cause)  # awaitable as it is: no coroutine around it
+        return _settle(self, tasks, cause)  # awaitable as it is: no coroutine around it
 
     def uncancel(self, task: KTask) -> None:
         task.cancel_pending = False
