@@ -720,14 +720,8 @@ def _attempt_grader(table: TruthTable) -> Callable[[AttemptLog, int, int], None]
         del codes, ints  # no view of the arrays outlives this call (they may be resized)
         names = log.models.values
         floats = log.f
-        items = table.items
         for row, index, code in zip(answered.tolist(), requests, models, strict=True):
-            model = names[code]
-            truth = items[index][2]
-            if truth is not None and model in truth.quality:  # the dataset's grade
-                quality: float | None = float(truth.quality[model])
-            else:
-                quality = table.grade(index, model)
+            quality = table.grade(index, names[code])
             if quality is not None:
                 floats[(start + row) * 5 + AttemptLog.QUALITY] = quality
 
@@ -776,13 +770,9 @@ def _request_sealer(
         qualities = log.quality
         for position, index, model, columns, head, tail in waiting:
             if model is not None:
-                truth = items[index][2]
-                if truth is not None and model in truth.quality:  # the dataset's grade
-                    qualities[position] = float(truth.quality[model])
-                else:
-                    quality = table.grade(index, model)
-                    if quality is not None:
-                        qualities[position] = quality
+                quality = table.grade(index, model)
+                if quality is not None:
+                    qualities[position] = quality
             if columns is not None:
                 extra = head
                 for key, value in columns.items():

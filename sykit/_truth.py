@@ -120,11 +120,8 @@ class TruthTable:
         """The quality of ``model``'s answer to request ``index``: as :meth:`TruthView.quality`."""
         truth = self.items[index][2]
         if truth is not None and model in truth.quality:
-            return float(truth.quality[model])
-        profile = self.profiles.get(model)
-        if profile is None or profile.quality is None:
-            return None
-        return self.view(index).quality(model)  # the profile's keyed draw
+            return float(truth.quality[model])  # the dataset's grade: the common case, no view
+        return self.view(index).quality(model)
 
 
 def peek_truth(driver: Any) -> TruthView:
