@@ -221,11 +221,10 @@ def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) ->
             driver.evidence(
                 score=value, threshold=threshold, tie_break="strong" if goes_strong else "weak"
             )
-            if goes_strong:
-                return route_to(strong, request, fallbacks=[weak])
-            return route_to(weak, request, fallbacks=[strong])
-        driver.evidence(score=value, threshold=threshold)
-        if value >= threshold:
+        else:
+            goes_strong = value >= threshold
+            driver.evidence(score=value, threshold=threshold)
+        if goes_strong:
             return route_to(strong, request, fallbacks=[weak])
         return route_to(weak, request, fallbacks=[strong])
 
