@@ -26,12 +26,12 @@ from .._driver import Driver
 from .._errors import ArgumentError, ArgumentTypeError
 from .._metrics import pareto_frontier, request_quality
 from .._models import Outcome, Request, route_to
-from .._results import Comparison, Result
-from .._runner import compare
+from .._results import Comparison
 from .._strategy_kit import named_algorithm
 from .._types import Algorithm
 from ..datasets import Dataset
-from ._crossfit import _DATASET_GROUP, _clusters, _detached, _name_of, evaluation_host, pool
+from ..strategies import single
+from ._crossfit import _DATASET_GROUP, _clusters, evaluation_host, run_folds
 
 __all__ = ["DEFAULT_LAMBDAS", "CostCrossFit", "cost_router", "cross_fit_costs"]
 
@@ -144,25 +144,17 @@ def cross_fit_costs(
         group = data.group_column
     host = evaluation_host(names) if host is None else host
     started = time.perf_counter()
-    runs: dict[str, list[Result]] = {}
-    name = None
-    for train, test in data.folds(folds, seed=seed, group=group):
-        router = learner.fit(_detached(train), models=names)
-        name = name or _name_of(learner, router)
-        held_out = list(test)
-        router.predict(held_out)  # one batch; each request's prediction then hits its cache
-        lineup: dict[str, Any] = {
+
+    def lineup(name: str, router: Any, test: Dataset) -> tuple[dict[str, Any], list[str]]:
+        router.predict(list(test))  # one batch; each request's prediction then hits its cache
+        strategies: dict[str, Any] = {
             f"{name} λ={lam:g}": cost_router(router, names, lam=lam, host=host) for lam in points
         }
-        from ..strategies import single
-
         for model in names:
-            lineup[f"{model} only"] = single(model)
-        fold = compare(lineup, test, host=host, seeds=(seed,), progress=progress)
-        for result in fold.results:
-            runs.setdefault(result.strategy, []).append(result)
-    assert name is not None
-    pooled = pool(runs, seed)
+            strategies[f"{model} only"] = single(model)
+        return strategies, []  # a router's error fails its request, as in any run
+
+    pooled, _, name = run_folds(learner, data, names, lineup, folds, seed, group, host, progress)
     swept = [f"{name} λ={lam:g}" for lam in points]
     requests = pooled.requests.assign(_q=lambda f: request_quality(f))
     ids = pd.Index(requests.loc[requests["strategy"] == swept[0], "request_id"].unique())

@@ -119,7 +119,7 @@ class CrossFit:
         )
 
 
-def _fit(learner: Any, train: Dataset, models: tuple[str, str]) -> Any:
+def _fit(learner: Any, train: Dataset, models: Sequence[str]) -> Any:
     fit = getattr(learner, "fit", None)
     if callable(fit):
         return fit(train, models=list(models))
@@ -151,12 +151,6 @@ def _scorer(router: Any, weak: str, strong: str) -> Callable[[Any], float]:
     )
 
 
-def _detached(data: Dataset) -> Dataset:
-    """``data`` as a dataset of its own: nothing in it reaches rows outside it (no shared cache of
-    built requests)."""
-    return data._detached()
-
-
 def _score_all(router: Any, scorer: Callable[[Any], float], requests: list[Any]) -> None:
     """Score the held-out requests once before routing them (one batch for a router that
     predicts in batches; its cache then serves the run): a router that fails on one — e.g. it
@@ -176,6 +170,38 @@ def _score_all(router: Any, scorer: Callable[[Any], float], requests: list[Any])
             f"the fitted router failed on held-out request(s){where}: "
             f"{type(error).__name__}: {error}"
         ) from error
+
+
+def run_folds(
+    learner: Any,
+    data: Dataset,
+    models: Sequence[str],
+    lineup: Callable[[str, Any, Dataset], tuple[dict[str, Any], list[str]]],
+    folds: int,
+    seed: int,
+    group: Any,
+    host: Any,
+    progress: bool | None,
+) -> tuple[Comparison, list[Any], str]:
+    """Fit ``learner`` for ``models`` on each fold's training side (which holds no row of its
+    held-out side) and run ``lineup(name, router, test)`` — the strategies to run on the held-out
+    side, and those of them whose router errors must stop the evaluation — on the held-out side;
+    return the pooled runs, the fitted routers and the router's name."""
+    runs: dict[str, list[Result]] = {}
+    routers = []
+    name = None
+    for train, test in data.folds(folds, seed=seed, group=group):
+        router = _fit(learner, train, models)
+        routers.append(router)
+        if name is None:
+            name = _name_of(learner, router)
+        strategies, checked = lineup(name, router, test)
+        fold = compare(strategies, test, host=host, seeds=(seed,), progress=progress)
+        _refuse_router_errors(fold, checked)
+        for result in fold.results:
+            runs.setdefault(result.strategy, []).append(result)
+    assert name is not None
+    return pool(runs, seed), routers, name
 
 
 def pool(runs: dict[str, list[Result]], seed: int) -> Comparison:
@@ -211,8 +237,8 @@ def _refuse_router_errors(fold: Comparison, routed: list[str]) -> None:
         )
 
 
-def _percent(share: float) -> str:
-    return f"{share * 100:.3g}%"
+def _share_labels(name: str, shares: Sequence[float]) -> list[str]:
+    return [f"{name} {share * 100:.3g}% strong" for share in shares]
 
 
 def _name_of(learner: Any, router: Any) -> str:
@@ -300,32 +326,23 @@ def cross_fit(
         group = data.group_column
     host = evaluation_host([weak, strong]) if host is None else host
     started = time.perf_counter()
-    splits = data.folds(folds, seed=seed, group=group)
-    runs: dict[str, list[Result]] = {}
-    routers = []
-    name = None
-    named: list[str] = []
-    for train, test in splits:
-        router = _fit(learner, _detached(train), (weak, strong))
-        routers.append(router)
-        if name is None:
-            name = _name_of(learner, router)
-            named = [f"{name} {_percent(s)} strong" for s in points]
+
+    def lineup(name: str, router: Any, test: Dataset) -> tuple[dict[str, Any], list[str]]:
         scorer = _scorer(router, weak, strong)
         held_out = list(test)
         _score_all(router, scorer, held_out)
-        lineup: dict[str, Any] = {}
-        for label, share in zip(named, points, strict=True):
+        strategies: dict[str, Any] = {}
+        for label, share in zip(_share_labels(name, points), points, strict=True):
             threshold = calibrate(scorer, held_out, share, seed=seed)
-            lineup[label] = threshold_router(weak, strong, score=scorer, threshold=threshold)
-        lineup[f"{weak} only"] = single(weak)
-        lineup[f"{strong} only"] = single(strong)
-        fold = compare(lineup, test, host=host, seeds=(seed,), progress=progress)
-        _refuse_router_errors(fold, named)
-        for result in fold.results:
-            runs.setdefault(result.strategy, []).append(result)
-    assert name is not None
-    pooled = pool(runs, seed)
+            strategies[label] = threshold_router(weak, strong, score=scorer, threshold=threshold)
+        strategies[f"{weak} only"] = single(weak)
+        strategies[f"{strong} only"] = single(strong)
+        return strategies, _share_labels(name, points)
+
+    pooled, routers, name = run_folds(
+        learner, data, (weak, strong), lineup, folds, seed, group, host, progress
+    )
+    named = _share_labels(name, points)
     curve_data, table = _curve(pooled, named, points, weak, strong, data, group)
     boot = bootstrap_curve(curve_data, resamples=resamples, seed=seed)
     if not math.isfinite(boot.apgr.value):
