@@ -30,9 +30,8 @@ import pandas as pd
 from . import strategies
 from ._compare_learned import learned_routers, per_benchmark_apgr
 from ._config import ErrorFault, Faults, Judge, ModelProfile
-from ._curve_stats import random_apgr
+from ._curve_stats import curve_of, random_apgr
 from ._hosts.sim import SimHost
-from ._metrics import request_quality
 from ._router_score import SWEEP_SHARES
 from ._runner import compare
 from .learn._crossfit import NO_DEADLINE, evaluation_host
@@ -369,18 +368,8 @@ def run_job(args: argparse.Namespace) -> int:
 def random_baseline(routing: Any, weak: str, strong: str, seed: int) -> Any:
     """The random router's APGR on these requests: expected value and spread over random
     rankings, from the weak-only and strong-only runs."""
-    requests = routing.requests.assign(_q=lambda f: request_quality(f))
-    by = {
-        name: requests[requests["strategy"].astype(str) == name].set_index("request_id")["_q"]
-        for name in ("weak only", "strong only")
-    }
-    ids = by["weak only"].index
-    return random_apgr(
-        by["weak only"].to_numpy(dtype=float),
-        by["strong only"].reindex(ids).to_numpy(dtype=float),
-        SWEEP_SHARES,
-        seed=seed,
-    )
+    only = curve_of(routing.requests, ["strong only"], "weak only", "strong only", strong)
+    return random_apgr(only.weak, only.strong_only, SWEEP_SHARES, seed=seed)
 
 
 def _cascade_by_judge_accuracy(

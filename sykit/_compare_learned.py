@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._sweep import apgr
+from ._curve_stats import curve_of, point_of
 
 __all__ = ["learned_routers", "learners", "per_benchmark_apgr"]
 
@@ -102,19 +102,16 @@ def learned_routers(
 def per_benchmark_apgr(sweep: Any, benchmarks: Sequence[str]) -> dict[str, float]:
     """A sweep's APGR on each benchmark's requests (its comparison must have a ``benchmark``
     column), computed as :meth:`sykit.Sweep.apgr` is."""
-    from ._metrics import mean_quality
-
     requests = sweep.comparison.requests
-    result = {}
-    for benchmark in benchmarks:
-        rows = requests[requests["benchmark"] == benchmark]
-        names = rows["strategy"].astype(str)
-        shares, qualities = [], []
-        for label in sweep.labels:
-            part = rows[names == label]
-            shares.append(float((part["served_model"].astype(str) == sweep.strong).mean()))
-            qualities.append(mean_quality(part))
-        weak_q = mean_quality(rows[names == sweep.reference_labels["weak"]])
-        strong_q = mean_quality(rows[names == sweep.reference_labels["strong"]])
-        result[benchmark] = apgr(shares, qualities, weak_quality=weak_q, strong_quality=strong_q)
-    return result
+    return {
+        benchmark: point_of(
+            curve_of(
+                requests[requests["benchmark"] == benchmark],
+                sweep.labels,
+                sweep.reference_labels["weak"],
+                sweep.reference_labels["strong"],
+                sweep.strong,
+            )
+        )[0]
+        for benchmark in benchmarks
+    }

@@ -31,6 +31,7 @@ __all__ = [
     "apgr_of",
     "bootstrap_curve",
     "curve_of",
+    "point_of",
     "random_apgr",
 ]
 
@@ -195,9 +196,7 @@ def bootstrap_curve(
     curve's points, as :meth:`sykit.Sweep.aiq` computes it)."""
     resamples = check_int(resamples, "resamples", low=100, type_error=ArgumentError)
     level = check_probability(level, "level", type_error=ArgumentError)
-    n = curve.quality.shape[0]
-    ones = np.ones((1, n))
-    point = _curve_stats(curve, ones)
+    point = point_of(curve)
     rng = np.random.default_rng(seed)
     apgrs: list[np.ndarray] = []
     aiqs: list[np.ndarray] = []
@@ -207,10 +206,16 @@ def bootstrap_curve(
         apgrs.append(a)
         aiqs.append(q)
     return CurveBootstrap(
-        _estimate(float(point[0][0]), np.concatenate(apgrs), level),
-        _estimate(float(point[1][0]), np.concatenate(aiqs), level),
+        _estimate(point[0], np.concatenate(apgrs), level),
+        _estimate(point[1], np.concatenate(aiqs), level),
         resamples,
     )
+
+
+def point_of(curve: Curve) -> tuple[float, float]:
+    """APGR and AIQ of ``curve`` itself, on its requests as they are (no resampling)."""
+    apgrs, aiqs = _curve_stats(curve, np.ones((1, curve.quality.shape[0])))
+    return float(apgrs[0]), float(aiqs[0])
 
 
 def _curve_stats(curve: Curve, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
