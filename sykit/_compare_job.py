@@ -34,7 +34,7 @@ from ._curve_stats import curve_of, random_apgr
 from ._hosts.sim import SimHost
 from ._router_score import SWEEP_SHARES
 from ._runner import compare
-from .learn._crossfit import NO_DEADLINE, evaluation_host
+from .learn._crossfit import NO_DEADLINE
 
 __all__ = ["ROBUSTNESS_COLUMNS", "ROUTING_COLUMNS", "add_arguments", "routellm_lineup", "run_job"]
 
@@ -288,14 +288,12 @@ def run_job(args: argparse.Namespace) -> int:
     random = random_baseline(routing, weak, strong, seed=args.seed)
     group = data.group_column if data.group_column in routing.requests.columns else None
     bounds = thresholds.intervals(seed=args.seed, group=group)
-    judged = _cascade_by_judge_accuracy(clean, data, weak, strong, runs)
+    judged = _cascade_by_judge_accuracy(clean, data, weak, strong, runs, routing_summary)
     benchmarks = (
         sorted(data.frame["benchmark"].unique()) if "benchmark" in data.frame.columns else []
     )
     bound = per_benchmark_apgr(thresholds, benchmarks) if benchmarks else {}
-    learned, learned_long, too_small = learned_routers(
-        data, weak, strong, evaluation_host([weak, strong]), args.seed
-    )
+    learned, learned_long, too_small = learned_routers(data, weak, strong, routing_host, args.seed)
     robustness = compare(lineup, data, host=robustness_host, **runs) if any_faults else None
     robustness_summary = robustness.summary() if robustness is not None else None
 
@@ -327,8 +325,9 @@ def run_job(args: argparse.Namespace) -> int:
                 f"{accuracy:.0%}: quality {q:.3f} at ${c:.2f}/1k"
                 for accuracy, (q, c) in judged.items()
             )
-            + f" (strong only: {float(routing_summary.set_index('strategy').loc['strong only', 'mean_quality']):.3f}"
-            + f" at ${float(routing_summary.set_index('strategy').loc['strong only', 'cost_per_1k_requests_usd']):.2f}/1k)"
+            + " (strong only: {:.3f} at ${:.2f}/1k)".format(
+                *_quality_and_cost(routing_summary, "strong only")
+            )
         )
         if not learned.empty:
             print(
@@ -372,18 +371,31 @@ def random_baseline(routing: Any, weak: str, strong: str, seed: int) -> Any:
     return random_apgr(only.weak, only.strong_only, SWEEP_SHARES, seed=seed)
 
 
+def _quality_and_cost(summary: pd.DataFrame, strategy: str) -> tuple[float, float]:
+    row = summary.set_index("strategy").loc[strategy]
+    return float(row["mean_quality"]), float(row["cost_per_1k_requests_usd"])
+
+
 def _cascade_by_judge_accuracy(
-    clean: Mapping[str, ModelProfile], data: Any, weak: str, strong: str, runs: Mapping[str, Any]
+    clean: Mapping[str, ModelProfile],
+    data: Any,
+    weak: str,
+    strong: str,
+    runs: Mapping[str, Any],
+    routing_summary: pd.DataFrame,
 ) -> dict[float, tuple[float, float]]:
     """The judge cascade's mean quality and cost per 1,000 requests with a simulated judge right
-    75 %, 85 % and 95 % of the time: its edge over the strong model rests on that accuracy."""
+    75 %, 85 % and 95 % of the time: its edge over the strong model rests on that accuracy. The
+    routing table's own run gives the job's judge accuracy; the others are run here."""
     found = {}
     cascade = strategies.cascade(weak, strong, judge=JUDGE, judge_timeout_s=5.0)
     for accuracy in JUDGE_ACCURACIES:
+        if accuracy == JUDGE_ACCURACY:
+            found[accuracy] = _quality_and_cost(routing_summary, "cascade (judge)")
+            continue
         host = SimHost(clean, judge=Judge(accuracy=accuracy), policy=NO_DEADLINE)
         summary = compare({"cascade": cascade}, data, host=host, **runs).summary()
-        row = summary.iloc[0]
-        found[accuracy] = (float(row["mean_quality"]), float(row["cost_per_1k_requests_usd"]))
+        found[accuracy] = _quality_and_cost(summary, "cascade")
     return found
 
 
