@@ -238,3 +238,14 @@ def test_models_with_the_same_grades_leave_apgr_undefined_and_say_so():
         cv = cross_fit(hard_word, same, weak=WEAK, strong=STRONG, resamples=200)
     assert np.isnan(cv.apgr.value)
     assert np.isfinite(cv.aiq.value)
+
+
+def test_a_group_function_gets_the_row_as_folds_give_it_and_groups_as_its_column_does():
+    data = table()
+    by_column = cross_fit(
+        hard_word, data, weak=WEAK, strong=STRONG, resamples=200, group="question"
+    )
+    by_function = cross_fit(
+        hard_word, data, weak=WEAK, strong=STRONG, resamples=200, group=lambda row: row["question"]
+    )
+    assert by_function.apgr == by_column.apgr and by_function.aiq == by_column.aiq

@@ -30,8 +30,9 @@ from .._results import Comparison
 from .._strategy_kit import named_algorithm
 from .._types import Algorithm
 from ..datasets import Dataset
+from ..datasets._splits import DATASET_GROUP, DatasetGroup, GroupBy
 from ..strategies import single
-from ._crossfit import _DATASET_GROUP, _clusters, evaluation_host, run_folds
+from ._crossfit import _clusters, evaluation_host, run_folds
 
 __all__ = ["DEFAULT_LAMBDAS", "CostCrossFit", "cost_router", "cross_fit_costs"]
 
@@ -115,7 +116,7 @@ def cross_fit_costs(
     lambdas: Sequence[float] = DEFAULT_LAMBDAS,
     folds: int = 5,
     seed: int = 0,
-    group: Any = _DATASET_GROUP,
+    group: GroupBy | DatasetGroup = DATASET_GROUP,
     host: Any = None,
     resamples: int = 1000,
     progress: bool | None = False,
@@ -140,7 +141,7 @@ def cross_fit_costs(
         raise ArgumentError(f"lambdas must be distinct numbers ≥ 0, got {lambdas!r}")
     folds = check_int(folds, "folds", low=2, type_error=ArgumentError)
     resamples = check_int(resamples, "resamples", low=100, type_error=ArgumentError)
-    if group is _DATASET_GROUP:
+    if group is DATASET_GROUP:
         group = data.group_column
     host = evaluation_host(names) if host is None else host
     started = time.perf_counter()

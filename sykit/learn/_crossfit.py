@@ -33,22 +33,13 @@ from .._router_score import SWEEP_SHARES, SimulatedScore, calibrate
 from .._runner import compare
 from .._vocab import ErrorKind
 from ..datasets import Dataset
+from ..datasets._splits import DATASET_GROUP, DatasetGroup, GroupBy
 from ..strategies import single, threshold_router
 
 __all__ = ["CrossFit", "cross_fit", "evaluation_host"]
 
 #: A deadline no simulated attempt reaches: the routing comparison has no hidden timeouts.
 NO_DEADLINE = HostPolicy(timeout_s=3600.0, cooldown_s=0.0)
-
-
-class _DatasetGroup:
-    """The default of ``group=``: the dataset's own group column."""
-
-    def __repr__(self) -> str:
-        return "<the dataset's group_column>"
-
-
-_DATASET_GROUP: Any = _DatasetGroup()
 
 
 def evaluation_host(models: Sequence[str]) -> SimHost:
@@ -271,11 +262,16 @@ def _check_pair(data: Dataset, weak: str | None, strong: str | None) -> tuple[st
     return weak, strong
 
 
-def _clusters(data: Dataset, group: Any, ids: pd.Index) -> np.ndarray:
-    frame = data.frame.set_index("id")
+def _clusters(data: Dataset, group: GroupBy, ids: pd.Index) -> np.ndarray:
+    """Per request of ``ids``, its group's key as text (rows sharing one are resampled together);
+    a function of the row gets the row as a dict, as in :meth:`Dataset.folds`."""
+    frame = data.frame.set_index("id", drop=False)
     if group is None:
         return np.asarray(ids.astype(str))
-    keys = frame[group] if isinstance(group, str) else frame.apply(group, axis=1)
+    if isinstance(group, str):
+        keys = frame[group]
+    else:
+        keys = pd.Series([group(row) for row in frame.to_dict("records")], index=frame.index)
     return np.asarray(keys.reindex(ids).astype(str))
 
 
@@ -287,7 +283,7 @@ def cross_fit(
     strong: str | None = None,
     folds: int = 5,
     seed: int = 0,
-    group: Any = _DATASET_GROUP,
+    group: GroupBy | DatasetGroup = DATASET_GROUP,
     shares: Sequence[float] = SWEEP_SHARES,
     host: Any = None,
     resamples: int = 2000,
@@ -322,7 +318,7 @@ def cross_fit(
         )
     if len(set(points)) != len(points):
         raise ArgumentError(f"shares must be distinct, got {shares!r}")
-    if group is _DATASET_GROUP:
+    if group is DATASET_GROUP:
         group = data.group_column
     host = evaluation_host([weak, strong]) if host is None else host
     started = time.perf_counter()

@@ -30,6 +30,7 @@ from .._checks import check_int, check_real
 from .._errors import ArgumentError, ArgumentTypeError
 from .._models import Request
 from ..datasets import Dataset
+from ..datasets._splits import group_codes
 from ._features import Features, TfIdf, check_features, feature_key, prompt_text
 
 __all__ = [
@@ -271,15 +272,8 @@ def _training(train: object, models: object, where: str) -> _Training:
             f"fitted; graded requests: {', '.join(few)}"
         )
     requests = list(train)
-    frame = train.frame
-    group = getattr(train, "group_column", None)  # rows of one group stay in one inner fold
-    if group is not None and group in frame.columns:
-        codes, uniques = pd.factorize(frame[group], use_na_sentinel=True)
-        codes = np.asarray(codes, dtype=np.int64)
-        alone = codes < 0  # a missing group key: the row is a group of its own
-        codes[alone] = len(uniques) + np.arange(int(alone.sum()))
-    else:
-        codes = np.arange(len(requests), dtype=np.int64)
+    # rows of one group stay in one inner fold, grouped as the dataset's own folds group them
+    codes = group_codes(train.frame, train.group_column, f"{where}.fit")
     return _Training(requests, tuple(names), quality, codes)
 
 
