@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .._checks import check_int, check_real
-from .._curve_stats import Estimate, _cluster_weights, _estimate, _weighted_means
+from .._curve_stats import Estimate, _cluster_weights, _estimate, _weighted_means, aiq
 from .._driver import Driver
 from .._errors import ArgumentError, ArgumentTypeError
 from .._metrics import pareto_frontier, request_quality
@@ -175,7 +175,8 @@ def cross_fit_costs(
 
     quality = matrix(swept, "_q")
     cost = matrix(swept, "cost_usd")
-    summary = pooled.summary().set_index("strategy")
+    table = pooled.summary()  # (its intervals bootstrap every strategy: computed once)
+    summary = table.set_index("strategy")
     curve = pd.DataFrame(
         {
             "strategy": swept,
@@ -193,7 +194,7 @@ def cross_fit_costs(
     curve["model_mix"] = list(mix)
     singles = summary.loc[[f"{m} only" for m in names], ["cost_per_request_usd", "mean_quality"]]
     singles = singles.reset_index()
-    frontier = pareto_frontier(pooled.summary())
+    frontier = pareto_frontier(table)
     weights = np.ones((1, len(ids)))
     point = _aiq_rows(weights, cost, quality)[0]
     rng = np.random.default_rng(seed)
@@ -219,8 +220,6 @@ def cross_fit_costs(
 
 
 def _aiq_rows(weights: np.ndarray, cost: np.ndarray, quality: np.ndarray) -> np.ndarray:
-    from .._curve_stats import aiq
-
     q = _weighted_means(weights, quality)
     c = _weighted_means(weights, cost)
     return np.array(
