@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Generator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -74,6 +74,11 @@ from ._records import (
 from ._spill import SpillingRequestLog
 from ._truth import TruthTable, TruthView
 from ._vocab import CancelCause, ErrorKind, Kind, Phase, Status
+
+if TYPE_CHECKING:  # the sealing mixin is typed as the log it is mixed into
+    _RequestLogBase = RequestLog
+else:
+    _RequestLogBase = object
 
 __all__ = [
     "ANSWER",
@@ -657,47 +662,43 @@ class GradedAttemptLog(AttemptLog):
         return super().raw()
 
 
-def _fill(log: SealedRequestLog | SealedSpillingRequestLog) -> None:
-    if log.fill is not None:
-        log.fill(log)
+class _Sealed(_RequestLogBase):
+    """What makes a request log sealed: the served answer's grade and the dataset's analysis
+    columns of a request reach it when rows are handed over or read as raw columns (``fill``, a
+    closure over the run's truth set by :meth:`RunState.open`), not when the request ends."""
+
+    __slots__ = ()
+    fill: Callable[[RequestLog], None] | None
+
+    def raw(self) -> dict[str, np.ndarray]:
+        if self.fill is not None:
+            self.fill(self)
+        return super().raw()
+
+    def hand_over(self) -> tuple[dict[str, np.ndarray], dict[int, dict[str, Any]]]:
+        if self.fill is not None:
+            self.fill(self)
+        return super().hand_over()
 
 
-class SealedRequestLog(RequestLog):
-    """The request log of a run: the served answer's grade and the dataset's analysis columns of a
-    request reach it when rows are handed over or read as raw columns (``fill``, a closure over
-    the run's truth set by :meth:`RunState.open`), not when the request ends."""
+class SealedRequestLog(_Sealed, RequestLog):
+    """The request log of a run (see :class:`_Sealed`)."""
 
     __slots__ = ("fill",)
 
     def __init__(self, models: Codes) -> None:
         super().__init__(models)
-        self.fill: Callable[[RequestLog], None] | None = None
-
-    def raw(self) -> dict[str, np.ndarray]:
-        _fill(self)
-        return super().raw()
-
-    def hand_over(self) -> tuple[dict[str, np.ndarray], dict[int, dict[str, Any]]]:
-        _fill(self)
-        return super().hand_over()
+        self.fill = None
 
 
-class SealedSpillingRequestLog(SpillingRequestLog):
-    """:class:`SealedRequestLog` for a spilling run (its rows are handed over as it goes)."""
+class SealedSpillingRequestLog(_Sealed, SpillingRequestLog):
+    """The request log of a spilling run, whose rows are handed over as it goes."""
 
     __slots__ = ("fill",)
 
     def __init__(self, log: AttemptLog, writer: Any) -> None:
         super().__init__(log, writer)
-        self.fill: Callable[[RequestLog], None] | None = None
-
-    def raw(self) -> dict[str, np.ndarray]:
-        _fill(self)
-        return super().raw()
-
-    def hand_over(self) -> tuple[dict[str, np.ndarray], dict[int, dict[str, Any]]]:
-        _fill(self)
-        return super().hand_over()
+        self.fill = None
 
 
 def _attempt_grader(table: TruthTable) -> Callable[[AttemptLog, int, int], None]:
