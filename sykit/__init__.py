@@ -87,6 +87,7 @@ from ._runner import acompare as acompare
 from ._runner import arun as arun
 from ._runner import compare as compare
 from ._runner import run as run
+from ._static import static as static
 from ._stream import Chunk as Chunk
 from ._stream import ModelStream as ModelStream
 from ._sweep import Sweep as Sweep
@@ -178,6 +179,7 @@ __all__ = [
     "run",
     "sessions",
     "start",
+    "static",
     "strategies",
     "sweep",
     "testing",

@@ -73,6 +73,9 @@ async def _fallback_router(request: Request, driver: Driver) -> Outcome:
     return route_to("primary", request, fallbacks=["secondary"])
 
 
+_fallback_router.__dict__["static"] = True  # a pure function of the request: the bulk engine's
+
+
 @dataclass(frozen=True)
 class _DeadlineRouter:
     """Give the primary ``limit_s`` (5 s), then route to the secondary."""

@@ -17,12 +17,13 @@ import asyncio
 import difflib
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import CoroutineType
 from typing import Any
 
 from ._driver import Driver
 from ._engines.base import EngineExit
+from ._engines.bulk import NeedsEvents
 from ._errors import ArgumentTypeError, ModelError, NoTargets, SimDeadlock, UnknownModel
 from ._health import await_hint
 from ._models import GroundTruth, Outcome, Request, Response
@@ -32,7 +33,7 @@ from ._truth import TruthTable
 from ._vocab import CancelCause, ErrorKind
 from .sessions._plan import SessionPlan
 
-__all__ = ["StrategyRun"]
+__all__ = ["StrategyRun", "failure_of", "row_extra"]
 
 #: How many times a leftover task is cancelled before it counts as ignoring cancellation.
 _CANCEL_TRIES = 3
@@ -176,6 +177,17 @@ class StrategyRun:
         self._running = 0
         self._fill_pending = False
         self.interrupted = False  # Ctrl-C stopped the run: what finished is kept
+
+    #: How the whole run is evaluated column-wise with no events (what the bulk engine runs):
+    #: ``evaluator(self)`` raises :class:`~sykit._engines.NeedsEvents`, before recording anything,
+    #: when it cannot. None: only events run it.
+    evaluator: Callable[[StrategyRun], None] | None = None
+
+    def evaluate(self) -> None:
+        """Evaluate the whole run column-wise (see :attr:`evaluator`)."""
+        if self.evaluator is None:
+            raise NeedsEvents("it needs the event engines")
+        self.evaluator(self)
 
     # -- feeding requests ------------------------------------------------------------------------
     async def feed(self) -> None:
@@ -510,26 +522,10 @@ class StrategyRun:
             served_model = log.model_of(served)
         elif ok and response is not None:
             served_model = response.model
-        head: dict[str, Any] = {}
-        metadata = state.request.metadata
-        if metadata:
-            for key, value in metadata.items():
-                head[key if key not in RESERVED else f"meta_{key}"] = value
-        evidence = None
-        if state.evidence:
-            evidence = {f"evidence_{key}": value for key, value in state.evidence.items()}
-        note = run.note_truth
-        extra: dict[str, Any] | None = head
-        if note is not None:
-            # The served answer's grade and the dataset's columns (hidden from algorithms) reach
-            # the row when the records are written, not now: later requests' algorithms could
-            # read this log. Nothing hidden: ``extra`` is the metadata and evidence, as below.
-            graded = None  # the model whose answer the truth grades
-            if served >= 0 and log.get_h(served, AttemptLog.KIND) == MODEL:
-                graded = served_model
-            extra = note(len(run.requests), state.index, graded, head, evidence)
-        elif evidence:
-            head.update(evidence)
+        graded = None  # the model whose answer the truth grades
+        if served >= 0 and log.get_h(served, AttemptLog.KIND) == MODEL:
+            graded = served_model
+        extra = row_extra(run, state.index, state.request.metadata, state.evidence, graded)
         state.succeeded = ok
         run.requests.add(
             state.index,
@@ -554,3 +550,33 @@ class StrategyRun:
             extra,
         )
         self.finished += 1
+
+
+def row_extra(
+    run: RunState,
+    index: int,
+    metadata: Mapping[str, Any] | None,
+    evidence: Mapping[str, Any] | None,
+    graded: str | None,
+    position: int | None = None,
+) -> dict[str, Any] | None:
+    """The extra values of the request row about to be added to ``run.requests`` (at
+    ``position``; None: next): the request's
+    metadata and the algorithm's evidence (``evidence_<key>``); ``graded`` names the served model
+    whose answer the ground truth grades (None: no grade).
+
+    The served answer's grade and the dataset's columns (hidden from algorithms) reach the row
+    when the records are written, not now: later requests' algorithms could read this log."""
+    head: dict[str, Any] = {}
+    if metadata:
+        for key, value in metadata.items():
+            head[key if key not in RESERVED else f"meta_{key}"] = value
+    tail = None
+    if evidence:
+        tail = {f"evidence_{key}": value for key, value in evidence.items()}
+    note = run.note_truth
+    if note is not None:
+        return note(len(run.requests) if position is None else position, index, graded, head, tail)
+    if tail:
+        head.update(tail)
+    return head

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _bulk as bulk
 from . import _engines
 from ._engines import ENGINES, Engine
 from ._errors import ArgumentTypeError, SykitError
@@ -111,13 +112,18 @@ class Plan:
         starts = len(self.sessions.first) if self.sessions is not None else len(self.items)
         arrivals = arrival_times(self.arrivals, starts, run.seed)
         chain = fixed_chain(fn) if self.host.virtual and self.sessions is None else None
+        runner: StrategyRun
         if chain is not None and all(m in self.host.profiles for m in chain):
-            return FixedChainRun(
+            runner = FixedChainRun(
                 run, fn, self.items, arrivals, self.concurrency, progress, chain=chain
             )
-        return StrategyRun(
-            run, fn, self.items, arrivals, self.concurrency, progress, sessions=self.sessions
-        )
+        else:
+            runner = StrategyRun(
+                run, fn, self.items, arrivals, self.concurrency, progress, sessions=self.sessions
+            )
+        if self.host.virtual:
+            runner.evaluator = bulk.evaluate  # the bulk engine's way, when it takes the run
+        return runner
 
     def _result(self, runner: StrategyRun, started: float) -> Result:
         """The run's records as a Result; a run Ctrl-C stopped raises them in RunInterrupted."""

@@ -35,6 +35,7 @@ __all__ = [
     "AttemptLog",
     "Codes",
     "RequestLog",
+    "appearing",
     "attempt_frame",
     "categorical",
     "request_frame",
@@ -137,6 +138,18 @@ class Codes:
 
 def categorical(codes: np.ndarray, categories: Sequence[str]) -> pd.Categorical:
     return pd.Categorical.from_codes(codes.astype(_code_dtype(len(categories))), list(categories))
+
+
+def appearing(codes: np.ndarray, values: Sequence[str]) -> pd.Categorical:
+    """The values ``codes`` use (−1: missing), with only those categories, in the order they
+    first appear: a frame's categories then depend on its rows alone, not on the order in which
+    an engine happened to record them."""
+    present = codes >= 0
+    used, first = np.unique(codes[present], return_index=True)
+    used = used[np.argsort(first, kind="stable")]
+    remap = np.full(len(values) + 1, -1, dtype=np.int32)
+    remap[used] = np.arange(len(used), dtype=np.int32)
+    return categorical(remap[codes], [values[c] for c in used.tolist()])
 
 
 def _code_dtype(n: int) -> type:
@@ -244,6 +257,16 @@ class AttemptLog:
         h[base + 2] = phase
         h[base + 3] = kind
         return self.base + index
+
+    def extend(self, floats: np.ndarray, ints: np.ndarray, codes: np.ndarray) -> int:
+        """Append finished attempts given as the three arrays' rows ((m, 5) float64, (m, 9)
+        int32, (m, 11) int16, fields in the order of :attr:`FLOAT_FIELDS`, :attr:`INT_FIELDS`
+        and :attr:`CODE_FIELDS`); returns the run-wide index of the first."""
+        first = len(self)
+        self.f.frombytes(np.ascontiguousarray(floats, dtype=np.float64).tobytes())
+        self.i.frombytes(np.ascontiguousarray(ints, dtype=np.int32).tobytes())
+        self.h.frombytes(np.ascontiguousarray(codes, dtype=np.int16).tobytes())
+        return first
 
     # -- how an attempt ends ------------------------------------------------------------------------
     # Every method takes the run-wide index ``begin`` returned. An index below ``base`` is an
@@ -469,8 +492,8 @@ def attempt_frame(
         "latency_s": (end - start).astype(np.float32),
         "ttft_s": take("ttft_s").astype(np.float32),
         "status": categorical(take("status"), [s.value for s in Status]),
-        "error_kind": categorical(take("error_kind"), kinds),
-        "error_message": categorical(take("message"), messages),
+        "error_kind": appearing(take("error_kind"), kinds),
+        "error_message": appearing(take("message"), messages),
         "http_status": pd.arrays.IntegerArray(http, http == 0),
         "fallback_reason": categorical(take("fallback_reason"), [r.value for r in FallbackReason]),
         "retried": retried,
@@ -672,6 +695,19 @@ class RequestLog:
         if extra:
             self.extras[len(self.index) - 1] = extra
 
+    def extend(
+        self, columns: Mapping[str, np.ndarray], extras: Mapping[int, dict[str, Any]]
+    ) -> None:
+        """Append rows given as one array per field of :attr:`FIELDS` (codes, not values), and
+        their extra values by position among them."""
+        first = len(self.index)
+        for name, code in self.FIELDS:
+            values = np.ascontiguousarray(columns[name], dtype=np.dtype(code))
+            getattr(self, name).frombytes(values.tobytes())
+        for position, extra in extras.items():
+            if extra:
+                self.extras[first + position] = extra
+
     #: The raw columns of :meth:`hand_over`, with their array type codes.
     FIELDS: tuple[tuple[str, str], ...] = (
         ("index", "i"),
@@ -756,8 +792,8 @@ def request_frame(
         "strategy": pd.Categorical.from_codes(np.zeros(n, np.int8), [strategy]),
         "request_id": _ids(ids, index[order]),
         "status": categorical(take("status"), [s.value for s in RequestStatus]),
-        "error_kind": categorical(take("error_kind"), kinds),
-        "error_message": categorical(take("message"), messages),
+        "error_kind": appearing(take("error_kind"), kinds),
+        "error_message": appearing(take("message"), messages),
         "selected_model": categorical(take("selected"), models),
         "served_model": categorical(take("served"), models),
         "arrival_s": arrival,

@@ -64,12 +64,15 @@ def run(
     (``strict=True``: raises ``AlgorithmError``). An ``algorithm`` that is a plain ``def`` is
     refused before the run.
 
-    Works in scripts and in notebook cells. On a SimHost it runs on sykit's kernel in the calling
-    thread; ``engine`` chooses: ``"auto"`` (the kernel; an algorithm that awaits an asyncio or anyio
-    primitive is run again from the start on an asyncio loop in virtual time, same records, but its
-    own side effects happen twice), ``"kernel"`` (no fallback: such an algorithm is an error),
+    Works in scripts and in notebook cells. On a SimHost it runs in the calling thread;
+    ``engine`` chooses: ``"auto"`` (the bulk engine when every request's course depends on the
+    request alone: a fixed chain or a static router (``sy.static``) on a host with no state shared
+    between requests; else sykit's kernel; an algorithm that awaits an asyncio or anyio primitive
+    is run again from the start on an asyncio loop in virtual time; the records are the same on
+    each, but an algorithm's own side effects happen again when a run moves on),
+    ``"bulk"`` (the bulk engine or an error saying why not), ``"kernel"`` (no fallback to asyncio),
     ``"asyncio"`` (always the asyncio loop: slower, side effects once). ``result.engine`` says
-    which ran. Ctrl-C stops the run and returns the requests that had finished
+    which ran; docs/engines.md has the rules. Ctrl-C stops the run and returns the requests that had finished
     (``result.interrupted``).
 
     ``spill=folder`` is for runs whose records do not fit in memory: they are written to Parquet

@@ -42,7 +42,14 @@ import numpy as np
 import pandas as pd
 
 from ._errors import ArgumentError, ArgumentTypeError, SykitError
-from ._records import AttemptLog, RequestLog, attempt_frame, categorical, request_frame
+from ._records import (
+    AttemptLog,
+    RequestLog,
+    appearing,
+    attempt_frame,
+    categorical,
+    request_frame,
+)
 from ._vocab import RequestStatus
 
 if TYPE_CHECKING:
@@ -429,8 +436,8 @@ class SpilledRun:
         return pd.DataFrame(
             {
                 "status": categorical(raw["status"][order], [s.value for s in RequestStatus]),
-                "error_kind": categorical(raw["error_kind"][order], meta["request_error_kinds"]),
-                "error_message": categorical(raw["message"][order], meta["request_messages"]),
+                "error_kind": appearing(raw["error_kind"][order], meta["request_error_kinds"]),
+                "error_message": appearing(raw["message"][order], meta["request_messages"]),
             }
         )
 

@@ -145,6 +145,7 @@ def weighted_random(weights: Mapping[str, float] | Sequence[str], *, seed: int =
         return route_to(chosen, request, fallbacks=[m for m in names if m != chosen])
 
     label = ",".join(f"{m}:{w / total:.2g}" for m, w in items)
+    algorithm.__dict__["static"] = True  # a pure function of the request: the bulk engine's
     return named_algorithm(f"random({label})", algorithm)
 
 
@@ -228,6 +229,7 @@ def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) ->
             return route_to(strong, request, fallbacks=[weak])
         return route_to(weak, request, fallbacks=[strong])
 
+    algorithm.__dict__["static"] = True  # the score is a function of the request alone
     return named_algorithm(f"threshold({weak}|{strong}@{threshold:.3g})", algorithm)
 
 
@@ -451,6 +453,7 @@ def capability_aware(
         order = fit or names
         return route_to(order[0], request, fallbacks=order[1:])
 
+    algorithm.__dict__["static"] = True
     return named_algorithm("capability_aware(" + ",".join(names) + ")", algorithm)
 
 

@@ -3,7 +3,10 @@
 * :mod:`.kernel`: sykit's trampoline kernel, for simulations whose algorithms await only sykit;
 * :mod:`.aio` on :mod:`.loop`'s virtual-time asyncio loop: simulations whose algorithms await
   asyncio or anyio primitives;
-* :mod:`.aio` on the caller's real loop: runs against real endpoints (``HttpHost``).
+* :mod:`.aio` on the caller's real loop: runs against real endpoints (``HttpHost``);
+* :mod:`.bulk`: runs whose requests do not depend on one another, evaluated column-wise with no
+  events (the run says whether it can: it has an ``evaluate()`` that raises :class:`NeedsEvents`
+  when it cannot).
 
 Only this package knows which engine runs. A run gives :func:`simulate` or :func:`run_real` a
 function that builds its request machinery (a :class:`Run`) on the engine it is handed; the choice,
@@ -24,6 +27,7 @@ import anyio
 from .._errors import ArgumentError
 from .aio import AsyncioEngine, install_task_tracking, track_task
 from .base import Engine, current, new_race_id, using
+from .bulk import BulkEngine, NeedsEvents
 from .kernel import Kernel, KernelEngine, NeedsAsyncio
 from .loop import VirtualTimeLoop, arun, loop_is_running
 from .loop import run as run_on_loop
@@ -31,6 +35,7 @@ from .loop import run as run_on_loop
 __all__ = [
     "ENGINES",
     "Engine",
+    "NeedsEvents",
     "Run",
     "arun",
     "block_on",
@@ -44,7 +49,7 @@ __all__ = [
 ]
 
 #: The values ``engine=`` takes.
-ENGINES = ("auto", "kernel", "asyncio")
+ENGINES = ("auto", "bulk", "kernel", "asyncio")
 
 R = TypeVar("R", bound="Run")
 T = TypeVar("T")
@@ -86,9 +91,9 @@ def check_choice(engine: object, virtual: bool) -> str:
     """The checked ``engine=`` of a run on a simulated (``virtual``) or real host."""
     if engine not in ENGINES:
         raise ArgumentError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
-    if engine == "kernel" and not virtual:
+    if engine in ("kernel", "bulk") and not virtual:
         raise ArgumentError(
-            "engine='kernel' runs simulations only; a real host (HttpHost) runs on an asyncio "
+            f"engine={engine!r} runs simulations only; a real host (HttpHost) runs on an asyncio "
             "loop in real time: leave engine at 'auto'"
         )
     return engine
@@ -97,9 +102,32 @@ def check_choice(engine: object, virtual: bool) -> str:
 def simulate(
     build: Callable[[Engine], R], choice: str, *, restart: Callable[[], None], what: str
 ) -> R:
-    """Run a simulation on the engine ``choice`` names (see :data:`ENGINES`): ``"auto"`` tries the
-    kernel and, when the run awaits an asyncio or anyio primitive, calls ``restart()`` and runs it
-    again from the start on the virtual-time asyncio loop. Returns the finished run."""
+    """Run a simulation on the engine ``choice`` names (see :data:`ENGINES`): ``"auto"`` evaluates
+    the run in bulk when it can (the run has an ``evaluate()``, which raises :class:`NeedsEvents`
+    when it cannot), else on the kernel and, when the run awaits an asyncio or anyio primitive,
+    calls ``restart()`` and runs it again from the start on the virtual-time asyncio loop.
+    ``"bulk"`` refuses the fallback from the bulk engine. Returns the finished run."""
+    if choice in ("auto", "bulk"):
+        bulk = BulkEngine()
+        run = build(bulk)
+        evaluate = getattr(run, "evaluate", None)
+        try:
+            if evaluate is None:
+                raise NeedsEvents("it needs the event engines")
+            with using(bulk):
+                evaluate()
+            return run
+        except KeyboardInterrupt:
+            run.abandon()  # nothing is recorded until the run's end: nothing finished
+            return run
+        except NeedsEvents as need:
+            run.close()
+            if choice == "bulk":
+                raise ArgumentError(
+                    f"{what} cannot run on the bulk engine: {need}; use engine='auto' (the bulk "
+                    "engine when it can, else the event engines)"
+                ) from None
+            restart()
     if choice != "asyncio":
         try:
             return _on_kernel(build)

@@ -1,0 +1,450 @@
+"""A run evaluated in bulk: route every request, plan every attempt column-wise, place the requests
+in time, write the records as the event engines would.
+
+It takes a run when each request's course depends on nothing but the request: a fixed chain or a
+static router, on a simulated host with no state shared between requests (no rate-limit buckets,
+scripted outages, fail-first counters or prompt caches, and no cooldown that a later request could
+see), without sessions and without spilling. :meth:`BulkRun.evaluate` says why not otherwise
+(:class:`~sykit._engines.NeedsEvents`), and the run goes to the event engines.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from types import CoroutineType
+from typing import Any
+
+import numpy as np
+
+from .._driver import Driver
+from .._engines import NeedsEvents
+from .._engines.bulk import BulkEngine
+from .._errors import ModelError
+from .._fastpath import fixed_chain
+from .._hosts.sim import _SimSession
+from .._lifecycle import StrategyRun, _outcome_error, failure_of, row_extra
+from .._models import Outcome
+from .._recorder import ANSWER, MODEL, RequestState, serve_steps
+from .._records import STATUS_CODE, AttemptLog
+from .._spill import SpillingRequestLog
+from .._truth import TruthTable
+from .._vocab import Status
+from ._waves import Columns, NotSimple, Waves, run_waves
+
+__all__ = ["evaluate", "is_static", "refusal"]
+
+_OK = STATUS_CODE[Status.OK]
+_ERROR = STATUS_CODE[Status.ERROR]
+
+
+def is_static(fn: Any) -> bool:
+    """Whether ``fn`` is declared static: its outcome is a pure function of the request, made
+    without waiting for anything (``sy.static``, and the library's static routers)."""
+    return getattr(fn, "static", False) is True or fixed_chain(fn) is not None
+
+
+def refusal(runner: StrategyRun) -> str | None:
+    """Why ``runner`` cannot be evaluated in bulk before it starts (None: it may be)."""
+    if runner.sessions is not None:
+        return "agent sessions' turns depend on one another"
+    if isinstance(runner.run.requests, SpillingRequestLog):
+        return "spill= writes the records while the run goes"
+    if not getattr(runner.run.host, "virtual", False):
+        return "its host is not simulated"
+    if not is_static(runner.fn):
+        return (
+            f"strategy {runner.run.strategy!r} is neither a fixed chain nor declared static "
+            "(sy.static)"
+        )
+    return None
+
+
+def evaluate(runner: StrategyRun) -> None:
+    """Evaluate ``runner``'s whole run column-wise; raises NeedsEvents (before recording anything)
+    if it cannot."""
+    why = refusal(runner)
+    if why is not None:
+        raise NeedsEvents(why)
+    _Bulk(runner, fixed_chain(runner.fn)).evaluate()
+
+
+class _Bulk:
+    """One run evaluated in bulk (see the module docstring)."""
+
+    def __init__(self, runner: StrategyRun, chain: tuple[str, ...] | None) -> None:
+        self.runner = runner
+        self.run = runner.run
+        self.fn = runner.fn
+        self.items = runner.items
+        self.arrivals = runner.arrivals
+        self.concurrency = runner.concurrency
+        self.chain = chain
+
+    def evaluate(self) -> None:
+        runner = self.runner
+        run = self.run
+        engine = run.engine
+        assert isinstance(engine, BulkEngine)
+        session = run.host.open(run.seed)
+        if not isinstance(session, _SimSession):
+            raise NeedsEvents("its host is not sykit's SimHost")
+        run.open(session, TruthTable(self.items, run.profiles, run.seed))
+        engine.start_clock()
+        routes, chains, outcomes, states = self._route_all(engine)
+        self._check_profiles(chains)
+        n = len(self.items)
+        columns = Columns.of(
+            [o.request for o in outcomes]  # type: ignore[misc]  # never None: see _route_all
+            if outcomes is not None
+            else [r for _, r, _ in self.items],
+            [item[0] for item in self.items],
+            [item[2] for item in self.items],
+        )
+        todo = np.arange(n)
+        repeated = [len(set(chain)) < len(chain) for chain in chains]
+        if any(repeated):  # a model twice in one chain: its attempts count on; the exact way
+            todo = todo[~np.asarray(repeated)[routes]]
+        try:
+            waves = run_waves(
+                columns,
+                routes,
+                chains,
+                todo,
+                run.profiles,
+                run.model_codes,
+                run.policy,
+                run.seed,
+                session,
+            )
+        except NotSimple as why:
+            raise NeedsEvents(str(why)) from None
+        slow = waves.slow
+        if any(repeated):
+            slow[~np.isin(np.arange(n), todo)] = True
+        cooling_matters = run.policy.cooldown_s > 0 and any(len(c) > 1 for c in chains)
+        self._place_and_record(waves, columns, routes, chains, outcomes, states, cooling_matters)
+        runner.started = runner.finished = n
+        if runner.progress is not None:
+            runner.progress.update(n)
+
+    def _route_all(
+        self, engine: BulkEngine
+    ) -> tuple[np.ndarray, list[tuple[str, ...]], list[Outcome] | None, dict[int, RequestState]]:
+        """Each request's chain (as an index into the distinct chains), the outcomes of a static
+        router (None for a fixed chain) and the states of requests whose routing left evidence."""
+        n = len(self.items)
+        if self.chain is not None:
+            return np.zeros(n, dtype=np.int64), [self.chain], None, {}
+        run = self.run
+        routes = np.empty(n, dtype=np.int64)
+        chains: dict[tuple[str, ...], int] = {}
+        outcomes: list[Outcome] = []
+        states: dict[int, RequestState] = {}
+        engine.routing = True
+        try:
+            for index, (request_id, request, _) in enumerate(self.items):
+                state = RequestState(run, index, request, request_id, math.nan)
+                outcome = _route_statically(self.fn, state)
+                if _outcome_error(outcome, run) is not None or outcome.request is None:
+                    raise NeedsEvents(
+                        f"request {request_id!r} got an outcome that cannot be served (the event "
+                        "engines record why)"
+                    )
+                routes[index] = chains.setdefault(outcome.models, len(chains))
+                outcomes.append(outcome)
+                if state.evidence or state.reads_truth:
+                    states[index] = state
+        finally:
+            engine.routing = False
+        return routes, list(chains), outcomes, states
+
+    def _check_profiles(self, chains: list[tuple[str, ...]]) -> None:
+        for model in sorted({m for chain in chains for m in chain}):
+            profile = self.run.profiles.get(model)
+            if profile is None:
+                raise NeedsEvents(f"it names model {model!r}, which the host does not have")
+            if profile.faults.scripted:
+                raise NeedsEvents(
+                    f"model {model!r} has scripted faults (outages, flapping or fail-first), "
+                    "which depend on time and on other requests"
+                )
+            if profile.rate_limit is not None:
+                raise NeedsEvents(f"model {model!r} has a rate limit shared by all requests")
+            if profile.cache is not None:
+                raise NeedsEvents(f"model {model!r} has a prompt cache shared across requests")
+
+    # -- placing requests in time, and their records ------------------------------------------------
+    def _place_and_record(
+        self,
+        waves: Waves,
+        columns: Columns,
+        routes: np.ndarray,
+        chains: list[tuple[str, ...]],
+        outcomes: list[Outcome] | None,
+        states: dict[int, RequestState],
+        cooling_matters: bool,
+    ) -> None:
+        run = self.run
+        engine = run.engine
+        assert isinstance(engine, BulkEngine)
+        n = len(self.items)
+        requests = waves.request
+        first = np.searchsorted(requests, np.arange(n)).tolist()
+        count = np.bincount(requests, minlength=n).tolist()
+        after = waves.after.tolist()
+        backoff = waves.backoff.tolist()
+        slow = waves.slow.tolist()
+        m = len(requests)
+        a_start = [0.0] * m
+        a_end = [0.0] * m
+        arrival_s = [0.0] * n
+        start_s = [0.0] * n
+        end_s = [0.0] * n
+
+        arrivals = self.arrivals
+        feed = None if arrivals is None else _feed_times(arrivals)
+        limit = self.concurrency
+        heap: list[float] | None = None
+        if arrivals is None:
+            heap = [0.0] * min(n, limit if limit is not None else n)
+        elif limit is not None:
+            heap = [-math.inf] * min(n, limit)
+        for k in range(n):
+            if feed is None:
+                start = heapq.heappop(heap)  # type: ignore[arg-type]
+                arrival = start
+            else:
+                arrival = arrivals[k]  # type: ignore[index]
+                start = feed[k]
+                if heap is not None:
+                    free = heapq.heappop(heap)
+                    if free > start:
+                        start = free
+            arrival_s[k] = arrival
+            start_s[k] = start
+            if slow[k]:
+                end = self._exact(k, arrival, start, chains[routes[k]], outcomes, states)
+                if cooling_matters and run.cooling_until:
+                    raise NeedsEvents(
+                        "a transient failure started a cooldown (HostPolicy.cooldown_s > 0) that "
+                        "later requests' fallback chains would see"
+                    )
+            else:
+                t = start
+                begin = first[k]
+                for j in range(begin, begin + count[k]):
+                    a_start[j] = t
+                    t = t + after[j]
+                    a_end[j] = t
+                    wait = backoff[j]
+                    if wait == wait:  # not NaN: a retry follows
+                        t = t + wait
+                end = t
+            end_s[k] = end
+            if heap is not None:
+                heapq.heappush(heap, end)
+        engine.time = max(end_s, default=0.0)
+        self._record_simple(
+            waves, columns, routes, chains, states, np.asarray(a_start), np.asarray(a_end),
+            np.asarray(arrival_s), np.asarray(start_s), np.asarray(end_s),
+        )  # fmt: skip
+
+    def _exact(
+        self,
+        index: int,
+        arrival: float,
+        start: float,
+        chain: tuple[str, ...],
+        outcomes: list[Outcome] | None,
+        states: dict[int, RequestState],
+    ) -> float:
+        """One request the exact way: the candidate loop of the event engines, on this clock."""
+        run = self.run
+        engine = run.engine
+        assert isinstance(engine, BulkEngine)
+        request_id, request, _ = self.items[index]
+        state = states.get(index)
+        if state is None:
+            state = RequestState(run, index, request, request_id, arrival)
+        state.arrival_s = arrival
+        state.start_s = start
+        state.closed = True
+        engine.time = start
+        outcome = (
+            outcomes[index] if outcomes is not None else Outcome(models=chain, request=request)
+        )
+        call_request = outcome.request if outcome.request is not None else request
+        steps = serve_steps(run, state, call_request, chain, ANSWER, MODEL)
+        response = None
+        failure = None
+        try:
+            trap = next(steps)
+            while True:
+                engine.time = engine.time + trap[1]
+                trap = steps.send(None)
+        except StopIteration as stop:
+            response = stop.value
+        except ModelError as error:
+            failure = failure_of(error)
+        self.runner._record(state, outcome, response, failure, start)
+        return engine.time
+
+    def _record_simple(
+        self,
+        waves: Waves,
+        request_columns: Columns,
+        routes: np.ndarray,
+        chains: list[tuple[str, ...]],
+        states: dict[int, RequestState],
+        a_start: np.ndarray,
+        a_end: np.ndarray,
+        arrival_s: np.ndarray,
+        start_s: np.ndarray,
+        end_s: np.ndarray,
+    ) -> None:
+        """The attempt rows and request rows of the requests the waves planned, written at once."""
+        run = self.run
+        log = run.log
+        n = len(self.items)
+        m = len(waves.request)
+        ok = waves.ok
+        errors = waves.errors
+        kind_codes = np.asarray([log.kinds.code(e.kind) for e in errors] + [-1], dtype=np.int16)
+        message_codes = np.asarray(
+            [log.messages.code((e.message or "")[:300]) for e in errors] + [-1], dtype=np.int32
+        )
+        http_codes = np.asarray([e.http_status or 0 for e in errors] + [200], dtype=np.int16)
+        error = waves.error  # -1 (answered) picks the last entry of each table
+        served = ok.astype(np.int16)
+
+        floats = np.empty((m, 5))
+        floats[:, AttemptLog.START] = a_start
+        floats[:, AttemptLog.END] = a_end
+        floats[:, AttemptLog.TTFT] = waves.ttft
+        floats[:, AttemptLog.COST] = waves.cost
+        floats[:, AttemptLog.QUALITY] = np.nan
+        ints = np.zeros((m, len(AttemptLog.INT_FIELDS)), dtype=np.int32)
+        ints[:, AttemptLog.REQUEST] = waves.request
+        ints[:, AttemptLog.MODEL] = waves.model
+        ints[:, AttemptLog.RACE] = -1
+        ints[:, AttemptLog.MESSAGE] = message_codes[error]
+        ints[:, AttemptLog.INPUT] = np.where(ok, request_columns.input_tokens[waves.request], 0)
+        ints[:, AttemptLog.OUTPUT] = waves.output_tokens
+        codes = np.zeros((m, len(AttemptLog.CODE_FIELDS)), dtype=np.int16)
+        codes[:, AttemptLog.CANDIDATE] = waves.candidate
+        codes[:, AttemptLog.RETRY] = waves.retry
+        codes[:, AttemptLog.PHASE] = ANSWER
+        codes[:, AttemptLog.KIND] = MODEL
+        codes[:, AttemptLog.STATUS] = np.where(ok, _OK, _ERROR)
+        codes[:, AttemptLog.ERROR_KIND] = kind_codes[error]
+        codes[:, AttemptLog.HTTP] = http_codes[error]
+        codes[:, AttemptLog.FALLBACK] = waves.fallback
+        codes[:, AttemptLog.RETRIED] = ~np.isnan(waves.backoff)
+        codes[:, AttemptLog.CAUSE] = -1
+        codes[:, AttemptLog.SERVED] = served
+        log.extend(floats, ints, codes)
+
+        # the request rows, in request order
+        planned = np.flatnonzero(~waves.slow)
+        requests = waves.request
+        attempts = np.bincount(requests, minlength=n)[planned]
+        fallbacks = np.bincount(requests[waves.fallback >= 0], minlength=n)[planned]
+        retries = np.bincount(requests[~np.isnan(waves.backoff)], minlength=n)[planned]
+        served_row = np.full(n, -1, dtype=np.int64)
+        served_row[requests[ok]] = np.flatnonzero(ok)
+        served_row = served_row[planned]
+        answered = served_row >= 0
+        at = np.where(answered, served_row, 0)
+        model_codes = np.asarray([run.model_codes[c[0]] for c in chains], dtype=np.int32)
+        cost = np.where(answered, waves.cost[at], 0.0)
+        final_error = waves.failed[planned]
+        request_log = run.requests
+        kinds = np.asarray(
+            [request_log.kinds.code(failure_of(e)[0]) for e in errors] + [-1], dtype=np.int16
+        )
+        messages = np.asarray(
+            [request_log.messages.code(failure_of(e)[1]) for e in errors] + [-1], dtype=np.int32
+        )
+        start = start_s[planned]
+        ttft = np.where(answered, (a_start[at] + waves.ttft[at]) - start, np.nan)
+        columns = {
+            "index": planned,
+            "status": np.where(answered, 0, 1),
+            "error_kind": kinds[final_error],
+            "message": messages[final_error],
+            "selected": model_codes[routes[planned]],
+            "served": np.where(answered, waves.model[at], -1),
+            "arrival": arrival_s[planned],
+            "start": start,
+            "end": end_s[planned],
+            "ttft": ttft,
+            "routing": start - start,
+            "n_attempts": attempts,
+            "n_cancelled": np.zeros(len(planned)),
+            "n_fallbacks": fallbacks,
+            "n_retries": retries,
+            "cost": cost + 0.0,
+            "wasted": cost - cost,
+            "routing_usd": np.zeros(len(planned)),
+            "quality": np.full(len(planned), np.nan),
+            "reads_truth": np.zeros(len(planned)),
+        }
+        extras: dict[int, dict[str, Any]] = {}
+        base = len(request_log)
+        truth_rows = run.note_truth is not None
+        names = list(run.log.models.values)
+        served_models = columns["served"].tolist()
+        for position, index in enumerate(planned.tolist()):
+            request = self.items[index][1]
+            state = states.get(index)
+            evidence = state.evidence if state is not None else None
+            if state is not None and state.reads_truth:
+                columns["reads_truth"][position] = 1
+            if request.metadata or evidence or truth_rows:
+                code = served_models[position]
+                extra = row_extra(
+                    run,
+                    index,
+                    request.metadata,
+                    evidence,
+                    names[code] if code >= 0 else None,
+                    base + position,
+                )
+                if extra:
+                    extras[position] = extra
+        request_log.extend(columns, extras)
+
+
+def _feed_times(arrivals: list[float]) -> list[float]:
+    """When the run's clock reaches each arrival: the feeder sleeps ``arrival - now`` from the
+    previous arrival, as the event engines' feeder does (the sum may differ from the arrival in its
+    last bit)."""
+    now = 0.0
+    out = []
+    for arrival in arrivals:
+        delay = arrival - now
+        if delay > 0:
+            now = now + delay
+        out.append(now)
+    return out
+
+
+def _route_statically(fn: Any, state: RequestState) -> Any:
+    """Run a static algorithm on one request: it must return its outcome without waiting."""
+    pending = fn(state.request, Driver(state))
+    if type(pending) is not CoroutineType:
+        raise NeedsEvents("the algorithm did not return a coroutine")
+    try:
+        pending.send(None)
+    except StopIteration as stop:
+        return stop.value
+    except (NeedsEvents, KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:
+        raise NeedsEvents(
+            f"the algorithm raised {type(error).__name__} while routing request "
+            f"{state.request_id!r} (the event engines record it)"
+        ) from None
+    pending.close()
+    raise NeedsEvents(f"the algorithm awaited something while routing request {state.request_id!r}")

@@ -1,0 +1,437 @@
+"""The candidate loop of many requests at once, in waves: every request's first attempt, then the
+retries and fallbacks of those that failed, and so on.
+
+Each wave plans its attempts column-wise, as the simulated host plans one attempt
+(:meth:`sykit._hosts.sim._SimSession.plan`), for the attempts whose course does not depend on when
+they start: an answer that comes before the deadline, or an error answer (a 429, a 5xx, a policy or
+invalid-request 400, a profile's own error). Their timings are durations; the run adds them to each
+request's start in the same order the event engines do. Anything else (a structural 400, a
+timeout, a reset, a cut or malformed stream, a non-chat answer, an answer near the deadline) sends
+the whole request to the exact path, which runs the very candidate loop the event engines run
+(:func:`sykit._recorder.serve_steps`) on the bulk engine's clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._classify import fallback_reason, is_retryable
+from .._config import LATER_RANDOM_FAULTS, RANDOM_FAULTS, HostPolicy, ModelProfile
+from .._errors import ModelError
+from .._hosts.base import Reply
+from .._models import Request
+from .._recorder import reply_error
+from .._records import REASON_CODE
+from .._rng import SLOT
+from ._draws import attempt_units, quantiles
+
+__all__ = ["Columns", "NotSimple", "Waves", "run_waves"]
+
+#: Faults whose reply is an error answer after the profile's rejection delay: simple.
+_STATUS_FAULTS = frozenset(("rate_limit", "unavailable", "policy", "invalid"))
+#: Random faults listed in the order the keyed uniform is partitioned among them.
+_ORDER = (*RANDOM_FAULTS, *LATER_RANDOM_FAULTS)
+_SLOW = -2  # a request that goes the exact way
+
+
+class NotSimple(Exception):
+    """A run the waves cannot take (cooldown state between requests)."""
+
+
+@dataclass
+class Columns:
+    """What the waves need of each request, as columns (one entry per request in the run)."""
+
+    ids: list[Any]
+    input_tokens: np.ndarray  # int64
+    max_output: np.ndarray  # int64, -1: no cap
+    requested: np.ndarray  # int64: input + max output (the context-window check)
+    images: np.ndarray  # bool
+    tools: np.ndarray  # bool
+    ends_with_assistant: np.ndarray  # bool
+    known_output: list[Mapping[str, Any] | None]  # the truth's output lengths per model
+
+    @classmethod
+    def of(cls, requests: Sequence[Request], ids: list[Any], truths: Sequence[Any]) -> Columns:
+        n = len(requests)
+        input_tokens = np.empty(n, dtype=np.int64)
+        max_output = np.empty(n, dtype=np.int64)
+        images = np.zeros(n, dtype=bool)
+        tools = np.zeros(n, dtype=bool)
+        assistant = np.zeros(n, dtype=bool)
+        for k, request in enumerate(requests):
+            input_tokens[k] = request.input_tokens
+            cap = request.max_output_tokens
+            max_output[k] = -1 if cap is None else cap
+            if request.images:
+                images[k] = True
+            if request.tools:
+                tools[k] = True
+            messages = request.messages
+            if messages and messages[-1].get("role") == "assistant":
+                assistant[k] = True
+        known = [
+            truth.output_tokens if truth is not None and truth.output_tokens else None
+            for truth in truths
+        ]
+        requested = input_tokens + np.maximum(max_output, 0)
+        return cls(ids, input_tokens, max_output, requested, images, tools, assistant, known)
+
+
+@dataclass
+class Waves:
+    """The attempts the waves planned, one entry per attempt in request order (then in the order
+    each request made them), and each request's course (``slow``: it goes the exact way)."""
+
+    request: np.ndarray  # int64 position in the run
+    model: np.ndarray  # int32 model code
+    candidate: np.ndarray  # int16
+    retry: np.ndarray  # int16
+    after: np.ndarray  # float64: from the attempt's start to its reply
+    backoff: np.ndarray  # float64: the wait before the next attempt (NaN: none follows)
+    ok: np.ndarray  # bool
+    ttft: np.ndarray  # float64 (NaN for error answers)
+    output_tokens: np.ndarray  # int64 (0 for error answers)
+    cost: np.ndarray  # float64 (0 for error answers)
+    error: np.ndarray  # int32: index into ``errors`` (-1: answered)
+    fallback: np.ndarray  # int16: the fallback reason code on a failed attempt (-1: none)
+    errors: list[ModelError]  # the distinct errors, each made once by the host's own code
+    slow: np.ndarray  # bool per request
+    failed: np.ndarray  # int32 per request: index into ``errors`` of its final error (-1: served)
+
+
+def run_waves(
+    columns: Columns,
+    routes: np.ndarray,
+    chains: list[tuple[str, ...]],
+    todo: np.ndarray,
+    profiles: Mapping[str, ModelProfile],
+    model_codes: Mapping[str, int],
+    policy: HostPolicy,
+    seed: int,
+    session: Any,
+) -> Waves:
+    """Plan the attempts of requests ``todo`` (positions), each with the chain ``chains[routes[k]]``."""
+    n = len(columns.ids)
+    slow = np.zeros(n, dtype=bool)
+    failed = np.full(n, -1, dtype=np.int32)
+    chain_models = [[model_codes[m] for m in chain] for chain in chains]
+    width = max(len(c) for c in chains)
+    chain_table = np.full((len(chains), width), -1, dtype=np.int32)
+    chain_len = np.empty(len(chains), dtype=np.int64)
+    for k, codes in enumerate(chain_models):
+        chain_table[k, : len(codes)] = codes
+        chain_len[k] = len(codes)
+    names = {code: name for name, code in model_codes.items()}
+    cooling_matters = policy.cooldown_s > 0 and bool((chain_len > 1).any())
+    errors = _ErrorTable(profiles, session, policy)
+    limit = policy.max_retries
+
+    out: dict[str, list[np.ndarray]] = {key: [] for key in _FIELDS}
+    seq_parts: list[np.ndarray] = []
+    # the active calls: request, candidate, retry (each model once per chain: n == retry)
+    active = np.asarray(todo, dtype=np.int64)
+    candidate = np.zeros(len(active), dtype=np.int64)
+    retry = np.zeros(len(active), dtype=np.int64)
+    step = 0
+    while len(active):
+        route = routes[active]
+        model = chain_table[route, candidate]
+        wave_ok = np.zeros(len(active), dtype=bool)
+        wave_after = np.zeros(len(active))
+        wave_ttft = np.full(len(active), np.nan)
+        wave_out = np.zeros(len(active), dtype=np.int64)
+        wave_cost = np.zeros(len(active))
+        wave_error = np.full(len(active), -1, dtype=np.int32)
+        wave_slow = np.zeros(len(active), dtype=bool)
+        for code in np.unique(model).tolist():
+            sel = np.flatnonzero(model == code)
+            _plan_model(
+                names[code],
+                profiles[names[code]],
+                columns,
+                active[sel],
+                retry[sel],
+                seed,
+                policy.timeout_s,
+                errors,
+                sel,
+                (wave_ok, wave_after, wave_ttft, wave_out, wave_cost, wave_error, wave_slow),
+            )
+        # a request that needs the exact way goes there whole (its earlier attempts are dropped)
+        if wave_slow.any():
+            slow[active[wave_slow]] = True
+        keep = ~wave_slow
+        # what each failed attempt leads to: a retry, a fallback, or the request's failure
+        failing = np.flatnonzero(keep & ~wave_ok)
+        backoff = np.full(len(active), np.nan)
+        fallback = np.full(len(active), -1, dtype=np.int16)
+        next_candidate = candidate.copy()
+        next_retry = retry.copy()
+        goes_on = np.zeros(len(active), dtype=bool)
+        last = chain_len[route] - 1
+        for k in failing.tolist():
+            info = errors.info[int(wave_error[k])]
+            if info.retryable and cooling_matters:
+                raise NotSimple(
+                    f"a transient failure starts a cooldown (HostPolicy.cooldown_s="
+                    f"{policy.cooldown_s:g}) that later requests' fallback chains would see"
+                )
+            if info.retryable and retry[k] < limit:
+                backoff[k] = info.backoff[int(retry[k])]
+                next_retry[k] = retry[k] + 1
+                goes_on[k] = True
+            elif candidate[k] == last[k] or not info.falls_back:
+                failed[active[k]] = wave_error[k]
+            else:
+                fallback[k] = info.reason_code
+                next_candidate[k] = candidate[k] + 1
+                next_retry[k] = 0
+                goes_on[k] = True
+        rows = np.flatnonzero(keep)
+        for key, values in (
+            ("request", active),
+            ("model", model),
+            ("candidate", candidate),
+            ("retry", retry),
+            ("after", wave_after),
+            ("backoff", backoff),
+            ("ok", wave_ok),
+            ("ttft", wave_ttft),
+            ("output_tokens", wave_out),
+            ("cost", wave_cost),
+            ("error", wave_error),
+            ("fallback", fallback),
+        ):
+            out[key].append(values[rows])
+        seq_parts.append(np.full(len(rows), step, dtype=np.int64))
+        active, candidate, retry = (
+            active[goes_on],
+            next_candidate[goes_on],
+            next_retry[goes_on],
+        )
+        step += 1
+
+    if not seq_parts:  # nothing planned column-wise: every request goes the exact way
+        return _no_waves(slow, failed, [info.error for info in errors.info])
+    merged = {key: np.concatenate(parts) for key, parts in out.items()}
+    seq = np.concatenate(seq_parts)
+    drop = slow[merged["request"]]
+    order = np.lexsort((seq[~drop], merged["request"][~drop]))
+    final = {key: values[~drop][order] for key, values in merged.items()}
+    failed[slow] = -1
+    return Waves(
+        request=final["request"],
+        model=final["model"].astype(np.int32),
+        candidate=final["candidate"].astype(np.int16),
+        retry=final["retry"].astype(np.int16),
+        after=final["after"],
+        backoff=final["backoff"],
+        ok=final["ok"],
+        ttft=final["ttft"],
+        output_tokens=final["output_tokens"],
+        cost=final["cost"],
+        error=final["error"],
+        fallback=final["fallback"],
+        errors=[info.error for info in errors.info],
+        slow=slow,
+        failed=failed,
+    )
+
+
+def _no_waves(slow: np.ndarray, failed: np.ndarray, errors: list[ModelError]) -> Waves:
+    empty_f = np.zeros(0)
+    empty_i = np.zeros(0, dtype=np.int64)
+    return Waves(
+        request=empty_i,
+        model=np.zeros(0, dtype=np.int32),
+        candidate=np.zeros(0, dtype=np.int16),
+        retry=np.zeros(0, dtype=np.int16),
+        after=empty_f,
+        backoff=empty_f,
+        ok=np.zeros(0, dtype=bool),
+        ttft=empty_f,
+        output_tokens=empty_i,
+        cost=empty_f,
+        error=np.zeros(0, dtype=np.int32),
+        fallback=np.zeros(0, dtype=np.int16),
+        errors=errors,
+        slow=slow,
+        failed=failed,
+    )
+
+
+_FIELDS = (
+    "request",
+    "model",
+    "candidate",
+    "retry",
+    "after",
+    "backoff",
+    "ok",
+    "ttft",
+    "output_tokens",
+    "cost",
+    "error",
+    "fallback",
+)
+
+
+@dataclass
+class _ErrorInfo:
+    error: ModelError
+    retryable: bool
+    falls_back: bool
+    reason_code: int
+    backoff: list[float]  # the wait before retry r + 1, per r
+
+
+class _ErrorTable:
+    """The distinct error answers of a run, each classified once with the host's own code."""
+
+    def __init__(
+        self, profiles: Mapping[str, ModelProfile], session: Any, policy: HostPolicy
+    ) -> None:
+        self.profiles = profiles
+        self.session = session
+        self.policy = policy
+        self.info: list[_ErrorInfo] = []
+        self.index: dict[tuple[str, str, int], int] = {}
+
+    def code(self, model: str, fault: str, which: int) -> int:
+        policy = self.policy
+        key = (model, fault, which)
+        found = self.index.get(key)
+        if found is not None:
+            return found
+        faults = self.profiles[model].faults
+        if fault == "error":
+            entry = faults.errors[which]
+            parts: Any = (entry.status, entry.body(model), entry.headers())
+        else:
+            parts = self.session._fault(fault, faults)
+        status, body, *rest = parts
+        reply = Reply(status, body, (rest[0] if rest else None) or {})
+        error = reply_error(reply, model)
+        assert error is not None
+        reason = fallback_reason(error)
+        retry_after = getattr(error, "retry_after_s", None)
+        info = _ErrorInfo(
+            error=error,
+            retryable=is_retryable(error),
+            falls_back=policy.allows_fallback(reason),
+            reason_code=0 if reason is None else REASON_CODE[reason],
+            backoff=[policy.backoff_s(r, retry_after) for r in range(policy.max_retries + 1)],
+        )
+        self.index[key] = len(self.info)
+        self.info.append(info)
+        return self.index[key]
+
+
+def _plan_model(
+    name: str,
+    profile: ModelProfile,
+    columns: Columns,
+    requests: np.ndarray,
+    ns: np.ndarray,
+    seed: int,
+    timeout_s: float,
+    errors: _ErrorTable,
+    sel: np.ndarray,
+    into: tuple[np.ndarray, ...],
+) -> None:
+    """Plan the attempts at one model (requests ``requests``, attempt numbers ``ns``), writing
+    into the wave's arrays at ``sel``."""
+    ok_out, after_out, ttft_out, tokens_out, cost_out, error_out, slow_out = into
+    u = attempt_units(seed, [columns.ids[k] for k in requests.tolist()], name, ns.tolist())
+    slow = (
+        (columns.images[requests] & (not profile.vision))
+        | (columns.tools[requests] & (not profile.tools))
+        | (columns.requested[requests] > profile.context_window)
+        | (columns.ends_with_assistant[requests] & (not profile.prefill))
+    )
+    fault = np.full(len(requests), -1, dtype=np.int64)  # index into _ORDER, then errors
+    faults = profile.faults
+    if faults.random_total > 0:
+        x = u[:, SLOT.FAULT].copy()
+        labels = [*_ORDER, *(f"error{k}" for k in range(len(faults.errors)))]
+        probabilities = [getattr(faults, f) for f in _ORDER] + [e.p for e in faults.errors]
+        for k, p in enumerate(probabilities):
+            x -= p
+            hit = (x < 0) & (fault < 0)
+            fault[hit] = k
+        for k, label in enumerate(labels):
+            if label in _STATUS_FAULTS or label.startswith("error"):
+                continue
+            slow |= fault == k
+    rejected = (fault >= 0) & ~slow
+    answered = (fault < 0) & ~slow
+    if rejected.any():
+        rows = np.flatnonzero(rejected)
+        delay = quantiles(profile.reject_delay_s, u[rows, SLOT.TTFT])
+        codes = np.empty(len(rows), dtype=np.int32)
+        for j, k in enumerate(fault[rows].tolist()):
+            if k < len(_ORDER):
+                codes[j] = errors.code(name, _ORDER[k], 0)
+            else:
+                codes[j] = errors.code(name, "error", k - len(_ORDER))
+        at = sel[rows]
+        after_out[at] = delay
+        error_out[at] = codes
+    if answered.any():
+        rows = np.flatnonzero(answered)
+        picked = requests[rows]
+        output = _output_tokens(name, profile, columns, picked, u[rows, SLOT.OUTPUT_TOKENS])
+        latency = profile.latency
+        ttft = quantiles(latency.ttft, u[rows, SLOT.TTFT])
+        inputs = columns.input_tokens[picked].astype(np.float64)
+        if latency.prefill_tokens_per_s:
+            ttft = ttft + inputs / latency.prefill_tokens_per_s
+        tps = quantiles(latency.tokens_per_s, u[rows, SLOT.TOKENS_PER_S])
+        factor = np.ones(len(rows))
+        if faults.spike_p:
+            spiked = u[rows, SLOT.SPIKE] < faults.spike_p
+            factor[spiked] = faults.spike_factor
+            if faults.spike_factor != 1.0:
+                ttft = np.where(spiked, ttft * faults.spike_factor, ttft)
+        total = ttft + (output.astype(np.float64) / tps) * factor
+        if faults.stall_p:
+            stalled = u[rows, SLOT.STALL] < faults.stall_p
+            total = np.where(stalled, total + faults.stall_s, total)
+        late = total > timeout_s  # whether it beats the deadline depends on when it starts
+        at = sel[rows]
+        slow_rows = np.flatnonzero(late)
+        if len(slow_rows):
+            slow[rows[slow_rows]] = True
+        fine = ~late
+        at = at[fine]
+        after_out[at] = total[fine]
+        ttft_out[at] = ttft[fine]
+        tokens_out[at] = output[fine]
+        ok_out[at] = True
+        cost = (inputs[fine] * profile.price_in + output[fine] * profile.price_out) / 1e6
+        cost_out[at] = cost
+    slow_out[sel[slow]] = True
+
+
+def _output_tokens(
+    name: str, profile: ModelProfile, columns: Columns, picked: np.ndarray, u: np.ndarray
+) -> np.ndarray:
+    """The answer lengths: the dataset's when it knows them, else the profile's draw; capped."""
+    drawn = quantiles(profile.output_tokens, u)
+    output = np.maximum(1, np.rint(drawn)).astype(np.int64)
+    known = columns.known_output
+    for j, k in enumerate(picked.tolist()):
+        lengths = known[k]
+        if lengths is not None:
+            value = lengths.get(name)
+            if value is not None:
+                output[j] = int(value)
+    caps = columns.max_output[picked]
+    capped = (caps >= 0) & (output > caps)
+    output[capped] = caps[capped]
+    return output

@@ -1,0 +1,452 @@
+"""The bulk engine: runs of fixed chains and static routers evaluated column-wise, with records
+identical to the event engines' (``assert_frame_equal``, no tolerance), chosen automatically and
+visibly, refused (with the reason) where requests depend on one another.
+
+``SYKIT_PROPERTY_EXAMPLES`` sets the number of examples of the property test (default 100).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+import pandas.testing as pdt
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sykit as sy
+from sykit._config import RANDOM_FAULTS
+
+EXAMPLES = int(os.environ.get("SYKIT_PROPERTY_EXAMPLES", "100"))
+IMAGE = "https://example.com/x.png"
+
+
+def same_frames(one: sy.Result, two: sy.Result) -> None:
+    pdt.assert_frame_equal(one.attempts, two.attempts)
+    pdt.assert_frame_equal(one.requests, two.requests)
+
+
+def run(algorithm: Any, requests: Any, **kwargs: Any) -> sy.Result:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sy.AlgorithmWarning)
+        return sy.run(algorithm, requests, progress=False, **kwargs)
+
+
+def faulty_host(**policy: Any) -> sy.SimHost:
+    """Every random fault the bulk engine plans column-wise, and those it sends the exact way
+    (timeouts, resets, cut and malformed streams, non-chat answers), with spikes and stalls."""
+    latency = sy.Latency(ttft=sy.LogNormal(0.4, sigma=0.6), tokens_per_s=sy.Uniform(40, 160))
+    faults = sy.Faults(
+        rate_limit=0.05,
+        unavailable=0.05,
+        timeout=0.02,
+        policy=0.03,
+        invalid=0.01,
+        reset=0.02,
+        cut_stream=0.02,
+        malformed=0.02,
+        non_chat=0.01,
+        retry_after_s=0.7,
+        spike_p=0.1,
+        stall_p=0.05,
+        errors=[sy.ErrorFault.capability(0.03), sy.ErrorFault(503, 0.02, retry_after_s=0.3)],
+    )
+    weak = sy.ModelProfile(
+        latency=latency,
+        output_tokens=sy.LogNormal(80, p95=400),
+        price_in=0.2,
+        price_out=0.8,
+        faults=faults,
+        reject_delay_s=sy.Uniform(0.01, 0.2),
+        context_window=2_000,
+        tools=False,
+    )
+    strong = sy.ModelProfile(
+        latency=latency,
+        output_tokens=120,
+        price_in=3.0,
+        price_out=15.0,
+        vision=True,
+        faults=sy.Faults(unavailable=0.02, timeout=0.01),
+        prefill=False,
+    )
+    policy.setdefault("cooldown_s", 0.0)
+    return sy.SimHost({"weak": weak, "strong": strong}, policy=sy.HostPolicy(**policy))
+
+
+def mixed_requests(n: int) -> list[sy.Request]:
+    """Plain requests, and some with images, tools, long contexts, an assistant prefill, a cap."""
+    out = []
+    for i in range(n):
+        kind = i % 9
+        out.append(
+            sy.Request(
+                [{"role": "user", "content": f"q{i}"}]
+                + ([{"role": "assistant", "content": "Sure,"}] if kind == 5 else []),
+                id=i,
+                input_tokens=3_000 if kind == 3 else 100 + i % 50,
+                images=[IMAGE] if kind == 1 else [],
+                tools=[{"type": "function", "function": {"name": "f"}}] if kind == 2 else [],
+                max_output_tokens=30 if kind == 4 else None,
+                metadata={"lane": "x" if kind % 2 else "y"},
+            )
+        )
+    return out
+
+
+async def static_with_evidence(request: sy.Request, driver: sy.Driver) -> sy.Outcome:
+    driver.evidence(length=len(request.prompt))
+    if request.images:
+        return sy.route_to("strong", request, fallbacks=["weak"])
+    return sy.route_to("weak", request, fallbacks=["strong"])
+
+
+STRATEGIES = {
+    "chain": sy.strategies.fallback_chain(["weak", "strong"]),
+    "single": sy.strategies.single("weak"),
+    "random": sy.strategies.weighted_random({"weak": 0.6, "strong": 0.4}),
+    "threshold": sy.strategies.threshold_router(
+        "weak", "strong", score=lambda r: (r.input_tokens % 7) / 7, threshold=0.5
+    ),
+    "static fn": sy.static(lambda r: ["strong", "weak"] if r.tools else "weak", name="static fn"),
+    "static async": sy.static(static_with_evidence),
+    "capability": sy.strategies.capability_aware(["weak", "strong"], vision=["strong"]),
+}
+
+LOOPS = {
+    "closed": {"concurrency": 7},
+    "poisson": {"arrivals": sy.Poisson(20.0)},
+    "poisson, 3 slots": {"arrivals": sy.Poisson(20.0), "concurrency": 3},
+    "same instant": {"arrivals": [0.0] * 60 + [1.5] * 60, "concurrency": 5},
+}
+
+
+@pytest.mark.parametrize("loop", list(LOOPS))
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_bulk_frames_equal_the_kernels(name, loop):
+    requests = mixed_requests(120)
+    host = faulty_host(max_retries=2, timeout_s=3.0)
+    kwargs = {"host": host, "seed": 11, "strategy": name, **LOOPS[loop]}
+    bulk = run(STRATEGIES[name], requests, **kwargs)
+    kernel = run(STRATEGIES[name], requests, engine="kernel", **kwargs)
+    assert (bulk.engine, kernel.engine) == ("bulk", "kernel")
+    same_frames(bulk, kernel)
+    assert bulk.attempts["status"].eq("error").any()  # the faults were met, not avoided
+
+
+def test_bulk_frames_equal_the_asyncio_engines_too():
+    requests = mixed_requests(90)
+    host = faulty_host(max_retries=1, timeout_s=1.5, bill_cancelled="full")
+    bulk = run(STRATEGIES["chain"], requests, host=host, seed=3)
+    on_asyncio = run(STRATEGIES["chain"], requests, host=host, seed=3, engine="asyncio")
+    assert (bulk.engine, on_asyncio.engine) == ("bulk", "asyncio")
+    same_frames(bulk, on_asyncio)
+
+
+def test_every_kind_of_outcome_is_met_on_the_bulk_engine():
+    result = run(STRATEGIES["chain"], mixed_requests(400), host=faulty_host(timeout_s=2.0), seed=5)
+    assert result.engine == "bulk"
+    attempts = result.attempts
+    kinds = set(attempts["error_kind"].dropna().astype(str))
+    assert {"rate_limit", "unavailable", "timeout", "policy", "capability"} <= kinds
+    assert {"context_window", "invalid_request", "invalid_response"} <= kinds
+    reasons = set(attempts["fallback_reason"].dropna().astype(str))
+    assert {"capability", "context_window", "unavailable"} <= reasons
+    assert attempts["retried"].any() and attempts["served"].any()
+    requests = result.requests
+    assert len(requests) == 400 and requests["status"].eq("failed").any()
+    assert requests["lane"].notna().all()  # metadata reaches the rows
+
+
+def test_a_dataset_with_grades_gives_the_same_grades_and_columns_in_bulk():
+    ds = sy.datasets.load("routellm").sample(300, seed=1)
+    host = sy.SimHost(sy.profiles.from_catalog(ds.models), policy=sy.HostPolicy(cooldown_s=0))
+    weak, strong = sorted(ds.models)[::-1][:2]
+    score = sy.strategies.simulated_score(weak, strong)
+    threshold = sy.strategies.calibrate(score, ds, 0.4)
+    for algorithm in (
+        sy.strategies.fallback_chain([weak, strong]),
+        sy.strategies.threshold_router(weak, strong, score=score, threshold=threshold),
+    ):
+        bulk = run(algorithm, ds, host=host)
+        kernel = run(algorithm, ds, host=host, engine="kernel")
+        assert bulk.engine == "bulk"
+        same_frames(bulk, kernel)
+        assert bulk.requests["quality"].notna().mean() > 0.9
+        assert bulk.requests["status"].eq("ok").all()
+    assert bulk.requests["reads_truth"].all()  # the simulated score reads the truth
+    assert bulk.requests["evidence_score"].notna().all()
+
+
+def test_the_same_seed_gives_the_same_frames_and_another_seed_other_draws():
+    requests = mixed_requests(80)
+    host = faulty_host()
+    one = run(STRATEGIES["random"], requests, host=host, seed=1)
+    two = run(STRATEGIES["random"], requests, host=host, seed=1)
+    other = run(STRATEGIES["random"], requests, host=host, seed=2)
+    same_frames(one, two)
+    assert not one.attempts["end_s"].equals(other.attempts["end_s"])
+
+
+# -- which engine runs -------------------------------------------------------------------------------
+
+
+HOST = sy.SimHost({"a": sy.ModelProfile(), "b": sy.ModelProfile()})
+
+
+def test_the_choice_is_automatic_and_visible():
+    assert run(sy.strategies.single("a"), ["x", "y"], host=HOST).engine == "bulk"
+    cascade = sy.strategies.cascade("a", "b", judge="b")
+    assert run(cascade, ["x", "y"], host=HOST).engine == "kernel"
+    comparison = sy.compare(
+        {"single": sy.strategies.single("a"), "cascade": cascade}, ["x"], host=HOST, progress=False
+    )
+    assert [(r.strategy, r.engine) for r in comparison.results] == [
+        ("single", "bulk"),
+        ("cascade", "kernel"),
+    ]
+
+
+@pytest.mark.parametrize("engine", ["kernel", "asyncio"])
+def test_an_event_engine_named_forbids_the_bulk_engine(engine):
+    assert run(sy.strategies.single("a"), ["x"], host=HOST, engine=engine).engine == engine
+
+
+def test_engine_bulk_refuses_what_it_cannot_take_and_says_why():
+    cascade = sy.strategies.cascade("a", "b", judge="b")
+    with pytest.raises(sy.ArgumentError, match=r"cannot run on the bulk engine: .*declared static"):
+        run(cascade, ["x"], host=HOST, engine="bulk")
+
+    async def unmarked(request, driver):
+        return sy.route_to("a", request)
+
+    with pytest.raises(sy.ArgumentError, match="neither a fixed chain nor declared static"):
+        run(unmarked, ["x"], host=HOST, engine="bulk")
+    outage = sy.SimHost({"a": sy.ModelProfile(faults=sy.Faults(outages=[(0, 1)]))})
+    with pytest.raises(sy.ArgumentError, match="scripted faults"):
+        run(sy.strategies.single("a"), ["x"], host=outage, engine="bulk")
+    limited = sy.SimHost({"a": sy.ModelProfile(rate_limit=sy.RateLimit(requests_per_min=5))})
+    with pytest.raises(sy.ArgumentError, match="rate limit"):
+        run(sy.strategies.single("a"), ["x"], host=limited, engine="bulk")
+    cached = sy.SimHost({"a": sy.ModelProfile(cache=sy.PromptCache(read_price=0.1))})
+    with pytest.raises(sy.ArgumentError, match="prompt cache"):
+        run(sy.strategies.single("a"), ["x"], host=cached, engine="bulk")
+    with pytest.raises(sy.ArgumentError, match="sessions"):
+        run(
+            sy.strategies.single("a"),
+            [sy.Session([sy.Request("x"), sy.Request("y")])],
+            host=HOST,
+            engine="bulk",
+        )
+
+
+def test_engine_bulk_with_a_real_host_is_refused():
+    host = sy.HttpHost("http://127.0.0.1:9/v1", api_key="sk-x", models={"a": sy.ModelProfile()})
+    with pytest.raises(sy.ArgumentError, match="runs simulations only"):
+        run(sy.strategies.single("a"), ["x"], host=host, engine="bulk")
+
+
+def test_a_spilling_run_goes_to_the_event_engines(tmp_path):
+    result = run(sy.strategies.single("a"), ["x", "y"], host=HOST, spill=tmp_path / "s")
+    assert result.engine == "kernel"
+
+
+def test_a_cooldown_that_later_requests_would_see_sends_the_run_to_the_events():
+    faults = sy.Faults(unavailable=0.3)
+    host = sy.SimHost(
+        {"a": sy.ModelProfile(faults=faults), "b": sy.ModelProfile()},
+        policy=sy.HostPolicy(cooldown_s=5.0, max_retries=0),
+    )
+    chain = sy.strategies.fallback_chain(["a", "b"])
+    requests = [f"q{i}" for i in range(40)]
+    auto = run(chain, requests, host=host)
+    assert auto.engine == "kernel"
+    assert auto.attempts["status"].eq("skipped").any()  # the cooldown mattered
+    same_frames(auto, run(chain, requests, host=host, engine="kernel"))
+    with pytest.raises(sy.ArgumentError, match="cooldown"):
+        run(chain, requests, host=host, engine="bulk")
+    # one model: a cooldown never skips the last candidate, so it cannot matter
+    single = run(sy.strategies.single("a"), requests, host=host)
+    assert single.engine == "bulk"
+    same_frames(single, run(sy.strategies.single("a"), requests, host=host, engine="kernel"))
+
+
+def test_a_static_router_that_awaits_or_reads_the_clock_runs_on_the_events():
+    async def awaits(request, driver):
+        await driver.call_model(request, ["a"])
+        return sy.route_to("b", request)
+
+    async def reads_the_clock(request, driver):
+        return sy.route_to("a" if driver.now < 1 else "b", request)
+
+    for algorithm in (sy.static(awaits), sy.static(reads_the_clock)):
+        assert run(algorithm, ["x", "y"], host=HOST).engine == "kernel"
+        with pytest.raises(sy.ArgumentError, match="cannot run on the bulk engine"):
+            run(algorithm, ["x"], host=HOST, engine="bulk")
+
+
+def test_a_static_router_whose_routing_fails_is_recorded_by_the_events():
+    calls = []
+
+    def route(request):
+        calls.append(request.prompt)
+        if request.prompt == "bad":
+            raise ValueError("no route")
+        return "nope" if request.prompt == "unknown" else "a"
+
+    result = run(sy.static(route), ["x", "bad", "unknown"], host=HOST)
+    assert result.engine == "kernel"
+    kinds = result.requests["error_kind"]
+    assert kinds.isna().tolist() == [True, False, False]
+    assert kinds.iloc[1:].tolist() == ["algorithm_error", "unknown_model"]
+    assert calls[:2] == ["x", "bad"]  # routed in bulk until it failed, then on the events
+    assert calls[2:] == ["x", "bad", "unknown"]
+
+
+def test_sy_static_checks_what_it_is_given():
+    with pytest.raises(sy.ArgumentTypeError, match="function of the request"):
+        sy.static("a")  # type: ignore[arg-type]
+    with pytest.raises(sy.ArgumentTypeError, match="name must be a str"):
+        sy.static(lambda r: "a", name=3)  # type: ignore[arg-type]
+    bad = run(sy.static(lambda r: 42, name="bad"), ["x"], host=HOST)
+    assert "must return a model name" in str(bad.requests["error_message"].iloc[0])
+    named = sy.static(lambda r: ["a", "b"], name="mine")
+    result = run(named, ["x"], host=HOST)
+    assert result.strategy == "mine" and result.engine == "bulk"
+    assert result.requests["selected_model"].tolist() == ["a"]
+
+
+def test_frames_name_only_the_error_kinds_they_hold_in_the_order_they_appear():
+    result = run(STRATEGIES["chain"], mixed_requests(200), host=faulty_host(timeout_s=2.0), seed=2)
+    kinds = result.attempts["error_kind"]
+    seen = list(dict.fromkeys(kinds.dropna().astype(str)))
+    assert list(kinds.cat.categories) == seen
+    messages = result.requests["error_message"]
+    assert list(messages.cat.categories) == list(dict.fromkeys(messages.dropna().astype(str)))
+
+
+def test_the_failover_catalogue_scenarios_the_bulk_engine_takes_give_the_same_frames():
+    taken = []
+    for scenario_id, scenario in sy.failoverbench.catalogue().items():
+        auto = scenario.run().result
+        kernel = scenario.run(engine="kernel").result
+        same_frames(auto, kernel)
+        if auto.engine == "bulk":
+            taken.append(scenario_id)
+    assert len(taken) >= 3, taken
+
+
+# -- property: any host, policy, chain or static router, loop and seed ----------------------------
+
+error_faults = st.one_of(
+    st.builds(sy.ErrorFault, st.sampled_from([400, 404, 408, 429, 500, 503]), st.just(0.05)),
+    st.builds(sy.ErrorFault.capability, st.just(0.05)),
+    st.builds(sy.ErrorFault.context_window, st.just(0.05)),
+    st.builds(lambda p: sy.ErrorFault(503, p, retry_after_s=0.3), st.just(0.05)),
+)
+
+
+@st.composite
+def profiles(draw: st.DrawFn) -> sy.ModelProfile:
+    weights = draw(st.lists(st.floats(0.0, 1.0), min_size=len(RANDOM_FAULTS), max_size=9))
+    total = sum(weights) or 1.0
+    share = draw(st.sampled_from([0.0, 0.1, 0.4, 0.85]))
+    names = [*RANDOM_FAULTS, "non_chat"]
+    faults = sy.Faults(
+        **{name: share * w / total for name, w in zip(names, weights, strict=False)},
+        retry_after_s=draw(st.none() | st.sampled_from([0.0, 0.5])),
+        spike_p=draw(st.sampled_from([0.0, 0.3])),
+        stall_p=draw(st.sampled_from([0.0, 0.2])),
+        errors=draw(st.lists(error_faults, max_size=2)),
+    )
+    continuous = draw(st.booleans())
+    ttft: Any = sy.LogNormal(0.5, sigma=0.7) if continuous else draw(st.sampled_from([0.25, 1.0]))
+    return sy.ModelProfile(
+        latency=sy.Latency(
+            ttft=ttft,
+            tokens_per_s=sy.Uniform(30, 150) if continuous else 100.0,
+            prefill_tokens_per_s=draw(st.sampled_from([None, 5_000.0])),
+        ),
+        output_tokens=sy.Exponential(60) if continuous else draw(st.sampled_from([1, 50])),
+        reject_delay_s=draw(st.sampled_from([0.0, 0.125])),
+        price_in=1.0,
+        price_out=draw(st.sampled_from([0.0, 3.0])),
+        faults=faults,
+        vision=draw(st.booleans()),
+        tools=draw(st.booleans()),
+        prefill=draw(st.booleans()),
+        context_window=draw(st.sampled_from([1_000, 128_000])),
+    )
+
+
+@st.composite
+def hosts(draw: st.DrawFn) -> sy.SimHost:
+    policy = sy.HostPolicy(
+        max_retries=draw(st.integers(0, 2)),
+        cooldown_s=draw(st.sampled_from([0.0, 0.0, 5.0])),
+        timeout_s=draw(st.sampled_from([0.5, 2.0, 30.0])),
+        bill_cancelled=draw(st.sampled_from(["generated", "none", "full"])),
+        allow_policy_fallback=draw(st.booleans()),
+        backoff_initial_s=draw(st.sampled_from([0.0, 0.25])),
+    )
+    return sy.SimHost({m: draw(profiles()) for m in ("a", "b", "c")}, policy=policy)
+
+
+@st.composite
+def algorithms(draw: st.DrawFn) -> Any:
+    kind = draw(st.sampled_from(["chain", "random", "static"]))
+    if kind == "chain":
+        return sy.strategies.fallback_chain(
+            draw(st.lists(st.sampled_from("abc"), min_size=1, max_size=3))
+        )
+    if kind == "random":
+        return sy.strategies.weighted_random(["a", "b", "c"], seed=draw(st.integers(0, 9)))
+    routes = draw(
+        st.lists(st.lists(st.sampled_from("abc"), min_size=1, max_size=3), min_size=1, max_size=3)
+    )
+    return sy.static(lambda r: routes[len(r.prompt) % len(routes)], name="static")
+
+
+@st.composite
+def workloads(draw: st.DrawFn) -> dict[str, Any]:
+    n = draw(st.integers(1, 12))
+    requests = [
+        sy.Request(
+            "q" * draw(st.integers(1, 5)),
+            id=i,
+            images=[IMAGE] if draw(st.booleans()) else [],
+            tools=[{"type": "function"}] if draw(st.integers(0, 3)) == 0 else [],
+            input_tokens=draw(st.sampled_from([10, 900, 2_000])),
+            max_output_tokens=draw(st.none() | st.sampled_from([5, 100])),
+        )
+        for i in range(n)
+    ]
+    loop = draw(st.sampled_from(["closed", "arrivals", "poisson"]))
+    kwargs: dict[str, Any] = {"seed": draw(st.integers(0, 2**16))}
+    if loop == "closed":
+        kwargs["concurrency"] = draw(st.integers(1, 3))
+    elif loop == "arrivals":
+        gaps = draw(st.lists(st.sampled_from([0.0, 0.1, 0.7]), min_size=n, max_size=n))
+        kwargs["arrivals"] = [sum(gaps[: i + 1]) for i in range(n)]
+        kwargs["concurrency"] = draw(st.none() | st.integers(1, 2))
+    else:
+        kwargs["arrivals"] = sy.Poisson(draw(st.sampled_from([0.5, 4.0])))
+    return {"requests": requests, **kwargs}
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(algorithm=algorithms(), host=hosts(), workload=workloads())
+def test_the_bulk_engine_agrees_with_the_kernel_whenever_it_runs(algorithm, host, workload):
+    requests = workload.pop("requests")
+    auto = run(algorithm, requests, host=host, **workload)
+    kernel = run(algorithm, requests, host=host, engine="kernel", **workload)
+    assert auto.engine in ("bulk", "kernel")
+    if host.policy.cooldown_s == 0:
+        assert auto.engine == "bulk"  # nothing here depends on another request
+    same_frames(auto, kernel)
