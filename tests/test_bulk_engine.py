@@ -273,6 +273,24 @@ def test_a_cooldown_that_later_requests_would_see_sends_the_run_to_the_events():
     same_frames(single, run(sy.strategies.single("a"), requests, host=host, engine="kernel"))
 
 
+def test_a_cooldown_that_a_retry_ended_still_sends_the_run_to_the_events():
+    # timeouts go the exact way; a retry that succeeds ends the cooldown, but other requests
+    # started meanwhile were skipped past the cooling model
+    faults = sy.Faults(timeout=0.1)
+    host = sy.SimHost(
+        {"a": sy.ModelProfile(faults=faults), "b": sy.ModelProfile()},
+        policy=sy.HostPolicy(cooldown_s=5.0, max_retries=10, timeout_s=5.0),
+    )
+    chain = sy.strategies.fallback_chain(["a", "b"])
+    requests = [f"q{i}" for i in range(200)]
+    auto = run(chain, requests, host=host, arrivals=sy.Poisson(20.0))
+    kernel = run(chain, requests, host=host, arrivals=sy.Poisson(20.0), engine="kernel")
+    attempts = kernel.attempts
+    assert kernel.requests["status"].eq("ok").all()  # every cooldown ended with a success
+    assert auto.engine == "kernel" and attempts["status"].eq("skipped").any()
+    same_frames(auto, kernel)
+
+
 def test_a_static_router_that_awaits_or_reads_the_clock_runs_on_the_events():
     async def awaits(request, driver):
         await driver.call_model(request, ["a"])

@@ -90,6 +90,7 @@ class _Bulk:
         if not isinstance(session, _SimSession):
             raise NeedsEvents("its host is not sykit's SimHost")
         run.open(session, TruthTable(self.items, run.profiles, run.seed))
+        run.cooling_until = _Watched()
         engine.start_clock()
         routes, chains, outcomes, states = self._route_all(engine)
         self._check_profiles(chains)
@@ -225,7 +226,7 @@ class _Bulk:
             start_s[k] = start
             if slow[k]:
                 end = self._exact(k, arrival, start, chains[routes[k]], outcomes, states)
-                if cooling_matters and run.cooling_until:
+                if cooling_matters and run.cooling_until.started:  # type: ignore[attr-defined]
                     raise NeedsEvents(
                         "a transient failure started a cooldown (HostPolicy.cooldown_s > 0) that "
                         "later requests' fallback chains would see"
@@ -414,6 +415,16 @@ class _Bulk:
                 if extra:
                     extras[position] = extra
         request_log.extend(columns, extras)
+
+
+class _Watched(dict[str, float]):
+    """The run's cooldowns, remembering whether one ever started (a success ends it at once)."""
+
+    started = False
+
+    def __setitem__(self, model: str, until: float) -> None:
+        self.started = True
+        super().__setitem__(model, until)
 
 
 def _feed_times(arrivals: list[float]) -> list[float]:

@@ -1,0 +1,175 @@
+"""The bulk engine against a bare simpy model and against a NumPy floor, in one process.
+
+Printed, all measured in this run (medians of interleaved pairs; a ratio is the median of the
+pairs' ratios, which a noisy machine's drift between pairs does not skew):
+
+1. **Fixed chain with faults** (``fallback_chain(["A", "B"])``, "A" answers 503 to 5 % of
+   attempts, no retries, 64 in flight, log-normal latencies): sykit on the bulk engine (records and
+   both frames built) and on the kernel's fast path, against a simpy model of the same chain that
+   records nothing (sim_throughput.py's), at ``--requests`` requests (default 100,000).
+2. **Fault-free comparison of the README job's static strategies** on the shipped RouteLLM
+   dataset (weak only, strong only, random 30 % strong, fallback weak>strong, threshold 30 %
+   strong): ``sy.compare`` on the bulk engine and its summary table without bootstrap intervals
+   (means of quality, cost and latency per strategy), against a NumPy floor that does the same
+   routing and means as array lookups on the dataset's columns.
+
+    python benchmarks/bulk_engine.py
+    python benchmarks/bulk_engine.py --requests 10000 --pairs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+import sykit as sy
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sim_throughput import IN_FLIGHT, _chain_host, _requests, simpy_chain  # noqa: E402
+
+
+def pairs(
+    count: int, mine: Callable[[], float], theirs: Callable[[], float]
+) -> tuple[float, float, list[float]]:
+    """Median seconds of ``mine`` and ``theirs`` in interleaved pairs, and each pair's ratio."""
+    a, b = [], []
+    for _ in range(count):
+        gc.collect()
+        a.append(mine())
+        gc.collect()
+        b.append(theirs())
+    return statistics.median(a), statistics.median(b), [y / x for x, y in zip(a, b, strict=True)]
+
+
+def chain_run(n: int, engine: str) -> Callable[[], float]:
+    host, requests = _chain_host(), _requests(n)
+    chain = sy.strategies.fallback_chain(["A", "B"])
+
+    def once() -> float:
+        started = time.perf_counter()
+        result = sy.run(
+            chain, requests, host=host, concurrency=IN_FLIGHT, progress=False, engine=engine
+        )
+        result.attempts, result.requests  # noqa: B018  # the frames are part of the work
+        elapsed = time.perf_counter() - started
+        assert result.engine == engine
+        return elapsed
+
+    return once
+
+
+WEAK, STRONG = "mixtral-8x7b-instruct-v0.1", "gpt-4-1106-preview"
+
+
+def lineup(dataset: sy.datasets.Dataset) -> dict[str, object]:
+    score = sy.strategies.simulated_score(WEAK, STRONG)
+    threshold = sy.strategies.calibrate(score, dataset, 0.3)
+    return {
+        "weak only": sy.strategies.single(WEAK),
+        "strong only": sy.strategies.single(STRONG),
+        "random 30% strong": sy.strategies.weighted_random({WEAK: 0.7, STRONG: 0.3}),
+        "fallback weak>strong": sy.strategies.fallback_chain([WEAK, STRONG]),
+        "threshold 30% strong": sy.strategies.threshold_router(
+            WEAK, STRONG, score=score, threshold=threshold
+        ),
+    }
+
+
+def sykit_comparison(
+    dataset: sy.datasets.Dataset, host: sy.SimHost, strategies: dict
+) -> Callable[[], float]:
+    def once() -> float:
+        started = time.perf_counter()
+        comparison = sy.compare(strategies, dataset, host=host, progress=False)
+        requests = comparison.requests
+        table = requests.groupby("strategy", observed=True)[
+            ["quality", "cost_usd", "latency_s"]
+        ].mean()
+        elapsed = time.perf_counter() - started
+        assert {r.engine for r in comparison.results} == {"bulk"}
+        assert len(table) == len(strategies)
+        return elapsed
+
+    return once
+
+
+def numpy_floor(dataset: sy.datasets.Dataset, host: sy.SimHost) -> Callable[[], float]:
+    """The same routing and means as array lookups: each request's model from its score (or a
+    keyed draw), its grade, its cost and its latency from the dataset's columns."""
+    frame = dataset.frame
+    quality = {m: frame[f"quality:{m}"].to_numpy(float) for m in (WEAK, STRONG)}
+    output = {m: frame[f"output_tokens:{m}"].to_numpy(float) for m in (WEAK, STRONG)}
+    inputs = frame["input_tokens"].to_numpy(float)
+    prices = {m: (host.profiles[m].price_in, host.profiles[m].price_out) for m in (WEAK, STRONG)}
+    rng = np.random.default_rng(0)
+    scores = rng.random(len(frame))
+    ttft = rng.lognormal(np.log(0.5), 0.5, size=len(frame))
+
+    def once() -> float:
+        started = time.perf_counter()
+        table = {}
+        strong_share = {
+            "weak only": np.zeros(len(frame), bool),
+            "strong only": np.ones(len(frame), bool),
+            "random 30% strong": scores < 0.3,
+            "fallback weak>strong": np.zeros(len(frame), bool),
+            "threshold 30% strong": scores >= np.quantile(scores, 0.7),
+        }
+        for name, strong in strong_share.items():
+            q = np.where(strong, quality[STRONG], quality[WEAK])
+            out = np.where(strong, output[STRONG], output[WEAK])
+            p_in = np.where(strong, prices[STRONG][0], prices[WEAK][0])
+            p_out = np.where(strong, prices[STRONG][1], prices[WEAK][1])
+            cost = (inputs * p_in + out * p_out) / 1e6
+            latency = ttft + out / 80.0
+            table[name] = (np.nanmean(q), cost.mean(), latency.mean())
+        elapsed = time.perf_counter() - started
+        assert len(table) == 5
+        return elapsed
+
+    return once
+
+
+def _rounded(values: list[float], digits: int = 2) -> list[float]:
+    return [round(v, digits) for v in values]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=100_000)
+    parser.add_argument("--pairs", type=int, default=3)
+    args = parser.parse_args()
+    n = args.requests
+
+    bulk_s, simpy_s, ratios = pairs(args.pairs, chain_run(n, "bulk"), lambda: simpy_chain(n))
+    kernel_s, simpy2_s, kernel_ratios = pairs(
+        args.pairs, chain_run(n, "kernel"), lambda: simpy_chain(n)
+    )
+    print(f"fixed chain with faults, {n:,} requests, {IN_FLIGHT} in flight ({args.pairs} pairs)")
+    print(f"  bulk engine : {bulk_s:6.2f} s  ({n / bulk_s:9,.0f} requests/s)   simpy {simpy_s:6.2f} s"
+          f"   bulk / simpy speed: {statistics.median(ratios):.2f}x  (pairs {_rounded(ratios)})")  # fmt: skip
+    print(f"  kernel      : {kernel_s:6.2f} s  ({n / kernel_s:9,.0f} requests/s)   simpy {simpy2_s:6.2f} s"
+          f"   kernel / simpy speed: {statistics.median(kernel_ratios):.2f}x  (pairs {_rounded(kernel_ratios)})")  # fmt: skip
+
+    dataset = sy.datasets.load("routellm")
+    host = sy.SimHost(sy.profiles.from_catalog(dataset.models), policy=sy.HostPolicy(cooldown_s=0))
+    strategies = lineup(dataset)
+    mine, floor, floor_ratios = pairs(args.pairs, sykit_comparison(dataset, host, strategies),
+                                      numpy_floor(dataset, host))  # fmt: skip
+    slower = [1 / r for r in floor_ratios]
+    print(
+        f"fault-free comparison of the README job's 5 static strategies, {len(dataset):,} prompts"
+    )
+    print(f"  sykit (bulk) compare + means: {mine * 1000:7.1f} ms   NumPy floor: {floor * 1000:6.2f} ms"
+          f"   sykit / floor time: {statistics.median(slower):.1f}x  (pairs {_rounded(slower, 1)})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
