@@ -32,7 +32,7 @@ import numpy as np
 import sykit as sy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sim_throughput import IN_FLIGHT, _chain_host, _requests, simpy_chain  # noqa: E402
+from sim_throughput import IN_FLIGHT, _chain_host, _requests, simpy_chain
 
 
 def pairs(
