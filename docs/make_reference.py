@@ -7,6 +7,7 @@ The test suite checks that the file is current, so the reference cannot drift fr
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import types
@@ -118,15 +119,19 @@ def _entry(name: str, obj: object, prefix: str = "sy.") -> list[str]:
     ]
     if inspect.isclass(obj):
         for member_name, member in vars(obj).items():
-            if member_name.startswith("_") or not (
-                callable(member) or isinstance(member, property)
-            ):
+            attribute = isinstance(member, (property, functools.cached_property))
+            if member_name.startswith("_") or not (callable(member) or attribute):
                 continue
-            target = member.fget if isinstance(member, property) else member
+            if isinstance(member, property):
+                target = member.fget
+            elif isinstance(member, functools.cached_property):
+                target = member.func
+            else:
+                target = member
             doc = inspect.getdoc(target)
             if not doc:
                 continue
-            sig = "" if isinstance(member, property) else _signature(target)
+            sig = "" if attribute else _signature(target)
             lines += [f"- `{member_name}{sig}`: {doc.splitlines()[0]}"]
         lines.append("")
     return lines

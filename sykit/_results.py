@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -145,16 +146,16 @@ class Comparison:
     def strategies(self) -> list[str]:
         return list(dict.fromkeys(r.strategy for r in self.results))
 
-    @property
+    @cached_property
     def attempts(self) -> pd.DataFrame:
-        """Every run's attempts, with a ``seed`` column."""
+        """Every run's attempts, with a ``seed`` column (built once, then kept)."""
         return concat_frames(
             [r.attempts.assign(seed=r.seed) for r in self.results], self.strategies
         )
 
-    @property
+    @cached_property
     def requests(self) -> pd.DataFrame:
-        """Every run's requests, with a ``seed`` column."""
+        """Every run's requests, with a ``seed`` column (built once, then kept)."""
         return concat_frames(
             [r.requests.assign(seed=r.seed) for r in self.results], self.strategies
         )

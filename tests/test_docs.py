@@ -71,3 +71,36 @@ def test_the_evaluating_routers_page_runs_as_written():
     assert cv.realizable and cv.apgr.low > cv.random.value + 2 * cv.random.sd
     score = namespace["score"]
     assert isinstance(score(namespace["gsm8k"][0]), float)
+
+
+def test_the_engines_page_examples_run_on_the_engine_it_says():
+    """docs/engines.md: the declared routers it shows run on the bulk engine, and the refusal it
+    quotes is the one sykit gives."""
+    import re
+
+    text = (DOCS / "engines.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    host = sy.SimHost({"big": sy.ModelProfile(), "small": sy.ModelProfile()})
+    requests = [sy.Request("x" * n) for n in (10, 3_000, 50)]
+    namespace: dict = {"sy": sy, "host": host, "requests": requests}
+    exec(compile(blocks[0], "docs/engines.md", "exec"), namespace)
+    for router in (namespace["pick"], namespace["by_length"]):
+        assert sy.run(router, requests, host=host).engine == "bulk"
+    routed = sy.run(namespace["by_length"], requests, host=host).requests
+    assert list(routed["served_model"]) == ["small", "big", "small"]
+
+    async def my_router(request, driver):
+        return await driver.call("small", request)
+
+    check = blocks[1]
+    assert 'result.engine                       # "bulk"' in check
+    exec(compile(check.split("\n\n")[0], "docs/engines.md", "exec"), namespace)
+    assert namespace["result"].engine == "bulk"
+    quoted = re.search(r"# ArgumentError: (.*?) \.\.\.", check, re.S).group(1)
+    quoted = " ".join(line.lstrip("# ") for line in quoted.splitlines())
+    try:
+        sy.run(my_router, requests, host=host, engine="bulk")
+    except sy.ArgumentError as error:
+        assert str(error).startswith(quoted), (str(error), quoted)
+    else:
+        raise AssertionError("engine='bulk' accepted a router that is not static")
