@@ -36,6 +36,7 @@ __all__ = [
     "UngradedWarning",
     "attempt_counts",
     "bootstrap_mean_ci",
+    "bootstrap_mean_cis",
     "mean_quality",
     "paired_differences",
     "pareto_frontier",
@@ -157,20 +158,53 @@ def bootstrap_mean_ci(
     """Percentile bootstrap interval of the mean (NaN, NaN for fewer than two finite values).
 
     Each value is one independent unit (a request's mean over seeds, not a seed × request row)."""
-    values = np.asarray(values, dtype=float)
-    clean = values[np.isfinite(values)]
-    if len(clean) < 2:
-        return math.nan, math.nan
+    return bootstrap_mean_cis([values], level=level, resamples=resamples)[0]
+
+
+def bootstrap_mean_cis(
+    samples: Sequence[np.ndarray], *, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES
+) -> list[tuple[float, float]]:
+    """:func:`bootstrap_mean_ci` of each sample, computed together.
+
+    Samples of the same size share one resample matrix (the same generator seed draws the same
+    picks for every sample of a size, so a sample's interval does not depend on what it was
+    computed with): each resample is a row of counts, and the resampled means of all those
+    samples are one matrix product, not a loop over samples."""
+    cleaned = []
+    for values in samples:
+        values = np.asarray(values, dtype=float)
+        cleaned.append(values[np.isfinite(values)])
+    out: list[tuple[float, float]] = [(math.nan, math.nan)] * len(cleaned)
+    by_size: dict[int, list[int]] = {}
+    for i, clean in enumerate(cleaned):
+        if len(clean) >= 2:
+            by_size.setdefault(len(clean), []).append(i)
+    tail = (1 - level) / 2 * 100
+    for members in by_size.values():
+        table = np.stack([cleaned[i] for i in members], axis=1)  # n × samples
+        means = _resampled_means(table, resamples)  # resamples × samples
+        bounds = np.percentile(means, [tail, 100 - tail], axis=0)
+        for j, i in enumerate(members):
+            out[i] = (float(bounds[0, j]), float(bounds[1, j]))
+    return out
+
+
+def _resampled_means(table: np.ndarray, resamples: int) -> np.ndarray:
+    """The mean of each column of ``table`` (n units × k samples) over ``resamples`` bootstrap
+    resamples of its rows, the same resamples for every column."""
+    n = table.shape[0]
     rng = np.random.default_rng(BOOTSTRAP_SEED)
-    means = np.empty(resamples)
-    chunk = max(1, 2_000_000 // len(clean))  # bound memory: resample in blocks
+    means = np.empty((resamples, table.shape[1]))
+    chunk = max(1, 2_000_000 // n)  # bound memory: resample in blocks
     for start in range(0, resamples, chunk):
         stop = min(resamples, start + chunk)
-        picks = rng.integers(0, len(clean), size=(stop - start, len(clean)))
-        means[start:stop] = clean[picks].mean(axis=1)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(low), float(high)
+        picks = rng.integers(0, n, size=(stop - start, n))
+        picks += np.arange(stop - start)[:, None] * n
+        counts = np.bincount(picks.ravel(), minlength=(stop - start) * n)
+        counts = counts.reshape(stop - start, n).astype(float)
+        for j in range(table.shape[1]):  # column by column: the same sums however many
+            means[start:stop, j] = counts @ np.ascontiguousarray(table[:, j]) / n
+    return means
 
 
 def percentile_label(q: float) -> str:
@@ -280,11 +314,32 @@ def summarize_one(
     ungraded left out and counted in ``n_ungraded``), with a 95% bootstrap interval over requests.
     Latency percentiles are over successful rows.
     """
+    row, units = summary_row(strategy, requests, attempts, percentiles)
+    row["quality_ci_low"], row["quality_ci_high"] = bootstrap_mean_ci(units)
+    return row
+
+
+def with_intervals(rows: Sequence[tuple[dict[str, Any], np.ndarray]]) -> list[dict[str, Any]]:
+    """The rows of :func:`summary_row` with their quality intervals, bootstrapped together."""
+    intervals = bootstrap_mean_cis([units for _, units in rows])
+    for (row, _), (low, high) in zip(rows, intervals, strict=True):
+        row["quality_ci_low"], row["quality_ci_high"] = low, high
+    return [row for row, _ in rows]
+
+
+def summary_row(
+    strategy: str,
+    requests: pd.DataFrame,
+    attempts: pd.DataFrame | dict[str, int],
+    percentiles: tuple[float, ...] | None = None,
+) -> tuple[dict[str, Any], np.ndarray]:
+    """:func:`summarize_one`'s row with its quality interval left NaN, and the per-request
+    quality means that interval resamples (so many rows' intervals can be computed at once)."""
     n = len(requests)
     ok = requests[requests["status"] == RequestStatus.OK]
     quality_by_request = per_request_means(requests, request_quality(requests))
     quality = float(quality_by_request.mean()) if len(quality_by_request) else math.nan
-    low, high = bootstrap_mean_ci(quality_by_request.to_numpy(dtype=float))
+    low = high = math.nan
     cost = float(requests["cost_usd"].sum())
     wasted = float(requests["wasted_usd"].sum())
     counts = attempts if isinstance(attempts, dict) else attempt_counts(attempts)
@@ -327,7 +382,7 @@ def summarize_one(
         for q in percentiles:
             row[f"latency_{percentile_label(q)}_s"] = _quantile(latency, q)
             row[f"ttft_{percentile_label(q)}_s"] = _quantile(ttft, q)
-    return row
+    return row, quality_by_request.to_numpy(dtype=float)
 
 
 def _by_strategy(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -376,10 +431,12 @@ def summarize(
         order = list(dict.fromkeys(requests["strategy"].astype(str)))
         requests_by = _by_strategy(requests)
         attempts_by = _by_strategy(attempts)
-        rows = [
-            summarize_one(name, requests_by[name], attempts_by.get(name, empty), quantiles)
-            for name in order
-        ]
+        rows = with_intervals(
+            [
+                summary_row(name, requests_by[name], attempts_by.get(name, empty), quantiles)
+                for name in order
+            ]
+        )
     else:
         # attempts take the values of by-columns they lack from their request's row; columns
         # both frames have (a grid's axes, seed) also identify that row
@@ -392,11 +449,12 @@ def summarize(
             labelled = attempts.merge(labels, on=ids, how="left")
         groups = ["strategy", *keys]
         grouped = dict(iter(labelled.groupby(groups, observed=True, sort=False, dropna=False)))
-        rows = []
+        parts = []
         for values, group in requests.groupby(groups, observed=True, sort=False, dropna=False):
-            row = summarize_one(str(values[0]), group, grouped.get(values, empty), quantiles)
+            row, units = summary_row(str(values[0]), group, grouped.get(values, empty), quantiles)
             row.update(zip(keys, values[1:], strict=True))
-            rows.append(row)
+            parts.append((row, units))
+        rows = with_intervals(parts)
         columns = ["strategy", *keys, *columns[1:]]
     table = pd.DataFrame(rows, columns=columns)
     _warn_ungraded(requests, table)
@@ -460,6 +518,7 @@ def paired_differences(
     base = frame.loc[frame["_strategy"] == baseline, [*keys, *columns]]
     base_seeds = set(base["_seed"])
     rows = []
+    samples: list[np.ndarray] = []
     for name in names:
         mine = frame.loc[frame["_strategy"] == name, [*keys, *columns]]
         joined = mine.merge(base, on=keys, how="inner", suffixes=("", "_base"))
@@ -471,13 +530,16 @@ def paired_differences(
         row: dict[str, Any] = {"strategy": name, "baseline": baseline}
         for metric in metrics:
             values = by_request[metric].dropna().to_numpy(dtype=float)
-            low, high = bootstrap_mean_ci(values)
+            samples.append(values)
             row[f"d_{metric}"] = float(values.mean()) if len(values) else math.nan
-            row[f"d_{metric}_ci_low"] = low
-            row[f"d_{metric}_ci_high"] = high
+            row[f"d_{metric}_ci_low"] = row[f"d_{metric}_ci_high"] = math.nan
             row[f"n_requests_{metric}"] = len(values)
         row["seeds"] = len(set(mine["_seed"]) & base_seeds)
         rows.append(row)
+    intervals = iter(bootstrap_mean_cis(samples))  # every strategy's, at once
+    for row in rows:
+        for metric in metrics:
+            row[f"d_{metric}_ci_low"], row[f"d_{metric}_ci_high"] = next(intervals)
     return pd.DataFrame(rows)
 
 

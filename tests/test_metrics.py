@@ -12,7 +12,7 @@ from helpers import weak_strong_host
 
 import sykit as sy
 from sykit import strategies as st
-from sykit._metrics import bootstrap_mean_ci
+from sykit._metrics import BOOTSTRAP_SEED, bootstrap_mean_ci, bootstrap_mean_cis
 
 
 @pytest.fixture
@@ -30,6 +30,39 @@ def test_bootstrap_interval_is_deterministic_and_brackets_the_mean():
     assert (low, high) == bootstrap_mean_ci(values)
     assert high - low == pytest.approx(2 * 1.96 * 2 / math.sqrt(500), rel=0.2)
     assert all(math.isnan(x) for x in bootstrap_mean_ci(np.array([1.0])))
+
+
+def test_intervals_computed_together_are_each_the_one_computed_alone():
+    """A summary bootstraps all its strategies at once (one resample matrix per sample size);
+    each interval is still exactly the one its sample gives alone, whatever it came with."""
+    rng = np.random.default_rng(5)
+    samples = [
+        rng.random(400),
+        rng.normal(size=400),
+        rng.random(37),
+        np.array([2.0]),
+        rng.random(400),
+    ]
+    samples[1][[3, 9]] = np.nan  # left out: this sample has 398 units
+    together = bootstrap_mean_cis(samples)
+    assert together == [bootstrap_mean_ci(s) for s in samples]
+    assert together[2:] == bootstrap_mean_cis(samples[2:])
+    assert all(math.isnan(x) for x in together[3])
+    # the matrix product is the mean of the resampled values, as a loop over resamples takes it
+    picks = np.random.default_rng(BOOTSTRAP_SEED).integers(0, 37, size=(1000, 37))
+    means = samples[2][picks].mean(axis=1)
+    assert together[2] == pytest.approx(tuple(np.percentile(means, [2.5, 97.5])), rel=1e-12)
+
+
+def test_a_comparisons_intervals_do_not_depend_on_the_other_strategies(host):
+    both = sy.compare(
+        {"weak": st.single("weak"), "strong": st.single("strong")}, REQUESTS, host=host
+    )
+    alone = sy.run(st.single("strong"), REQUESTS, host=host, strategy="strong").summary()
+    row = both.summary().set_index("strategy").loc["strong"]
+    assert (row["quality_ci_low"], row["quality_ci_high"]) == tuple(
+        alone.iloc[0][["quality_ci_low", "quality_ci_high"]]
+    )
 
 
 def test_summary_has_quality_intervals_and_fallbacks_by_reason(host):

@@ -16,9 +16,10 @@ from .._metrics import (
     ATTEMPT_COUNTS,
     check_percentiles,
     summarize,
-    summarize_one,
     summary_columns,
+    summary_row,
     warn_ungraded,
+    with_intervals,
 )
 from .._results import Comparison, Result, concat_frames
 from .axes import Axis
@@ -158,13 +159,13 @@ class Grid:
                 c: sum(self._frames.counts[int(i)][c] for i in group["cell"])
                 for c in ATTEMPT_COUNTS
             }
-            row = summarize_one(str(values[0]), requests, counts, quantiles)
+            row, units = summary_row(str(values[0]), requests, counts, quantiles)
             row.update(zip(self.axes, values[1:], strict=True))
-            rows.append(row)
+            rows.append((row, units))
             any_graded = any_graded or bool(
                 ((requests["status"] == "ok") & requests["quality"].notna()).any()
             )
-        table = pd.DataFrame(rows, columns=columns)
+        table = pd.DataFrame(with_intervals(rows), columns=columns)
         for name in self.axes:
             values = [None if _missing(v) else v for v in table[name]]
             table[name] = axis_column(values, self._axes[name])

@@ -26,7 +26,7 @@ import pandas as pd
 from .._checks import check_real
 from .._config import ModelProfile
 from .._errors import ArgumentError, ArgumentTypeError
-from .._metrics import bootstrap_mean_ci
+from .._metrics import bootstrap_mean_ci, bootstrap_mean_cis
 from .._results import Comparison, Result
 from .._vocab import RequestStatus
 from ._grounded import TASK_KEYS
@@ -452,8 +452,9 @@ def _summary_row(frame: pd.DataFrame, models: list[str]) -> dict[str, Any]:
     sessions = _by_session(frame)
     success = sessions["success"].dropna()
     cost = sessions["cost_usd"]
-    success_low, success_high = bootstrap_mean_ci(success.to_numpy())
-    cost_low, cost_high = bootstrap_mean_ci(cost.to_numpy())
+    (success_low, success_high), (cost_low, cost_high) = bootstrap_mean_cis(
+        [success.to_numpy(), cost.to_numpy()]
+    )
     wins = float(success.sum())
     spent = float(cost[success.index].sum())
     if not len(success):
