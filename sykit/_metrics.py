@@ -38,10 +38,12 @@ __all__ = [
     "bootstrap_mean_ci",
     "bootstrap_mean_cis",
     "mean_quality",
+    "moved_on_by_strategy",
     "paired_differences",
     "pareto_frontier",
     "per_request_means",
     "request_quality",
+    "retried_by_strategy",
     "summarize",
     "ungraded",
     "warn_ungraded",
@@ -277,6 +279,56 @@ def _counts(column: pd.Series) -> dict[Any, int]:
     return {str(k): int(v) for k, v in column.dropna().value_counts().items()}
 
 
+_SAME_CALLER = ("strategy", "seed", "request_id", "phase")
+
+
+def _failed_alone(attempts: pd.DataFrame) -> np.ndarray:
+    """Failed attempts the host neither retried nor fell back from."""
+    return (
+        (attempts["status"].to_numpy() == Status.ERROR)
+        & ~attempts["retried"].to_numpy(dtype=bool)
+        & attempts["fallback_reason"].isna().to_numpy()
+    )
+
+
+def retried_by_strategy(attempts: pd.DataFrame) -> np.ndarray:
+    """Failed attempts that the *algorithm* retried: the host neither retried them nor fell back,
+    and the same request called the same model again (a new call, in the same phase) once the
+    attempt had failed — LiteLLM's way of retrying, and any algorithm's that catches the error
+    and asks again. The host's own retries are the ``retried`` column."""
+    return _called_again(attempts, _failed_alone(attempts), ("model",))
+
+
+def moved_on_by_strategy(attempts: pd.DataFrame) -> np.ndarray:
+    """Failed attempts after which the algorithm called *another* model (and not this one
+    again): a fallback the algorithm made itself, as LiteLLM's fallbacks between model groups."""
+    failed = _failed_alone(attempts)
+    return _called_again(attempts, failed & ~retried_by_strategy(attempts), ())
+
+
+def _called_again(attempts: pd.DataFrame, failed: np.ndarray, same: tuple[str, ...]) -> np.ndarray:
+    """Which ``failed`` attempts were followed, once they ended, by another attempt of the same
+    request and phase (and the same ``same`` columns)."""
+    out = np.zeros(len(attempts), dtype=bool)
+    if not failed.any():
+        return out
+    keys = [k for k in (*_SAME_CALLER, *same) if k in attempts.columns]
+    caller = attempts.groupby(keys, sort=False, observed=True, dropna=False).ngroup().to_numpy()
+    rows = np.flatnonzero(np.isin(caller, np.unique(caller[failed])))  # callers with a failure
+    start = attempts["start_s"].to_numpy(dtype=float)[rows]
+    end = attempts["end_s"].to_numpy(dtype=float)[rows]
+    group = caller[rows]
+    # per caller, in order of start: the latest start among the attempts after each one
+    order = np.lexsort((np.arange(len(rows)), start, group))
+    backwards = pd.Series(start[order][::-1])
+    by_group = group[order][::-1]
+    following = backwards.groupby(by_group).cummax().groupby(by_group).shift(1)
+    later = np.full(len(rows), -np.inf)
+    later[order] = following.fillna(-np.inf).to_numpy(dtype=float)[::-1]
+    out[rows] = failed[rows] & (later >= end)
+    return out
+
+
 def attempt_counts(attempts: pd.DataFrame) -> dict[str, int]:
     """What a summary needs from the attempts frame: counts, which add up across runs, so a
     summary of many runs needs their requests and these counts, never every attempt row."""
@@ -287,7 +339,8 @@ def attempt_counts(attempts: pd.DataFrame) -> dict[str, int]:
         "attempted": len(attempts) - status.get(Status.SKIPPED, 0),
         "cancelled_attempts": status.get(Status.CANCELLED, 0),
         "fallbacks": sum(reasons.values()),
-        "retries": int(attempts["retried"].to_numpy().sum()),
+        "retries": int(attempts["retried"].to_numpy().sum())
+        + int(retried_by_strategy(attempts).sum()),
         # routing-phase attempts that failed (a judge or router call rejected, a raced call's
         # error): work the summary's fallbacks and retries do not show
         "routing_errors": int((routing & (attempts["status"].to_numpy() == Status.ERROR)).sum()),

@@ -234,3 +234,54 @@ def test_error_messages_are_categorical_in_both_frames(host):
     assert isinstance(res.attempts["error_message"].dtype, pd.CategoricalDtype)
     assert isinstance(res.requests["error_message"].dtype, pd.CategoricalDtype)
     assert res.requests["error_message"].notna().any()
+
+
+def _always_failing_host():
+    return sy.SimHost(
+        {"a": sy.ModelProfile(faults=sy.Faults(unavailable=1.0)), "b": sy.ModelProfile()},
+        policy=sy.HostPolicy(max_retries=0, cooldown_s=0),
+    )
+
+
+def test_retries_an_algorithm_makes_as_new_calls_count_as_retries():
+    """LiteLLM retries by calling the model again; so may any algorithm. The summary counts those
+    retries and the outcomes name them, as they do the host's own."""
+    from sykit._viz.outcomes import outcome_categories
+
+    async def again_then_other(request, driver):
+        for model in ("a", "a", "b"):
+            try:
+                return sy.answered(model, await driver.call_model(request, [model]))
+            except sy.ModelError:
+                continue
+        raise AssertionError("b never fails")
+
+    async def in_a_race(request, driver):  # a failure while the other call runs: no retry
+        index, winner = await sy.first_ok(
+            driver.call_model(request, ["a"]), driver.call_model(request, ["b"])
+        )
+        return sy.answered("ab"[index], winner)
+
+    host = _always_failing_host()
+    requests = [sy.Request(f"q{i}", id=i) for i in range(5)]
+    result = sy.run(again_then_other, requests, host=host)
+    row = result.summary().iloc[0]
+    assert row["retries"] == 5 and row["attempts_per_request"] == 3
+    outcomes = outcome_categories(result.attempts).groupby(result.attempts["call_id"]).first()
+    assert outcomes.tolist() == ["retried", "another model next", "ok"]
+
+    litellm = sy.run(
+        st.litellm_like(["a", "b"], num_retries=2, cooldown_time=0), requests[:1], host=host
+    )
+    assert outcome_categories(litellm.attempts).tolist() == [
+        "retried",
+        "retried",
+        "fell back: unavailable",
+        "ok",
+    ]
+    assert litellm.summary().iloc[0]["retries"] == 2
+
+    raced = sy.run(in_a_race, requests[:1], host=host)
+    assert raced.requests["status"].tolist() == ["ok"]
+    assert sorted(outcome_categories(raced.attempts)) == ["failed", "ok"]
+    assert raced.summary().iloc[0]["retries"] == 0

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .._errors import ArgumentTypeError
+from .._metrics import moved_on_by_strategy, retried_by_strategy
 from .._vocab import Kind, RequestStatus, Status
 from .latency_cdf import _percent
 from .style import (
@@ -38,12 +39,21 @@ if TYPE_CHECKING:
 
 
 def outcome_categories(attempts: pd.DataFrame) -> pd.Series:
-    """Each attempt's outcome: ``ok``, ``retried``, ``fell back: <reason>``, ``failed``,
-    ``cancelled: <cause>`` or ``skipped (cooldown)``."""
+    """Each attempt's outcome: ``ok``, ``retried``, ``fell back: <reason>``, ``another model
+    next``, ``failed``, ``cancelled: <cause>`` or ``skipped (cooldown)``.
+
+    A failed attempt is ``retried`` whoever retried it: the host (``retried``), or the algorithm
+    calling the same model again, as LiteLLM retries; ``another model next`` when the algorithm
+    itself went on to another model; ``failed`` only when nothing followed it."""
     status = attempts["status"].astype(str).to_numpy()
     reason = attempts["fallback_reason"].astype(object).to_numpy()
     cause = attempts["cancel_cause"].astype(object).to_numpy()
     retried = attempts["retried"].to_numpy(dtype=bool)
+    if "start_s" in attempts and "end_s" in attempts:
+        retried = retried | retried_by_strategy(attempts)
+        moved_on = moved_on_by_strategy(attempts)
+    else:
+        moved_on = np.zeros(len(attempts), dtype=bool)
     out = np.empty(len(attempts), dtype=object)
     for i in range(len(attempts)):
         s = status[i]
@@ -52,6 +62,8 @@ def outcome_categories(attempts: pd.DataFrame) -> pd.Series:
                 out[i] = f"fell back: {reason[i]}"
             elif retried[i]:
                 out[i] = "retried"
+            elif moved_on[i]:
+                out[i] = "another model next"
             else:
                 out[i] = "failed"
         elif s == Status.CANCELLED:
@@ -69,6 +81,7 @@ def _category_styles() -> dict[str, dict[str, Any]]:
     styles["retried"] = {"color": RETRIED_COLOR}
     for reason, color in FALLBACK_COLORS.items():
         styles[f"fell back: {reason}"] = {"color": color}
+    styles["another model next"] = {"color": STATUS_COLORS["error"], "hatch": "\\\\"}
     styles["failed"] = {"color": STATUS_COLORS["error"]}
     for cause, hatch in CAUSE_HATCHES.items():
         styles[f"cancelled: {CAUSE_LABELS[cause]}"] = {
