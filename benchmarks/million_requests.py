@@ -3,15 +3,19 @@ per attempt while a run goes.
 
 Workload: ``sy.strategies.fallback_chain(["a", "b"])`` over N requests (closed loop, 32 in flight);
 "a" answers 503 to 3% of attempts and 429 to 1%; with no retries and no cooldown, those requests
-fall back to "b" (about 1.04 attempts per request).
+fall back to "b" (about 1.04 attempts per request). The requests are a dataset (one table of N rows,
+``sy.datasets.from_frame``), or with ``--input list`` a list of N ``sy.Request`` objects.
 
 Each variant runs in a fresh subprocess, so its peak resident memory (VmHWM) is its own:
 
-* ``dataset``: only builds the N requests and the copy of them a run makes before it starts
-  (``sykit._inputs.as_requests``): the floor every run shares;
-* ``memory``: ``sy.run`` with the frames built in memory at the end;
+* ``dataset``: only builds the input and the run's view of it (a dataset's requests are built a
+  block at a time as the run reaches them; a list is checked and copied): the floor every run
+  shares;
+* ``memory``: ``sy.run`` with the frames built in memory at the end (the bulk engine takes it);
 * ``spill``: ``sy.run(..., spill=folder)``: peak measured when the run returns (its Result is lazy),
-  then the frames are read back (timed, with the peak after reading).
+  then the frames are read back (timed, with the peak after reading);
+* ``general``: the same chain wrapped in an async function of one's own, so the event engine runs
+  it, in memory.
 
 Then, on a smaller run (``--trace-requests``) under tracemalloc, the memory the run holds is
 sampled every 1,000 requests as they start: the slope of a line fitted to those samples against
@@ -35,6 +39,9 @@ import tempfile
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
+
+import pandas as pd
 
 import sykit as sy
 
@@ -52,8 +59,16 @@ def make_host() -> sy.SimHost:
     )
 
 
-def make_requests(n: int) -> list[sy.Request]:
-    return [sy.Request("What is 41 + 1?", id=i, input_tokens=200) for i in range(n)]
+INPUT = "dataset"  # set by --input
+
+
+def make_requests(n: int) -> Any:
+    """The N requests: a dataset (one table, its requests built as the run reaches them), or with
+    ``--input list`` a list of N ``sy.Request`` objects."""
+    if INPUT == "list":
+        return [sy.Request("What is 41 + 1?", id=i, input_tokens=200) for i in range(n)]
+    frame = pd.DataFrame({"prompt": ["What is 41 + 1?"] * n, "input_tokens": [200] * n})
+    return sy.datasets.from_frame(frame, prompt="prompt", input_tokens="input_tokens", name="n")
 
 
 def peak_rss_mb() -> float:
@@ -75,19 +90,26 @@ def variant(name: str, n: int, folder: Path) -> dict:
     requests = make_requests(n)
     out: dict = {"variant": name, "requests": n, "dataset_peak_mb": peak_rss_mb()}
     if name == "dataset":
-        from sykit._inputs import as_requests
+        from sykit._plan import _run_items
 
-        items = as_requests(requests)
+        items = _run_items(requests)
         out["with_copy_peak_mb"] = peak_rss_mb()
         del items
         return out
     algorithm = sy.strategies.fallback_chain(["a", "b"])
+    if name == "general":
+        chain = algorithm
+
+        async def algorithm(request, driver):  # the same chain, as an algorithm of one's own
+            return await chain(request, driver)
+
     spill = folder if name == "spill" else None
     started = time.perf_counter()
     result = sy.run(
         algorithm, requests, host=make_host(), concurrency=IN_FLIGHT, progress=False, spill=spill
     )
     out["run_s"] = time.perf_counter() - started
+    out["engine"] = result.engine
     out["peak_mb"] = peak_rss_mb()
     if spill is not None:
         out["folder_mb"] = folder_mb(folder)
@@ -157,9 +179,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=1_000_000)
     parser.add_argument("--trace-requests", type=int, default=500_000)
+    parser.add_argument(
+        "--input",
+        choices=("dataset", "list"),
+        default="dataset",
+        help="requests as a dataset (default) or as a list of sy.Request",
+    )
     parser.add_argument("--variant", help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global INPUT
+    INPUT = args.input
     if args.variant:  # a child: measure one variant and print it as JSON
         folder = Path(args.folder)
         if args.variant.startswith("trace-"):
@@ -171,28 +201,31 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="sykit-million-"))
     try:
         rows = []
-        for name in ("dataset", "memory", "spill"):
+        for name in ("dataset", "memory", "spill", "general"):
             rows.append(in_subprocess(["--variant", name, "--requests", str(args.requests),
+                                       "--input", args.input,
                                        "--folder", str(scratch / name)]))  # fmt: skip
         for name in ("memory", "spill"):
             rows.append(in_subprocess(["--variant", f"trace-{name}", "--requests",
-                                       str(args.trace_requests), "--folder",
-                                       str(scratch / f"trace-{name}")]))  # fmt: skip
+                                       str(args.trace_requests), "--input", args.input,
+                                       "--folder", str(scratch / f"trace-{name}")]))  # fmt: skip
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
-    dataset, memory, spill, trace_memory, trace_spill = rows
+    dataset, memory, spill, general, trace_memory, trace_spill = rows
     n = args.requests
-    print(f"{n:,} requests, fallback(a>b), {IN_FLIGHT} in flight, {memory['attempts']:,} attempts, "
-          f"{memory['fell_back']:,} requests fell back")  # fmt: skip
-    print(f"dataset only        : peak RSS {dataset['dataset_peak_mb']:8.0f} MiB, "
-          f"{dataset['with_copy_peak_mb']:.0f} MiB with the run's copy of it")  # fmt: skip
+    print(f"{n:,} requests ({args.input}), fallback(a>b), {IN_FLIGHT} in flight, "
+          f"{memory['attempts']:,} attempts, {memory['fell_back']:,} requests fell back")  # fmt: skip
+    print(f"input only          : peak RSS {dataset['dataset_peak_mb']:8.0f} MiB, "
+          f"{dataset['with_copy_peak_mb']:.0f} MiB with the run's view of it")  # fmt: skip
     print(f"run, in memory      : {memory['run_s']:6.1f} s   peak RSS {memory['peak_mb']:8.0f} MiB"
-          f"   (frames {memory['frames_mb']:.0f} MiB)")  # fmt: skip
+          f"   (frames {memory['frames_mb']:.0f} MiB; {memory['engine']} engine)")  # fmt: skip
     print(f"run, spill=folder   : {spill['run_s']:6.1f} s   peak RSS {spill['peak_mb']:8.0f} MiB"
-          f"   (folder {spill['folder_mb']:.0f} MiB on disk)")  # fmt: skip
+          f"   (folder {spill['folder_mb']:.0f} MiB on disk; {spill['engine']} engine)")  # fmt: skip
     print(f"  reading it back   : {spill['read_s']:6.1f} s   peak RSS "
           f"{spill['peak_after_read_mb']:8.0f} MiB")  # fmt: skip
+    print(f"general path        : {general['run_s']:6.1f} s   peak RSS "
+          f"{general['peak_mb']:8.0f} MiB   (an async algorithm; {general['engine']} engine)")  # fmt: skip
     print(f"live memory while running ({args.trace_requests:,} requests, tracemalloc):")
     for row in (trace_memory, trace_spill):
         print(f"  {row['variant']:<13}: {row['bytes_per_attempt']:6.0f} bytes per attempt, "

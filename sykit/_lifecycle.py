@@ -17,7 +17,7 @@ import asyncio
 import difflib
 import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import CoroutineType
 from typing import Any
 
@@ -150,7 +150,7 @@ class StrategyRun:
         self,
         run: RunState,
         fn: Callable[..., Any],
-        items: list[tuple[Any, Request, GroundTruth | None]],
+        items: Sequence[tuple[Any, Request, GroundTruth | None]],
         arrivals: list[float] | None,
         concurrency: int | None,
         progress: Any,

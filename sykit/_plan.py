@@ -18,7 +18,7 @@ import numpy as np
 from . import _bulk as bulk
 from . import _engines
 from ._engines import ENGINES, Engine
-from ._errors import ArgumentTypeError, SykitError
+from ._errors import ArgumentError, ArgumentTypeError, SykitError
 from ._fastpath import FixedChainRun, fixed_chain
 from ._inputs import (
     arrival_times,
@@ -28,6 +28,7 @@ from ._inputs import (
     check_host,
 )
 from ._lifecycle import StrategyRun
+from ._models import GroundTruth, Request
 from ._progress import label, make_progress
 from ._recorder import RunState
 from ._results import Result
@@ -60,6 +61,18 @@ class RunInterrupted(Exception):
         self.result = result
 
 
+def _run_items(requests: object) -> Sequence[tuple[Any, Request, GroundTruth | None]]:
+    """The run's requests by position: a dataset's built as the run reaches them (a
+    ``_run_items()`` of its own), any other input checked and listed at once."""
+    lazy = getattr(requests, "_run_items", None)
+    if callable(lazy) and not isinstance(requests, Sequence | str):
+        items: Sequence[tuple[Any, Request, GroundTruth | None]] = lazy()
+        if not len(items):
+            raise ArgumentError("requests is empty")
+        return items
+    return as_requests(requests)
+
+
 class Plan:
     """A checked set of runs (strategies × seeds) over one list of requests."""
 
@@ -79,8 +92,9 @@ class Plan:
         self.sessions: SessionPlan | None = None
         if flat is not None:
             requests, self.sessions = flat
-        self.items = as_requests(requests)
-        self.ids = [item[0] for item in self.items]
+        self.items = _run_items(requests)
+        ids = getattr(self.items, "ids", None)
+        self.ids = ids if ids is not None else [item[0] for item in self.items]
         self.concurrency = check_concurrency(concurrency, arrivals is not None)
         # now, not inside the simulation; with sessions, the arrivals are the first turns'
         starts = len(self.sessions.first) if self.sessions is not None else len(self.items)

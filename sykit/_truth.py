@@ -104,12 +104,17 @@ class TruthTable:
         self.items = items  # (request id, request, truth): the run's own list, not a copy
         self.profiles = profiles
         self.seed = seed
-        known = [item[2] for item in items if item[2] is not None]
-        self.has_truth = bool(known)
+        has_truth = getattr(items, "has_truth", None)  # a dataset's items know, unbuilt
+        if has_truth is None:
+            known = [item[2] for item in items if item[2] is not None]
+            self.has_truth = bool(known)
+            #: whether any request has analysis columns (the dataset's other columns)
+            self.has_columns = any(truth.columns for truth in known)
+        else:
+            self.has_truth = bool(has_truth)
+            self.has_columns = bool(getattr(items, "has_columns", True))
         #: whether any answer can have a grade: from the dataset, or from a profile's ``quality``
         self.has_grades = self.has_truth or any(p.quality is not None for p in profiles.values())
-        #: whether any request has analysis columns (the dataset's other columns)
-        self.has_columns = any(truth.columns for truth in known)
 
     def view(self, index: int) -> TruthView:
         """What the simulation knows about request ``index``."""

@@ -96,11 +96,10 @@ class _Bulk:
         self._check_profiles(chains)
         n = len(self.items)
         columns = Columns.of(
+            self.items,
             [o.request for o in outcomes]  # type: ignore[misc]  # never None: see _route_all
             if outcomes is not None
-            else [r for _, r, _ in self.items],
-            [item[0] for item in self.items],
-            [item[2] for item in self.items],
+            else None,
         )
         todo = np.arange(n)
         repeated = [len(set(chain)) < len(chain) for chain in chains]

@@ -53,17 +53,33 @@ class Columns:
     images: np.ndarray  # bool
     tools: np.ndarray  # bool
     ends_with_assistant: np.ndarray  # bool
-    known_output: list[Mapping[str, Any] | None]  # the truth's output lengths per model
+    known_output: dict[str, np.ndarray]  # per model, the truth's output lengths (-1: unknown)
 
     @classmethod
-    def of(cls, requests: Sequence[Request], ids: list[Any], truths: Sequence[Any]) -> Columns:
-        n = len(requests)
+    def of(
+        cls,
+        items: Sequence[tuple[Any, Request, Any]],
+        routed: Sequence[Request] | None = None,
+    ) -> Columns:
+        """The columns of the run's ``items`` (id, request, truth), read once in order; the
+        requests served are ``routed`` (a static router's) when given, else the items' own."""
+        n = len(items)
         input_tokens = np.empty(n, dtype=np.int64)
         max_output = np.empty(n, dtype=np.int64)
         images = np.zeros(n, dtype=bool)
         tools = np.zeros(n, dtype=bool)
         assistant = np.zeros(n, dtype=bool)
-        for k, request in enumerate(requests):
+        ids: list[Any] = []
+        known: dict[str, np.ndarray] = {}
+        for k, (request_id, own, truth) in enumerate(items):
+            ids.append(request_id)
+            if truth is not None and truth.output_tokens:
+                for model, length in truth.output_tokens.items():
+                    lengths = known.get(model)
+                    if lengths is None:
+                        lengths = known[model] = np.full(n, -1, dtype=np.int64)
+                    lengths[k] = length
+            request = own if routed is None else routed[k]
             input_tokens[k] = request.input_tokens
             cap = request.max_output_tokens
             max_output[k] = -1 if cap is None else cap
@@ -74,10 +90,6 @@ class Columns:
             messages = request.messages
             if messages and messages[-1].get("role") == "assistant":
                 assistant[k] = True
-        known = [
-            truth.output_tokens if truth is not None and truth.output_tokens else None
-            for truth in truths
-        ]
         requested = input_tokens + np.maximum(max_output, 0)
         return cls(ids, input_tokens, max_output, requested, images, tools, assistant, known)
 
@@ -424,13 +436,10 @@ def _output_tokens(
     """The answer lengths: the dataset's when it knows them, else the profile's draw; capped."""
     drawn = quantiles(profile.output_tokens, u)
     output = np.maximum(1, np.rint(drawn)).astype(np.int64)
-    known = columns.known_output
-    for j, k in enumerate(picked.tolist()):
-        lengths = known[k]
-        if lengths is not None:
-            value = lengths.get(name)
-            if value is not None:
-                output[j] = int(value)
+    lengths = columns.known_output.get(name)
+    if lengths is not None:
+        given = lengths[picked]
+        output = np.where(given >= 0, given, output)
     caps = columns.max_output[picked]
     capped = (caps >= 0) & (output > caps)
     output[capped] = caps[capped]

@@ -13,7 +13,7 @@ import html
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,9 @@ from ._splits import (
     split_mask,
     strata_codes,
 )
+
+if TYPE_CHECKING:
+    from ._items import DatasetItems
 
 __all__ = ["OUTPUT_PREFIX", "QUALITY_PREFIX", "Dataset"]
 
@@ -395,10 +398,29 @@ class Dataset:
         cache = self._cache
         missing = [label for label in labels if label not in cache]
         if missing:
-            cache.update(zip(missing, self._build(self._frame.loc[missing]), strict=True))
+            built = [
+                request if truth is None else request.with_truth(truth)
+                for request, truth in self._build(self._frame.loc[missing])
+            ]
+            cache.update(zip(missing, built, strict=True))
         return [cache[label] for label in labels]
 
-    def _build(self, rows: pd.DataFrame) -> list[Request]:
+    def _run_items(self) -> DatasetItems:
+        """The requests as a run takes them, built a block at a time as the run reaches them and
+        not kept: a run over a million rows never holds a million requests (nor fills the
+        dataset's cache)."""
+        from ._items import DatasetItems
+
+        frame = self._frame
+        return DatasetItems(
+            frame["id"].tolist(),
+            lambda start, stop: self._build(frame.iloc[start:stop]),
+            has_truth=bool(self._models) or bool(self.analysis_columns),
+            has_columns=bool(self.analysis_columns),
+        )
+
+    def _build(self, rows: pd.DataFrame) -> list[tuple[Request, GroundTruth | None]]:
+        """Each row's request, as the algorithm sees it, and its hidden truth (None: none)."""
         ids = rows["id"].tolist()
         prompts = rows["prompt"].tolist()
         tokens = rows["input_tokens"].tolist()
@@ -414,7 +436,7 @@ class Dataset:
             for m in self._models
             if OUTPUT_PREFIX + m in rows.columns
         ]
-        built = []
+        built: list[tuple[Request, GroundTruth | None]] = []
         for i, prompt in enumerate(prompts):
             n = _native(tokens[i])
             request = Request(
@@ -424,6 +446,7 @@ class Dataset:
                 images=() if images is None or images[i] is None else tuple(images[i]),
                 metadata={column: _native(values[i]) for column, values in meta},
             )
+            truth = None
             if quality or hidden:
                 truth = GroundTruth(
                     # NaN kept: the dataset covers the model but has no grade for this request
@@ -433,8 +456,7 @@ class Dataset:
                     ),
                     columns=MappingProxyType({c: _native(values[i]) for c, values in hidden}),
                 )
-                request = request.with_truth(truth)
-            built.append(request)
+            built.append((request, truth))
         return built
 
     # -- display -------------------------------------------------------------------------------

@@ -1,0 +1,99 @@
+"""A dataset's requests as a run reads them: by position, built a block at a time, not kept.
+
+A run asks for its requests by position (``items[i]`` is ``(request id, request, truth)``), mostly
+in order: the closed loop admits them one after another, and records are graded and written as
+requests finish, close behind. So the rows are turned into requests a block at a time and only
+the last few blocks are held: a million-row dataset never becomes a million ``Request`` objects.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, overload
+
+from .._errors import ArgumentError
+from .._models import GroundTruth, Request
+
+__all__ = ["DatasetItems"]
+
+Item = tuple[Any, Request, "GroundTruth | None"]
+
+#: Rows turned into requests at once, and blocks held: enough for any closed loop's window.
+BLOCK = 2048
+HELD = 4
+
+
+class DatasetItems(Sequence[Item]):
+    """``(request id, request without its truth, truth)`` per position of a dataset's rows."""
+
+    def __init__(
+        self,
+        ids: list[Any],
+        build: Callable[[int, int], list[tuple[Request, GroundTruth | None]]],
+        *,
+        has_truth: bool,
+        has_columns: bool,
+    ) -> None:
+        _check_text_ids(ids)
+        self.ids = ids
+        self._build = build
+        self._blocks: OrderedDict[int, list[Item]] = OrderedDict()
+        #: whether any request has a truth, and whether any has analysis columns (see TruthTable)
+        self.has_truth = has_truth
+        self.has_columns = has_columns
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> Item: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Item]: ...
+    def __getitem__(self, index: int | slice) -> Item | list[Item]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self.ids)
+        if not 0 <= index < len(self.ids):
+            raise IndexError(index)
+        number, offset = divmod(index, BLOCK)
+        block = self._blocks.get(number)
+        if block is None:
+            block = self._block(number)
+        else:
+            self._blocks.move_to_end(number)
+        return block[offset]
+
+    def __iter__(self) -> Iterator[Item]:
+        for number in range(0, (len(self.ids) + BLOCK - 1) // BLOCK):
+            yield from self._blocks.get(number) or self._block(number)
+
+    def _block(self, number: int) -> list[Item]:
+        start = number * BLOCK
+        stop = min(start + BLOCK, len(self.ids))
+        ids = self.ids
+        block = [
+            (ids[start + k], request, truth)
+            for k, (request, truth) in enumerate(self._build(start, stop))
+        ]
+        self._blocks[number] = block
+        if len(self._blocks) > HELD:
+            self._blocks.popitem(last=False)
+        return block
+
+
+def _check_text_ids(ids: list[Any]) -> None:
+    """A run's frames store mixed ids as text: 1 and "1" would merge, so refuse them (a dataset's
+    ids are already distinct, str or int)."""
+    if not any(type(i) is str for i in ids) or all(type(i) is str for i in ids):
+        return
+    seen: dict[str, Any] = {}
+    for value in ids:
+        key = str(value)
+        if key in seen:
+            raise ArgumentError(
+                f"requests {seen[key]!r} and {value!r} have ids that are the same as text; the "
+                "records store mixed ids as text, so give them distinct ids"
+            )
+        seen[key] = value

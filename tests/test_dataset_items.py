@@ -1,0 +1,97 @@
+"""A dataset's requests reach a run a block at a time: the same records as a list of the same
+requests, with never more than a few blocks of them built at once."""
+
+from __future__ import annotations
+
+import weakref
+
+import pandas as pd
+import pytest
+from pandas.testing import assert_frame_equal
+
+import sykit as sy
+from sykit import strategies as st
+from sykit._inputs import DEFAULT_CONCURRENCY
+from sykit.datasets import _items
+from sykit.datasets._dataset import Dataset
+
+
+@pytest.fixture(scope="module")
+def data():
+    ds = sy.datasets.load("routellm")
+    return ds.sample(300, seed=1, stratify="benchmark")
+
+
+def _host(ds):
+    faults = sy.Faults(unavailable=0.05, rate_limit=0.02)
+    profiles = sy.profiles.from_catalog([*ds.models, "gpt-4o-mini"])
+    first = ds.models[-1]
+    profiles[first] = profiles[first].replace(faults=faults)
+    return sy.SimHost(profiles, judge=sy.Judge(accuracy=0.8), policy=sy.HostPolicy(cooldown_s=0))
+
+
+@pytest.mark.parametrize("engine", ["auto", "kernel", "asyncio"])
+def test_a_dataset_and_the_list_of_its_requests_give_the_same_frames(data, engine):
+    strong, weak = data.models[0], data.models[-1]
+    lineup = {
+        "chain": st.fallback_chain([weak, strong]),
+        "random": st.weighted_random({weak: 0.6, strong: 0.4}),
+        "cascade": st.cascade(weak, strong, judge="gpt-4o-mini"),
+    }
+    host = _host(data)
+    fresh = sy.datasets.load("routellm").sample(300, seed=1, stratify="benchmark")
+    listed = list(fresh)  # built and kept, as before
+    by_dataset = sy.compare(lineup, data, host=host, engine=engine, progress=False)
+    by_list = sy.compare(lineup, listed, host=host, engine=engine, progress=False)
+    assert [r.engine for r in by_dataset.results] == [r.engine for r in by_list.results]
+    assert_frame_equal(by_dataset.attempts, by_list.attempts)
+    assert_frame_equal(by_dataset.requests, by_list.requests)
+    assert "benchmark" in by_dataset.requests.columns  # the dataset's columns still come through
+
+
+def test_a_run_does_not_keep_a_datasets_requests(monkeypatch):
+    """A run over many rows builds them a block at a time and holds only a few blocks."""
+    monkeypatch.setattr(_items, "BLOCK", 64)
+    monkeypatch.setattr(_items, "HELD", 2)
+    frame = pd.DataFrame({"prompt": [f"question {i}" for i in range(5_000)]})
+    ds = sy.datasets.from_frame(frame, prompt="prompt", name="many")
+    alive: list[weakref.ref] = []
+    peak = {"n": 0}
+    build = Dataset._build
+
+    def counting(self, rows):
+        built = build(self, rows)
+        alive[:] = [ref for ref in alive if ref() is not None]  # freed as soon as dropped
+        alive.extend(weakref.ref(request) for request, _ in built)
+        peak["n"] = max(peak["n"], len(alive))
+        return built
+
+    monkeypatch.setattr(Dataset, "_build", counting)
+    host = sy.SimHost({"a": sy.ModelProfile()})
+    for engine in ("bulk", "kernel"):
+        peak["n"] = 0
+        result = sy.run(st.single("a"), ds, host=host, engine=engine, progress=False)
+        assert len(result.requests) == 5_000
+        # the blocks held, the one being built and the requests in flight
+        assert peak["n"] <= 64 * 3 + DEFAULT_CONCURRENCY, engine
+    assert not ds._cache  # nor does it fill the dataset's own cache
+
+
+def test_ids_that_are_the_same_as_text_are_refused():
+    frame = pd.DataFrame({"prompt": ["a", "b"], "id": [1, "1"]})
+    ds = sy.datasets.from_frame(frame, prompt="prompt", id="id", name="mixed")
+    with pytest.raises(sy.ArgumentError, match="same as text"):
+        sy.run(st.single("a"), ds, host=sy.SimHost({"a": sy.ModelProfile()}))
+
+
+def test_the_items_read_by_position_in_any_order():
+    frame = pd.DataFrame({"prompt": [f"q{i}" for i in range(5_000)]})
+    ds = sy.datasets.from_frame(frame, prompt="prompt", name="many")
+    items = ds._run_items()
+    listed = list(ds)
+    for i in (4_999, 0, 2_500, 2_049, 2_048, -1, 17):
+        request_id, request, truth = items[i]
+        assert request_id == listed[i].id and request.prompt == listed[i].prompt and truth is None
+    assert [item[0] for item in items] == [r.id for r in listed]
+    with pytest.raises(IndexError):
+        items[5_000]
