@@ -30,6 +30,7 @@ __all__ = [
     "arrival_times",
     "as_algorithm",
     "as_requests",
+    "as_source",
     "check_arrivals",
     "check_concurrency",
     "check_host",
@@ -124,7 +125,64 @@ def _not_async(fn: Callable[..., Any]) -> str | None:
     )
 
 
+#: Columns of a DataFrame that :func:`as_source` hands to ``from_frame`` under their own name.
+_FRAME_ROLES = ("id", "input_tokens", "images")
+
+
+def as_source(requests: object) -> Any:
+    """``requests`` as something whose iteration yields requests: a pandas DataFrame becomes the
+    dataset ``sy.datasets.from_frame`` makes of it (iterating the frame itself would yield its
+    column names, each run as a prompt); anything else is returned as it is."""
+    import pandas as pd
+
+    if not isinstance(requests, pd.DataFrame):
+        return requests
+    return _frame_dataset(requests)
+
+
+def _frame_dataset(frame: Any) -> Any:
+    """The dataset of a DataFrame with a ``prompt`` column: ``id``, ``input_tokens`` and
+    ``images`` columns play those roles, the rest reach ``result.requests`` hidden from the
+    algorithm (``from_frame``'s default, so a grade column cannot leak to a router)."""
+    from .datasets._frame import from_frame
+
+    columns = [str(c) for c in frame.columns]
+    shown = ", ".join(map(repr, columns[:8])) + (", …" if len(columns) > 8 else "")
+    if "prompt" not in frame.columns:
+        raise ArgumentError(
+            f"requests is a pandas DataFrame with no 'prompt' column (columns: {shown or 'none'});"
+            " name the column of prompts 'prompt', or build a dataset with "
+            "sy.datasets.from_frame(frame, prompt='<column>', metadata=[...], quality={...})"
+        )
+    truth = [c for c in columns if c.startswith(("quality:", "output_tokens:"))]
+    if truth:
+        raise ArgumentError(
+            f"requests is a pandas DataFrame with ground-truth columns ({', '.join(truth[:4])}): "
+            "pass the dataset itself (not its .frame), or say which column grades which model "
+            "with sy.datasets.from_frame(frame, prompt='prompt', quality={model: column})"
+        )
+    roles = [role for role in _FRAME_ROLES if role in frame.columns]
+
+    def column(role: str) -> str | None:
+        return role if role in roles else None
+
+    try:
+        return from_frame(
+            frame,
+            prompt="prompt",
+            id=column("id"),
+            input_tokens=column("input_tokens"),
+            images=column("images"),
+        )
+    except (ArgumentError, ArgumentTypeError) as error:
+        call = ", ".join(["frame", "prompt='prompt'", *(f"{r}={r!r}" for r in roles)])
+        raise type(error)(
+            f"requests is a pandas DataFrame, read as sy.datasets.from_frame({call}): {error}"
+        ) from None
+
+
 def as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None]]:
+    requests = as_source(requests)
     if isinstance(requests, Request | str):
         raise ArgumentTypeError(
             "requests must be a list (or dataset) of requests; wrap a single request in a list"

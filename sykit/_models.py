@@ -559,4 +559,18 @@ def answered(model: str, response: Response) -> Outcome:
         raise ArgumentTypeError(
             f"response must be a sy.Response, got {type(response).__name__}" + _await_hint(response)
         )
-    return _outcome((_model_name(model, "model"),), None, response)
+    model = _model_name(model, "model")
+    if response.model != model:
+        raise ArgumentError(_not_its_answer(model, response.model))
+    return _outcome((model,), None, response)
+
+
+def _not_its_answer(model: str, answered_by: object) -> str:
+    """Why ``answered`` refuses another model's response: the results would report ``model`` as
+    selected and the other as served, a routing decision the algorithm never made."""
+    return (
+        f"answered({model!r}, response): the response came from {answered_by!r}, not {model!r}; "
+        "an answer can only be served as the model that gave it: "
+        "`sy.answered(response.model, response)`, or `sy.route_to(model, request)` to have "
+        f"{model!r} answer"
+    )

@@ -23,6 +23,7 @@ from ._fastpath import FixedChainRun, fixed_chain
 from ._inputs import (
     arrival_times,
     as_requests,
+    as_source,
     check_arrivals,
     check_concurrency,
     check_host,
@@ -64,6 +65,7 @@ class RunInterrupted(Exception):
 def _run_items(requests: object) -> Sequence[tuple[Any, Request, GroundTruth | None]]:
     """The run's requests by position: a dataset's built as the run reaches them (a
     ``_run_items()`` of its own), any other input checked and listed at once."""
+    requests = as_source(requests)  # a DataFrame as its dataset
     lazy = getattr(requests, "_run_items", None)
     if callable(lazy) and not isinstance(requests, Sequence | str):
         items: Sequence[tuple[Any, Request, GroundTruth | None]] = lazy()

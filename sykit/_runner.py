@@ -24,7 +24,7 @@ from ._config import Poisson
 from ._errors import ArgumentError, ArgumentTypeError
 from ._health import check_algorithms
 from ._hosts.base import Host
-from ._inputs import as_algorithm, check_seed, check_seeds
+from ._inputs import as_algorithm, as_source, check_seed, check_seeds
 from ._models import Request
 from ._plan import Plan, RunInterrupted, execute, warn_interrupted
 from ._progress import make_progress
@@ -154,6 +154,7 @@ def compare(
     ``concurrent.futures`` executor or a ``dask.distributed.Client``, as :func:`sy.grid` does
     (same results; not with ``spill``)."""
     parallel = workers is not None or executor is not None
+    requests = as_source(requests)  # a DataFrame as its dataset, before anything lists it
     if (
         parallel
         and not isinstance(requests, Sequence)

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ._curve_stats import CurveBootstrap, aiq, apgr, bootstrap_curve, curve_of
 from ._errors import ArgumentError, ArgumentTypeError
+from ._inputs import as_algorithm
 from ._metrics import mean_quality, ungraded
 from ._results import Comparison
 from ._runner import compare
@@ -208,6 +209,30 @@ def _check_bounds(bounds: Any, taken: Sequence[str]) -> dict[str, Any]:
     return checked
 
 
+def _built(make_strategy: Callable[[float], Any], value: float, label: str) -> Any:
+    """``make_strategy(value)``, checked here: a factory that returns no strategy would otherwise
+    be reported by ``compare`` as a bad algorithm, without the factory or the value."""
+    algorithm = make_strategy(value)
+    try:
+        as_algorithm(algorithm, label)
+    except ArgumentTypeError as error:
+        name = getattr(make_strategy, "__name__", "")
+        call = f"{name if name.isidentifier() else 'make_strategy'}({value!r})"
+        raise ArgumentTypeError(f"sweep: {call} returned {_why_not(algorithm, error)}") from None
+    return algorithm
+
+
+def _why_not(value: Any, error: Exception) -> str:
+    """What a factory returned and why it is no strategy."""
+    shown = "None" if value is None else f"{type(value).__name__} {value!r:.60}"
+    if callable(value):
+        return f"{shown}, which is not a strategy: {error}"
+    return (
+        f"{shown}; it must return a strategy (an async function (request, driver) -> Outcome, "
+        "or an object with async route(request, driver))"
+    )
+
+
 def sweep(
     make_strategy: Callable[[float], Any],
     values: Iterable[float],
@@ -273,7 +298,8 @@ def sweep(
         )
     extra = _check_bounds(bounds, [*labels, *references.values()])
     lineup: dict[str, Any] = {
-        label: make_strategy(value) for label, value in zip(labels, settings, strict=True)
+        label: _built(make_strategy, value, label)
+        for label, value in zip(labels, settings, strict=True)
     }
     lineup[references["weak"]] = single(weak)
     lineup[references["strong"]] = single(strong)

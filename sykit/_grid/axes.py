@@ -120,8 +120,26 @@ def check_axes(axes: object, protected: Sequence[str] = ()) -> dict[str, Axis]:
         repeated = sorted({repr(v) for v in labels if labels.count(v) > 1})
         if repeated:
             raise ArgumentError(f"axis {name!r} repeats values: {', '.join(repeated)}")
+        _refuse_same_text(name, labels)
         checked[name] = Axis(name, labels, values)
     return checked
+
+
+def _refuse_same_text(name: str, labels: Sequence[Label]) -> None:
+    """Refuse labels that differ but read the same as text (``1`` and ``'1'``): an axis of mixed
+    types is a text column, and the output folder names its levels by the text, so their cells
+    could not be told apart."""
+    seen: dict[str, Label] = {}
+    for label in labels:
+        text = str(label)
+        if text in seen:
+            first = seen[text]
+            raise ArgumentError(
+                f"axis {name!r}: values {first!r} ({type(first).__name__}) and {label!r} "
+                f"({type(label).__name__}) both read {text!r} as text, as the axis column and "
+                "the output folder show them; give values that differ as text, or of one type"
+            )
+        seen[text] = label
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from .._errors import ArgumentError, SykitError
-from .._inputs import as_requests, check_seeds
+from .._inputs import as_requests, as_source, check_seeds
 from .._models import Request
 from .._progress import make_progress
 from .._types import AlgorithmLike as Algorithm
@@ -80,10 +80,10 @@ def grid(
 
     ``out=folder`` writes each cell's records as Parquet, partitioned by the axes, and keeps
     them there (``summary()`` reads only what it needs); running the grid again with the same
-    folder skips the cells already finished there (``overwrite=True`` empties it first).
-    docs/grids.md has more.
+    folder skips the cells already finished there (``overwrite=True`` first deletes what sykit
+    wrote there, and nothing else). docs/grids.md has more.
     """
-    items_source = requests
+    items_source = as_source(requests)  # a DataFrame as its dataset, before it is listed
     if not isinstance(items_source, Sequence) and not hasattr(items_source, "analysis_columns"):
         items_source = list(items_source)  # an iterator is read once, here
     flat = flatten_sessions(items_source) if isinstance(items_source, Sequence) else None
@@ -120,7 +120,8 @@ def grid(
     resumed: set[int] = set()
     if path is not None:
         open_store(path, requests_fingerprint([item[0] for item in items]), overwrite)
-        found = finished_cells(path)
+        found, damaged = finished_cells(path, {cell.key for cell in cells})
+        _report_damaged(path, damaged)
         for cell in cells:
             record = found.get(cell.key)
             if record is not None:
@@ -172,6 +173,19 @@ def grid(
     )
     _report(result, cells, resumed, stopped.interrupted, path)
     return result
+
+
+def _report_damaged(path: os.PathLike[str], damaged: Sequence[str]) -> None:
+    """Say which finished cells of the output folder were damaged, and so run again."""
+    if not damaged:
+        return
+    more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
+    warnings.warn(
+        f"{len(damaged)} finished cell(s) in {str(path)!r} were damaged and run again: "
+        f"{damaged[0]}{more}",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def _check_first_cells(spec: GridSpec, cells: Sequence[Cell]) -> None:
