@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import base64
+import io
 import math
+import re
+from html.parser import HTMLParser
 
 import matplotlib
 import pandas.testing as pdt
@@ -122,7 +125,8 @@ def test_playground_is_a_vbox_with_every_control_and_a_first_run(pg):
     assert set(pg.controls) == {*KNOBS, "strategies", "plot", "timeline"}
     assert pg.runs == 1 and pg.error is None
     assert pg.summary["strategy"].tolist() == LINEUP
-    assert all(f"<td>{name}</td>" in pg.table.value.replace("&gt;", ">") for name in LINEUP)
+    table = pg.table.value.replace("&gt;", ">")
+    assert all(re.search(rf"<td[^>]*>{re.escape(name)}</td>", table) for name in LINEUP)
     assert pg.figure.axes[0].get_title(loc="left").startswith("fast only · request")
     assert pg.knobs == Knobs(judge_error_rate=0.0)
 
@@ -249,6 +253,74 @@ def test_the_table_shows_the_change_since_the_previous_run(pg):
     pg.set(strategies=["fast only", "race fast|strong"])
     pg.set(strategies=LINEUP)  # strategies that did not run last time: no change shown
     assert pg.change.set_index("strategy")["latency_p50_s"].isna().sum() == len(LINEUP) - 2
+
+
+def test_only_plots_the_data_can_draw_are_offered_and_the_menu_says_why():
+    ungraded = sy.SimHost(
+        {
+            "a": constant_profile(0.2, 10, 50.0, price_in=1.0, price_out=2.0),
+            "b": constant_profile(0.5, 10, 50.0, price_in=3.0, price_out=6.0),
+        }
+    )
+    lineup = {"a only": sy.strategies.single("a"), "b only": sy.strategies.single("b")}
+    pg = widgets.playground(REQUESTS, ungraded, lineup, plot="cost_quality")
+    menu = pg.controls["plot"]
+    assert [key for _, key in menu.options] == ["latency_cdf", "outcomes", "timeline"]
+    assert menu.value == "latency_cdf"
+    assert pg.figure is not None and pg.figure.axes[0].get_xlabel().startswith("latency")
+    assert pg.output.outputs == ()  # no error where the plot should be
+    (why,) = re.findall(r"<br><small>(.*?)</small>", pg.status.value)
+    assert why.startswith("cost vs quality is not offered: no strategy has graded answers")
+    assert "\n" not in why and "Error" not in why
+
+
+def test_with_grades_every_plot_is_offered(pg):
+    assert [key for _, key in pg.controls["plot"].options] == list(widgets.PLOTS)
+    assert "<br>" not in pg.status.value
+
+
+class _Cells(HTMLParser):
+    """The rows of an HTML table as (tag, text-align) per cell."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[list[tuple[str, str | None]]] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("th", "td"):
+            style = dict(attrs).get("style") or ""
+            align = re.search(r"text-align:\s*(\w+)", style)
+            self.rows[-1].append((tag, align.group(1) if align else None))
+
+
+def test_table_headers_share_their_columns_alignment(pg):
+    cells = _Cells()
+    cells.feed(pg.table.value)
+    header, *body = cells.rows
+    assert pg.table.value.count("<table") == 1
+    assert [tag for tag, _ in header] == ["th"] * len(ui._TABLE_COLUMNS)
+    assert [align for _, align in header] == ["left"] + ["right"] * (len(header) - 1)
+    assert len(body) == len(LINEUP)
+    for row in body:
+        assert row == [("td", align) for _, align in header]
+
+
+def test_playground_figures_are_drawn_large_enough_to_read(pg, monkeypatch):
+    from matplotlib.text import Text
+    from PIL import Image
+
+    monkeypatch.setattr(ui, "_in_notebook", lambda: True)
+    for plot in widgets.PLOTS:
+        pg.controls["plot"].value = plot
+        figure = pg.figure
+        assert figure.dpi >= 110
+        sizes = [t.get_fontsize() for t in figure.findobj(Text) if t.get_text() and t.get_visible()]
+        assert min(sizes) * figure.dpi / 72 >= 10, plot
+        (shown,) = pg.output.outputs
+        png = Image.open(io.BytesIO(base64.b64decode(shown["data"]["image/png"])))
+        assert png.info["dpi"] == pytest.approx((figure.dpi, figure.dpi), abs=0.5)
 
 
 def test_every_control_has_a_tooltip(pg):

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-__all__ = ["PLOTS", "draw", "figure_output", "text_output"]
+__all__ = ["DPI", "PLOTS", "draw", "drawable_plots", "figure_output", "text_output"]
 
 #: The plots the playground can draw, by ``plot=`` value.
 PLOTS: dict[str, str] = {
@@ -24,6 +24,26 @@ PLOTS: dict[str, str] = {
     "outcomes": "attempt outcomes",
     "timeline": "timeline",
 }
+
+
+#: Dots per inch of the playground's figures: its smallest text (7 pt) is 10 px or more.
+DPI = 110
+
+#: Why a plot is not offered, when the data cannot draw it.
+_UNDRAWABLE = {
+    "cost_quality": "cost vs quality is not offered: no strategy has graded answers (give the "
+    "models a quality, or the requests a ground truth)",
+}
+
+
+def drawable_plots(summary: pd.DataFrame | None) -> tuple[list[str], list[str]]:
+    """The plots (:data:`PLOTS` keys) a comparison with this ``summary`` can draw, and one
+    readable line for each one it cannot, so a menu never offers a plot that fails."""
+    graded = summary is not None and bool(
+        summary[["cost_per_request_usd", "mean_quality"]].notna().all(axis=1).any()
+    )
+    missing = [] if graded else ["cost_quality"]
+    return [p for p in PLOTS if p not in missing], [_UNDRAWABLE[p] for p in missing]
 
 
 def draw(
@@ -44,23 +64,23 @@ def draw(
         raise ArgumentError(f"plot must be one of {list(PLOTS)}, got {plot!r}")
     plots = ComparisonPlots(comparison, colors=colors, summary=summary)
     if plot == "outcomes":
-        figure = Figure(figsize=(11, 3.8), layout="constrained")
+        figure = Figure(figsize=(10, 3.8), layout="constrained", dpi=DPI)
         plots.outcomes(ax=figure.subplots(1, 2))
         return figure
     if plot == "timeline":
-        figure = Figure(figsize=(9, 3.2), layout="constrained")
+        figure = Figure(figsize=(8.5, 3.2), layout="constrained", dpi=DPI)
         shown = strategy if strategy in comparison.strategies else comparison.strategies[0]
         plots.timeline(shown, ax=figure.subplots())
         return figure
-    figure = Figure(figsize=(9, 3.8), layout="constrained")
+    figure = Figure(figsize=(8.5, 3.8), layout="constrained", dpi=DPI)
     getattr(plots, plot)(ax=figure.subplots())
     return figure
 
 
 def figure_output(figure: Figure) -> dict[str, Any]:
-    """The figure as a PNG display output."""
+    """The figure as a PNG display output, at the figure's own dpi."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
+    figure.savefig(buffer, format="png", dpi=figure.dpi, bbox_inches="tight")
     png = base64.b64encode(buffer.getvalue()).decode("ascii")
     return {
         "output_type": "display_data",

@@ -13,7 +13,7 @@ import pandas as pd
 from .._errors import ArgumentError, ArgumentTypeError
 from .._hosts.sim import SimHost
 from .._results import Comparison
-from .figures import PLOTS, draw, figure_output, text_output
+from .figures import PLOTS, draw, drawable_plots, figure_output, text_output
 from .knobs import KNOBS, Knobs
 from .lineup import Algorithm, StrategySpec, _as_lineup, default_strategies, hedge_delay, roles
 from .session import Session
@@ -69,15 +69,42 @@ def _summary_html(summary: pd.DataFrame, change: pd.DataFrame | None = None) -> 
     rows = []
     for record in summary.to_dict("records"):
         name = record["strategy"]
-        row = {}
-        for column, title in _TABLE_COLUMNS.items():
+        row = []
+        for column in _TABLE_COLUMNS:
             delta = None
             if deltas is not None and column in deltas.columns and name in deltas.index:
                 delta = deltas.at[name, column]
-            row[title] = _cell(column, record[column], delta)
+            row.append(_cell(column, record[column], delta))
         rows.append(row)
-    table = pd.DataFrame(rows, columns=list(_TABLE_COLUMNS.values()))
-    return table.to_html(index=False, border=0, escape=False)
+    return _html_table(list(_TABLE_COLUMNS.values()), rows)
+
+
+#: Cell style: the name column reads left to right, numbers line up on the right; a header
+#: has its column's alignment and padding, so it sits over its values.
+_ALIGN = ("left", "right")
+_CELL_STYLE = "text-align:{align};padding:2px 8px;white-space:nowrap"
+
+
+def _html_table(headers: list[str], rows: list[list[str]]) -> str:
+    """One HTML table: ``th`` and ``td`` of a column share their alignment (the first column
+    left, the others right). Cells are HTML already; headers are escaped."""
+
+    def style(j: int) -> str:
+        return _CELL_STYLE.format(align=_ALIGN[0] if j == 0 else _ALIGN[1])
+
+    head = "".join(
+        f'<th style="{style(j)}">{html.escape(title)}</th>' for j, title in enumerate(headers)
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(f'<td style="{style(j)}">{cell}</td>' for j, cell in enumerate(row))
+        + "</tr>"
+        for row in rows
+    )
+    return (
+        '<table style="border-collapse:collapse">'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
 
 
 #: The controls that change the view only: they redraw without re-running.
@@ -192,11 +219,30 @@ class _PlaygroundLogic:
         assert self.summary is not None
         self.table.value = _summary_html(self.summary, self.change)
         since = f"; in brackets: the change since run {self.runs - 1}" if self.runs > 1 else ""
-        self.status.value = (
+        status = (
             f"<small>run {self.runs}: {len(self.session.requests)} requests × {len(selected)} "
             f"strategies, seed {self.session.seed}{since}</small>"
         )
+        for why in self._offer_plots():
+            status += f"<br><small>{html.escape(why)}</small>"
+        self.status.value = status
         self.redraw()
+
+    def _offer_plots(self) -> list[str]:
+        """Offer in the plot menu only the plots the last summary can draw (moving off one it
+        cannot, without a redraw); return a line for each plot left out, saying why."""
+        offered, why = drawable_plots(self.summary)
+        control = self.controls["plot"]
+        options = [(PLOTS[key], key) for key in offered]
+        if [tuple(option) for option in control.options] != options:
+            current = control.value
+            self._holding = True
+            try:
+                control.options = options
+                control.value = current if current in offered else offered[0]
+            finally:
+                self._holding = False
+        return why
 
     def redraw(self) -> None:
         """Draw the chosen plot of the last comparison into ``output``."""
@@ -212,7 +258,8 @@ class _PlaygroundLogic:
             )
         except Exception as exc:
             self.figure = None
-            self.output.outputs = (text_output(f"{type(exc).__name__}: {exc}"),)
+            shown = PLOTS.get(self.controls["plot"].value, "the plot")
+            self.output.outputs = (text_output(f"{shown} cannot be drawn: {exc}"),)
             return
         self.figure = figure
         # Rendering the PNG is most of a redraw's time: skip it when no notebook can show it.

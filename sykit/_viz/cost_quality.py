@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -113,6 +114,17 @@ def _area(a: np.ndarray, b: np.ndarray) -> float:
     return max(0.0, width) * max(0.0, height)
 
 
+def _misleading(box: np.ndarray, anchor: np.ndarray, rivals: np.ndarray | None) -> float:
+    """1.0 when the centre of ``box`` lies nearer to a rival point than to its own ``anchor``."""
+    if rivals is None or not len(rivals):
+        return 0.0
+    centre = np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2])
+    own = float(np.hypot(*(centre - anchor)))
+    others = np.hypot(*(rivals - centre).T)
+    others = others[np.hypot(*(rivals - anchor).T) > 0.5]
+    return float(len(others) > 0 and others.min() < own)
+
+
 def _place_labels(
     ax: Axes,
     anchors: np.ndarray,
@@ -121,11 +133,14 @@ def _place_labels(
     gids: list[str],
     obstacles: list[np.ndarray],
     clearance: float,
+    rivals: np.ndarray | None = None,
 ) -> list[Any]:
     """Label each anchor (display pixels) with its text, beside the point where the label hides
     the fewest other labels, markers and error bars and stays inside the Axes: a greedy search
     over eight directions at growing distances, in drawing order, so the result is deterministic.
-    A label pushed away from its point gets a leader line."""
+    A label pushed away from its point gets a leader line. With ``rivals`` (display pixels), a
+    label avoids spots nearer to one of them than to its own anchor, where it would name the
+    wrong point."""
     px_per_pt = ax.figure.dpi / 72.0
     frame = ax.bbox.extents
     placed: list[np.ndarray] = []
@@ -150,6 +165,7 @@ def _place_labels(
                 score = 5.0 * (width * height - inside)
                 score += sum(20.0 * _area(box, other) for other in placed)
                 score += sum(1.0 * _area(box, other) for other in obstacles)
+                score += _misleading(box, anchor, rivals) * width * height
                 score += distance_index * 1e-3
                 if best is None or score < best[0]:
                     best = (score, distance_index, box, gap)
@@ -413,6 +429,7 @@ def plot_cost_quality_curve(
     colors = strategy_colors(labels)
     ax = _axes(ax, (7.5, 4.5))
     costs = [curve["cost_per_request_usd"].to_numpy(dtype=float)]
+    notes: list[tuple[str, float, float]] = []
     for label in labels:
         part = curve if "label" not in curve.columns else curve[curve["label"].astype(str) == label]
         part = part.dropna(subset=["cost_per_request_usd", "mean_quality"])
@@ -430,21 +447,15 @@ def plot_cost_quality_curve(
         )
         if setting is not None and len(part):
             step = max(1, math.ceil(len(part) / 6))
-            for value, cost, quality in zip(
-                part[setting].iloc[::step],
-                part["cost_per_request_usd"].iloc[::step],
-                part["mean_quality"].iloc[::step],
-                strict=True,
-            ):
-                ax.annotate(
-                    f"{value:g}",
-                    (cost, quality),
-                    xytext=(4, -10),
-                    textcoords="offset points",
-                    fontsize=7,
-                    color="0.35",
-                    gid="setting",
+            notes.extend(
+                (f"{value:g}", float(cost), float(quality))
+                for value, cost, quality in zip(
+                    part[setting].iloc[::step],
+                    part["cost_per_request_usd"].iloc[::step],
+                    part["mean_quality"].iloc[::step],
+                    strict=True,
                 )
+            )
     if "weak" in points and "strong" in points:
         (wx, wy), (sx, sy) = points["weak"], points["strong"]
         # a random mix is linear in cost, so sample it densely: on a log cost axis it curves
@@ -483,4 +494,70 @@ def plot_cost_quality_curve(
     ax.grid(color="0.92")
     ax.margins(0.08)
     _legend_outside(ax)
+    ax.autoscale_view()
+    _root(ax).draw_without_rendering()
+    _nest_bounds(ax, bound_labels)
+    _label_settings(ax, notes)
     return ax
+
+
+def _nest_bounds(ax: Axes, bound_labels: list[str]) -> None:
+    """Bounds that land on one spot are nested: each earlier star is drawn larger behind the
+    later ones, so every star's colour stays visible."""
+    stars = [
+        line for label in bound_labels for line in ax.lines if line.get_gid() == f"bound:{label}"
+    ]
+    if len(stars) < 2:
+        return
+    xy = np.array([np.asarray(s.get_xydata(), dtype=float)[0] for s in stars])
+    points = ax.transData.transform(xy)
+    px_per_pt = ax.figure.dpi / 72.0
+    for group in _overlap_groups(points, 12.0 * px_per_pt):
+        for depth, i in enumerate(group):
+            rings = len(group) - 1 - depth
+            stars[i].set_markersize(15 + 9 * rings)
+            stars[i].set_zorder(4 + 0.01 * depth)
+
+
+def _line_obstacles(ax: Axes, step: float) -> list[np.ndarray]:
+    """Boxes along every line of ``ax`` (display pixels), ``step`` apart and ``step`` wide, so
+    labels keep a little off the curves, the random-mix line and the markers."""
+    boxes = []
+    for line in ax.lines:
+        xy = line.get_transform().transform(np.column_stack([line.get_xdata(), line.get_ydata()]))
+        xy = xy[np.isfinite(xy).all(axis=1)]
+        drawn = line.get_marker() not in (None, "None", "none", "", " ")
+        r = max(line.get_markersize() * ax.figure.dpi / 72.0 / 2 if drawn else 0.0, step / 2)
+        for point in xy:
+            boxes.append(np.array([point[0] - r, point[1] - r, point[0] + r, point[1] + r]))
+        for a, b in pairwise(xy):
+            count = max(1, int(np.hypot(*(b - a)) // step))
+            for t in np.linspace(0.0, 1.0, count + 1)[1:-1]:
+                x, y = a + (b - a) * t
+                boxes.append(np.array([x - step / 2, y - step / 2, x + step / 2, y + step / 2]))
+    return boxes
+
+
+def _label_settings(ax: Axes, notes: list[tuple[str, float, float]]) -> None:
+    """Each setting's label beside its own sweep point, nearer to it than to any other point,
+    off the lines and markers."""
+    if not notes:
+        return
+    curves = [line for line in ax.lines if str(line.get_gid()).startswith("curve:")]
+    rivals = ax.transData.transform(
+        np.concatenate(
+            [np.column_stack([c.get_xdata(), c.get_ydata()]) for c in curves] or [np.empty((0, 2))]
+        )
+    )
+    px_per_pt = ax.figure.dpi / 72.0
+    anchors = ax.transData.transform([(cost, quality) for _, cost, quality in notes])
+    _place_labels(
+        ax,
+        anchors,
+        [text for text, _, _ in notes],
+        ["0.35"] * len(notes),
+        ["setting"] * len(notes),
+        _line_obstacles(ax, 3.0 * px_per_pt),
+        clearance=4.0 * px_per_pt,
+        rivals=rivals,
+    )

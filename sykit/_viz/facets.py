@@ -21,6 +21,8 @@ from .style import _legend_outside, _strategy_order, strategy_colors
 __all__ = ["GridPlots", "plot_grid_lines"]
 
 _BANDS = {"mean_quality": ("quality_ci_low", "quality_ci_high")}
+#: Up to this many lines along ``x`` each get their band; more get one only when highlighted.
+_MAX_BANDS = 2
 
 
 def _values(table: pd.DataFrame, column: str | None) -> list[Any]:
@@ -50,9 +52,12 @@ def plot_grid_lines(
     axes: Sequence[str] = (),
     strategies: Sequence[str] | None = None,
     height: float = 3.0,
+    highlight: str | None = None,
 ) -> Any:
-    """Small multiples of a grid summary (see the module docstring); returns the Figure."""
+    """Small multiples of a grid summary (see the module docstring); returns the Figure.
+    ``highlight`` names the strategy drawn bold with its interval band."""
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     for name, role in ((x, "x"), (y, "y"), (col, "col"), (row, "row")):
         if name is not None and name not in table.columns:
@@ -70,6 +75,7 @@ def plot_grid_lines(
         )
     order = _strategy_order(table, strategies)
     colors = strategy_colors(order)
+    banded = _banded(table, x, y, order, highlight)
     cols, rows = _values(table, col), _values(table, row)
     figure, grid = plt.subplots(
         len(rows),
@@ -82,7 +88,7 @@ def plot_grid_lines(
     )
     x_all = table[x].dropna()
     x_span = (float(x_all.min()), float(x_all.max())) if len(x_all) else (0.0, 1.0)
-    band = _BANDS.get(y)
+    band = _BANDS[y] if banded else None
     for r, row_value in enumerate(rows):
         for c, col_value in enumerate(cols):
             ax = grid[r][c]
@@ -95,10 +101,23 @@ def plot_grid_lines(
                 along = lines[lines[x].notna()].sort_values(x)
                 if not along.empty:
                     xs = along[x].astype(float).to_numpy()
-                    ax.plot(xs, along[y], marker="o", ms=3, color=color, label=name)
-                    if band is not None and set(band) <= set(along.columns):
+                    bold = name == highlight
+                    ax.plot(
+                        xs,
+                        along[y],
+                        marker="o",
+                        ms=4 if bold else 3,
+                        lw=2.4 if bold else 1.3,
+                        color=color,
+                        label=name,
+                        zorder=3 if bold else 2,
+                        gid=f"line:{name}",
+                    )
+                    if band is not None and name in banded:
                         low, high = along[band[0]], along[band[1]]
-                        ax.fill_between(xs, low, high, color=color, alpha=0.15, lw=0)
+                        ax.fill_between(
+                            xs, low, high, color=color, alpha=0.18, lw=0, gid=f"band:{name}"
+                        )
                 flat = lines[lines[x].isna()]
                 if not flat.empty:
                     level = float(flat[y].iloc[0])
@@ -119,9 +138,29 @@ def plot_grid_lines(
             if label not in labels:
                 handles.append(handle)
                 labels.append(label)
+    for name in banded:
+        handles.append(Patch(color=colors[name], alpha=0.18, lw=0))
+        labels.append(f"95 % CI: {name}")
     if handles:
         _legend_outside(grid[0][-1], handles=handles, labels=labels, title="strategy")
     return figure
+
+
+def _banded(
+    table: pd.DataFrame, x: str, y: str, order: list[str], highlight: str | None
+) -> list[str]:
+    """The strategies whose interval is drawn as a band: the highlighted one, or every line
+    when there are few enough that their bands do not bury each other."""
+    band = _BANDS.get(y)
+    if band is None or not set(band) <= set(table.columns):
+        return []
+    if highlight is not None:
+        if highlight not in order:
+            raise ArgumentError(f"highlight={highlight!r} is not a strategy; strategies: {order}")
+        return [highlight]
+    along = table[table[x].notna()]["strategy"].astype(str)
+    lines = [name for name in order if name in set(along)]
+    return lines if len(lines) <= _MAX_BANDS else []
 
 
 class GridPlots:
@@ -138,11 +177,13 @@ class GridPlots:
         col: str | None = None,
         row: str | None = None,
         summary: pd.DataFrame | None = None,
+        highlight: str | None = None,
     ) -> Any:
         """``y`` (a summary column: ``mean_quality``, ``cost_per_1k_requests_usd``,
         ``latency_p99_s``, …) against the axis ``x``, a line per strategy, one panel per value
         of ``col`` and ``row``. Every other axis must have one value (facet it or pass a
-        filtered ``summary``). Returns the Figure."""
+        filtered ``summary``). ``highlight`` draws one strategy bold with its quality band
+        (with more than two lines, no other line gets one). Returns the Figure."""
         table = self._grid.summary() if summary is None else summary
         return plot_grid_lines(
             table,
@@ -152,4 +193,5 @@ class GridPlots:
             row=row,
             axes=self._grid.axes,
             strategies=self._grid.strategies,
+            highlight=highlight,
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -61,15 +62,35 @@ def percentile_over_all(served: np.ndarray, requests: int, q: float) -> float:
     return float(np.quantile(padded, q))
 
 
-def _percent(part: int, whole: int) -> str:
-    """``part / whole`` as a percentage rounded *down* (one decimal, more if needed to stay above
-    0), so a legend never claims more success than there was nor rounds a failure away."""
+def _percent(part: int, whole: int, *, up: bool = False) -> str:
+    """``part / whole`` as a percentage to two significant figures (one decimal at least), rounded
+    *down* for a success share and *up* (``up=True``) for a failure share: a legend never claims
+    more success than there was, a note never fewer failures, and a share that is neither none
+    nor all never reads 0 or 100."""
     if (100 * part) % whole == 0:
         return str(100 * part // whole)
-    digits = 1
-    while (scaled := 100 * 10**digits * part // whole) == 0:
+    return _round_percent(Fraction(100 * part, whole), up=up)
+
+
+def _round_percent(exact: Fraction, *, up: bool) -> str:
+    """A percentage strictly between 0 and 100, rounded one way to two significant figures."""
+    digits = max(1, 1 - math.floor(math.log10(exact)))
+    while True:
+        scaled = exact * 10**digits
+        shown = Fraction(math.ceil(scaled) if up else math.floor(scaled), 10**digits)
+        if 0 < shown < 100:
+            text = f"{float(shown):.{digits}f}"
+            return text.rstrip("0").rstrip(".")
         digits += 1
-    return f"{scaled / 10**digits:.{digits}f}"
+
+
+def share_text(share: float, *, up: bool = True) -> str:
+    """A share (0 to 1) as a percentage like :func:`_percent`: ``0.00027`` reads ``0.027``."""
+    if not math.isfinite(share) or share <= 0:
+        return "0"
+    if share >= 1:
+        return f"{100 * share:.0f}" if up else "100"
+    return _round_percent(Fraction(f"{share:.12g}") * 100, up=up)
 
 
 def _label(name: str, served: int, requests: int, unreached: list[str]) -> str:
@@ -81,23 +102,53 @@ def _label(name: str, served: int, requests: int, unreached: list[str]) -> str:
     return label + ")"
 
 
-def _stagger(xs: list[float], width: float) -> list[int]:
-    """A row per marker so that markers closer than ``width`` (display units) along x never
-    share one: the lowest free row, markers taken from left to right."""
-    rows = [0] * len(xs)
-    last: list[float] = []  # rightmost x in each row
+def _rings(xs: list[float], width: float) -> list[int]:
+    """How many rings each marker gets so that markers closer than ``width`` (display units)
+    along x all stay visible on the same spot: the first of a cluster is drawn largest, each
+    later one inside it, so every marker stays exactly on its curve."""
+    rings = [0] * len(xs)
+    clusters: list[list[int]] = []
     for i in sorted(range(len(xs)), key=lambda k: (xs[k], k)):
-        row = next((r for r, x in enumerate(last) if xs[i] - x >= width), len(last))
-        if row == len(last):
-            last.append(xs[i])
+        if clusters and xs[i] - xs[clusters[-1][0]] < width:
+            clusters[-1].append(i)
         else:
-            last[row] = xs[i]
-        rows[i] = row
-    return rows
+            clusters.append([i])
+    for cluster in clusters:
+        for depth, i in enumerate(sorted(cluster)):
+            rings[i] = len(cluster) - 1 - depth
+    return rings
 
 
 def _percent_tick(value: float, _pos: object = None) -> str:
     return f"{100 * value:g} %"
+
+
+def _percentile_marker(
+    ax: Axes,
+    name: str,
+    marker: str,
+    q: float,
+    x: float,
+    rings: int,
+    colors: Mapping[str, str],
+    survival: bool,
+) -> None:
+    """A percentile marker exactly on its curve; one with ``rings`` is hollow and larger, so the
+    markers drawn inside it on the same spot stay visible."""
+    color = colors.get(name, "0.3")
+    ax.plot(
+        [x],
+        [1 - q if survival else q],
+        marker=marker,
+        ms=6 + 3 * rings,
+        color=color,
+        mfc="none" if rings else color,
+        mec=color if rings else "white",
+        mew=1.3 if rings else 0.8,
+        ls="none",
+        zorder=4 + 0.01 * (10 - min(rings, 10)),
+        gid=f"{_quantile_name(q)}:{name}",
+    )
 
 
 def plot_latency_cdf(
@@ -116,11 +167,9 @@ def plot_latency_cdf(
     infinite: it is not drawn and the legend says "not reached". The tail is where routing
     strategies differ, hence the log x axis. ``survival=True`` draws 1 − CDF, the share of
     requests still waiting, on a log y axis, so p99 and p99.9 (▲) are as far apart as p50 and
-    p90; a failed request waits forever, so the curve levels off at the failure rate. Markers
-    that would hide each other are staggered in rows.
+    p90; a failed request waits forever, so the curve levels off at the failure rate. Each
+    marker sits exactly on its curve; markers that would hide each other are nested as rings.
     """
-    from matplotlib.transforms import ScaledTranslation
-
     _check_frame(requests, "requests", ("strategy", "status", "latency_s"))
     names = _strategy_order(requests, strategies)
     colors = dict(colors) if colors is not None else strategy_colors(names)
@@ -189,26 +238,12 @@ def plot_latency_cdf(
         ax.set_ylim(0, 1.02)
     ax.autoscale_view()
     figure = ax.figure
-    width = 7.0 * figure.dpi / 72.0
-    step = 7.0 if survival else -7.0
+    width = 6.0 * figure.dpi / 72.0
     for q, _ in marked:
         here = [m for m in marks_to_draw if m[2] == q]
         where = [float(ax.transData.transform((x, 0.5))[0]) for *_, x in here]
-        for (name, marker, _, x), row in zip(here, _stagger(where, width), strict=True):
-            shift = ScaledTranslation(0, step * row / 72.0, figure.dpi_scale_trans)
-            ax.plot(
-                [x],
-                [1 - q if survival else q],
-                marker=marker,
-                ms=6,
-                color=colors.get(name, "0.3"),
-                mec="white",
-                mew=0.8,
-                ls="none",
-                zorder=4,
-                transform=ax.transData + shift,
-                gid=f"{_quantile_name(q)}:{name}",
-            )
+        for (name, marker, _, x), rings in zip(here, _rings(where, width), strict=True):
+            _percentile_marker(ax, name, marker, q, x, rings, colors, survival)
     ax.set_xlabel("latency (s, log scale)" if log else "latency (s)")
     if survival:
         ax.set_ylabel("share of all requests still waiting (log)")

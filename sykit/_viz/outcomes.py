@@ -8,6 +8,7 @@ its share of all spend. Together they show what a strategy's retries, races and 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import numpy as np
@@ -16,7 +17,8 @@ import pandas as pd
 from .._errors import ArgumentTypeError
 from .._metrics import moved_on_by_strategy, retried_by_strategy
 from .._vocab import Kind, RequestStatus, Status
-from .latency_cdf import _percent
+from .cost_quality import _root
+from .latency_cdf import _percent, share_text
 from .style import (
     CAUSE_HATCHES,
     CAUSE_LABELS,
@@ -153,7 +155,7 @@ def plot_outcomes(
         title += " (on top: share of requests failed)"
         tops = per.sum(axis=1).to_numpy(dtype=float)
         for xi, top, lost, total in zip(x, tops, failed, n_requests, strict=True):
-            text = f"{_percent(int(lost), int(total))} % failed" if total else ""
+            text = f"{_percent(int(lost), int(total), up=True)} %" if total else ""
             _bar_note(axes[0], xi, top, text, "0.25", "failed_requests")
         axes[0].set_ylim(0, max(float(tops.max()), 1e-9) * 1.12)
     axes[0].set_title(title, fontsize=10, loc="left")
@@ -190,7 +192,7 @@ def plot_outcomes(
         for xi, top, share in zip(
             x, bottom, (total / spend.replace(0, np.nan)).fillna(0.0), strict=True
         ):
-            _bar_note(axes[1], xi, top, f"{share:.0%}", "0.3", "wasted_share")
+            _bar_note(axes[1], xi, top, f"{share_text(float(share))} %", "0.3", "wasted_share")
         axes[1].set_xlim(-0.5 - pad, len(names) - 0.5 + pad)
         axes[1].set_xticks(x, names, rotation=25, ha="right")
         _color_ticklabels(axes[1], names, colors)
@@ -225,6 +227,7 @@ def plot_outcomes(
         for category, style in used.items()
     ]
     _legend_outside(axes[-1], handles, title="outcome")
+    _fit_notes(axes)
     return axes[0].figure
 
 
@@ -282,6 +285,42 @@ def _outcome_axes(ax: Any, wasted: bool, n: int) -> list[Axes]:
             f" with wasted={wasted}, got {ax!r}"
         )
     return given
+
+
+def _notes(ax: Axes) -> list[Any]:
+    return [t for t in ax.texts if t.get_gid() in ("failed_requests", "wasted_share")]
+
+
+def _collide(boxes: list[Any], pad: float) -> bool:
+    """Whether any two neighbouring boxes (left to right) come closer than ``pad`` pixels."""
+    ordered = sorted(boxes, key=lambda b: b.x0)
+    return any(b.x0 - a.x1 < pad for a, b in pairwise(ordered))
+
+
+def _fit_notes(axes: list[Axes]) -> None:
+    """Turn the notes on top of the bars upright when, laid out, any two would touch (many
+    strategies on a narrow figure), and raise the y limit so upright notes stay inside."""
+    root = _root(axes[0])
+    root.draw_without_rendering()
+    pad = 2.0 * root.dpi / 72.0
+    crowded = [ax for ax in axes if _collide([t.get_window_extent() for t in _notes(ax)], pad)]
+    for ax in crowded:
+        for note in _notes(ax):
+            note.set_rotation(90)
+            note.set_ha("center")
+    if not crowded:
+        return
+    root.draw_without_rendering()
+    for ax in crowded:
+        height = ax.bbox.height
+        bottom, top = ax.get_ylim()
+        needed = top
+        for note in _notes(ax):
+            tall = note.get_window_extent().height + 4.0 * root.dpi / 72.0
+            bar = float(note.xy[1])
+            if tall < 0.9 * height:
+                needed = max(needed, bottom + (bar - bottom) * height / (height - tall))
+        ax.set_ylim(bottom, needed)
 
 
 def _bar_note(ax: Any, x: SupportsFloat, top: float, text: str, color: str, gid: str) -> None:
