@@ -17,7 +17,15 @@ from pathlib import Path
 import pandas as pd
 
 from . import strategies
-from ._compare_job import add_arguments, run_job
+from ._compare_job import (
+    add_arguments,
+    fit_table,
+    fmt_number,
+    fmt_percent,
+    run_job,
+    say,
+    terminal_width,
+)
 from ._config import Faults, Judge, Latency, ModelProfile
 from ._dists import LogNormal
 from ._errors import SykitError
@@ -29,19 +37,20 @@ from ._runner import compare
 __all__ = ["demo_host", "demo_requests", "main"]
 
 
-#: The summary columns the command prints.
-TABLE_COLUMNS = (
-    "strategy",
-    "success_rate",
-    "mean_quality",
-    "cost_per_1k_requests_usd",
-    "latency_p50_s",
-    "latency_p99_s",
-    "attempts_per_request",
-    "wasted_share",
-    "fallbacks",
-    "retries",
-)
+#: The summary columns the command prints, under the short headers it prints them with.
+TABLE_COLUMNS = {
+    "strategy": "strategy",
+    "success_rate": "ok %",
+    "mean_quality": "quality",
+    "cost_per_1k_requests_usd": "$/1k req",
+    "latency_p50_s": "p50 s",
+    "latency_p99_s": "p99 s",
+    "attempts_per_request": "att/req",
+    "wasted_share": "waste %",
+    "fallbacks": "fallbacks",
+    "retries": "retries",
+}
+_DIGITS = {"mean_quality": 3, "cost_per_1k_requests_usd": 2, "attempts_per_request": 2}
 
 
 def demo_host() -> SimHost:
@@ -109,20 +118,45 @@ def _demo(args: argparse.Namespace) -> int:
     )
     elapsed = time.perf_counter() - started
     summary = comparison.summary()
-    columns = list(TABLE_COLUMNS)
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(
-            f"sykit demo: {args.requests} synthetic requests, seed {args.seed}, "
-            f"{args.concurrency} in flight, simulated host (virtual time)\n"
-        )
-        print(summary[columns].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
-    print(
-        f"\n{len(lineup)} strategies × {args.requests} requests simulated in {elapsed:.1f} s of wall time"
+    width = terminal_width()
+    say(
+        f"sykit demo: {args.requests} synthetic requests, seed {args.seed}, "
+        f"{args.concurrency} in flight, simulated host (virtual time)",
+        width,
+    )
+    print()
+    print(fit_table(demo_cells(summary), width))
+    say(
+        "ok % = requests answered; $/1k req = USD per 1,000 requests; p50/p99 = latency of the "
+        "answered requests; waste % = share of the spend on answers nobody served",
+        width,
+    )
+    print()
+    say(
+        f"{len(lineup)} strategies × {args.requests} requests simulated in {elapsed:.1f} s of "
+        "wall time",
+        width,
     )
     if args.out:
         written = write_demo_outputs(Path(args.out), comparison, summary)
         print(f"wrote {len(written)} files to {args.out}/: {', '.join(written)}")
     return 0
+
+
+def demo_cells(summary: pd.DataFrame) -> pd.DataFrame:
+    """The demo's table as printed: :data:`TABLE_COLUMNS` under short headers with units (its CSV
+    keeps every column of the summary)."""
+    cells = {}
+    for column, header in TABLE_COLUMNS.items():
+        values = summary[column]
+        if column == "strategy":
+            cells[header] = values
+        elif column.endswith(("_rate", "_share")):
+            cells[header] = values.map(fmt_percent)
+        else:
+            digits = _DIGITS.get(column, 1 if column.endswith("_s") else 0)
+            cells[header] = values.map(lambda x, d=digits: fmt_number(x, d))
+    return pd.DataFrame(cells)
 
 
 def write_demo_outputs(out: Path, comparison: Comparison, summary: pd.DataFrame) -> list[str]:

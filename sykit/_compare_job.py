@@ -3,8 +3,13 @@
 1. **Routing quality**, on a host with no faults: which strategy gives the best answers for the
    money. APGR and AIQ of a threshold sweep and of a random router come from these fault-free runs,
    so an outage cannot pass for routing skill.
-2. **Robustness**, on the same requests and host with the faults printed in the header (and the
-   outages asked for with ``--outage``): who still answers, how fast, at what waste.
+2. **Robustness**, on the same requests and host with the faults printed in the header, an outage
+   of the weak model (or those asked for with ``--outage``) and a share of requests whose context
+   exceeds the weak model's window: who still answers, how fast, at what waste, and what the
+   fallbacks are worth.
+
+Each part leads with its finding, computed from its results; tables fit the terminal's width and
+the CSVs keep every column.
 
 Everything needed to reproduce the run (settings, seeds, faults, package versions) is written to
 ``run.json`` next to the CSVs and plots.
@@ -18,13 +23,16 @@ import json
 import math
 import platform
 import re
+import shutil
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from . import strategies
@@ -34,9 +42,19 @@ from ._curve_stats import curve_of, random_apgr
 from ._hosts.sim import SimHost
 from ._router_score import SWEEP_SHARES
 from ._runner import compare
+from .datasets._dataset import Dataset
 from .learn._crossfit import NO_DEADLINE
 
-__all__ = ["ROBUSTNESS_COLUMNS", "ROUTING_COLUMNS", "add_arguments", "routellm_lineup", "run_job"]
+__all__ = [
+    "ROBUSTNESS_COLUMNS",
+    "ROUTING_COLUMNS",
+    "add_arguments",
+    "fit_table",
+    "robustness_finding",
+    "routellm_lineup",
+    "routing_finding",
+    "run_job",
+]
 
 STRONG = "gpt-4-1106-preview"
 WEAK = "mixtral-8x7b-instruct-v0.1"
@@ -70,6 +88,17 @@ ROBUSTNESS_COLUMNS = (
     "fallbacks",
     "wasted_share",
 )
+COST = "cost_per_1k_requests_usd"
+#: Columns the robustness summary gains: each strategy's change against its fault-free run.
+D_QUALITY = "d_quality_vs_fault_free"
+D_COST = "d_cost_per_1k_requests_usd_vs_fault_free"
+D_P99 = "d_latency_p99_s_vs_fault_free"
+#: Share of the robustness run's requests given a context longer than the weak model's window.
+LONG_PROMPT_SHARE = 0.01
+#: Key of the random stream that picks the long prompts (next to the job's seed).
+LONG_PROMPT_STREAM = 0x10C
+#: The default outage of the weak model: from 25 % to 35 % of its fault-free run.
+DEFAULT_OUTAGE = (0.25, 0.35)
 _FAULT_WORDS = {
     "rate_limit": "429 rate limits",
     "unavailable": "5xx errors",
@@ -105,7 +134,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="MODEL:START-END",
         help="a window of virtual seconds in which MODEL (a name, 'weak', 'strong' or 'judge') "
-        "answers 503 in the robustness run; repeatable",
+        "answers 503 in the robustness run; repeatable; replaces the default outage of the weak "
+        "model (from 25%% to 35%% of the time weak only takes to start its requests without "
+        "faults; with --faults realistic); "
+        "'none' for no outage",
+    )
+    parser.add_argument(
+        "--long-prompts",
+        type=float,
+        default=LONG_PROMPT_SHARE,
+        metavar="SHARE",
+        help="share of the robustness run's requests given a context longer than the weak "
+        "model's window, drawn with --seed (default: %(default)s; 0 for none)",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--concurrency", type=int, default=64)
@@ -200,17 +240,297 @@ def _strong_share(comparison: Any, strong: str) -> pd.Series:
     return served.groupby(requests["strategy"].astype(str), sort=False).mean()
 
 
-def _table(frame: pd.DataFrame, columns: tuple[str, ...]) -> str:
-    shown = frame[[c for c in columns if c in frame.columns]]
-    return shown.to_string(index=False, float_format=lambda x: f"{x:.4g}")
+def terminal_width() -> int:
+    """The width printed lines must fit: the terminal's, or 120 columns off a terminal."""
+    return max(shutil.get_terminal_size((120, 24)).columns, 40)
 
 
-def run_job(args: argparse.Namespace) -> int:
-    """Run ``sykit compare`` with parsed arguments; print both tables; write files if asked."""
-    from . import datasets, profiles
-    from ._sweep import sweep
+def say(text: str, width: int, indent: str = "") -> None:
+    """Print prose wrapped to ``width``; continuation lines indented two more spaces."""
+    kept = text.replace(" %", "\u00a0%")  # "95 %" stays on one line
+    wrapped = textwrap.fill(kept, width, initial_indent=indent, subsequent_indent=indent + "  ")
+    print(wrapped.replace("\u00a0", " "))
 
-    started = time.perf_counter()
+
+def fit_table(cells: pd.DataFrame, width: int) -> str:
+    """A table of strings as text no wider than ``width``: the first column left-aligned, the
+    others right-aligned, and the rightmost columns left out (and named) until it fits."""
+    shown = list(cells.columns)
+    while True:
+        lines = _aligned(cells[shown])
+        if max(map(len, lines)) <= width or len(shown) == 1:
+            break
+        shown.pop()
+    left_out = [str(c) for c in cells.columns if c not in shown]
+    if left_out:
+        note = f"({', '.join(left_out)} left out to fit {width} columns; see the CSVs of --out)"
+        lines.append(textwrap.fill(note, width))
+    return "\n".join(lines)
+
+
+def _aligned(cells: pd.DataFrame) -> list[str]:
+    columns = [[str(c), *map(str, cells[c])] for c in cells.columns]
+    widths = [max(map(len, column)) for column in columns]
+    rows = []
+    for i in range(len(cells) + 1):
+        parts = [
+            column[i].ljust(w) if j == 0 else column[i].rjust(w)
+            for j, (column, w) in enumerate(zip(columns, widths, strict=True))
+        ]
+        rows.append("  ".join(parts).rstrip())
+    return rows
+
+
+def fmt_number(value: Any, digits: int, *, sign: bool = False) -> str:
+    """``value`` with ``digits`` decimals (``+`` for a gain when ``sign``), ``–`` when missing."""
+    if value is None or not math.isfinite(float(value)):
+        return "–"
+    shown = round(float(value), digits) + 0.0  # no "-0.00"
+    return f"{shown:{'+' if sign else ''}.{digits}f}"
+
+
+def fmt_percent(value: Any) -> str:
+    """A share as a percentage: whole when exactly 0 or 100 %, else with the decimals that keep
+    it off them (99.6 % or 99.97 % must not read as 100 %)."""
+    if value is None or not math.isfinite(float(value)):
+        return "–"
+    share = float(value)
+    if share in (0.0, 1.0):
+        return f"{share:.0%}"
+    return f"{share:.1%}" if 0.0005 <= share <= 0.9995 else f"{share:.2%}"
+
+
+def routing_cells(summary: pd.DataFrame) -> pd.DataFrame:
+    """The routing table as printed: short columns, units in the headers, costs per 1,000
+    requests (the CSV keeps every column of the summary)."""
+    low, high = summary["quality_ci_low"], summary["quality_ci_high"]
+    return pd.DataFrame(
+        {
+            "strategy": summary["strategy"],
+            "realizable": summary["realizable"].map(lambda x: "yes" if x else "no"),
+            "quality [95% CI]": [
+                f"{fmt_number(q, 3)} [{fmt_number(a, 3)}, {fmt_number(b, 3)}]"
+                for q, a, b in zip(summary["mean_quality"], low, high, strict=True)
+            ],
+            "$/1k req": summary["cost_per_1k_requests_usd"].map(lambda x: fmt_number(x, 2)),
+            "strong %": summary["strong_share"].map(fmt_percent),
+            "Δ quality": summary["d_quality"].map(lambda x: fmt_number(x, 3, sign=True)),
+            "Δ $/1k req": (summary["d_cost_usd"] * 1000).map(lambda x: fmt_number(x, 2, sign=True)),
+        }
+    )
+
+
+def robustness_cells(summary: pd.DataFrame) -> pd.DataFrame:
+    """The robustness table as printed; Δ columns against the same strategy's fault-free run."""
+    return pd.DataFrame(
+        {
+            "strategy": summary["strategy"],
+            "ok %": summary["success_rate"].map(fmt_percent),
+            "quality": summary["mean_quality"].map(lambda x: fmt_number(x, 3)),
+            "Δ qual": summary[D_QUALITY].map(lambda x: fmt_number(x, 3, sign=True)),
+            "$/1k": summary["cost_per_1k_requests_usd"].map(lambda x: fmt_number(x, 2)),
+            "Δ $/1k": summary[D_COST].map(lambda x: fmt_number(x, 2, sign=True)),
+            "p50 s": summary["latency_p50_s"].map(lambda x: fmt_number(x, 1)),
+            "p99 s": summary["latency_p99_s"].map(lambda x: fmt_number(x, 1)),
+            "Δ p99 s": summary[D_P99].map(lambda x: fmt_number(x, 1, sign=True)),
+            "retries": summary["retries"].map(lambda x: fmt_number(x, 0)),
+            "fallbacks": summary["fallbacks"].map(lambda x: fmt_number(x, 0)),
+            "att/req": summary["attempts_per_request"].map(lambda x: fmt_number(x, 2)),
+            "waste %": summary["wasted_share"].map(fmt_percent),
+        }
+    )
+
+
+def against_fault_free(faulty: pd.DataFrame, fault_free: pd.DataFrame) -> pd.DataFrame:
+    """The robustness summary with what the faults changed for each strategy: quality, cost
+    per 1,000 requests and p99 latency minus its own fault-free run's."""
+    base = fault_free.set_index("strategy")
+    out = faulty.copy()
+    for column, source in ((D_QUALITY, "mean_quality"), (D_COST, "cost_per_1k_requests_usd")):
+        out[column] = out[source] - out["strategy"].map(base[source])
+    out[D_P99] = out["latency_p99_s"] - out["strategy"].map(base["latency_p99_s"])
+    return out
+
+
+def _finite(*values: Any) -> bool:
+    return all(v is not None and math.isfinite(float(v)) for v in values)
+
+
+def _names(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def routing_finding(summary: pd.DataFrame, baseline: str = "strong only") -> str:
+    """Part 1's finding in one sentence: among the strategies you could deploy that answer at
+    least as well as ``baseline`` for less, the one with the most quality per dollar, with its
+    figures beside the baseline's; else the best quality among the cheaper ones."""
+    rows = summary.set_index("strategy")
+    if baseline not in rows.index or not _finite(*_quality_and_cost(summary, baseline)):
+        return f"No finding: {baseline} has no graded answers to compare with."
+    base_q, base_c = _quality_and_cost(summary, baseline)
+    mine = rows[rows["realizable"].eq(True) & (rows.index != baseline)]
+    mine = mine[[_finite(q, c) for q, c in zip(mine["mean_quality"], mine[COST], strict=True)]]
+    cheaper = mine[mine[COST] < base_c]
+    as_good = cheaper[cheaper["mean_quality"] >= base_q]
+    if not as_good.empty:
+        per_dollar = as_good["mean_quality"] / as_good[COST].where(as_good[COST] > 0, math.nan)
+        best = _tied_best(as_good.assign(score=per_dollar.fillna(math.inf)), "score")
+        q, c = float(best["mean_quality"].iloc[0]), float(best[COST].iloc[0])
+        return (
+            f"Finding: of the strategies you could deploy, {_names(list(best.index))} gives the "
+            f"most quality per dollar without losing quality against {baseline}: quality "
+            f"{q:.3f} vs {base_q:.3f} at ${c:,.2f} vs ${base_c:,.2f} per 1,000 requests "
+            f"({1 - c / base_c:.0%} cheaper{_paired(best)})."
+        )
+    if cheaper.empty:
+        return (
+            f"Finding: no strategy you could deploy costs less than {baseline} (quality "
+            f"{base_q:.3f} at {_per_1k(base_c)})."
+        )
+    best = _tied_best(cheaper, "mean_quality")
+    q, c = float(best["mean_quality"].iloc[0]), float(best[COST].iloc[0])
+    return (
+        f"Finding: no strategy you could deploy matches {baseline}'s quality for less; the "
+        f"best of the cheaper ones is {_names(list(best.index))}: quality {q:.3f} vs "
+        f"{base_q:.3f} at ${c:,.2f} vs ${base_c:,.2f} per 1,000 requests"
+        f"{_paired(best, prefix='; ')}."
+    )
+
+
+def _per_1k(cost: float) -> str:
+    """A cost per 1,000 requests in words."""
+    return f"${cost:,.2f} per 1,000 requests"
+
+
+def _tied_best(rows: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The cheapest row with the highest ``column``, and the rows that tie with it on quality
+    (to 3 decimals) and cost (to the cent), in table order."""
+    top = rows[rows[column] == rows[column].max()].sort_values(COST, kind="stable")
+    first = top.iloc[0]
+    quality, cost = round(float(first["mean_quality"]), 3), round(float(first[COST]), 2)
+    return top[(top["mean_quality"].round(3) == quality) & (top[COST].round(2) == cost)]
+
+
+def _paired(best: pd.DataFrame, prefix: str = "; ") -> str:
+    """The paired quality difference and its 95 % interval, when the summary has them."""
+    row = best.iloc[0]
+    fields = ("d_quality", "d_quality_ci_low", "d_quality_ci_high")
+    if not all(f in best.columns for f in fields) or not _finite(*(row[f] for f in fields)):
+        return ""
+    d, low, high = (float(row[f]) for f in fields)
+    noise = ", within the noise" if low <= 0 <= high else ""
+    return f"{prefix}paired quality difference {d:+.3f}, 95 % CI {low:+.3f} to {high:+.3f}{noise}"
+
+
+def robustness_finding(
+    changed: pd.DataFrame, fault_free: pd.DataFrame, causes: str = "the faults"
+) -> str:
+    """Part 2's finding in one sentence: which strategy ``causes`` cost most and which least
+    (answered requests first, then quality, cost and p99 latency), each against its own
+    fault-free run. ``changed`` is the robustness summary with :func:`against_fault_free`'s
+    columns."""
+    base = fault_free.set_index("strategy")
+    rows = changed.set_index("strategy")
+    rows = rows[[_finite(v) for v in rows[D_QUALITY]]]
+    if rows.empty:
+        return "No finding: no strategy has graded answers in both runs."
+    answered = rows["success_rate"] - base["success_rate"].reindex(rows.index)
+    keys = pd.DataFrame(
+        {
+            "answered": answered.round(3),
+            "quality": rows[D_QUALITY].round(3),
+            "cost": rows[D_COST].round(2),
+            "p99": rows[D_P99].round(1),
+        }
+    ).fillna(0.0)
+    ordered = keys.sort_values(
+        list(keys.columns), ascending=[True, True, False, False], kind="stable"
+    )
+    worst = _same_keys(ordered, ordered.iloc[0])
+    best = _same_keys(ordered, ordered.iloc[-1])
+    if worst == best:
+        return f"Finding: {causes} cost every strategy the same: {_change(rows, base, worst)}."
+    return (
+        f"Finding: against its own fault-free run, {causes} cost most to "
+        f"{_change(rows, base, worst)}; least to {_change(rows, base, best)}."
+    )
+
+
+def _same_keys(keys: pd.DataFrame, row: pd.Series) -> list[str]:
+    return [str(name) for name, other in keys.iterrows() if other.equals(row)]
+
+
+def _change(rows: pd.DataFrame, base: pd.DataFrame, names: list[str]) -> str:
+    """``name: quality 0.825 → 0.801, $7.72 → $7.90 per 1,000 requests, p99 64.0 → 70.2 s``."""
+    first = names[0]
+    now, before = rows.loc[first], base.loc[first]
+
+    def move(column: str, fmt: str) -> str:
+        return f"{format(float(before[column]), fmt)} → {format(float(now[column]), fmt)}"
+
+    answered = f"{fmt_percent(now['success_rate'])} answered"
+    return (
+        f"{_names(names)} (quality {move('mean_quality', '.3f')}, {answered}; "
+        f"${move(COST, ',.2f').replace('→ ', '→ $')} per 1,000 requests; "
+        f"p99 latency {move('latency_p99_s', '.1f')} s)"
+    )
+
+
+def with_long_prompts(data: Any, share: float, window: int, seed: int) -> tuple[Any, list[str]]:
+    """The requests with ``share`` of them (drawn with ``seed``) given a long context of
+    1.1–1.5 × ``window`` tokens (a pasted document), as real traffic has: a model with that window
+    must refuse them, which is what fallbacks are for. Also their ids."""
+    frame = data.frame
+    count = round(share * len(frame))
+    rng = np.random.default_rng([seed, LONG_PROMPT_STREAM])
+    rows = np.sort(rng.choice(len(frame), size=count, replace=False))
+    frame["long_context"] = False
+    frame.loc[rows, "input_tokens"] = rng.integers(
+        int(window * 1.1), int(window * 1.5), count, endpoint=True
+    )
+    frame.loc[rows, "long_context"] = True
+    workload = Dataset(
+        frame,
+        name=data.name,
+        models=data.models,
+        metadata=data.metadata_columns,
+        info=data.info,
+        group_column=data.group_column,
+    )
+    return workload, [str(i) for i in frame.loc[rows, "id"]]
+
+
+def default_outage(requests: pd.DataFrame, strategy: str) -> tuple[float, float]:
+    """A 503 window over :data:`DEFAULT_OUTAGE` of the time ``strategy`` took to start all its
+    requests in its fault-free run (``requests`` is that run's table), so a sample and the full
+    table both meet an outage of the same relative size."""
+    span = float(requests.loc[requests["strategy"].astype(str) == strategy, "start_s"].max())
+    start, end = (round(share * span, 1) for share in DEFAULT_OUTAGE)
+    return start, max(end, start + 0.1)
+
+
+def _asked_outages(
+    texts: list[str], names: Mapping[str, str]
+) -> list[tuple[str, float, float]] | None:
+    """The outages asked with ``--outage`` (``none``: no outage), or None for the default one."""
+    if not texts:
+        return None
+    if [t.strip().lower() for t in texts] == ["none"]:
+        return []
+    return [parse_outage(text, names) for text in texts]
+
+
+def _checked_share(share: float) -> float:
+    if not (math.isfinite(share) and 0 <= share <= 1):
+        raise SystemExit(f"--long-prompts must be a share between 0 and 1, got {share}")
+    return share
+
+
+def _load(args: argparse.Namespace) -> tuple[Any, list[str]]:
+    """The dataset the job runs on and the words saying how it was cut."""
+    from . import datasets
+
     data = datasets.load(args.dataset)
     filters = []
     if args.benchmark:
@@ -227,27 +547,117 @@ def run_job(args: argparse.Namespace) -> int:
             args.sample, seed=args.seed, stratify="benchmark" if by_benchmark else None
         )
         filters.append(f"a {'stratified ' if by_benchmark else ''}sample of {args.sample}")
-    models = list(data.models)
-    if len(models) < 2:
-        raise SystemExit(f"dataset {args.dataset!r} needs at least two models with ground truth")
-    weak, strong = (WEAK, STRONG) if {WEAK, STRONG} <= set(models) else (models[-1], models[0])
-    names = {"weak": weak, "strong": strong, "judge": JUDGE}
-    outages = [parse_outage(text, names) for text in args.outage]
+    return data, filters
 
-    clean = profiles.from_catalog([weak, strong, JUDGE])
-    judge = Judge(accuracy=JUDGE_ACCURACY)
+
+@dataclasses.dataclass
+class _Robustness:
+    """What part 2 ran on and found."""
+
+    host: SimHost
+    injected: dict[str, str]
+    outage_note: str
+    workload_note: str
+    long_ids: list[str]
+    causes: str = "the faults"
+    comparison: Any = None
+    summary: pd.DataFrame | None = None
+
+
+def _robustness(
+    args: argparse.Namespace,
+    clean: Mapping[str, ModelProfile],
+    judge: Judge,
+    data: Any,
+    lineup: Mapping[str, Any],
+    names: Mapping[str, str],
+    routing: Any,
+    routing_summary: pd.DataFrame,
+    runs: Mapping[str, Any],
+) -> _Robustness:
+    """Part 2: the same strategies on the faulty host, over the requests with their share of
+    long prompts."""
+    weak = names["weak"]
+    outages, outage_note = _outages(args, names, routing.requests)
     random_faults = Faults.realistic() if args.faults == "realistic" else Faults()
     faulty: dict[str, ModelProfile] = {}
     for name, profile in clean.items():
         windows = tuple((start, end) for model, start, end in outages if model == name)
         faulty[name] = profile.replace(faults=random_faults.replace(outages=windows))
+    host = SimHost(faulty, judge=judge)
+    injected = {name: describe_faults(p.faults) for name, p in faulty.items()}
+    window = clean[weak].context_window
+    workload, long_ids = with_long_prompts(data, args.long_prompts, window, args.seed)
+    note = _workload_note(args, len(data), len(long_ids), weak, window)
+    found = _Robustness(host, injected, outage_note, note, long_ids)
+    causes = (
+        ("the faults", bool(describe_faults(random_faults))),
+        ("the outage" if len(outages) == 1 else "the outages", bool(outages)),
+        ("the long prompts", bool(long_ids)),
+    )
+    found.causes = _names([words for words, present in causes if present] or ["nothing"])
+    if any(injected.values()):
+        found.comparison = compare(lineup, workload, host=host, **runs)
+        found.summary = against_fault_free(found.comparison.summary(), routing_summary)
+    return found
+
+
+def _outages(
+    args: argparse.Namespace, names: Mapping[str, str], requests: pd.DataFrame
+) -> tuple[list[tuple[str, float, float]], str]:
+    """The robustness run's outages (those asked, else the default one with realistic faults)
+    and the line that says where they come from (empty when the fault lines say it all)."""
+    asked = _asked_outages(args.outage, names)
+    if asked is not None or args.faults != "realistic":
+        note = "" if asked else "outages: none (add one with --outage MODEL:START-END)"
+        return asked or [], note
+    weak = names["weak"]
+    start, end = default_outage(requests, "weak only")
+    note = (
+        f"outage by default: {weak} answers 503 from {DEFAULT_OUTAGE[0]:.0%} to "
+        f"{DEFAULT_OUTAGE[1]:.0%} of the time weak only took to start its requests without "
+        f"faults (t={start:g}–{end:g} s); --outage MODEL:START-END to choose, --outage none "
+        "for none"
+    )
+    return [(weak, start, end)], note
+
+
+def _workload_note(args: argparse.Namespace, n: int, long: int, weak: str, window: int) -> str:
+    """The line saying which requests the robustness run sends."""
+    if not long:
+        return (
+            f"workload: the same {n} requests, none with a long context (--long-prompts SHARE "
+            "to give some a context over the weak model's window)"
+        )
+    return (
+        f"workload: the same {n} requests, {long} of them ({args.long_prompts:.1%}, drawn with "
+        f"seed {args.seed}) with a long context of {int(window * 1.1):,}–{int(window * 1.5):,} "
+        f"tokens, over {weak}'s {window:,}-token window (--long-prompts SHARE to change, 0 for "
+        "none)"
+    )
+
+
+def run_job(args: argparse.Namespace) -> int:
+    """Run ``sykit compare`` with parsed arguments; print both parts, each led by its finding;
+    write files if asked."""
+    from . import profiles
+    from ._sweep import sweep
+
+    started = time.perf_counter()
+    _checked_share(args.long_prompts)
+    data, filters = _load(args)
+    models = list(data.models)
+    if len(models) < 2:
+        raise SystemExit(f"dataset {args.dataset!r} needs at least two models with ground truth")
+    weak, strong = (WEAK, STRONG) if {WEAK, STRONG} <= set(models) else (models[-1], models[0])
+    names = {"weak": weak, "strong": strong, "judge": JUDGE}
+    _asked_outages(args.outage, names)  # a bad --outage is refused before anything runs
+
+    clean = profiles.from_catalog([weak, strong, JUDGE])
+    judge = Judge(accuracy=JUDGE_ACCURACY)
     # No deadline on the routing host: a slow answer must not turn into a timeout and a
     # cooldown re-route in the part that measures routing alone.
     routing_host = SimHost(clean, judge=judge, policy=NO_DEADLINE)
-    robustness_host = SimHost(faulty, judge=judge)
-    injected = {name: describe_faults(p.faults) for name, p in faulty.items()}
-    any_faults = any(injected.values())
-
     runs: dict[str, Any] = {
         "seeds": [args.seed],
         "concurrency": args.concurrency,
@@ -262,6 +672,7 @@ def run_job(args: argparse.Namespace) -> int:
         "strong_share",
         routing_summary["strategy"].map(share),
     )
+    routing_summary["d_cost_per_1k_requests_usd"] = routing_summary["d_cost_usd"] * 1000
     score = strategies.simulated_score(weak, strong)
     thresholds = sweep(
         lambda target: strategies.threshold_router(
@@ -294,74 +705,102 @@ def run_job(args: argparse.Namespace) -> int:
     )
     bound = per_benchmark_apgr(thresholds, benchmarks) if benchmarks else {}
     learned, learned_long, too_small = learned_routers(data, weak, strong, routing_host, args.seed)
-    robustness = compare(lineup, data, host=robustness_host, **runs) if any_faults else None
-    robustness_summary = robustness.summary() if robustness is not None else None
+    robust = _robustness(args, clean, judge, data, lineup, names, routing, routing_summary, runs)
 
+    width = terminal_width()
     scope = ", ".join(filters) if filters else "all rows"
-    with pd.option_context("display.width", 250, "display.max_columns", 30):
-        print(
-            f"sykit compare: {len(data)} requests from {data.name!r} ({scope}), seed {args.seed}, "
-            f"{args.concurrency} in flight, simulated host (virtual time)"
+    say(
+        f"sykit compare: {len(data)} requests from {data.name!r} ({scope}), seed {args.seed}, "
+        f"{args.concurrency} in flight, simulated host (virtual time)",
+        width,
+    )
+    say(
+        f"models: weak={weak}, strong={strong}, judge={JUDGE} (simulated, right "
+        f"{JUDGE_ACCURACY:.0%} of the time); prices and latencies from the shipped catalogue",
+        width,
+    )
+    print("\n1. Routing quality: no faults injected")
+    say(routing_finding(routing_summary), width)
+    print(fit_table(routing_cells(routing_summary), width))
+    say(
+        "$/1k req = USD per 1,000 requests; Δ = paired difference against 'strong only' on the "
+        "same requests; realizable no: reads the ground truth (a bound, not a router you can "
+        "deploy).",
+        width,
+    )
+    say(
+        f"threshold router on a simulated router score ({_score_label(score)}; reads the "
+        f"ground truth): APGR {bounds.apgr:.3f}, AIQ {bounds.aiq:.3f} (95 % bootstrap); "
+        f"random router: APGR {randoms.apgr():.3f} in this run (expected {random.value:.3f} "
+        f"± {random.sd:.3f} over random rankings of these requests)",
+        width,
+    )
+    say(
+        "cascade (judge) by the simulated judge's accuracy: "
+        + "; ".join(
+            f"{accuracy:.0%}: quality {q:.3f} at ${c:.2f}/1k" for accuracy, (q, c) in judged.items()
         )
-        print(
-            f"models: weak={weak}, strong={strong}, judge={JUDGE} (simulated, right "
-            f"{JUDGE_ACCURACY:.0%} of the time); prices and latencies from the shipped catalogue"
-        )
-        print("\n1. Routing quality: no faults injected")
-        print(_table(routing_summary, ROUTING_COLUMNS))
-        print(
-            "d_* = paired difference against 'strong only' on the same requests. "
-            "realizable=False: reads the ground truth (a bound, not a router you can deploy)."
-        )
-        print(
-            f"threshold router on a simulated router score ({_score_label(score)}; reads the "
-            f"ground truth): APGR {bounds.apgr:.3f}, AIQ {bounds.aiq:.3f} (95 % bootstrap); "
-            f"random router: APGR {randoms.apgr():.3f} in this run (expected {random.value:.3f} "
-            f"± {random.sd:.3f} over random rankings of these requests)"
-        )
-        print(
-            "cascade (judge) by the simulated judge's accuracy: "
-            + "; ".join(
-                f"{accuracy:.0%}: quality {q:.3f} at ${c:.2f}/1k"
-                for accuracy, (q, c) in judged.items()
-            )
-            + " (strong only: {:.3f} at ${:.2f}/1k)".format(
-                *_quality_and_cost(routing_summary, "strong only")
-            )
-        )
-        if not learned.empty:
-            print(
-                "\nLearned routers you could deploy: APGR per benchmark, cross-fitted over 5 "
-                "folds (fitted without the fold they route), 95 % bootstrap interval"
-            )
-            if bound:
-                bound_row = {"router": "simulated score (bound, reads the truth)"}
-                bound_row.update({b: f"{v:.3f}" for b, v in bound.items()})
-                learned = pd.concat([learned, pd.DataFrame([bound_row])], ignore_index=True)
-            print(learned.to_string(index=False))
-        for note in too_small:
-            print(f"learned routers left out {note}")
-        print("\n2. Robustness: the same strategies under injected faults")
-        if robustness_summary is None:
-            print("no faults injected (--faults none and no --outage): nothing to show")
-        else:
-            for name, words in injected.items():
-                print(f"  {name}: {words or 'no faults'}")
-            if not outages:
-                print("  outages: none (add one with --outage MODEL:START-END)")
-            print(_table(robustness_summary, ROBUSTNESS_COLUMNS))
+        + " (strong only: {:.3f} at ${:.2f}/1k)".format(
+            *_quality_and_cost(routing_summary, "strong only")
+        ),
+        width,
+    )
+    _print_learned(learned, bound, too_small, width)
+    _print_robustness(robust, routing_summary, width)
     if args.out:
         out = Path(args.out)
-        written = _write_outputs(out, routing, routing_summary, robustness, robustness_summary)
+        written = _write_outputs(out, routing, routing_summary, robust.comparison, robust.summary)
         written += _write_sweeps(out, thresholds, randoms)
         if not learned_long.empty:
             learned_long.to_csv(out / "learned_routers.csv", index=False)
             written.append("learned_routers.csv")
-        _write_run_json(out, args, data, weak, strong, routing_host, robustness_host, started)
+        _write_run_json(out, args, data, weak, strong, routing_host, robust, started)
         written.append("run.json")
-        print(f"\nwrote {len(written)} files to {args.out}/: {', '.join(written)}")
+        print()
+        say(f"wrote {len(written)} files to {args.out}/: {', '.join(written)}", width)
     print(f"done in {time.perf_counter() - started:.1f} s of wall time")
     return 0
+
+
+def _print_learned(
+    learned: pd.DataFrame, bound: Mapping[str, float], too_small: list[str], width: int
+) -> None:
+    if not learned.empty:
+        print()
+        say(
+            "Learned routers you could deploy: APGR per benchmark, cross-fitted over 5 folds "
+            "(fitted without the fold they route), 95 % bootstrap interval",
+            width,
+        )
+        if bound:
+            bound_row = {"router": "simulated score (bound, reads the truth)"}
+            bound_row.update({b: f"{v:.3f}" for b, v in bound.items()})
+            learned = pd.concat([learned, pd.DataFrame([bound_row])], ignore_index=True)
+        print(fit_table(learned.fillna("–"), width))
+    for note in too_small:
+        say(f"learned routers left out {note}", width)
+
+
+def _print_robustness(robust: _Robustness, fault_free: pd.DataFrame, width: int) -> None:
+    print("\n2. Robustness: the same strategies under injected faults")
+    if robust.summary is None:
+        say("no faults injected (--faults none and no --outage): nothing to show", width)
+        return
+    say(robustness_finding(robust.summary, fault_free, robust.causes), width)
+    for name, words in robust.injected.items():
+        say(f"{name}: {words or 'no faults'}", width, indent="  ")
+    for note in (robust.outage_note, robust.workload_note):
+        if note:
+            say(note, width, indent="  ")
+    print(fit_table(robustness_cells(robust.summary), width))
+    say(
+        "ok % = requests answered; $/1k = USD per 1,000 requests; p50/p99 = latency of the "
+        "answered requests; Δ = change against the same strategy's fault-free run in part 1 "
+        f"({robust.causes} together); retries = new calls to the same model "
+        "after a failure; fallbacks = switches to another model; waste % = share of the spend "
+        "on answers nobody served.",
+        width,
+    )
 
 
 def random_baseline(routing: Any, weak: str, strong: str, seed: int) -> Any:
@@ -491,7 +930,7 @@ def _write_run_json(
     weak: str,
     strong: str,
     routing_host: SimHost,
-    robustness_host: SimHost,
+    robust: _Robustness,
     started: float,
 ) -> None:
     record = {
@@ -512,8 +951,12 @@ def _write_run_json(
             "judges": _plain(routing_host.judges),
         },
         "robustness_host": {
-            "models": _plain(robustness_host.profiles),
-            "policy": _plain(robustness_host.policy),
+            "models": _plain(robust.host.profiles),
+            "policy": _plain(robust.host.policy),
+        },
+        "robustness_workload": {
+            "long_prompt_share": args.long_prompts,
+            "long_prompt_request_ids": robust.long_ids,
         },
         "versions": _versions(),
         "wall_s": round(time.perf_counter() - started, 3),

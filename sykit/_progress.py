@@ -72,9 +72,13 @@ def make_progress(total: int, progress: bool | None, description: str, unit: str
 
 
 def label(bar: Any, strategy: str, seed: int, seeds: int) -> None:
-    """Name the run a bar is counting: the strategy, and the seed when there are several."""
+    """Name the run a bar is counting: the strategy, and the seed when there are several.
+
+    The name shows at the bar's next update: drawing it now would show a bar before its delay,
+    which tqdm never clears (it clears only bars its updates drew)."""
     if bar is not None:
-        bar.set_description(strategy if seeds == 1 else f"{strategy} · seed {seed}")
+        text = strategy if seeds == 1 else f"{strategy} · seed {seed}"
+        bar.set_description(text, refresh=False)
 
 
 _NOTEBOOK_BAR: type | None = None

@@ -23,7 +23,7 @@ def test_demo_prints_one_row_per_strategy(capsys):
         "hedge large @2s",
     ):
         assert strategy in out
-    assert "mean_quality" in out and "cost_per_1k_requests_usd" in out
+    assert "quality" in out and "$/1k req" in out and "USD per 1,000 requests" in out
 
 
 def test_demo_is_deterministic(capsys):
@@ -50,7 +50,7 @@ def test_compare_prints_routing_quality_without_faults_then_robustness_and_write
         "oracle",
     ):
         assert strategy in routing and strategy in robustness
-    assert "APGR" in routing and "d_quality" in routing and "realizable" in routing
+    assert "APGR" in routing and "Δ quality" in routing and "realizable" in routing
     assert "APGR" not in robustness
     # the learned routers, cross-fitted per benchmark, next to the random spread and the bound
     assert "Learned routers you could deploy" in routing

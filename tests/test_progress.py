@@ -1,4 +1,5 @@
-"""Progress bars: named after what they run, silent in logs, and never left behind in a notebook."""
+"""Progress bars: named after what they run, silent in logs, and never left behind in a terminal
+or a notebook."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ class Recorder:
         self.n = 0
         self.closed = False
 
-    def set_description(self, text: str) -> None:
+    def set_description(self, text: str, refresh: bool = True) -> None:
+        assert not refresh, "a label drawn at once shows a bar before its delay"
         self.descriptions.append(text)
 
     def update(self, n: int = 1) -> None:
@@ -110,3 +112,94 @@ def test_the_cli_piped_to_a_file_writes_no_progress_stream(tmp_path):
     err = (tmp_path / "err").read_bytes()
     assert b"\r" not in err and b"req/s" not in err and len(err) < 200, err[:200]
     assert "small only" in (tmp_path / "out").read_text()
+
+
+def _screen(raw: bytes) -> list[str]:
+    """The lines a terminal shows after ``raw``: ``\\r`` returns to the line's start and later
+    text overwrites, ``ESC[A`` moves up a line, other escape sequences change nothing shown."""
+    lines: list[list[str]] = [[]]
+    row = col = 0
+    text = raw.decode("utf-8", "replace")
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == "\x1b":
+            end = i + 2
+            while end < len(text) and not text[end].isalpha():
+                end += 1
+            if text[i : end + 1] == "\x1b[A":
+                row = max(row - 1, 0)
+            i = end + 1
+            continue
+        if char == "\r":
+            col = 0
+        elif char == "\n":
+            row, col = row + 1, 0
+            while len(lines) <= row:
+                lines.append([])
+        else:
+            line = lines[row]
+            line.extend(" " * (col + 1 - len(line)))
+            line[col] = char
+            col += 1
+        i += 1
+    return ["".join(line).rstrip() for line in lines]
+
+
+def _run_in_terminal(*args: str) -> list[str]:
+    """Run the sykit command in a pseudo-terminal (stdout and stderr both on it, as in a shell)
+    and return what the terminal shows at the end."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    env = {k: v for k, v in os.environ.items() if k != "SYKIT_PROGRESS"}
+    env.update(PYTHONPATH=str(ROOT), COLUMNS="120", TERM="xterm")
+    leader, follower = pty.openpty()
+    # a new pseudo-terminal is 0 columns wide, where tqdm draws nothing: size it as a window
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sykit._cli", *args],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=env,
+    )
+    os.close(follower)
+    raw = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the other side closed (Linux reports EIO)
+            break
+        if not chunk:
+            break
+        raw += chunk
+    os.close(leader)
+    assert process.wait(timeout=300) == 0, raw[-2000:]
+    return _screen(raw.replace(b"\r\n", b"\n"))
+
+
+@pytest.mark.parametrize("requests", ["200", "4000"])
+def test_in_a_terminal_no_bar_is_left_behind(requests):
+    """A run shorter than the bar's delay draws no bar; a longer one erases its bar: the
+    terminal shows the command's output alone, its first line from its first column."""
+    screen = _run_in_terminal("demo", "--requests", requests)
+    assert screen[0].startswith("sykit demo: "), screen[:3]
+    shown = "\n".join(screen)
+    assert "req/s" not in shown and "%|" not in shown, shown
+
+
+def test_in_a_notebook_labelling_a_quick_run_shows_no_bar(progress_on, monkeypatch):
+    pytest.importorskip("ipywidgets")
+    from IPython import display
+
+    shown: list[object] = []
+    monkeypatch.setattr(_progress, "_in_notebook", lambda: True)
+    monkeypatch.setattr(display, "display", lambda obj, display_id=None: shown.append(obj))
+    quick = _progress.make_progress(4, None, "compare")
+    _progress.label(quick, "fast", 0, 1)
+    quick.update(4)
+    quick.close()
+    assert shown == []

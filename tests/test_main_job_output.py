@@ -1,0 +1,183 @@
+"""What ``sykit compare`` prints fits the terminal, leads with findings computed from its
+results, and its default robustness run makes the fallback strategies do their work."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from pathlib import Path
+from unittest import mock
+
+import pandas as pd
+import pytest
+
+import sykit as sy
+from sykit._cli import main
+from sykit._compare_job import (
+    ROBUSTNESS_COLUMNS,
+    ROUTING_COLUMNS,
+    default_outage,
+    fit_table,
+    fmt_number,
+    fmt_percent,
+    robustness_finding,
+    routing_finding,
+    with_long_prompts,
+)
+
+SAMPLE = 300
+
+
+def run(argv: list[str], columns: int) -> str:
+    """The text ``sykit`` prints with a terminal ``columns`` wide."""
+    printed = io.StringIO()
+    with (
+        mock.patch.dict(os.environ, {"COLUMNS": str(columns)}),
+        contextlib.redirect_stdout(printed),
+    ):
+        assert main(argv) == 0
+    return printed.getvalue()
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory) -> tuple[str, Path]:
+    """One default run of the main job on a sample, its CSVs written."""
+    out = tmp_path_factory.mktemp("job") / "results"
+    printed = run(["compare", "--sample", str(SAMPLE), "--quiet", "--out", str(out)], 120)
+    return printed, out
+
+
+def table(printed: str, part: str) -> pd.DataFrame:
+    """The table printed in a part, read back: columns split on two spaces or more."""
+    lines = printed.split(part, 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("strategy "))
+    rows = []
+    for line in lines[start:]:
+        if not line or line.startswith(("(", "ok %", "$/1k")):
+            break
+        rows.append([cell.strip() for cell in line.split("  ") if cell.strip()])
+    return pd.DataFrame(rows[1:], columns=rows[0]).set_index("strategy")
+
+
+def test_every_line_fits_a_120_column_terminal(job):
+    printed, _ = job
+    assert max(len(line) for line in printed.splitlines()) <= 120
+    assert "left out to fit" not in printed  # at 120 columns every printed column shows
+
+
+def test_a_narrow_terminal_gets_fewer_columns_and_no_longer_lines(tmp_path):
+    printed = run(["demo", "--requests", "60", "--quiet"], 60)
+    assert max(len(line) for line in printed.splitlines()) <= 60
+    assert "left out to fit 60 columns" in " ".join(printed.split())
+
+
+def test_fit_table_leaves_out_columns_from_the_right_and_says_which():
+    cells = pd.DataFrame({"strategy": ["a long strategy name"], "x": ["1.00"], "y": ["2.00"]})
+    assert fit_table(cells, 80).splitlines()[0].split() == ["strategy", "x", "y"]
+    narrow = fit_table(cells, 28)
+    assert narrow.splitlines()[0].split() == ["strategy", "x"]
+    assert "(y left out to fit 28 columns; see the CSVs of --out)" in " ".join(narrow.split())
+    assert max(len(line) for line in narrow.splitlines()) <= 28
+
+
+def test_the_csvs_keep_every_column(job):
+    _, out = job
+    routing = pd.read_csv(out / "routing_summary.csv")
+    robustness = pd.read_csv(out / "robustness_summary.csv")
+    assert set(ROUTING_COLUMNS) <= set(routing.columns)
+    assert set(ROBUSTNESS_COLUMNS) <= set(robustness.columns)
+    for column in ("n_ungraded", "latency_p95_s", "ttft_p50_s", "fallbacks_context_window"):
+        assert column in routing.columns and column in robustness.columns
+    assert (routing["d_cost_per_1k_requests_usd"] == routing["d_cost_usd"] * 1000).all()
+    assert "d_quality_vs_fault_free" in robustness.columns
+
+
+def test_costs_are_per_1000_requests_in_both_printed_tables(job):
+    printed, out = job
+    routing = table(printed, "1. Routing quality")
+    summary = pd.read_csv(out / "routing_summary.csv").set_index("strategy")
+    assert "d_cost_usd" not in printed
+    for strategy in ("weak only", "cascade (judge)"):
+        shown = float(routing.loc[strategy, "Δ $/1k req"])
+        assert shown == pytest.approx(summary.loc[strategy, "d_cost_usd"] * 1000, abs=0.006)
+        cost = float(routing.loc[strategy, "$/1k req"])
+        assert cost == pytest.approx(summary.loc[strategy, "cost_per_1k_requests_usd"], abs=0.006)
+
+
+def test_each_part_leads_with_its_finding_computed_from_the_results(job):
+    printed, out = job
+    routing, robustness = printed.split("\n2. Robustness")
+    fault_free = pd.read_csv(out / "routing_summary.csv")
+    faulty = pd.read_csv(out / "robustness_summary.csv")
+    lead = routing.split("1. Routing quality: no faults injected\n", 1)[1].split("\nstrategy ")[0]
+    assert " ".join(lead.split()) == routing_finding(fault_free)
+    assert lead.startswith("Finding: of the strategies you could deploy, ")
+    lead = robustness.split("\n", 1)[1].split("\n  mixtral")[0]
+    causes = "the faults, the outage and the long prompts"
+    assert " ".join(lead.split()) == robustness_finding(faulty, fault_free, causes)
+
+
+def test_the_default_robustness_run_makes_the_fallbacks_work(job):
+    printed, out = job
+    robustness = pd.read_csv(out / "robustness_summary.csv").set_index("strategy")
+    shown = table(printed, "\n2. Robustness")
+    for strategy in ("fallback weak>strong", "litellm-like"):
+        assert robustness.loc[strategy, "fallbacks"] > 0
+        assert int(shown.loc[strategy, "fallbacks"]) == robustness.loc[strategy, "fallbacks"]
+        differs = robustness.loc[strategy] != robustness.loc["weak only"]
+        assert differs[["success_rate", "mean_quality", "cost_per_1k_requests_usd"]].all()
+    assert "retries" in shown.columns
+    # the header states the outage and the long prompts behind those fallbacks
+    assert "outage (503) from t=" in printed and "outage by default: " in printed
+    run_json = json.loads((out / "run.json").read_text())
+    long_ids = run_json["robustness_workload"]["long_prompt_request_ids"]
+    assert len(long_ids) == round(0.01 * SAMPLE) == 3
+    assert f"{len(long_ids)} of them (1.0%, drawn with seed 0) with a long context" in printed
+    requests = pd.read_csv(out / "robustness_requests.csv")
+    long = requests[requests["long_context"]]
+    assert set(long["request_id"].astype(str)) == set(long_ids)
+    weak = long[long["strategy"] == "weak only"]
+    assert (weak["status"] != "ok").all() and (weak["error_kind"] == "context_window").all()
+
+
+def test_flags_take_the_outage_and_the_long_prompts_away(capsys):
+    printed = run(
+        ["compare", "--sample", "60", "--quiet", "--outage", "none", "--long-prompts", "0"], 120
+    )
+    robustness = printed.split("\n2. Robustness")[1]
+    assert "outage (503)" not in robustness and "outages: none" in robustness
+    assert "none with a long context" in robustness
+    assert "the faults cost most to" in robustness  # the random faults alone
+    with pytest.raises(SystemExit, match="--long-prompts must be a share between 0 and 1"):
+        main(["compare", "--sample", "20", "--quiet", "--long-prompts", "2"])
+
+
+def test_the_long_prompts_are_drawn_with_the_seed_over_the_window():
+    data = sy.datasets.load("routellm").head(200)
+    workload, ids = with_long_prompts(data, 0.05, 32_768, seed=0)
+    _, same = with_long_prompts(data, 0.05, 32_768, seed=0)
+    _, other = with_long_prompts(data, 0.05, 32_768, seed=1)
+    assert len(ids) == 10 and ids == same and ids != other
+    tokens = {str(r.id): r.input_tokens for r in workload}
+    assert all(32_768 < tokens[i] <= 1.5 * 32_768 for i in ids)
+    before = {str(r.id): r.input_tokens for r in data}
+    assert all(tokens[i] == before[i] for i in before if i not in ids)
+    assert workload.frame["quality:gpt-4-1106-preview"].equals(
+        data.frame["quality:gpt-4-1106-preview"]
+    )
+
+
+def test_the_default_outage_covers_a_tenth_of_the_time_weak_only_took_to_start():
+    requests = pd.DataFrame(
+        {"strategy": ["weak only"] * 3 + ["strong only"], "start_s": [0.0, 20.0, 40.0, 99.0]}
+    )
+    assert default_outage(requests, "weak only") == (10.0, 14.0)
+
+
+def test_numbers_never_round_to_a_misleading_figure():
+    assert fmt_percent(0.996) == "99.6%" and fmt_percent(1.0) == "100%" and fmt_percent(0) == "0%"
+    assert fmt_percent(0.9997) == "99.97%" and fmt_percent(0.0002) == "0.02%"
+    assert fmt_number(-0.001, 2, sign=True) == "+0.00"
+    assert fmt_number(float("nan"), 2) == "–"
