@@ -136,6 +136,23 @@ def test_bulk_frames_equal_the_kernels(name, loop):
     assert bulk.attempts["status"].eq("error").any()  # the faults were met, not avoided
 
 
+@pytest.mark.parametrize("loop", ["closed", "poisson, 3 slots"])
+def test_requests_placed_a_block_at_a_time_give_the_same_frames(monkeypatch, loop):
+    """The bulk engine places requests in time a block at a time; blocks that split a run's
+    requests anywhere (a retry, a slow request, a fallback at a block's edge) change nothing."""
+    from sykit._bulk import _run as bulk_run
+
+    monkeypatch.setattr(bulk_run, "_BLOCK", 7)
+    requests = mixed_requests(120)
+    host = faulty_host(max_retries=2, timeout_s=3.0)
+    kwargs = {"host": host, "seed": 5, **LOOPS[loop]}
+    bulk = run(STRATEGIES["chain"], requests, **kwargs)
+    kernel = run(STRATEGIES["chain"], requests, engine="kernel", **kwargs)
+    assert bulk.engine == "bulk"
+    same_frames(bulk, kernel)
+    assert (bulk.requests["n_attempts"] > 1).any()
+
+
 def test_bulk_frames_equal_the_asyncio_engines_too():
     requests = mixed_requests(90)
     host = faulty_host(max_retries=1, timeout_s=1.5, bill_cancelled="full")

@@ -36,6 +36,8 @@ __all__ = ["evaluate", "is_static", "refusal"]
 
 _OK = STATUS_CODE[Status.OK]
 _ERROR = STATUS_CODE[Status.ERROR]
+#: Requests placed in time per block (see _place_and_record).
+_BLOCK = 16384
 
 
 def is_static(fn: Any) -> bool:
@@ -95,38 +97,47 @@ class _Bulk:
         routes, chains, outcomes, states = self._route_all(engine)
         self._check_profiles(chains)
         n = len(self.items)
-        columns = Columns.of(
-            self.items,
-            [o.request for o in outcomes]  # type: ignore[misc]  # never None: see _route_all
-            if outcomes is not None
-            else None,
-        )
-        todo = np.arange(n)
-        repeated = [len(set(chain)) < len(chain) for chain in chains]
-        if any(repeated):  # a model twice in one chain: its attempts count on; the exact way
-            todo = todo[~np.asarray(repeated)[routes]]
-        try:
-            waves = run_waves(
-                columns,
-                routes,
-                chains,
-                todo,
-                run.profiles,
-                run.model_codes,
-                run.policy,
-                run.seed,
-                session,
-            )
-        except NotSimple as why:
-            raise NeedsEvents(str(why)) from None
-        slow = waves.slow
-        if any(repeated):
-            slow[~np.isin(np.arange(n), todo)] = True
+        # a model twice in one chain: its attempts count on; such requests go the exact way
+        repeated = np.asarray([len(set(chain)) < len(chain) for chain in chains])
         cooling_matters = run.policy.cooldown_s > 0 and any(len(c) > 1 for c in chains)
-        self._place_and_record(waves, columns, routes, chains, outcomes, states, cooling_matters)
-        runner.started = runner.finished = n
-        if runner.progress is not None:
-            runner.progress.update(n)
+        clock = _Slots(self.arrivals, self.concurrency, n)
+        # A block of requests at a time, start to records: what a run holds beyond its records
+        # stays the size of a block, however many requests it has.
+        for low in range(0, n, _BLOCK):
+            high = min(n, low + _BLOCK)
+            block_routes = routes[low:high]
+            items = self.items
+            columns = Columns.of(
+                (items[k] for k in range(low, high)),
+                high - low,
+                None if outcomes is None else [o.request for o in outcomes[low:high]],  # type: ignore[misc]
+            )
+            todo = np.arange(high - low)
+            if repeated.any():
+                todo = todo[~repeated[block_routes]]
+            try:
+                waves = run_waves(
+                    columns,
+                    block_routes,
+                    chains,
+                    todo,
+                    run.profiles,
+                    run.model_codes,
+                    run.policy,
+                    run.seed,
+                    session,
+                )
+            except NotSimple as why:
+                raise NeedsEvents(str(why)) from None
+            if repeated.any():
+                waves.slow[~np.isin(np.arange(high - low), todo)] = True
+            self._place_and_record(
+                low, waves, columns, block_routes, chains, outcomes, states, cooling_matters, clock
+            )
+            runner.started = runner.finished = high
+            if runner.progress is not None:
+                runner.progress.update(high - low)
+        engine.time = clock.last_end
 
     def _route_all(
         self, engine: BulkEngine
@@ -177,6 +188,7 @@ class _Bulk:
     # -- placing requests in time, and their records ------------------------------------------------
     def _place_and_record(
         self,
+        low: int,
         waves: Waves,
         columns: Columns,
         routes: np.ndarray,
@@ -184,33 +196,37 @@ class _Bulk:
         outcomes: list[Outcome] | None,
         states: dict[int, RequestState],
         cooling_matters: bool,
+        clock: _Slots,
     ) -> None:
+        """Place the block of requests from position ``low`` in time and record them (``waves``,
+        ``columns`` and ``routes`` are the block's: position 0 is request ``low``)."""
         run = self.run
-        engine = run.engine
-        assert isinstance(engine, BulkEngine)
-        n = len(self.items)
+        n = len(columns.ids)
         requests = waves.request
-        first = np.searchsorted(requests, np.arange(n)).tolist()
-        count = np.bincount(requests, minlength=n).tolist()
+        first_all = np.searchsorted(requests, np.arange(n + 1))  # request i's: [i, i + 1)
+        m = len(requests)
+        a_start = np.zeros(m)
+        a_end = np.zeros(m)
+        arrival_s = np.zeros(n)
+        start_s = np.zeros(n)
+        end_s = np.zeros(n)
+
+        arrivals = clock.arrivals
+        feed = clock.feed
+        heap = clock.heap
+        # As Python numbers (the loop's fast form) for one block, written back as arrays.
+        first = first_all[:n].tolist()
+        count = np.diff(first_all).tolist()
         after = waves.after.tolist()
         backoff = waves.backoff.tolist()
         slow = waves.slow.tolist()
-        m = len(requests)
-        a_start = [0.0] * m
-        a_end = [0.0] * m
-        arrival_s = [0.0] * n
-        start_s = [0.0] * n
-        end_s = [0.0] * n
-
-        arrivals = self.arrivals
-        feed = None if arrivals is None else _feed_times(arrivals)
-        limit = self.concurrency
-        heap: list[float] | None = None
-        if arrivals is None:
-            heap = [0.0] * min(n, limit if limit is not None else n)
-        elif limit is not None:
-            heap = [-math.inf] * min(n, limit)
-        for k in range(n):
+        starts = [0.0] * m
+        ends = [0.0] * m
+        block_arrival = [0.0] * n
+        block_start = [0.0] * n
+        block_end = [0.0] * n
+        for i in range(n):
+            k = low + i
             if feed is None:
                 start = heapq.heappop(heap)  # type: ignore[arg-type]
                 arrival = start
@@ -221,34 +237,39 @@ class _Bulk:
                     free = heapq.heappop(heap)
                     if free > start:
                         start = free
-            arrival_s[k] = arrival
-            start_s[k] = start
-            if slow[k]:
-                end = self._exact(k, arrival, start, chains[routes[k]], outcomes, states)
+            block_arrival[i] = arrival
+            block_start[i] = start
+            if slow[i]:
+                end = self._exact(k, arrival, start, chains[routes[i]], outcomes, states)
                 if cooling_matters and run.cooling_until.started:  # type: ignore[attr-defined]
                     raise NeedsEvents(
-                        "a transient failure started a cooldown (HostPolicy.cooldown_s > 0) that "
-                        "later requests' fallback chains would see"
+                        "a transient failure started a cooldown (HostPolicy.cooldown_s > 0) "
+                        "that later requests' fallback chains would see"
                     )
             else:
                 t = start
-                begin = first[k]
-                for j in range(begin, begin + count[k]):
-                    a_start[j] = t
+                begin = first[i]
+                for j in range(begin, begin + count[i]):
+                    starts[j] = t
                     t = t + after[j]
-                    a_end[j] = t
+                    ends[j] = t
                     wait = backoff[j]
                     if wait == wait:  # not NaN: a retry follows
                         t = t + wait
                 end = t
-            end_s[k] = end
+            block_end[i] = end
             if heap is not None:
                 heapq.heappush(heap, end)
-        engine.time = max(end_s, default=0.0)
+        a_start[:] = starts
+        a_end[:] = ends
+        arrival_s[:] = block_arrival
+        start_s[:] = block_start
+        end_s[:] = block_end
+        if n:
+            clock.last_end = max(clock.last_end, float(end_s.max()))
         self._record_simple(
-            waves, columns, routes, chains, states, np.asarray(a_start), np.asarray(a_end),
-            np.asarray(arrival_s), np.asarray(start_s), np.asarray(end_s),
-        )  # fmt: skip
+            low, waves, columns, routes, chains, states, a_start, a_end, arrival_s, start_s, end_s
+        )
 
     def _exact(
         self,
@@ -292,6 +313,7 @@ class _Bulk:
 
     def _record_simple(
         self,
+        low: int,
         waves: Waves,
         request_columns: Columns,
         routes: np.ndarray,
@@ -303,10 +325,11 @@ class _Bulk:
         start_s: np.ndarray,
         end_s: np.ndarray,
     ) -> None:
-        """The attempt rows and request rows of the requests the waves planned, written at once."""
+        """The attempt rows and request rows of the block's requests the waves planned, written
+        at once (the block starts at request ``low``)."""
         run = self.run
         log = run.log
-        n = len(self.items)
+        n = len(request_columns.ids)
         m = len(waves.request)
         ok = waves.ok
         errors = waves.errors
@@ -325,7 +348,7 @@ class _Bulk:
         floats[:, AttemptLog.COST] = waves.cost
         floats[:, AttemptLog.QUALITY] = np.nan
         ints = np.zeros((m, len(AttemptLog.INT_FIELDS)), dtype=np.int32)
-        ints[:, AttemptLog.REQUEST] = waves.request
+        ints[:, AttemptLog.REQUEST] = waves.request + low
         ints[:, AttemptLog.MODEL] = waves.model
         ints[:, AttemptLog.RACE] = -1
         ints[:, AttemptLog.MESSAGE] = message_codes[error]
@@ -369,7 +392,7 @@ class _Bulk:
         start = start_s[planned]
         ttft = np.where(answered, (a_start[at] + waves.ttft[at]) - start, np.nan)
         columns = {
-            "index": planned,
+            "index": planned + low,
             "status": np.where(answered, 0, 1),
             "error_kind": kinds[final_error],
             "message": messages[final_error],
@@ -395,7 +418,10 @@ class _Bulk:
         truth_rows = run.note_truth is not None
         names = list(run.log.models.values)
         served_models = columns["served"].tolist()
-        for position, index in enumerate(planned.tolist()):
+        if not (truth_rows or states or getattr(self.items, "has_metadata", True)):
+            request_log.extend(columns, extras)  # nothing to add to any row: no request to read
+            return
+        for position, index in enumerate((planned + low).tolist()):
             request = self.items[index][1]
             state = states.get(index)
             evidence = state.evidence if state is not None else None
@@ -414,6 +440,21 @@ class _Bulk:
                 if extra:
                     extras[position] = extra
         request_log.extend(columns, extras)
+
+
+class _Slots:
+    """The run's clock across blocks: the closed loop's free slots (a heap of the times they
+    free up), the arrivals and when the feeder reaches them, and the latest end so far."""
+
+    def __init__(self, arrivals: list[float] | None, limit: int | None, n: int) -> None:
+        self.arrivals = arrivals
+        self.feed = None if arrivals is None else _feed_times(arrivals)
+        self.heap: list[float] | None = None
+        if arrivals is None:
+            self.heap = [0.0] * min(n, limit if limit is not None else n)
+        elif limit is not None:
+            self.heap = [-math.inf] * min(n, limit)
+        self.last_end = 0.0
 
 
 class _Watched(dict[str, float]):

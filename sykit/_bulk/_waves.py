@@ -13,7 +13,7 @@ the whole request to the exact path, which runs the very candidate loop the even
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,12 +58,13 @@ class Columns:
     @classmethod
     def of(
         cls,
-        items: Sequence[tuple[Any, Request, Any]],
+        items: Iterable[tuple[Any, Request, Any]],
+        n: int,
         routed: Sequence[Request] | None = None,
     ) -> Columns:
-        """The columns of the run's ``items`` (id, request, truth), read once in order; the
-        requests served are ``routed`` (a static router's) when given, else the items' own."""
-        n = len(items)
+        """The columns of ``n`` ``items`` (id, request, truth), read once in order (each request
+        may be dropped once read); the requests served are ``routed`` (a static router's) when
+        given, else the items' own."""
         input_tokens = np.empty(n, dtype=np.int64)
         max_output = np.empty(n, dtype=np.int64)
         images = np.zeros(n, dtype=bool)

@@ -417,6 +417,7 @@ class Dataset:
             lambda start, stop: self._build(frame.iloc[start:stop]),
             has_truth=bool(self._models) or bool(self.analysis_columns),
             has_columns=bool(self.analysis_columns),
+            has_metadata=bool(self._metadata),
         )
 
     def _build(self, rows: pd.DataFrame) -> list[tuple[Request, GroundTruth | None]]:

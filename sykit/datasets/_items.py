@@ -34,6 +34,7 @@ class DatasetItems(Sequence[Item]):
         *,
         has_truth: bool,
         has_columns: bool,
+        has_metadata: bool,
     ) -> None:
         _check_text_ids(ids)
         self.ids = ids
@@ -42,6 +43,8 @@ class DatasetItems(Sequence[Item]):
         #: whether any request has a truth, and whether any has analysis columns (see TruthTable)
         self.has_truth = has_truth
         self.has_columns = has_columns
+        #: whether any request has metadata (the run copies it into its rows)
+        self.has_metadata = has_metadata
 
     def __len__(self) -> int:
         return len(self.ids)
