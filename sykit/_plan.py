@@ -164,6 +164,7 @@ class Plan:
             attempts, requests = self.spill.finish(run, self.ids)
         else:
             attempts = run.log.frame(name, self.ids, keep)
+            run.log.drop()
             requests = run.requests.frame(name, self.ids)
         result = Result(
             strategy=name,

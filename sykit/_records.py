@@ -411,6 +411,12 @@ class AttemptLog:
         """Every attempt still held, as the raw columns of :meth:`hand_over` (views)."""
         return _raw_columns(self.f, self.i, self.h, self.held(), copy=False)
 
+    def drop(self) -> None:
+        """Let go of the attempts held (once their frame is built): the memory a run holds
+        at its end is then its frames, not its frames and its records."""
+        self.base += self.held()
+        self.f, self.i, self.h = array("d"), array("i"), array("h")
+
     # -- the frame ------------------------------------------------------------------------------
     def frame(
         self, strategy: str, ids: Sequence[Any], keep: np.ndarray | None = None
@@ -509,7 +515,8 @@ def attempt_frame(
         "quality": take("quality"),
         "served": take("served").astype(bool),
     }
-    return pd.DataFrame(columns, columns=list(ATTEMPT_COLUMNS))
+    # copy=False: the columns are new arrays already; consolidating them would hold each twice
+    return pd.DataFrame(columns, columns=list(ATTEMPT_COLUMNS), copy=False)
 
 
 def _races(race_id: np.ndarray, call_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -813,7 +820,7 @@ def request_frame(
         "quality": take("quality"),
         "reads_truth": take("reads_truth").astype(bool),
     }
-    frame = pd.DataFrame(columns, columns=list(REQUEST_COLUMNS))
+    frame = pd.DataFrame(columns, columns=list(REQUEST_COLUMNS), copy=False)
     if extras:
         position = np.empty(n, dtype=np.int64)
         position[order] = np.arange(n)

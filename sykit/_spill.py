@@ -294,7 +294,8 @@ class _Writer:
         self.flush_attempts(final=True)
         self.flush_requests(requests)
         pa = self.pa
-        if all(type(v) is int for v in ids):
+        integers = isinstance(ids, np.ndarray) and ids.dtype.kind == "i"
+        if integers or all(type(v) is int for v in ids):
             column = pa.array(ids, type=pa.int64())
         else:
             column = pa.array([str(v) for v in ids], type=pa.string())
@@ -382,11 +383,25 @@ class SpilledRun:
                 parts.setdefault(column, []).append(table.column(column))
         return parts
 
+    def _raw(self, files: Sequence[str], fields: Sequence[tuple[str, str]]) -> dict[str, Any]:
+        """Each field as one array (``(name, type code)``), read a column at a time: the Arrow
+        copy of one column is all that reading holds beside the arrays, never the whole file."""
+        _, pq = _arrow()
+        readers = [pq.ParquetFile(self.folder / name) for name in files]
+        present = [set(reader.schema_arrow.names) for reader in readers]
+        raw: dict[str, Any] = {}
+        for name, code in fields:
+            chunks = [
+                reader.read(columns=[name]).column(name)
+                for reader, names in zip(readers, present, strict=True)
+                if name in names
+            ]
+            raw[name] = concat_frames(chunks, code)
+        return raw
+
     def attempts(self) -> pd.DataFrame:
         meta = self._meta()
-        fields = (*AttemptLog.FLOAT_FIELDS, *AttemptLog.INT_FIELDS, *AttemptLog.CODE_FIELDS)
-        parts = self._columns(meta["attempt_files"])
-        raw = {name: concat_frames(parts.get(name, []), _ATTEMPT_DTYPES[name]) for name in fields}
+        raw = self._raw(meta["attempt_files"], list(_ATTEMPT_DTYPES.items()))
         ids = self._ids()
         # Only the attempts of requests that have a row, as in memory (all of them unless the
         # run was interrupted).
@@ -405,11 +420,10 @@ class SpilledRun:
 
     def requests(self) -> pd.DataFrame:
         meta = self._meta()
-        parts = self._columns(meta["request_files"])
-        raw = {name: concat_frames(parts.get(name, []), code) for name, code in RequestLog.FIELDS}
+        raw = self._raw(meta["request_files"], RequestLog.FIELDS)
         extras: dict[int, Any] = {}
         offset = 0
-        for chunk in parts.get(_EXTRA, []):
+        for chunk in self._columns(meta["request_files"], [_EXTRA]).get(_EXTRA, []):
             valid = chunk.is_valid().to_numpy(zero_copy_only=False)
             for row in np.flatnonzero(valid):
                 extras[offset + int(row)] = pickle.loads(chunk[int(row)].as_py())

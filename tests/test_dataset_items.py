@@ -95,3 +95,21 @@ def test_the_items_read_by_position_in_any_order():
     assert [item[0] for item in items] == [r.id for r in listed]
     with pytest.raises(IndexError):
         items[5_000]
+
+
+def test_a_spilled_run_of_a_dataset_reads_back_the_frames_kept_in_memory(data, tmp_path):
+    host = _host(data)
+    chain = st.fallback_chain([data.models[-1], data.models[0]])
+    kept = sy.run(chain, data, host=host, progress=False)
+    spilled = sy.run(chain, data, host=host, progress=False, spill=tmp_path)
+    assert_frame_equal(spilled.attempts, kept.attempts)
+    assert_frame_equal(spilled.requests, kept.requests)
+    numbered = sy.datasets.from_frame(
+        pd.DataFrame({"prompt": ["a", "b", "c"], "n": [7, 3, 11]}), prompt="prompt", id="n"
+    )
+    host = sy.SimHost({"m": sy.ModelProfile()})
+    spilled = sy.run(st.single("m"), numbered, host=host, spill=tmp_path / "numbered")
+    kept = sy.run(st.single("m"), numbered, host=host)
+    assert_frame_equal(spilled.requests, kept.requests)
+    assert kept.requests["request_id"].tolist() == [7, 3, 11]  # integer ids stay integers
+    assert kept.requests["request_id"].dtype.kind == "i"

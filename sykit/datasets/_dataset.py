@@ -412,8 +412,9 @@ class Dataset:
         from ._items import DatasetItems
 
         frame = self._frame
+        ids = frame["id"]
         return DatasetItems(
-            frame["id"].tolist(),
+            ids.to_numpy(dtype=np.int64) if ids.dtype.kind == "i" else ids.tolist(),
             lambda start, stop: self._build(frame.iloc[start:stop]),
             has_truth=bool(self._models) or bool(self.analysis_columns),
             has_columns=bool(self.analysis_columns),

@@ -12,6 +12,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
+import numpy as np
+
 from .._errors import ArgumentError
 from .._models import GroundTruth, Request
 
@@ -29,7 +31,7 @@ class DatasetItems(Sequence[Item]):
 
     def __init__(
         self,
-        ids: list[Any],
+        ids: list[Any] | np.ndarray,
         build: Callable[[int, int], list[tuple[Request, GroundTruth | None]]],
         *,
         has_truth: bool,
@@ -37,6 +39,8 @@ class DatasetItems(Sequence[Item]):
         has_metadata: bool,
     ) -> None:
         _check_text_ids(ids)
+        #: the ids in order: an integer array when they are all integers (a list of a
+        #: million Python ints would hold more than the dataset itself)
         self.ids = ids
         self._build = build
         self._blocks: OrderedDict[int, list[Item]] = OrderedDict()
@@ -76,9 +80,10 @@ class DatasetItems(Sequence[Item]):
         start = number * BLOCK
         stop = min(start + BLOCK, len(self.ids))
         ids = self.ids
+        own = ids[start:stop]
+        own = own.tolist() if isinstance(own, np.ndarray) else own  # Python ints, as a list's
         block = [
-            (ids[start + k], request, truth)
-            for k, (request, truth) in enumerate(self._build(start, stop))
+            (own[k], request, truth) for k, (request, truth) in enumerate(self._build(start, stop))
         ]
         self._blocks[number] = block
         if len(self._blocks) > HELD:
@@ -86,10 +91,14 @@ class DatasetItems(Sequence[Item]):
         return block
 
 
-def _check_text_ids(ids: list[Any]) -> None:
+def _check_text_ids(ids: list[Any] | np.ndarray) -> None:
     """A run's frames store mixed ids as text: 1 and "1" would merge, so refuse them (a dataset's
     ids are already distinct, str or int)."""
-    if not any(type(i) is str for i in ids) or all(type(i) is str for i in ids):
+    if (
+        isinstance(ids, np.ndarray)
+        or not any(type(i) is str for i in ids)
+        or all(type(i) is str for i in ids)
+    ):
         return
     seen: dict[str, Any] = {}
     for value in ids:
