@@ -554,7 +554,10 @@ def check_candidate_count(n: int, name: str) -> None:
 
 
 def answered(model: str, response: Response) -> Outcome:
-    """The algorithm already has the answer (e.g. from a routing-phase call): serve it as is."""
+    """The algorithm already has the answer (e.g. from a routing-phase call): serve it as is.
+
+    ``model`` must be the model that gave it (``response.model``): the records report it as
+    both selected and served, so another name is refused rather than misreported."""
     if not isinstance(response, Response):
         raise ArgumentTypeError(
             f"response must be a sy.Response, got {type(response).__name__}" + _await_hint(response)

@@ -178,9 +178,10 @@ def test_over_http_a_broken_stream_is_billed_per_policy(fake, bill):
 def test_over_http_a_timeout_and_a_cancellation_follow_the_same_rule(fake, bill):
     async def cancels(request, driver):
         await sy.timeout(0.3, driver.call_model(request, ["long"]))
-        return sy.answered("long", await driver.call_model(request, ["slow"]))
+        return sy.answered("slow", await driver.call_model(request, ["slow"]))
 
     res = sy.run(cancels, ["q"], host=http_host(fake, bill, timeout_s=5.0))
+    assert res.requests["status"].tolist() == ["ok"]
     cancelled = rows(res, model="long")[0]
     timed_out = rows(
         sy.run(sy.strategies.single("long"), ["q"], host=http_host(fake, bill, timeout_s=0.3)),
