@@ -42,7 +42,6 @@ from ._curve_stats import curve_of, random_apgr
 from ._hosts.sim import SimHost
 from ._router_score import SWEEP_SHARES
 from ._runner import compare
-from .datasets._dataset import Dataset
 from .learn._crossfit import NO_DEADLINE
 
 __all__ = [
@@ -490,14 +489,7 @@ def with_long_prompts(data: Any, share: float, window: int, seed: int) -> tuple[
         int(window * 1.1), int(window * 1.5), count, endpoint=True
     )
     frame.loc[rows, "long_context"] = True
-    workload = Dataset(
-        frame,
-        name=data.name,
-        models=data.models,
-        metadata=data.metadata_columns,
-        info=data.info,
-        group_column=data.group_column,
-    )
+    workload = data._derive(frame, same_rows=False)
     return workload, [str(i) for i in frame.loc[rows, "id"]]
 
 

@@ -308,7 +308,9 @@ class Dataset:
             group_column=self._group,
         )
 
-    def _derive(self, frame: pd.DataFrame) -> Dataset:
+    def _derive(self, frame: pd.DataFrame, *, same_rows: bool = True) -> Dataset:
+        """A dataset like this one over ``frame``; ``same_rows=False`` when the rows' values
+        changed, so no request built from the old ones is reused."""
         return Dataset(
             frame,
             name=self._name,
@@ -316,7 +318,7 @@ class Dataset:
             metadata=self._metadata,
             info=self._info,
             group_column=self._group,
-            _cache=self._cache,
+            _cache=self._cache if same_rows else None,
         )
 
     # -- train/test ----------------------------------------------------------------------------
