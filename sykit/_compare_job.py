@@ -784,15 +784,20 @@ def _print_robustness(robust: _Robustness, fault_free: pd.DataFrame, width: int)
     for note in (robust.outage_note, robust.workload_note):
         if note:
             say(note, width, indent="  ")
-    print(fit_table(robustness_cells(robust.summary), width))
-    say(
-        "ok % = requests answered; $/1k = USD per 1,000 requests; p50/p99 = latency of the "
-        "answered requests; Δ = change against the same strategy's fault-free run in part 1 "
-        f"({robust.causes} together); retries = new calls to the same model "
-        "after a failure; fallbacks = switches to another model; waste % = share of the spend "
-        "on answers nobody served.",
-        width,
-    )
+    table = fit_table(robustness_cells(robust.summary), width)
+    print(table)
+    header = table.splitlines()[0]  # the columns that fitted: explain only those
+    legend = {
+        "ok %": "ok % = requests answered",
+        "$/1k": "$/1k = USD per 1,000 requests",
+        "p50 s": "p50/p99 = latency of the answered requests",
+        "Δ qual": "Δ = change against the same strategy's fault-free run in part 1 "
+        f"({robust.causes} together)",
+        "retries": "retries = new calls to the same model after a failure",
+        "fallbacks": "fallbacks = switches to another model",
+        "waste %": "waste % = share of the spend on answers nobody served",
+    }
+    say("; ".join(text for column, text in legend.items() if column in header) + ".", width)
 
 
 def random_baseline(routing: Any, weak: str, strong: str, seed: int) -> Any:

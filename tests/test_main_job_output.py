@@ -181,3 +181,12 @@ def test_numbers_never_round_to_a_misleading_figure():
     assert fmt_percent(0.9997) == "99.97%" and fmt_percent(0.0002) == "0.02%"
     assert fmt_number(-0.001, 2, sign=True) == "+0.00"
     assert fmt_number(float("nan"), 2) == "–"
+
+
+def test_the_legend_explains_only_the_columns_shown(job):
+    printed, _ = job
+    assert "waste % = share of the spend" in " ".join(printed.split())  # all fit at 120
+    narrow = run(["compare", "--sample", str(SAMPLE), "--quiet"], 100)
+    part = " ".join(narrow.split("2. Robustness", 1)[1].split())
+    assert "waste % left out to fit 100 columns" in part
+    assert "waste % =" not in part
