@@ -21,6 +21,7 @@ from ._dists import U_HIGH, check_number
 from ._errors import ArgumentError, ArgumentTypeError
 from ._hosts.base import Host
 from ._models import TOKEN_LIMIT, GroundTruth, Request
+from ._request_ids import check_ids_as_text, clash
 from ._rng import uniforms
 from ._types import AlgorithmLike as Algorithm  # _runner and _grid import it from here
 
@@ -209,7 +210,7 @@ def as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None
         if request_id in seen:
             first = seen[request_id]
             raise ArgumentError(
-                _clash((first, request_id, given[first]), (i, request_id, own is not None))
+                clash((first, request_id, given[first]), (i, request_id, own is not None))
             )
         seen[request_id] = i
         given.append(own is not None)
@@ -223,40 +224,8 @@ def as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None
     if not items:
         raise ArgumentError("requests is empty")
     if texts and len(seen) > 1:
-        # The frames store mixed ids as text: 1 and "1" would merge, so refuse them.
-        as_text: dict[str, int] = {}
-        for position, (request_id, _, _) in enumerate(items):
-            key = str(request_id)
-            if key in as_text:
-                first = as_text[key]
-                raise ArgumentError(
-                    _clash(
-                        (first, items[first][0], given[first]),
-                        (position, request_id, given[position]),
-                    )
-                )
-            as_text[key] = position
+        check_ids_as_text([item[0] for item in items], given)
     return items
-
-
-def _clash(first: tuple[int, Any, bool], second: tuple[int, Any, bool]) -> str:
-    """Why two requests cannot share a run: the same id, or ids that are the same as text."""
-
-    def which(entry: tuple[int, Any, bool]) -> str:
-        position, request_id, given = entry
-        own = f"id {request_id!r}" if given else f"no id, so its position {request_id!r}"
-        return f"requests[{position}] ({own})"
-
-    if first[1] == second[1] and type(first[1]) is type(second[1]):
-        return (
-            f"requests contains the id {first[1]!r} twice, in {which(first)} and "
-            f"{which(second)}; request ids must be unique"
-        )
-    return (
-        f"{which(first)} and {which(second)} have ids that are the same as text: the request "
-        "tables store mixed ids as strings, so their rows and random draws would be merged; "
-        "give them ids that differ as text"
-    )
 
 
 def _with_id(request: Request, request_id: Any) -> Request:

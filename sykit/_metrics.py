@@ -299,11 +299,13 @@ def retried_by_strategy(attempts: pd.DataFrame) -> np.ndarray:
     return _called_again(attempts, _failed_alone(attempts), ("model",))
 
 
-def moved_on_by_strategy(attempts: pd.DataFrame) -> np.ndarray:
+def moved_on_by_strategy(attempts: pd.DataFrame, retried: np.ndarray | None = None) -> np.ndarray:
     """Failed attempts after which the algorithm called *another* model (and not this one
-    again): a fallback the algorithm made itself, as LiteLLM's fallbacks between model groups."""
-    failed = _failed_alone(attempts)
-    return _called_again(attempts, failed & ~retried_by_strategy(attempts), ())
+    again): a fallback the algorithm made itself, as LiteLLM's fallbacks between model groups.
+    ``retried`` is :func:`retried_by_strategy` of the same frame, when already known."""
+    if retried is None:
+        retried = retried_by_strategy(attempts)
+    return _called_again(attempts, _failed_alone(attempts) & ~retried, ())
 
 
 def _called_again(attempts: pd.DataFrame, failed: np.ndarray, same: tuple[str, ...]) -> np.ndarray:

@@ -103,14 +103,15 @@ class _Bulk:
         clock = _Slots(self.arrivals, self.concurrency, n)
         # A block of requests at a time, start to records: what a run holds beyond its records
         # stays the size of a block, however many requests it has.
+        items = self.items
         for low in range(0, n, _BLOCK):
             high = min(n, low + _BLOCK)
             block_routes = routes[low:high]
-            items = self.items
+            routed = None if outcomes is None else [o.request for o in outcomes[low:high]]
             columns = Columns.of(
                 (items[k] for k in range(low, high)),
                 high - low,
-                None if outcomes is None else [o.request for o in outcomes[low:high]],  # type: ignore[misc]
+                routed,  # type: ignore[arg-type]  # a static router's: never None, see _route_all
             )
             todo = np.arange(high - low)
             if repeated.any():
@@ -205,12 +206,6 @@ class _Bulk:
         requests = waves.request
         first_all = np.searchsorted(requests, np.arange(n + 1))  # request i's: [i, i + 1)
         m = len(requests)
-        a_start = np.zeros(m)
-        a_end = np.zeros(m)
-        arrival_s = np.zeros(n)
-        start_s = np.zeros(n)
-        end_s = np.zeros(n)
-
         arrivals = clock.arrivals
         feed = clock.feed
         heap = clock.heap
@@ -260,11 +255,9 @@ class _Bulk:
             block_end[i] = end
             if heap is not None:
                 heapq.heappush(heap, end)
-        a_start[:] = starts
-        a_end[:] = ends
-        arrival_s[:] = block_arrival
-        start_s[:] = block_start
-        end_s[:] = block_end
+        a_start, a_end = np.asarray(starts), np.asarray(ends)
+        arrival_s, start_s = np.asarray(block_arrival), np.asarray(block_start)
+        end_s = np.asarray(block_end)
         if n:
             clock.last_end = max(clock.last_end, float(end_s.max()))
         self._record_simple(

@@ -52,8 +52,9 @@ def outcome_categories(attempts: pd.DataFrame) -> pd.Series:
     cause = attempts["cancel_cause"].astype(object).to_numpy()
     retried = attempts["retried"].to_numpy(dtype=bool)
     if "start_s" in attempts and "end_s" in attempts:
-        retried = retried | retried_by_strategy(attempts)
-        moved_on = moved_on_by_strategy(attempts)
+        by_strategy = retried_by_strategy(attempts)
+        moved_on = moved_on_by_strategy(attempts, by_strategy)
+        retried = retried | by_strategy
     else:
         moved_on = np.zeros(len(attempts), dtype=bool)
     out = np.empty(len(attempts), dtype=object)

@@ -14,8 +14,8 @@ from typing import Any, overload
 
 import numpy as np
 
-from .._errors import ArgumentError
 from .._models import GroundTruth, Request
+from .._request_ids import check_ids_as_text
 
 __all__ = ["DatasetItems"]
 
@@ -38,7 +38,8 @@ class DatasetItems(Sequence[Item]):
         has_columns: bool,
         has_metadata: bool,
     ) -> None:
-        _check_text_ids(ids)
+        if not isinstance(ids, np.ndarray):  # an integer array needs no check
+            check_ids_as_text(ids)
         #: the ids in order: an integer array when they are all integers (a list of a
         #: million Python ints would hold more than the dataset itself)
         self.ids = ids
@@ -89,23 +90,3 @@ class DatasetItems(Sequence[Item]):
         if len(self._blocks) > HELD:
             self._blocks.popitem(last=False)
         return block
-
-
-def _check_text_ids(ids: list[Any] | np.ndarray) -> None:
-    """A run's frames store mixed ids as text: 1 and "1" would merge, so refuse them (a dataset's
-    ids are already distinct, str or int)."""
-    if (
-        isinstance(ids, np.ndarray)
-        or not any(type(i) is str for i in ids)
-        or all(type(i) is str for i in ids)
-    ):
-        return
-    seen: dict[str, Any] = {}
-    for value in ids:
-        key = str(value)
-        if key in seen:
-            raise ArgumentError(
-                f"requests {seen[key]!r} and {value!r} have ids that are the same as text; the "
-                "records store mixed ids as text, so give them distinct ids"
-            )
-        seen[key] = value
