@@ -236,6 +236,19 @@ class SpillingRequestLog(RequestLog):
         if len(self.index) >= writer.chunk_rows:
             writer.flush_requests(self)
 
+    def extend(
+        self, columns: Mapping[str, np.ndarray], extras: Mapping[int, dict[str, Any]]
+    ) -> None:
+        """Rows added at once (the bulk engine's block of finished requests): the same chunks
+        as :meth:`add` would write, checked once for the block."""
+        super().extend(columns, extras)
+        writer = self.writer
+        np.frombuffer(writer.done, dtype=np.uint8)[np.asarray(columns["index"], np.int64)] = 1
+        if self.log.held() >= writer.next_check:
+            writer.flush_attempts(final=False)
+        if len(self.index) >= writer.chunk_rows:
+            writer.flush_requests(self)
+
 
 class _Writer:
     """Writes one run's chunks: ``attempts-NNNNNN.parquet`` and ``requests-NNNNNN.parquet``."""

@@ -1,9 +1,11 @@
-"""A long run of the property tests (tests/test_properties.py), outside the default suite.
+"""A long run of the property tests, outside the default suite.
 
     python tests/properties_long.py --examples 10000            # 2 processes, 5,000 examples each
     python tests/properties_long.py --examples 2000 --processes 1 --seed 7
 
-Each process runs pytest on tests/test_properties.py with ``SYKIT_PROPERTY_EXAMPLES`` set to its
+The property tests are those of tests/test_properties.py (both event engines agree, the records
+are sound) and the bulk engine's agreement with the kernel (tests/test_bulk_engine.py).
+Each process runs pytest on them with ``SYKIT_PROPERTY_EXAMPLES`` set to its
 share of the examples and a hypothesis seed of its own (``--seed`` + its index), so the processes
 explore different examples. Hypothesis's statistics give the examples each property test ran, and
 its "Falsifying example" reports the counterexamples found (each shrunk, one per distinct error).
@@ -25,7 +27,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-TESTS = HERE / "test_properties.py"
+TESTS = (
+    str(HERE / "test_properties.py"),
+    f"{HERE / 'test_bulk_engine.py'}::test_the_bulk_engine_agrees_with_the_kernel_whenever_it_runs",
+)
 
 #: hypothesis --hypothesis-show-statistics: a test's node id, then per phase its counts.
 TEST_HEADER = re.compile(r"^\S*::(test_\w+)(?:\[[^\]]*\])?:\s*$")
@@ -80,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         env = dict(os.environ, SYKIT_PROPERTY_EXAMPLES=str(n))
         command = [
-            python, "-m", "pytest", str(TESTS), "-q", "-p", "no:cacheprovider",
+            python, "-m", "pytest", *TESTS, "-q", "-p", "no:cacheprovider",
             f"--hypothesis-seed={args.seed + i}", "--hypothesis-show-statistics",
             *([] if args.keep_going else ["-x"]), *args.pytest_args,
         ]  # fmt: skip

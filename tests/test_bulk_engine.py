@@ -265,9 +265,31 @@ def test_engine_bulk_with_a_real_host_is_refused():
         run(sy.strategies.single("a"), ["x"], host=host, engine="bulk")
 
 
-def test_a_spilling_run_goes_to_the_event_engines(tmp_path):
-    result = run(sy.strategies.single("a"), ["x", "y"], host=HOST, spill=tmp_path / "s")
-    assert result.engine == "kernel"
+@pytest.mark.parametrize("block", [3, 16384])
+def test_a_spilling_run_stays_in_bulk_and_reads_back_the_same_frames(tmp_path, monkeypatch, block):
+    from sykit import _spill
+    from sykit._bulk import _run as bulk_run
+
+    monkeypatch.setattr(_spill, "CHUNK_ROWS", 4)  # many chunks, flushed inside and across blocks
+    monkeypatch.setattr(bulk_run, "_BLOCK", block)
+    host = sy.SimHost(
+        {
+            "a": sy.ModelProfile(faults=sy.Faults(unavailable=0.3, timeout=0.1)),
+            "b": sy.ModelProfile(faults=sy.Faults(rate_limit=0.2, retry_after_s=0.5)),
+        },
+        policy=sy.HostPolicy(max_retries=1, cooldown_s=0, timeout_s=2.0),
+    )
+    chain = sy.strategies.fallback_chain(["a", "b"])
+    requests = [sy.Request(f"q{i}", metadata={"n": i}) for i in range(23)]
+    spilled = run(chain, requests, host=host, concurrency=3, spill=tmp_path / "s")
+    assert spilled.engine == "bulk"
+    assert len(list((tmp_path / "s").glob("attempts-*.parquet"))) > 1
+    assert len(list((tmp_path / "s").glob("requests-*.parquet"))) > 1
+    in_memory = run(chain, requests, host=host, concurrency=3)
+    kernel = run(chain, requests, host=host, concurrency=3, engine="kernel", spill=tmp_path / "k")
+    same_frames(spilled, in_memory)
+    same_frames(spilled, kernel)
+    assert spilled.requests["n"].tolist() == list(range(23))
 
 
 def test_a_cooldown_that_later_requests_would_see_sends_the_run_to_the_events():

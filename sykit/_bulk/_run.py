@@ -4,7 +4,7 @@ in time, write the records as the event engines would.
 It takes a run when each request's course depends on nothing but the request: a fixed chain or a
 static router, on a simulated host with no state shared between requests (no rate-limit buckets,
 scripted outages, fail-first counters or prompt caches, and no cooldown that a later request could
-see), without sessions and without spilling. :meth:`BulkRun.evaluate` says why not otherwise
+see), without sessions. A spilling run's request log writes its chunks a block at a time. :meth:`BulkRun.evaluate` says why not otherwise
 (:class:`~sykit._engines.NeedsEvents`), and the run goes to the event engines.
 """
 
@@ -27,7 +27,6 @@ from .._lifecycle import StrategyRun, _outcome_error, failure_of, row_extra
 from .._models import Outcome
 from .._recorder import ANSWER, MODEL, RequestState, serve_steps
 from .._records import STATUS_CODE, AttemptLog
-from .._spill import SpillingRequestLog
 from .._truth import TruthTable
 from .._vocab import Status
 from ._waves import Columns, NotSimple, Waves, run_waves
@@ -50,8 +49,6 @@ def refusal(runner: StrategyRun) -> str | None:
     """Why ``runner`` cannot be evaluated in bulk before it starts (None: it may be)."""
     if runner.sessions is not None:
         return "agent sessions' turns depend on one another"
-    if isinstance(runner.run.requests, SpillingRequestLog):
-        return "spill= writes the records while the run goes"
     if not getattr(runner.run.host, "virtual", False):
         return "its host is not simulated"
     if not is_static(runner.fn):
