@@ -114,10 +114,19 @@ def single(model: str) -> Algorithm:
     return named_algorithm(f"single({model})", algorithm)
 
 
-def weighted_random(weights: Mapping[str, float] | Sequence[str], *, seed: int = 0) -> Algorithm:
+def weighted_random(
+    weights: Mapping[str, float] | Sequence[str], *, seed: int | None = None
+) -> Algorithm:
     """Pick a model at random with the given relative weights (equal for a list); the others follow
-    as fallbacks in the order given. The draw is keyed by ``seed`` and the request id, so a request
-    goes to the same model in every run, and raising one weight only moves requests toward it."""
+    as fallbacks in the order given.
+
+    The draw is keyed by the run's seed (``sy.run(..., seed=)``; each of ``sy.compare``'s
+    ``seeds``) and the request id, so another seed routes the requests afresh, the same seed
+    routes them the same way, and raising one weight only moves requests toward it. ``seed=``
+    fixes the draws whatever the run's seed: a request then goes to the same model in every run.
+    """
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise ArgumentError(f"weighted_random(seed=) takes an int or None, got {seed!r}")
     if isinstance(weights, Mapping):
         items = [(str(m), float(w)) for m, w in weights.items()]
     else:
@@ -137,7 +146,8 @@ def weighted_random(weights: Mapping[str, float] | Sequence[str], *, seed: int =
         edges.append(running)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
-        u = uniforms(seed, driver.request_id, "weighted_random")[0]
+        key = driver.seed if seed is None else seed
+        u = uniforms(key, driver.request_id, "weighted_random")[0]
         index = next((i for i, edge in enumerate(edges) if u < edge), len(edges) - 1)
         while items[index][1] == 0:  # float edges can land on a zero weight; move to the next
             index = (index + 1) % len(items)

@@ -51,6 +51,23 @@ def test_weighted_random_follows_its_weights_and_is_monotone(two_tier):
     assert not served(other_seed).equals(served(light))
 
 
+def test_weighted_random_draws_with_the_runs_seed_unless_given_its_own(two_tier):
+    router = st.weighted_random({"weak": 0.5, "strong": 0.5})
+    comparison = sy.compare({"r": router}, REQUESTS, host=two_tier, seeds=[0, 1, 2])
+    picks = {
+        seed: frame.set_index("request_id")["selected_model"].astype(str)
+        for seed, frame in comparison.requests.groupby("seed")
+    }
+    assert not picks[0].equals(picks[1]) and not picks[1].equals(picks[2])
+    again = sy.run(router, REQUESTS, host=two_tier, seed=1)
+    assert again.requests.set_index("request_id")["selected_model"].astype(str).equals(picks[1])
+    fixed = st.weighted_random({"weak": 0.5, "strong": 0.5}, seed=7)
+    first, second = (sy.run(fixed, REQUESTS, host=two_tier, seed=s) for s in (0, 1))
+    assert served(first).equals(served(second))  # its own seed wins over the run's
+    with pytest.raises(ValueError, match="seed"):
+        st.weighted_random(["weak", "strong"], seed=1.5)  # type: ignore[arg-type]  # a float seed is refused
+
+
 def test_weighted_random_rejects_bad_weights():
     with pytest.raises(ValueError, match="weights"):
         st.weighted_random({"a": -1, "b": 1})
