@@ -2,9 +2,8 @@
 ``requests`` for algorithms that await only sykit's primitives.
 
 Latencies, reject delays and arrivals here are continuous draws, so no two events coincide by
-chance; where two do coincide on purpose (a same-instant tie), the two engines may order them
-differently — that difference is documented in docs/guide.md ("Time and determinism") and pinned
-at the end of this file.
+chance; where two do coincide on purpose (a same-instant tie), both engines order them by one rule
+(docs/engines.md, "What happens first at one instant"), pinned at the end of this file.
 """
 
 from __future__ import annotations
@@ -428,3 +427,115 @@ def test_host_state_read_at_the_instant_it_changes_is_read_in_one_order_on_both_
     skipped = [r.attempts.query("request_id == 1")["error_message"].iloc[0] for r in (kernel, on_asyncio)]  # fmt: skip
     assert skipped == ["cooling down after a transient failure, until t=5.5 s"] * 2
     assert_same_frames(kernel, on_asyncio)
+
+
+# A task waiting for others (``sy.first``, ``sy.first_ok``, ``sy.hedge``) resumes two turns after
+# one of them ends, as ``asyncio.wait`` resumes: its wait's callback, then the task. In between it
+# still waits, so a cancellation sent then wakes it on its next turn from the cancellation, like
+# any waiting task, not at the turn its wait would have ended.
+
+
+async def cancelled_in_its_extra_turn(engine, log, already_ended):
+    """``waiter`` waits for ``child``; ``child`` ends, and before ``waiter``'s extra turn comes
+    the main task cancels ``waiter`` and yields one turn."""
+
+    async def child():
+        log.append("child ends")
+
+    async def waits(tasks):
+        try:
+            await engine.wait_any(tasks)
+        except asyncio.CancelledError:
+            log.append("waiter cancelled")
+            raise
+        log.append("waiter resumes")
+
+    tasks: list = []
+    if already_ended:  # the child ends before the waiter waits for it
+        tasks.append(engine.spawn(child(), None))
+        waiter = engine.spawn(waits(tasks), None)
+    else:  # the child ends while the waiter waits for it
+        waiter = engine.spawn(waits(tasks), None)
+        tasks.append(engine.spawn(child(), None))
+    await engine.sleep(0)  # the waiter waits, the child ends
+    log.append("cancel")
+    engine.cancel(waiter, None)
+    await engine.sleep(0)
+    log.append("main resumes")
+    return engine.now()
+
+
+@pytest.mark.parametrize("already_ended", [False, True], ids=["ends_while_waited", "ended_first"])
+def test_a_waiter_cancelled_before_its_extra_turn_wakes_on_its_next_turn_on_both_engines(
+    already_ended,
+):
+    from sykit._engines.aio import AsyncioEngine
+    from sykit._engines.kernel import Kernel, KernelEngine
+    from sykit._engines.loop import run as run_on_loop
+
+    kernel = Kernel()
+    on_kernel: list[str] = []
+    end = kernel.run(cancelled_in_its_extra_turn(KernelEngine(kernel), on_kernel, already_ended))
+    assert end == 0.0
+    engine = AsyncioEngine()
+    on_asyncio: list[str] = []
+    end = run_on_loop(lambda: cancelled_in_its_extra_turn(engine, on_asyncio, already_ended))
+    assert end == 0.0
+    # the waiter's cancellation is delivered before the main task's next turn, on both engines
+    assert on_kernel == on_asyncio == ["child ends", "cancel", "waiter cancelled", "main resumes"]
+
+
+def test_a_request_failing_in_its_race_admits_the_next_one_at_the_same_turn_on_both_engines():
+    """At 0.0, request 1's race has just lost a member that raised (its waiter has its extra turn
+    to take) when its other call fails the request and cancels that waiter; request 1 ends, and
+    request 2 takes its slot at 0.0. Request 0 spends five turns before its call to "once", whose
+    first answer is a scripted 429, so which request gets the 429 depends on the turn at which
+    the cancelled waiter woke: request 2 gets it on both engines."""
+    constant = {
+        "latency": sy.Latency(ttft=0.5, tokens_per_s=100),
+        "output_tokens": 50,
+        "reject_delay_s": 0.0,
+    }
+    host = sy.SimHost(
+        {
+            "once": sy.ModelProfile(
+                **constant, faults=sy.Faults(fail_first=1, fail_first_status=429)
+            ),
+            "text": sy.ModelProfile(**constant, vision=False),
+        },
+        policy=sy.HostPolicy(max_retries=0, recover_errors=False),
+    )
+
+    async def raises_at_once():
+        raise ValueError("lost at once")
+
+    async def algorithm(request, driver):
+        await sy.first(raises_at_once(), driver.call_model(request, ["text"]))
+        if request.id == 0:
+            for _ in range(5):
+                await asyncio.sleep(0)
+        response = await driver.call_model(request, ["once"])
+        return sy.answered("once", response)
+
+    requests = [
+        sy.Request("q0", id=0),
+        sy.Request("q1", id=1, images=["https://example.com/a.png"]),
+        sy.Request("q2", id=2),
+    ]
+    kernel, on_asyncio = run_both(algorithm, requests, host=host, concurrency=2)
+    assert_same_frames(kernel, on_asyncio)
+    attempts = kernel.attempts
+    assert attempts[["request_id", "model", "status"]].astype(str).values.tolist() == [
+        ["0", "text", "cancelled"],  # lost to the error at 0.0
+        ["0", "once", "ok"],
+        ["1", "text", "error"],  # the capability 400 that fails request 1
+        ["2", "text", "cancelled"],
+        ["2", "once", "error"],  # the scripted 429
+    ]
+    assert attempts["error_kind"].tolist()[2::2] == ["capability", "rate_limit"]
+    assert attempts["start_s"].tolist() == [0.0] * 5
+    assert attempts["end_s"].tolist() == [0.0, 1.0, 0.0, 0.0, 0.0]
+    requests_frame = kernel.requests
+    assert requests_frame["status"].astype(str).tolist() == ["ok", "failed", "failed"]
+    assert requests_frame["start_s"].tolist() == [0.0, 0.0, 0.0]
+    assert requests_frame["n_attempts"].tolist() == [2, 1, 2]

@@ -13,8 +13,12 @@ Semantics both engines keep (trio's and asyncio's):
 
 * a task started at an instant first runs once what is ready at that instant has run, in the
   order tasks were started, so a request's calls start (and draw) in one order on every engine;
-* cancelling a task that waits stops it where it waits; one that runs (or is ready to) gets its
-  ``asyncio.CancelledError`` at its next suspension;
+* a task waiting for others resumes two turns after one ends (``asyncio.wait``'s callback, then
+  the task), and waits until then;
+* cancelling a task that waits (the extra turn above included) queues its next turn at once and
+  stops it there, where it waits; one that runs (or whose turn is queued) gets its
+  ``asyncio.CancelledError`` at its next suspension (docs/engines.md, "What happens first at one
+  instant");
 * causes have one writer, :meth:`Engine.cancel`: whoever cancels a task on purpose says why, and
   the first cause given is kept. A cancellation with no cause (a user's ``task.cancel()``, an anyio
   scope) reads back as :attr:`CancelCause.CANCELLED`.

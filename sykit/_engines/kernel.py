@@ -12,8 +12,9 @@ coroutine suspends by yielding a *trap* — a plain tuple saying "wake me after 
 * What happens at one instant happens in asyncio's order, so both engines start a request's calls
   (and key their draws) alike: a child starts once what is ready at this instant has run; a task
   waiting for others resumes two turns after one ends (``asyncio.wait``'s callback, then the
-  waiter); a cancelled task that waits gets its ``CancelledError`` on its next turn. A race's
-  loser is still recorded at the virtual instant it lost.
+  waiter), and still waits until then; a cancelled task that waits (that extra turn included)
+  gets its ``CancelledError`` on a turn queued when it is cancelled. A race's loser is still
+  recorded at the virtual instant it lost.
 * A task that ends keeps its result, not its coroutine: nothing ties a finished request to its
   frames, so no per-request reference cycle is left for the cyclic collector.
 
@@ -56,8 +57,12 @@ __all__ = [
 _WAIT_ANY = 1
 _YIELD = 2
 _TWO_TURNS = 3
-#: In the ready queue in place of a value: "one more turn before this task runs".
+#: In the ready queue in place of a value: "one more turn before this task runs" (the turn of
+#: ``asyncio.wait``'s callback, during which the task still waits).
 _HOP = object()
+#: ``KTask.wake`` of a task whose wait has ended but which has its ``_HOP`` still to take: it still
+#: waits, so a cancellation wakes it at once (and its ``_HOP`` is then skipped).
+_HOPPING = -1
 
 _CancelledError = asyncio.CancelledError
 
@@ -112,7 +117,7 @@ class KTask:
         self.cancel_pending = False
         self.waiters: list[KTask] | None = None
         self.waiting: Sequence[KTask] | None = None
-        self.wake = 0  # the seq of the timer that may wake it; 0: none
+        self.wake = 0  # the seq of the timer that may wake it; 0: none; _HOPPING: its hop
         self.name = ""
 
     # -- asyncio.Task-like -------------------------------------------------------------------
@@ -296,9 +301,11 @@ class Kernel:
 
     def cancel(self, task: KTask, cause: str | None) -> None:
         """Cancel ``task``: the first cause given is kept. A suspended task stops waiting and gets
-        the ``CancelledError`` on its next turn at this instant (as an asyncio task does, its
-        wait's callback first); a running one (the caller itself, or a task that started it) at
-        its next suspension; one that is ready to run when it next runs."""
+        the ``CancelledError`` on its next turn at this instant, queued now, as an asyncio task
+        whose future is cancelled; that includes a task whose wait for other tasks has ended but
+        which has its extra turn still to take (asyncio's wait callback has not yet run, so its
+        future is still pending). A running one (the caller itself, or a task that started it)
+        gets it at its next suspension; one that is ready to run when it next runs."""
         if task.done_:
             return
         if task.cancel_cause is None and cause is not None:
@@ -450,6 +457,7 @@ class Kernel:
                         heapq.heappush(self._heap, (self.now + timeout, self._seq, task))
                     return
                 if kind == _TWO_TURNS:
+                    task.wake = _HOPPING
                     self._ready.append((task, _HOP))
                     return
                 if kind == _YIELD:
@@ -477,6 +485,7 @@ class Kernel:
                     self._unwait(waiter)
                     # Woken two turns later, as asyncio.wait wakes its waiter (the finished
                     # task's callback, then the waiter's): what is ready meanwhile runs first.
+                    waiter.wake = _HOPPING
                     ready.append((waiter, _HOP))
 
     def _unwait(self, task: KTask) -> None:
@@ -521,7 +530,9 @@ class Kernel:
                 if type(task) is Timer:
                     task.fn(*task.args)
                 elif value is _HOP:
-                    ready.append((task, None))
+                    if task.wake == _HOPPING:  # else a cancellation already woke it
+                        task.wake = 0
+                        ready.append((task, None))
                 else:
                     step(task, value, None)
             if self.interrupted:
