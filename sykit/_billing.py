@@ -36,6 +36,7 @@ class Generation:
     __slots__ = (
         "accepted",
         "first_token_at",
+        "in_service_from",
         "planned",
         "received",
         "seen_ttft_s",
@@ -47,6 +48,9 @@ class Generation:
     def __init__(self) -> None:
         self.accepted = False
         self.first_token_at = math.inf
+        # when a simulated server with a capacity starts serving it (before that it waits in
+        # the server's queue, and a call given up while queued has cost the provider nothing)
+        self.in_service_from = -math.inf
         self.tokens_per_s = 0.0
         self.planned = 0
         self.received: int | None = None  # counted by a real host; None when planned
@@ -94,8 +98,9 @@ class Generation:
 def unserved_tokens(
     policy: str, generation: Generation, input_tokens: int, now: float
 ) -> tuple[int, int]:
-    """(input, output) tokens billed for an attempt that ended at ``now`` without being served."""
-    if policy == "none" or not generation.accepted:
+    """(input, output) tokens billed for an attempt that ended at ``now`` without being served
+    (nothing while it still waited in a simulated server's queue)."""
+    if policy == "none" or not generation.accepted or now < generation.in_service_from:
         return 0, 0
     if policy == "full":
         return input_tokens, generation.planned

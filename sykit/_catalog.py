@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import _cache_prices
 from ._config import Latency
 from ._dists import LogNormal
 from ._errors import ArgumentError
@@ -287,6 +288,9 @@ class Entry:
     cache_read: float | None = None
     cache_write: float | None = None
     cache_min_tokens: int | None = None
+    cache_write_1h: float | None = None
+    #: the corrections :mod:`sykit._cache_prices` made to the row's cache prices, with sources
+    cache_note: str = ""
 
 
 def resolve(name: str) -> Entry:
@@ -303,11 +307,27 @@ def resolve(name: str) -> Entry:
         provider, family = None, None
     window = alias.context_window if alias and alias.context_window else row["max_input_tokens"]
     note = alias.note if alias else ("" if key == name else f"resolved to {key}")
+    price_in = float(row["input_usd_per_1m"]) if _known(row["input_usd_per_1m"]) else 0.0
+    cache = _cache_prices.corrected(
+        key,
+        str(row["provider"]),
+        price_in,
+        _cache_prices.CachePrices(
+            read=_price(row.get("cache_read_usd_per_1m"))
+            if row.get("supports_prompt_caching") == 1
+            else None,
+            write=_price(row.get("cache_write_5m_usd_per_1m")),
+            write_1h=_price(row.get("cache_write_1h_usd_per_1m")),
+            min_tokens=int(row["prompt_cache_min_tokens"])
+            if _known(row.get("prompt_cache_min_tokens"))
+            else None,
+        ),
+    )
     return Entry(
         name=name,
         price_key=key,
         snapshot=str(row["snapshot"]),
-        price_in=float(row["input_usd_per_1m"]) if _known(row["input_usd_per_1m"]) else 0.0,
+        price_in=price_in,
         price_out=float(row["output_usd_per_1m"]) if _known(row["output_usd_per_1m"]) else 0.0,
         context_window=int(window) if _known(window) and window > 0 else None,
         vision=bool(row["supports_vision"]),
@@ -315,13 +335,11 @@ def resolve(name: str) -> Entry:
         provider=provider,
         family=family,
         note=note,
-        cache_read=_price(row.get("cache_read_usd_per_1m"))
-        if row.get("supports_prompt_caching") == 1
-        else None,
-        cache_write=_price(row.get("cache_write_5m_usd_per_1m")),
-        cache_min_tokens=int(row["prompt_cache_min_tokens"])
-        if _known(row.get("prompt_cache_min_tokens"))
-        else None,
+        cache_read=cache.read,
+        cache_write=cache.write,
+        cache_min_tokens=cache.min_tokens,
+        cache_write_1h=cache.write_1h,
+        cache_note=cache.note,
     )
 
 

@@ -17,12 +17,14 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from ._capacity import Capacity
 from ._checks import check_int, check_real
 from ._classify import FallbackReason
 from ._dists import U_LOW, Distribution, LogNormal, as_distribution, check_number
 from ._errors import ArgumentError, ArgumentTypeError
 from ._hosts._openai_wire import ERROR_DEFAULTS as ERROR_DEFAULTS
 from ._hosts._openai_wire import error_object
+from ._prompt_cache import TIERS
 
 if TYPE_CHECKING:
     from ._types import Converted, converted
@@ -417,21 +419,59 @@ class PromptCache(_Replaceable):
     caches what it has read); cache prices apply to answered attempts, while a cancelled or
     failed one is billed per ``HostPolicy`` at the plain input price. Reading the cached prefix
     takes no prefill time (``Latency.prefill_tokens_per_s`` applies to the uncached part only).
+
+    The 1-hour tier: ``write_price_1h`` (Anthropic: 2× the input price) writes entries that live
+    ``ttl_1h_s`` (one hour). ``tier="1h"`` makes every write of this cache a 1-hour one; a single
+    call asks for it with ``metadata={"cache_ttl": "1h"}`` on its ``sy.Request`` (or
+    ``cache_ttl="1h"`` on a ``sy.DecisionRequest``). Reads cost ``read_price`` in either tier.
     """
 
     read_price: float
     write_price: float | None = None
     ttl_s: float = 300.0
     min_tokens: int = 1024
+    write_price_1h: float | None = None
+    ttl_1h_s: float = 3600.0
+    tier: str = "5m"
 
     def __post_init__(self) -> None:
         check_number(self.read_price, "read_price")
         if self.write_price is not None:
             check_number(self.write_price, "write_price")
-        check_real(
-            self.ttl_s, "ttl_s", low=0, low_open=True, expected="a finite number of seconds > 0"
-        )
+        if self.write_price_1h is not None:
+            check_number(self.write_price_1h, "write_price_1h")
+        for name in ("ttl_s", "ttl_1h_s"):
+            check_real(
+                getattr(self, name),
+                name,
+                low=0,
+                low_open=True,
+                expected="a finite number of seconds > 0",
+            )
         _int(self.min_tokens, "min_tokens", low=0)
+        self.check_tier(self.tier, "tier")
+
+    def check_tier(self, tier: object, what: str = "cache_ttl") -> str:
+        """``tier`` if this cache has it (``"5m"``, or ``"1h"`` with a ``write_price_1h``), else
+        a clear error naming the fix."""
+        if tier not in TIERS:
+            raise ArgumentError(
+                f"{what} must be one of {', '.join(map(repr, TIERS))}, got {tier!r}"
+            )
+        if tier == "1h" and self.write_price_1h is None:
+            raise ArgumentError(
+                f"{what}='1h' needs a 1-hour tier: give the PromptCache a write_price_1h "
+                "(sy.profiles.from_catalog sets it where the price table lists one)"
+            )
+        return str(tier)
+
+    def write_price_for(self, tier: str) -> float | None:
+        """The write price of ``tier`` (``"5m"`` or ``"1h"``); None: the plain input price."""
+        return self.write_price_1h if tier == "1h" else self.write_price
+
+    def ttl_for(self, tier: str) -> float:
+        """How long an entry written at ``tier`` lives after its last use, in seconds."""
+        return self.ttl_1h_s if tier == "1h" else self.ttl_s
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -443,7 +483,9 @@ class ModelProfile(_Replaceable):
     difficulty draw, so a model with higher quality is right whenever a weaker one is).
     ``reject_delay_s`` is how long an error answer (400, 429, 5xx) takes. ``prefill=False``
     refuses (400) a request whose last message is the assistant's, a partial answer to continue,
-    as some providers do.
+    as some providers do. ``capacity`` (a ``sy.Capacity``) makes the model a server with slots
+    and a queue, whose calls slow one another down (see docs/capacity.md); without it every call
+    is answered as if the model served it alone.
     """
 
     price_in: float = 0.0
@@ -467,6 +509,7 @@ class ModelProfile(_Replaceable):
     else:
         reject_delay_s: float | Distribution = 0.05
     cache: PromptCache | None = None
+    capacity: Capacity | None = None
 
     def __post_init__(self) -> None:
         check_number(self.price_in, "price_in")
@@ -490,18 +533,30 @@ class ModelProfile(_Replaceable):
         )
         if self.cache is not None and not isinstance(self.cache, PromptCache):
             raise ArgumentTypeError("cache must be a sy.PromptCache(read_price=...) or None")
+        if self.capacity is not None and not isinstance(self.capacity, Capacity):
+            raise ArgumentTypeError("capacity must be a sy.Capacity(slots=...) or None")
 
     def cost_usd(
-        self, input_tokens: int, output_tokens: int, cached: int = 0, written: int = 0
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        cached: int = 0,
+        written: int = 0,
+        written_1h: int = 0,
     ) -> float:
         """What the provider bills for these tokens: of the input, ``cached`` tokens read from
-        the prompt cache and ``written`` tokens written to it (see :class:`PromptCache`)."""
+        the prompt cache and ``written`` tokens written to it, ``written_1h`` of them to its
+        1-hour tier (see :class:`PromptCache`)."""
         cost = (input_tokens - cached - written) * self.price_in + output_tokens * self.price_out
         if cached or written:
             cache = self.cache
             read = cache.read_price if cache is not None else self.price_in
             write = cache.write_price if cache is not None else None
-            cost += cached * read + written * (self.price_in if write is None else write)
+            write_1h = cache.write_price_1h if cache is not None else None
+            cost += cached * read + (written - written_1h) * (
+                self.price_in if write is None else write
+            )
+            cost += written_1h * (self.price_in if write_1h is None else write_1h)
         return cost / 1e6
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from ._checks import check_int
 from ._errors import ArgumentError, ArgumentTypeError
+from ._prompt_cache import check_prefix, check_ttl
 
 __all__ = [
     "IMAGE_TOKENS",
@@ -254,6 +255,8 @@ class Usage:
     #: Of ``input_tokens``: read from the model's prompt cache, and written to it.
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
+    #: Of ``cache_write_tokens``: written to the cache's 1-hour tier.
+    cache_write_1h_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -280,7 +283,9 @@ class Response:
 _new = object.__new__
 
 
-def make_usage(input_tokens: int, output_tokens: int, cached: int = 0, written: int = 0) -> Usage:
+def make_usage(
+    input_tokens: int, output_tokens: int, cached: int = 0, written: int = 0, written_1h: int = 0
+) -> Usage:
     """A :class:`Usage`, built without the frozen dataclass's per-field ``__setattr__`` calls
     (the simulated host makes one per attempt)."""
     usage = _new(Usage)
@@ -289,6 +294,7 @@ def make_usage(input_tokens: int, output_tokens: int, cached: int = 0, written: 
     fields["output_tokens"] = output_tokens
     fields["cached_input_tokens"] = cached
     fields["cache_write_tokens"] = written
+    fields["cache_write_1h_tokens"] = written_1h
     return usage
 
 
@@ -377,11 +383,19 @@ class DecisionRequest:
     """Questions for a judge or classifier model, with the context it should judge.
 
     sy.DecisionRequest({"hard": sy.Boolean("Is this question hard?")}, context=request.prompt)
+
+    ``cache_prefix_tokens``: the first tokens of the prompt that repeat on every such decision of
+    a session (the judge's instructions, the task); with the judge's ``sy.PromptCache`` and a
+    ``session_id`` they are cached as a model call's prompt is (see :mod:`sykit._prompt_cache`),
+    ``cache_ttl`` (``"5m"``, ``"1h"``; None: the cache's own tier) choosing the tier.
     """
 
     questions: Mapping[str, Question]
     context: Any
     input_tokens: int
+    cache_prefix_tokens: int
+    session_id: Any
+    cache_ttl: str | None
 
     def __init__(
         self,
@@ -389,6 +403,9 @@ class DecisionRequest:
         context: Any = None,
         *,
         input_tokens: int | None = None,
+        cache_prefix_tokens: int = 0,
+        session_id: Any = None,
+        cache_ttl: str | None = None,
     ) -> None:
         if not isinstance(questions, Mapping) or not questions:
             raise ArgumentError(
@@ -412,6 +429,11 @@ class DecisionRequest:
         object.__setattr__(self, "questions", MappingProxyType(dict(questions)))
         object.__setattr__(self, "context", context)
         object.__setattr__(self, "input_tokens", int(input_tokens))
+        object.__setattr__(
+            self, "cache_prefix_tokens", check_prefix(cache_prefix_tokens, self.input_tokens)
+        )
+        object.__setattr__(self, "session_id", session_id)
+        object.__setattr__(self, "cache_ttl", check_ttl(cache_ttl))
 
 
 @dataclass(frozen=True)

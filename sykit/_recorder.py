@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._billing import Generation, unserved_tokens
+from ._capacity import Queues
 from ._classify import classify, fallback_reason, is_retryable
 from ._config import HostPolicy, ModelProfile
 from ._engines.base import OPEN, SEND, SLEEP, Engine
@@ -138,6 +139,7 @@ class RunState:
         self.clock: Callable[[], float] = engine.clock
         self.session: HostSession | None = None
         self.plans = False  # True when the session plans attempts (a simulated host)
+        self.queues: Queues | None = None
         # Set by open(): closures over the run's ground truth (see its docstring).
         self.plan: Callable[[Attempt, int], Reply] | None = None
         self.truth_view: Callable[[RequestState], TruthView] | None = None
@@ -158,6 +160,10 @@ class RunState:
         the records' fill-in, which writes the answers' grades and the dataset's analysis columns
         into the records when they are handed over or framed, not while the run goes."""
         self.session = session
+        # a simulated host's slots and queues, when a model declares a capacity (sykit._capacity)
+        self.queues = getattr(session, "queues", None)
+        if self.queues is not None:
+            self.log.record_queues()
         session_plan = getattr(session, "plan", None)
         self.plans = callable(session_plan)
         if session_plan is not None and self.plans:
@@ -260,6 +266,7 @@ def serve_steps(
     retry_limit = run.retry_limit if retries is None else retries
     call = state.next_call()
     plan = run.plan
+    queues = run.queues
     race = run.engine.current_race()  # of the task that runs the call, known once it starts
     race_code = -1 if race is None else race
     index_in_run = state.index
@@ -304,6 +311,8 @@ def serve_steps(
             try:
                 if plan is not None:
                     reply = plan(attempt, index_in_run)
+                    if queues is not None:
+                        log.set_service_start(row, queues.service_start(attempt))
                     if (
                         stream
                         and reply.after_s > 0
@@ -402,6 +411,8 @@ def cancel_attempt(
     now = run.clock()
     log = run.log
     log.cancelled(row, now, _CANCELLED_CODE if cause is None else CAUSE_CODE[cause])
+    if run.queues is not None:  # its slot, or its place in a queue, is free from now on
+        run.queues.release(attempt, now)
     if ttft is not None:
         log.set_ttft(row, ttft)
     state.n_cancelled += 1
@@ -474,6 +485,7 @@ def succeed(
         usage.output_tokens,
         usage.cached_input_tokens,
         usage.cache_write_tokens,
+        usage.cache_write_1h_tokens,
     )
     if run.cooling_until:
         run.cooling_until.pop(model, None)
@@ -507,14 +519,16 @@ def bill(
     output_tokens: int,
     cached: int = 0,
     written: int = 0,
+    written_1h: int = 0,
 ) -> None:
     """The one place an attempt is priced: tokens at the model's prices (USD per 1M), the
-    prompt-cache reads and writes among the input at the cache's (see ``sy.PromptCache``)."""
+    prompt-cache reads and writes among the input at the cache's, 1-hour writes at its 1-hour
+    price (see ``sy.PromptCache``)."""
     log = run.log
     cost = 0.0
     if input_tokens or output_tokens:
         cost = run.profiles[log.model_of(row)].cost_usd(
-            input_tokens, output_tokens, cached, written
+            input_tokens, output_tokens, cached, written, written_1h
         )
         if kind == MODEL:
             state.model_cost += cost

@@ -171,7 +171,7 @@ class AttemptLog:
     ``extend`` calls record a new attempt, about 90 bytes of live memory in all.
     """
 
-    __slots__ = ("base", "f", "h", "i", "kinds", "messages", "models")
+    __slots__ = ("base", "f", "h", "i", "kinds", "messages", "models", "service")
 
     # float fields
     START, END, TTFT, COST, QUALITY = range(5)
@@ -183,6 +183,9 @@ class AttemptLog:
     )
     #: The names of the fields of each array, in order (the raw columns :meth:`hand_over` gives).
     FLOAT_FIELDS = ("start_s", "end_s", "ttft_s", "cost_usd", "quality")
+    #: The raw column of service starts, kept only when a model declares a capacity
+    #: (:meth:`record_queues`): the attempts frame then has ``queue_s``.
+    SERVICE_FIELD = "service_start_s"
     INT_FIELDS = (
         "request",
         "call",
@@ -218,6 +221,21 @@ class AttemptLog:
         # Attempts are numbered over the whole run; the first ``base`` have been handed over
         # (written out by a spilling run) and are no longer held here.
         self.base = 0
+        # when each attempt at a model with a capacity started service, by run-wide index (None:
+        # no model of the run declares one, and the frames have no queue_s)
+        self.service: dict[int, float] | None = None
+
+    def record_queues(self) -> None:
+        """Keep each attempt's service start (:meth:`set_service_start`): the frame gets
+        ``queue_s``."""
+        if self.service is None:
+            self.service = {}
+
+    def set_service_start(self, index: int, start: float) -> None:
+        """When attempt ``index`` started, or would have started, service at its model (NaN: it
+        reached no queue)."""
+        if self.service is not None and start == start and index >= self.base:
+            self.service[index] = start
 
     def __len__(self) -> int:
         """Attempts recorded in the run so far, handed over ones included."""
@@ -401,6 +419,8 @@ class AttemptLog:
         :attr:`INT_FIELDS`, :attr:`CODE_FIELDS`: codes, not values), dropped from the arrays.
         Their run-wide indices stay valid for the attempts after them."""
         columns = _raw_columns(self.f, self.i, self.h, n)
+        if self.service is not None:
+            columns[self.SERVICE_FIELD] = self._service_column(n, forget=True)
         del self.f[: n * 5]
         del self.i[: n * _I]
         del self.h[: n * 11]
@@ -409,13 +429,32 @@ class AttemptLog:
 
     def raw(self) -> dict[str, np.ndarray]:
         """Every attempt still held, as the raw columns of :meth:`hand_over` (views)."""
-        return _raw_columns(self.f, self.i, self.h, self.held(), copy=False)
+        columns = _raw_columns(self.f, self.i, self.h, self.held(), copy=False)
+        if self.service is not None:
+            columns[self.SERVICE_FIELD] = self._service_column(self.held(), forget=False)
+        return columns
+
+    def _service_column(self, n: int, forget: bool) -> np.ndarray:
+        """The service starts of the first ``n`` attempts held (NaN where none), dropped from
+        :attr:`service` with ``forget``."""
+        service = self.service
+        assert service is not None
+        column = np.full(n, NAN)
+        base = self.base
+        for index, start in list(service.items()):
+            if index < base + n:
+                column[index - base] = start
+                if forget:
+                    del service[index]
+        return column
 
     def drop(self) -> None:
         """Let go of the attempts held (once their frame is built): the memory a run holds
         at its end is then its frames, not its frames and its records."""
         self.base += self.held()
         self.f, self.i, self.h = array("d"), array("i"), array("h")
+        if self.service is not None:
+            self.service = {}
 
     # -- the frame ------------------------------------------------------------------------------
     def frame(
@@ -515,8 +554,14 @@ def attempt_frame(
         "quality": take("quality"),
         "served": take("served").astype(bool),
     }
+    names = list(ATTEMPT_COLUMNS)
+    service = raw.get(AttemptLog.SERVICE_FIELD)
+    if service is not None:  # a model declares a capacity: how long each attempt queued
+        served = np.minimum(np.maximum(service[order], start), end)
+        columns["queue_s"] = (served - start).astype(np.float32)
+        names.insert(names.index("ttft_s") + 1, "queue_s")
     # copy=False: the columns are new arrays already; consolidating them would hold each twice
-    return pd.DataFrame(columns, columns=list(ATTEMPT_COLUMNS), copy=False)
+    return pd.DataFrame(columns, columns=names, copy=False)
 
 
 def _races(race_id: np.ndarray, call_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

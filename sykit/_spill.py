@@ -328,6 +328,7 @@ class _Writer:
             "models": list(log.models.values),
             "attempt_error_kinds": list(log.kinds.values),
             "attempt_messages": list(log.messages.values),
+            "queues": log.service is not None,  # the attempts' service starts were written
             "request_error_kinds": list(requests.kinds.values),
             "request_messages": list(requests.messages.values),
         }
@@ -414,7 +415,10 @@ class SpilledRun:
 
     def attempts(self) -> pd.DataFrame:
         meta = self._meta()
-        raw = self._raw(meta["attempt_files"], list(_ATTEMPT_DTYPES.items()))
+        fields = list(_ATTEMPT_DTYPES.items())
+        if meta.get("queues"):  # a model declared a capacity: the frame has queue_s
+            fields.append((AttemptLog.SERVICE_FIELD, "d"))
+        raw = self._raw(meta["attempt_files"], fields)
         ids = self._ids()
         # Only the attempts of requests that have a row, as in memory (all of them unless the
         # run was interrupted).

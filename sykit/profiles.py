@@ -74,8 +74,9 @@ def from_catalog(
     ``latency`` is ``"auto"`` (LLMPerf, then TheFastest.ai, then the default), ``"llmperf"`` or
     ``"thefastest"`` (one source, else the default), ``"default"``, or a ``sy.Latency`` used for
     every model. A model the table marks as caching prompts gets a ``sy.PromptCache`` with its
-    cache-read and (5-minute) cache-write prices and minimum cacheable prompt (1,024 tokens
-    where the table gives none). Quality and output length stay at ``ModelProfile``'s
+    cache-read, 5-minute and 1-hour cache-write prices and minimum cacheable prompt (1,024 tokens
+    where the table gives none), after the documented corrections of ``sykit._cache_prices``
+    (``describe`` shows each in ``cache_note``). Quality and output length stay at ``ModelProfile``'s
     defaults: datasets bring their own; change them with ``profile.replace(quality=0.8)``. An unknown name raises
     ``ValueError`` listing close names.
     """
@@ -104,6 +105,7 @@ def from_catalog(
             options["cache"] = PromptCache(
                 read_price=entry.cache_read,
                 write_price=entry.cache_write,
+                write_price_1h=entry.cache_write_1h,
                 min_tokens=entry.cache_min_tokens or DEFAULT_CACHE_MIN_TOKENS,
             )
         profiles[key] = ModelProfile(
@@ -123,7 +125,10 @@ def describe(
     """Where each number of :func:`from_catalog`'s profiles came from, one row per model.
 
     Columns: the price listing (``price_key``, ``snapshot``) and its prices, context window,
-    vision and tools flags; the latency ``latency_source`` (``llmperf:<provider>/<family>``,
+    vision and tools flags; the prompt cache's prices (``cache_read``, ``cache_write``,
+    ``cache_write_1h``; NaN: none, a write then costs the input price), ``cache_min_tokens`` and
+    ``cache_note`` (each correction made to the shipped cache prices, with its rule and
+    source); the latency ``latency_source`` (``llmperf:<provider>/<family>``,
     ``thefastest:<provider>/<family>``, ``thefastest:*/<family>`` for all providers pooled, or
     ``default``), how many measurements it used, the measured TTFT median and p95 and tokens/s
     median and p5 the fit goes through, and a note on any stand-in.
@@ -147,6 +152,11 @@ def describe(
                 "context_window": entry.context_window or ModelProfile().context_window,
                 "vision": entry.vision,
                 "tools": entry.tools,
+                "cache_read": entry.cache_read,
+                "cache_write": entry.cache_write,
+                "cache_write_1h": entry.cache_write_1h,
+                "cache_min_tokens": entry.cache_min_tokens,
+                "cache_note": entry.cache_note,
                 "latency_source": fit.source,
                 "latency_samples": fit.samples,
                 **fit.stats,

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
+
+import pandas.testing as pdt
+
 import sykit as sy
 
 
@@ -36,3 +40,20 @@ def weak_strong_host() -> sy.SimHost:
             ),
         }
     )
+
+
+def run_both(algorithm, items, **kwargs) -> sy.Result:
+    """Run on the kernel and on asyncio, check the frames are identical, return the kernel's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sy.AlgorithmWarning)
+        kernel = sy.run(algorithm, items, engine="kernel", progress=False, **kwargs)
+        on_asyncio = sy.run(algorithm, items, engine="asyncio", progress=False, **kwargs)
+    assert (kernel.engine, on_asyncio.engine) == ("kernel", "asyncio")
+    pdt.assert_frame_equal(kernel.attempts, on_asyncio.attempts)
+    pdt.assert_frame_equal(kernel.requests, on_asyncio.requests)
+    return kernel
+
+
+def numbered_requests(n: int) -> list[sy.Request]:
+    """``n`` requests with ids 0 to n - 1."""
+    return [sy.Request(f"q{i}", id=i) for i in range(n)]

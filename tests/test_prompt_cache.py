@@ -198,3 +198,215 @@ def test_bad_cache_settings_are_refused(kwargs, match):
         sy.PromptCache(**kwargs)
     with pytest.raises(sy.ArgumentTypeError, match="PromptCache"):
         sy.ModelProfile(cache={"read_price": 0.1})
+
+
+# -- the 1-hour tier ------------------------------------------------------------------------------
+
+HOUR = sy.PromptCache(read_price=0.3, write_price=3.75, write_price_1h=6.0, min_tokens=1024)
+
+
+def _costs_and_columns(result):
+    return result.attempts["cost_usd"].tolist(), _cache_columns(result)
+
+
+def test_a_one_hour_cache_writes_at_its_price_and_outlives_five_minutes():
+    hourly = HOUR.replace(tier="1h")
+    late = sy.run(
+        _route("aa"), [_session([2000, 3000], gap=1000.0)], host=_host(cache=hourly), progress=False
+    )
+    costs, columns = _costs_and_columns(late)
+    assert columns == [(2000, 0, 2000), (3000, 2000, 1000)]  # 1,000 s later: still cached
+    out = 10 * 15.0
+    assert costs == pytest.approx([(2000 * 6.0 + out) / 1e6, (2000 * 0.3 + 1000 * 6.0 + out) / 1e6])
+    five = sy.run(
+        _route("aa"), [_session([2000, 3000], gap=1000.0)], host=_host(cache=HOUR), progress=False
+    )
+    assert _cache_columns(five)[1] == (3000, 0, 3000)  # the 5-minute entry has expired
+
+
+def test_one_call_asks_for_the_one_hour_tier_in_its_metadata():
+    turns = [
+        sy.Turn(sy.Request("t0", input_tokens=2000, metadata={"cache_ttl": "1h"}), gap_s=1.0),
+        sy.Turn(sy.Request("t1", input_tokens=3000), gap_s=1000.0),
+        sy.Turn(sy.Request("t2", input_tokens=4000), gap_s=1000.0),
+    ]
+    result = sy.run(
+        _route("aaa"), [sy.Session(turns, id="s")], host=_host(cache=HOUR), progress=False
+    )
+    costs, columns = _costs_and_columns(result)
+    # turn 0's hour-long entry serves turn 1; turn 1 wrote for 5 minutes, gone by turn 2
+    assert columns == [(2000, 0, 2000), (3000, 2000, 1000), (4000, 0, 4000)]
+    out = 10 * 15.0
+    assert costs == pytest.approx(
+        [
+            (2000 * 6.0 + out) / 1e6,
+            (2000 * 0.3 + 1000 * 3.75 + out) / 1e6,
+            (4000 * 3.75 + out) / 1e6,
+        ]
+    )
+
+
+def test_a_model_without_a_one_hour_tier_writes_at_its_own():
+    turns = [sy.Turn(sy.Request("t0", input_tokens=2000, metadata={"cache_ttl": "1h"}))]
+    result = sy.run(_route("a"), [sy.Session(turns, id="s")], host=_host(), progress=False)
+    assert result.attempts["cost_usd"].tolist() == pytest.approx([(2000 * 3.75 + 150) / 1e6])
+
+
+def test_catalog_profiles_carry_the_one_hour_price():
+    cache = sy.profiles.from_catalog(["claude-sonnet-4-5"])["claude-sonnet-4-5"].cache
+    assert cache is not None
+    assert (cache.write_price, cache.write_price_1h, cache.ttl_1h_s) == (3.75, 6.0, 3600.0)
+    assert cache.replace(tier="1h").write_price_for("1h") == 6.0
+
+
+def test_cost_usd_prices_one_hour_writes_apart():
+    profile = _profile(cache=HOUR)
+    assert profile.cost_usd(5000, 10, cached=1000, written=3000, written_1h=2000) == (
+        pytest.approx((1000 * 3.0 + 1000 * 0.3 + 1000 * 3.75 + 2000 * 6.0 + 150) / 1e6)
+    )
+
+
+def test_bad_tiers_are_refused():
+    with pytest.raises(sy.ArgumentError, match="write_price_1h"):
+        sy.PromptCache(read_price=0.1, tier="1h")
+    with pytest.raises(sy.ArgumentError, match="tier"):
+        sy.PromptCache(read_price=0.1, tier="1d")
+    with pytest.raises(sy.ArgumentError, match="ttl_1h_s"):
+        sy.PromptCache(read_price=0.1, ttl_1h_s=0)
+    with pytest.raises(sy.ArgumentError, match="cache_ttl"):
+        sy.DecisionRequest({"q": sy.Boolean("ok?")}, cache_ttl="10m")
+    turns = [sy.Turn(sy.Request("t0", input_tokens=2000, metadata={"cache_ttl": "forever"}))]
+    with pytest.raises(sy.ArgumentError, match="cache_ttl"):
+        sy.run(_route("a"), [sy.Session(turns, id="s")], host=_host(), progress=False)
+
+
+# -- decisions ------------------------------------------------------------------------------------
+
+QUESTION = {"ok": sy.Boolean("Is the step done?")}
+
+
+def _deciding(prefix: int, total: int, *, session: bool = True, ttl=None):
+    """An algorithm that asks judge ``j`` one question per turn, then routes to ``a``."""
+
+    async def algorithm(request, driver):
+        sid = request.metadata.get("session_id") if session else None
+        ask = sy.DecisionRequest(
+            QUESTION,
+            {"turn": request.metadata["turn"]},
+            input_tokens=total + 100 * request.metadata["turn"],
+            cache_prefix_tokens=prefix,
+            session_id=sid,
+            cache_ttl=ttl,
+        )
+        await driver.call_decision(ask, "j")
+        return sy.route_to("a", request)
+
+    return algorithm
+
+
+def _judge_host(cache=CACHE):
+    return sy.SimHost({"a": _profile(), "j": _profile(cache=cache)}, judge=sy.Judge(accuracy=1.0))
+
+
+def _decisions(result):
+    a = result.attempts
+    d = a[a["kind"] == "decision"]
+    return list(
+        zip(d["input_tokens"], d["cached_input_tokens"], d["cache_write_tokens"], strict=True)
+    ), d["cost_usd"].tolist()
+
+
+def test_a_decision_reads_its_cached_prefix_on_later_turns():
+    result = sy.run(
+        _deciding(1500, 2000),
+        [_session([100, 100, 100])],
+        host=_judge_host(),
+        progress=False,
+    )
+    columns, costs = _decisions(result)
+    assert columns == [(2000, 0, 1500), (2100, 1500, 0), (2200, 1500, 0)]
+    out = 5 * 15.0  # the judge's one answer: Judge().output_tokens
+    assert costs == pytest.approx(
+        [
+            (1500 * 3.75 + 500 * 3.0 + out) / 1e6,
+            (1500 * 0.3 + 600 * 3.0 + out) / 1e6,
+            (1500 * 0.3 + 700 * 3.0 + out) / 1e6,
+        ]
+    )
+    # each request's cost holds its decision's bill
+    assert result.requests["cost_usd"].sum() == pytest.approx(result.attempts["cost_usd"].sum())
+
+
+def test_a_decision_prefix_follows_the_cache_rules():
+    short = sy.run(_deciding(800, 2000), [_session([100, 100])], host=_judge_host(), progress=False)
+    assert _decisions(short)[0] == [(2000, 0, 0), (2100, 0, 0)]  # below min_tokens
+    alone = sy.run(
+        _deciding(1500, 2000, session=False),
+        [_session([100, 100])],
+        host=_judge_host(),
+        progress=False,
+    )
+    assert _decisions(alone)[0] == [(2000, 0, 0), (2100, 0, 0)]  # no session: no cache
+    late = sy.run(
+        _deciding(1500, 2000),
+        [_session([100, 100], gap=1000.0)],
+        host=_judge_host(),
+        progress=False,
+    )
+    assert _decisions(late)[0] == [(2000, 0, 1500), (2100, 0, 1500)]  # past the TTL
+    hour = sy.run(
+        _deciding(1500, 2000, ttl="1h"),
+        [_session([100, 100], gap=1000.0)],
+        host=_judge_host(HOUR),
+        progress=False,
+    )
+    columns, costs = _decisions(hour)
+    assert columns == [(2000, 0, 1500), (2100, 1500, 0)]
+    assert costs[0] == pytest.approx((1500 * 6.0 + 500 * 3.0 + 75) / 1e6)
+
+
+def test_decision_prefixes_and_model_prompts_are_cached_apart():
+    async def algorithm(request, driver):
+        ask = sy.DecisionRequest(
+            QUESTION,
+            input_tokens=2000,
+            cache_prefix_tokens=1500,
+            session_id=request.metadata["session_id"],
+        )
+        await driver.call_decision(ask, "j")
+        return sy.route_to("j", request)
+
+    result = sy.run(algorithm, [_session([3000, 4000])], host=_judge_host(), progress=False)
+    a = result.attempts
+    rows = list(
+        zip(
+            a["kind"],
+            a["input_tokens"],
+            a["cached_input_tokens"],
+            a["cache_write_tokens"],
+            strict=True,
+        )
+    )
+    assert rows == [
+        ("decision", 2000, 0, 1500),
+        ("model", 3000, 0, 3000),
+        ("decision", 2000, 1500, 0),
+        ("model", 4000, 3000, 1000),
+    ]
+
+
+def test_a_decision_prefix_is_part_of_its_prompt():
+    with pytest.raises(sy.ArgumentError, match="cache_prefix_tokens"):
+        sy.DecisionRequest(QUESTION, input_tokens=100, cache_prefix_tokens=200)
+    with pytest.raises(sy.ArgumentError, match="cache_prefix_tokens"):
+        sy.DecisionRequest(QUESTION, input_tokens=100, cache_prefix_tokens=-1)
+
+
+def test_session_prices_take_a_one_hour_cache_at_its_write_price():
+    from sykit.sessions._summary import _check_prices
+
+    prices = _check_prices(
+        {"a": _profile(cache=HOUR.replace(tier="1h")), "b": _profile(cache=HOUR)}
+    )
+    assert prices is not None
+    assert (prices["a"].cache_write, prices["b"].cache_write) == (6.0, 3.75)

@@ -728,3 +728,46 @@ def test_openhands_tools_are_known(name, command, category):
     from sykit._agent.tool_signals import classify_tool_call
 
     assert classify_tool_call(name, command) == category
+
+
+def test_the_judge_reads_its_instructions_and_the_task_from_its_cache():
+    system = {"role": "system", "content": "You are a careful coding agent. " * 200}
+    messages = [system, *convo(*THREE_COMMANDS, bash("make"))]
+    sizes = [len(json.dumps(m)) for m in messages]
+    tokens = 20_000
+    turns = [
+        sy.Turn(sy.Request(messages, input_tokens=tokens + 1000 * k), gap_s=1.0) for k in range(3)
+    ]
+    cache = sy.PromptCache(read_price=0.01, write_price=0.125, min_tokens=1024)
+    host = _host(efficient_quality=1.0)
+    judge = host.profiles["judge"].replace(cache=cache)
+    host = sy.SimHost({**host.profiles, "judge": judge}, judge=sy.Judge(accuracy=1.0))
+    result = sy.run(
+        stage_router("big", "small", judge="judge"),
+        [sy.Session(turns, id="s")],
+        host=host,
+        progress=False,
+    )
+    assert list(result.requests["evidence_stage_source"]) == ["llm-classifier"] * 3
+    d = result.attempts[result.attempts["kind"] == "decision"]
+    # the prefix: the judge's instructions, the system message and the task (the first two
+    # messages), in proportion to the first judged turn's tokens and the same text, so the same
+    # tokens, on every later turn; the window after it is sized per turn
+    prefix = math.ceil(tokens * sum(sizes[:2]) / sum(sizes)) + 60
+    from sykit._agent.stage import DEFAULT_RECENT_WINDOW, _judge_view
+
+    shown, stable = _judge_view(messages, DEFAULT_RECENT_WINDOW)
+    assert stable == 2
+    after = sum(len(json.dumps(m)) for m in shown[stable:])
+    rest = [math.ceil((tokens + 1000 * k) * after / sum(sizes)) for k in range(3)]
+    assert prefix > 1024
+    assert list(d["input_tokens"]) == [prefix + r for r in rest]
+    assert list(d["cache_write_tokens"]) == [prefix, 0, 0]
+    assert list(d["cached_input_tokens"]) == [0, prefix, prefix]
+    expected = [
+        (cached * 0.01 + written * 0.125 + (n - cached - written) * 0.1 + 5 * 0.4) / 1e6
+        for n, cached, written in zip(
+            d["input_tokens"], d["cached_input_tokens"], d["cache_write_tokens"], strict=True
+        )
+    ]
+    assert d["cost_usd"].tolist() == pytest.approx(expected)

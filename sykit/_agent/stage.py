@@ -45,6 +45,10 @@ JUDGE_QUESTION = "efficient_can_solve"
 #: A simulated judge's right answer: the efficient model's answer would grade at least this.
 JUDGE_ORACLE_QUALITY = 0.5
 _TIE = 1e-9  # the reference's epsilon when p_solve meets the judge threshold
+#: The judge prompt's own tokens (its instructions and the question) beside the messages shown.
+JUDGE_INSTRUCTION_TOKENS = 60
+#: The session state key holding the judge prompt's cacheable prefix, in tokens.
+_PREFIX_KEY = "stage_judge_prefix_tokens"
 
 
 @dataclass(frozen=True)
@@ -126,7 +130,10 @@ def stage_router(
     calibrated value). A turn the rules leave undecided goes to ``judge`` when given: a decision
     call asking whether ``efficient`` can complete the turn; the efficient model is chosen when
     the judge's probability of yes (its answer when it gives none) reaches ``base_threshold``
-    (default 0.5). A judge that fails falls open to the default tier (§C.7), and so does every
+    (default 0.5). The judge's instructions, the instruction messages and the task are the
+    call's cacheable prefix (``DecisionRequest(cache_prefix_tokens=...)``): a judge with a
+    ``sy.PromptCache`` reads them from its cache on the session's later turns. A judge that
+    fails falls open to the default tier (§C.7), and so does every
     undecided turn without a judge. ``default`` names the default tier's model: ``efficient``
     (None, the reference's ``efficient_first`` picker) or ``capable`` (``capable_first``).
     ``tool_semantics`` adds tool names to the vocabulary (``{"observe": [...], "mutate": [...],
@@ -233,11 +240,23 @@ async def _ask(
 ) -> str:
     """The judge's tier for this turn, or ``"failed"``: any error of the decision call fails
     open (the reference's judge turns every failure into no verdict)."""
-    shown = _judge_view(request.messages, window)
+    shown, stable = _judge_view(request.messages, window)
+    # The judge's instructions, then the instruction messages and the task: the same text on
+    # every turn of the session, so the same tokens, which a judge with a prompt cache reads
+    # from it. Sized once per session (the request's tokens in proportion to its text, on the
+    # first turn the judge is asked), as a tokenizer would size the same text every time.
+    state = driver.session_state
+    prefix = None if state is None else state.get(_PREFIX_KEY)
+    if prefix is None:
+        prefix = _shown_tokens(request, shown[:stable]) + JUDGE_INSTRUCTION_TOKENS
+        if state is not None:
+            state[_PREFIX_KEY] = prefix
     decision = DecisionRequest(
         {JUDGE_QUESTION: question},
         context={"messages": shown},
-        input_tokens=_shown_tokens(request, shown) + 60,
+        input_tokens=prefix + _shown_tokens(request, shown[stable:]),
+        cache_prefix_tokens=prefix,
+        session_id=request.metadata.get("session_id"),
     )
     try:
         answer = (await driver.call_decision(decision, judge))[JUDGE_QUESTION]
@@ -249,19 +268,27 @@ async def _ask(
     return "efficient" if p_solve >= p_floor - _TIE else "capable"
 
 
-def _judge_view(messages: Sequence[Mapping[str, Any]], window: int) -> list[dict[str, Any]]:
+def _judge_view(
+    messages: Sequence[Mapping[str, Any]], window: int
+) -> tuple[list[dict[str, Any]], int]:
     """What the judge reads (§C.6a with a window): the instruction messages, the opening user
-    task and the last ``window`` messages, widened so a tool result keeps its call."""
+    task and the last ``window`` messages, widened so a tool result keeps its call; and how
+    many of them lead it unchanged on every turn (the instruction messages and the task before
+    anything else: the judge prompt's cacheable prefix)."""
     start = max(0, len(messages) - window)
     while start > 0 and messages[start].get("role") in ("tool", "function"):
         start -= 1
     opening = next((i for i, m in enumerate(messages) if m.get("role") == "user"), None)
-    keep = [
+    fixed = {
         i
         for i, m in enumerate(messages)
-        if i >= start or i == opening or m.get("role") in ("system", "developer")
-    ]
-    return [dict(messages[i]) for i in keep]
+        if i == opening or m.get("role") in ("system", "developer")
+    }
+    keep = [i for i in range(len(messages)) if i >= start or i in fixed]
+    stable = 0
+    while stable < len(keep) and keep[stable] == stable and stable in fixed:
+        stable += 1
+    return [dict(messages[i]) for i in keep], stable
 
 
 def _shown_tokens(request: Request, shown: list[dict[str, Any]]) -> int:

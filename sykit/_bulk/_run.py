@@ -182,6 +182,8 @@ class _Bulk:
                 raise NeedsEvents(f"model {model!r} has a rate limit shared by all requests")
             if profile.cache is not None:
                 raise NeedsEvents(f"model {model!r} has a prompt cache shared across requests")
+            if profile.capacity is not None:
+                raise NeedsEvents(f"model {model!r} has a capacity shared by all requests")
 
     # -- placing requests in time, and their records ------------------------------------------------
     def _place_and_record(

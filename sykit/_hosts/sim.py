@@ -14,12 +14,15 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import _prompt_cache
+from .._capacity import Queues, Server
 from .._config import (
     LATER_RANDOM_FAULTS,
     RANDOM_FAULTS,
     HostPolicy,
     Judge,
     ModelProfile,
+    PromptCache,
     check_profiles,
 )
 from .._errors import ArgumentTypeError, InvalidResponseError, ModelTimeout, UnavailableError
@@ -161,6 +164,7 @@ class _Card:
         "prefill",
         "prefill_tokens_per_s",
         "profile",
+        "server",
         "spike_factor",
         "spike_p",
         "stall_p",
@@ -190,6 +194,7 @@ class _Card:
         self.prefill_tokens_per_s = profile.latency.prefill_tokens_per_s
         self.cache = profile.cache
         self.text = ""
+        self.server: Server | None = None  # its slots and queue, when it declares a capacity
 
 
 class _SimSession:
@@ -204,10 +209,15 @@ class _SimSession:
         self.fail_first_seen: dict[str, int] = {}
         self.buckets: dict[str, tuple[_Bucket | None, _Bucket | None]] = {}
         self.cards = {name: _Card(profile) for name, profile in host.profiles.items()}
-        # prompt caches: (model, session id) → (tokens of the cached prompt, when it expires)
-        self.prompt_cache: dict[tuple[str, Any], tuple[int, float]] = {}
+        # prompt caches: (model, session id[, decision]) → (cached tokens, when it expires)
+        self.prompt_cache: _prompt_cache.Store = {}
         for name, card in self.cards.items():
             card.text = f"(simulated answer from {name})"
+        # the models that declare a capacity: their slots and queues (see sykit._capacity)
+        self.queues = Queues.of(host.profiles)
+        if self.queues is not None:
+            for name, server in self.queues.servers.items():
+                self.cards[name].server = server
 
     async def aclose(self) -> None:
         return None
@@ -415,6 +425,43 @@ class _SimSession:
         broken: str | None,
         truth: GroundTruth | None,
     ) -> Reply:
+        server = card.server
+        if server is None:
+            return self._generate(attempt, card, words, now, broken, truth, 0.0, 1.0)
+        # A model with a capacity: the call waits for a slot, then runs at the rate the
+        # sequences in service leave it (see sykit._capacity).
+        admitted = server.admit(now)
+        if admitted is None:  # the queue is full
+            status, body = server.rejection(attempt.model)
+            delay = card.profile.reject_delay_s.quantile(unit(words[SLOT.TTFT]))
+            return Reply(status, body, after_s=delay)
+        start, rate = admitted
+        assert self.queues is not None
+        self.queues.planned(attempt, start)
+        if start - now > server.queue_timeout_s or start >= attempt.deadline_s:
+            if now + server.queue_timeout_s < attempt.deadline_s:
+                give_up, why = server.queue_timeout_s, "the server's queue timeout"
+            else:
+                give_up, why = attempt.deadline_s - now, "the deadline"
+            message = f"no free slot before {why}: queued {give_up:g} s"
+            return Reply(None, error=ModelTimeout(message, model=attempt.model), after_s=give_up)
+        reply = self._generate(attempt, card, words, now, broken, truth, start - now, rate)
+        server.hold(attempt, start, now + reply.after_s)
+        return reply
+
+    def _generate(
+        self,
+        attempt: Attempt,
+        card: _Card,
+        words: tuple[int, ...],
+        now: float,
+        broken: str | None,
+        truth: GroundTruth | None,
+        wait: float,
+        rate: float,
+    ) -> Reply:
+        """The answer of a call that waited ``wait`` seconds for a slot and runs at ``rate``
+        times the profile's decode and prefill rates (0 and 1 without a capacity)."""
         request = attempt.request
         model = attempt.model
         if isinstance(request, DecisionRequest):  # attempt.kind == "decision"
@@ -431,28 +478,20 @@ class _SimSession:
                 out = cap
         cached = 0
         cache = card.cache
-        session = (
-            request.metadata.get("session_id")
-            if cache is not None and isinstance(request, Request)  # attempt.kind == "model"
-            else None
-        )
-        if cache is not None and session is not None:
-            entry = self.prompt_cache.get((model, session))
-            if (
-                entry is not None
-                and now <= entry[1]
-                and cache.min_tokens <= entry[0] <= request.input_tokens
-            ):
-                cached = entry[0]  # this session's earlier prompt is a prefix of this one
+        key, cacheable, tier = _cache_key(request, model, cache)
+        if key is not None and cache is not None:
+            cached = _prompt_cache.lookup(self.prompt_cache, key, now, cacheable, cache)
         ttft = card.ttft(((words[SLOT.TTFT] >> 10) | 1) * HALF)
         if card.prefill_tokens_per_s:  # reading the (uncached part of the) prompt comes first
-            ttft += (request.input_tokens - cached) / card.prefill_tokens_per_s
-        tps = card.tokens_per_s(((words[SLOT.TOKENS_PER_S] >> 10) | 1) * HALF)
+            ttft += (request.input_tokens - cached) / (card.prefill_tokens_per_s * rate)
+        tps = card.tokens_per_s(((words[SLOT.TOKENS_PER_S] >> 10) | 1) * HALF) * rate
         factor = 1.0
         if card.spike_p and ((words[SLOT.SPIKE] >> 10) | 1) * HALF < card.spike_p:
             factor = card.spike_factor
         if factor != 1.0:
             ttft *= factor
+        if wait:
+            ttft += wait  # queued for a slot before anything else
         total = ttft + (out / tps) * factor
         stall = 0.0
         if card.stall_p and ((words[SLOT.STALL] >> 10) | 1) * HALF < card.stall_p:
@@ -473,6 +512,8 @@ class _SimSession:
         # accepted, billable from now on (Generation.plan, inlined: one per attempt)
         attempt.accepted = True
         attempt.first_token_at = now + ttft
+        if wait:
+            attempt.in_service_from = now + wait
         attempt.tokens_per_s = tps / factor
         attempt.planned = out
         if stall:
@@ -510,16 +551,11 @@ class _SimSession:
                 ),
                 after_s=last,
             )
-        if cache is not None and session is not None:
-            written = 0
-            if request.input_tokens >= cache.min_tokens:
-                written = request.input_tokens - cached
-                # the answered prompt is cached (a hit refreshes the entry) until its TTL runs out
-                self.prompt_cache[(model, session)] = (
-                    request.input_tokens,
-                    now + total + cache.ttl_s,
-                )
-            usage = make_usage(request.input_tokens, out, cached, written)
+        if key is not None and cache is not None:
+            written, written_1h = _prompt_cache.write(
+                self.prompt_cache, key, cached, cacheable, cache, tier, now + total
+            )
+            usage = make_usage(request.input_tokens, out, cached, written, written_1h)
         else:
             usage = make_usage(request.input_tokens, out)
         if attempt.kind == "decision":
@@ -541,6 +577,27 @@ class _SimSession:
             target = oracle(view) if callable(oracle) else oracle
             answers[qid] = _answer(question, target, accuracy, u_right, u_pick)
         return answers
+
+
+def _cache_key(
+    request: Request | DecisionRequest, model: str, cache: PromptCache | None
+) -> tuple[tuple[Any, ...] | None, int, str]:
+    """Where an attempt's prompt is cached (None: it is not), how many of its tokens can be, and
+    at which tier: a model call's whole prompt per session, a decision's declared prefix per
+    session and set of questions."""
+    if cache is None:
+        return None, 0, ""
+    if isinstance(request, DecisionRequest):
+        session = request.session_id
+        if session is None or not request.cache_prefix_tokens:
+            return None, 0, ""
+        key = (model, session, "decision", *sorted(request.questions))
+        return key, request.cache_prefix_tokens, _prompt_cache.tier_of(cache, request.cache_ttl)
+    session = request.metadata.get("session_id")
+    if session is None:
+        return None, 0, ""
+    tier = _prompt_cache.metadata_tier(cache, request.metadata)
+    return (model, session), request.input_tokens, tier
 
 
 def _answer(question: Any, target: Any, accuracy: float, u_right: float, u_pick: float) -> Answer:
