@@ -51,6 +51,31 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "a": FakeModel(fault="fail-429", retry_after_s=1.0),
         "what": "429 with Retry-After: 1 on every attempt",
     },
+    # Retry-After in its other spellings (the FakeModel's retry_after_as, retry_after_ms), and
+    # one longer than cooldown_time
+    "429-retry-after-date": {
+        "a": FakeModel(fault="fail-429", retry_after_s=4.0, retry_after_as="date"),
+        "router": {"num_retries": 1},
+        "what": "429 with Retry-After an HTTP-date 4 s after the response's Date header on every "
+        "attempt, num_retries=1",
+    },
+    "429-retry-after-ms-and-seconds": {
+        "a": FakeModel(fault="fail-429", retry_after_s=1.0, retry_after_ms=3000.0),
+        "router": {"num_retries": 1},
+        "what": "429 with retry-after-ms: 3000 and Retry-After: 1 on every attempt, num_retries=1",
+    },
+    "429-retry-after-ms-only": {
+        "a": FakeModel(fault="fail-429", retry_after_s=None, retry_after_ms=3000.0),
+        "router": {"num_retries": 1},
+        "what": "429 with retry-after-ms: 3000 and no Retry-After on every attempt, num_retries=1",
+    },
+    "429-retry-after-90-cooldown": {
+        "a": FakeModel(fault="fail-429", retry_after_s=90.0),
+        "router": {"allowed_fails": 0, "cooldown_time": 2, "num_retries": 0},
+        "arrivals": [0.0, 3.0],
+        "what": "429 with Retry-After: 90 every time, allowed_fails=0, cooldown_time=2, "
+        "num_retries=0, requests at 0 and 3 s",
+    },
     "503": {"a": FakeModel(fault="fail-503"), "what": "503 on every attempt"},
     "400-capability": {
         "a": FakeModel(fault=sy.ErrorFault.capability(1.0)),
@@ -205,6 +230,64 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "what": "the stream is cut after 4 tokens every time, allowed_fails=0, cooldown_time=5, "
         "requests at 0, 1 and 6 s",
     },
+    # Load-aware routing strategies: deployments of unequal speed or with rpm limits, requests one
+    # after the other (latency, usage) or overlapping (least-busy). "minute_aligned" starts the
+    # scenario early in a wall-clock minute, since usage-based-routing-v2 counts per minute.
+    "latency-slow-fast": {
+        "deployments": {"a1": (FakeModel(ttft_s=0.3), {}), "a2": (FakeModel(ttft_s=0.02), {})},
+        "router": {"routing_strategy": "latency-based-routing"},
+        "arrivals": [1.0 * i for i in range(6)],
+        "what": "latency-based-routing, group a = a1 (first token after 0.3 s) + a2 (after "
+        "0.02 s), a request every 1 s",
+    },
+    "latency-buffer": {
+        "deployments": {"a1": (FakeModel(ttft_s=0.3), {}), "a2": (FakeModel(ttft_s=0.02), {})},
+        "router": {
+            "routing_strategy": "latency-based-routing",
+            "routing_strategy_args": {"lowest_latency_buffer": 50},
+        },
+        "arrivals": [1.0 * i for i in range(10)],
+        "what": "latency-based-routing with lowest_latency_buffer=50, group a = a1 (0.3 s) + "
+        "a2 (0.02 s), a request every 1 s",
+    },
+    "latency-timeout": {
+        "deployments": {"a1": (FakeModel(ttft_s=3.0), {}), "a2": (FakeModel(ttft_s=0.02), {})},
+        "router": {"routing_strategy": "latency-based-routing", "timeout": 0.5, "num_retries": 0},
+        "arrivals": [1.0 * i for i in range(5)],
+        "what": "latency-based-routing, group a = a1 (first token after 3 s) + a2 (0.02 s), "
+        "timeout=0.5, num_retries=0, a request every 1 s",
+    },
+    "least-busy-overlapping": {
+        "deployments": {"a1": (FakeModel(ttft_s=1.0), {}), "a2": (FakeModel(ttft_s=1.0), {})},
+        "router": {"routing_strategy": "least-busy"},
+        "arrivals": [0.0, 0.2, 0.4, 0.6, 2.0],
+        "what": "least-busy, group a = a1 + a2 (1 s each), requests at 0, 0.2, 0.4, 0.6 and 2 s",
+    },
+    "least-busy-slow-fast": {
+        "deployments": {"a1": (FakeModel(ttft_s=3.0), {}), "a2": (FakeModel(ttft_s=0.1), {})},
+        "router": {"routing_strategy": "least-busy"},
+        "arrivals": [0.25 * i for i in range(8)],
+        "what": "least-busy, group a = a1 (3 s) + a2 (0.1 s), a request every 0.25 s",
+    },
+    "usage-rpm-limits": {
+        "deployments": {"a1": (FakeModel(), {"rpm": 2}), "a2": (FakeModel(), {"rpm": 3})},
+        "router": {"routing_strategy": "usage-based-routing-v2", "num_retries": 0},
+        "arrivals": [0.5 * i for i in range(5)],
+        "minute_aligned": True,
+        "what": "usage-based-routing-v2, group a = a1 (rpm 2) + a2 (rpm 3), num_retries=0, a "
+        "request every 0.5 s",
+    },
+    "usage-lowest-tpm": {
+        "deployments": {
+            "a1": (FakeModel(output_tokens=64), {}),
+            "a2": (FakeModel(output_tokens=16), {}),
+        },
+        "router": {"routing_strategy": "usage-based-routing-v2"},
+        "arrivals": [0.5 * i for i in range(6)],
+        "minute_aligned": True,
+        "what": "usage-based-routing-v2, group a = a1 (64 output tokens) + a2 (16), a request "
+        "every 0.5 s",
+    },
 }
 
 
@@ -258,6 +341,10 @@ async def run_scenario(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     entries = model_list(spec)
     arrivals = spec.get("arrivals", [0.0])
     settings = {"num_retries": 2, "fallbacks": [{"a": ["b"]}], **spec.get("router", {})}
+    if spec.get("minute_aligned"):  # usage is counted per wall-clock minute: start early in one
+        second = time.time() % 60.0
+        if second > 40.0:
+            await asyncio.sleep(60.5 - second)
     with FakeProvider(models) as fake:
         router = litellm.Router(model_list=with_base(entries, fake.base_url), **settings)
         t0 = time.monotonic()
@@ -267,6 +354,9 @@ async def run_scenario(name: str, spec: dict[str, Any]) -> dict[str, Any]:
         )
         fake.wait_idle()
         served = fake.requests
+        # A Router registers its strategy's logger in LiteLLM's global callback lists, which take
+        # one logger of a kind: the next scenario's Router would never be told of its calls.
+        router.retire()
     per_request: dict[int, list[Any]] = {i: [] for i in range(len(arrivals))}
     for record in served:
         index = request_index(record.body)
@@ -298,6 +388,11 @@ async def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=GOLDEN)
     parser.add_argument("--only", nargs="*", help="scenario names (default: all)")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="add the scenarios run to those already in --out, leaving the others as recorded",
+    )
     args = parser.parse_args(argv)
     litellm.suppress_debug_info = True
     names = args.only or list(SCENARIOS)
@@ -309,6 +404,9 @@ async def main(argv: list[str]) -> int:
         print(f"{name}: {time.monotonic() - began:.1f} s", file=sys.stderr)
         for request in scenarios[name]["requests"]:
             print("   ", request["outcome"], request["attempts"], file=sys.stderr)
+    if args.merge and args.out.exists():
+        kept = json.loads(args.out.read_text())["scenarios"]
+        scenarios = {**kept, **scenarios}
     golden = {
         "litellm_version": importlib.metadata.version("litellm"),
         "python": sys.version.split()[0],

@@ -11,7 +11,8 @@ Rules (after Switchyard's client, ``fallback_reason`` and ``is_overflow_body``):
   ``error.code == "content_policy_violation"`` → ``policy``; a capability phrase → ``capability``;
   anything else → ``invalid_request`` (terminal). Phrases match case-insensitively in
   ``error.message``, or in the raw body when it is not JSON.
-* 429 → ``rate_limit`` (Retry-After in seconds, ``retry-after-ms``, or an HTTP date).
+* 429 → ``rate_limit`` (``retry-after-ms``, else Retry-After in seconds or as an HTTP date measured
+  against the response's ``Date``; see ``sykit._retry_after``).
 * 403, 408, 5xx → ``unavailable``, with its Retry-After as for a 429 (a retry waits for it).
   Other 4xx (413 and 422 included) → ``invalid_request``.
 """
@@ -19,10 +20,8 @@ Rules (after Switchyard's client, ``fallback_reason`` and ``is_overflow_body``):
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -37,6 +36,7 @@ from ._errors import (
     RateLimitError,
     UnavailableError,
 )
+from ._retry_after import read_retry_after
 
 __all__ = [
     "CAPABILITY_PHRASES",
@@ -116,41 +116,6 @@ def _contains_any(text: str | None, phrases: tuple[str, ...]) -> bool:
     return any(phrase in lowered for phrase in phrases)
 
 
-def _header(headers: Mapping[str, str] | None, name: str) -> str | None:
-    if not headers:
-        return None
-    for key, value in headers.items():
-        if key.lower() == name:
-            return value
-    return None
-
-
-def _retry_after_s(headers: Mapping[str, str] | None, now: datetime | None) -> float | None:
-    ms = _header(headers, "retry-after-ms")
-    if ms is not None:
-        try:
-            value = float(ms) / 1000.0
-            if math.isfinite(value) and value >= 0:
-                return value
-        except ValueError:
-            pass
-    raw = _header(headers, "retry-after")
-    if raw is None:
-        return None
-    try:
-        value = float(raw)
-        return value if math.isfinite(value) and value >= 0 else None
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-
-
 def classify(
     status: int,
     body: Any = None,
@@ -161,8 +126,9 @@ def classify(
 ) -> ModelError | None:
     """Turn an HTTP answer into the error it means, or None for a 2xx.
 
-    ``body`` may be a parsed JSON object, a JSON string or plain text. ``now`` is only used to turn
-    an HTTP-date Retry-After into seconds (default: the current time).
+    ``body`` may be a parsed JSON object, a JSON string or plain text. ``now`` is the clock when the
+    answer came (default: the current time): an HTTP-date Retry-After is measured against the
+    response's ``Date`` header, or against ``now`` when it has none.
     """
     status = check_int(status, "status", expected="an int HTTP status")
     if 200 <= status < 300:
@@ -180,11 +146,11 @@ def classify(
         return InvalidRequestError(text, model=model, http_status=status)
     if status == 429:
         return RateLimitError(
-            text, model=model, http_status=status, retry_after_s=_retry_after_s(headers, now)
+            text, model=model, http_status=status, retry_after=read_retry_after(headers, now)
         )
     if status in (403, 408) or 500 <= status <= 599:
         return UnavailableError(
-            text, model=model, http_status=status, retry_after_s=_retry_after_s(headers, now)
+            text, model=model, http_status=status, retry_after=read_retry_after(headers, now)
         )
     if 400 <= status <= 499:
         return InvalidRequestError(text, model=model, http_status=status)

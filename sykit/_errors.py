@@ -27,6 +27,11 @@ Cancellation is never an error: a cancelled call raises ``asyncio.CancelledError
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._retry_after import RetryAfter
+
 __all__ = [
     "ArgumentError",
     "ArgumentTypeError",
@@ -115,7 +120,9 @@ class InvalidRequestError(ModelError):
 
 
 class RateLimitError(ModelError):
-    """HTTP 429. ``retry_after_s`` holds the provider's Retry-After, when it sent one."""
+    """HTTP 429. ``retry_after_s`` holds the provider's Retry-After, when it sent one, as sykit's
+    retries read it; ``retry_after`` (a ``RetryAfter``) the headers as sent, for a router that reads
+    them its own way."""
 
     kind = "rate_limit"
 
@@ -127,14 +134,19 @@ class RateLimitError(ModelError):
         http_status: int | None = 429,
         retry_after_s: float | None = None,
         kind: str | None = None,
+        retry_after: RetryAfter | None = None,
     ) -> None:
         super().__init__(message, model=model, http_status=http_status, kind=kind)
+        if retry_after_s is None and retry_after is not None:
+            retry_after_s = retry_after.seconds
         self.retry_after_s = retry_after_s
+        self.retry_after = retry_after
 
 
 class UnavailableError(ModelError):
     """403, 408, 5xx or a transport failure: the target is not answering right now.
-    ``retry_after_s`` holds the provider's Retry-After (a 503 or 529 often sends one)."""
+    ``retry_after_s`` holds the provider's Retry-After (a 503 or 529 often sends one), and
+    ``retry_after`` the headers as sent, as for :class:`RateLimitError`."""
 
     kind = "unavailable"
 
@@ -146,9 +158,13 @@ class UnavailableError(ModelError):
         http_status: int | None = None,
         retry_after_s: float | None = None,
         kind: str | None = None,
+        retry_after: RetryAfter | None = None,
     ) -> None:
         super().__init__(message, model=model, http_status=http_status, kind=kind)
+        if retry_after_s is None and retry_after is not None:
+            retry_after_s = retry_after.seconds
         self.retry_after_s = retry_after_s
+        self.retry_after = retry_after
 
 
 class ModelTimeout(ModelError):

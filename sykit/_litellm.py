@@ -18,7 +18,9 @@ from ._checks import check_int
 from ._dists import check_number
 from ._driver import Driver
 from ._errors import ArgumentError, ArgumentTypeError, ModelError, RateLimitError
+from ._litellm_routing import ROUTING_STRATEGIES, Limits, LoadState, RoutingArgs, routing_args
 from ._models import Outcome, Request, Response, answered
+from ._retry_after import RetryAfter
 from ._rng import uniforms
 from ._strategy_kit import checked_models
 from ._vocab import ErrorKind
@@ -31,7 +33,8 @@ LITELLM_VERSION = "1.110.2"
 _LITELLM_BACKOFF_S = 0.5  # the first wait; doubled per retry
 _LITELLM_BACKOFF_MAX_S = 8.0
 _LITELLM_JITTER_S = 0.75  # plus U(0, 1) times this
-_LITELLM_RETRY_AFTER_MAX_S = 60.0
+_LITELLM_RETRY_AFTER_MAX_S = 60.0  # the longest Retry-After waited; a cooldown has no limit
+_LITELLM_LONGEST_RETRY_AFTER_S = 2**63  # but a longer one is read as this
 _LITELLM_MAX_FALLBACKS = 5
 _LITELLM_MIN_REQUESTS = 5  # for the failure-rate cooldown of groups without allowed_fails
 _LITELLM_RETRY_AFTER = ("integer", "any", "ignore")
@@ -118,6 +121,28 @@ def _litellm_special(error: ModelError) -> str | None:
     return None
 
 
+def _litellm_retry_after(error: ModelError) -> int | None:
+    """LiteLLM's reading of an error's Retry-After (``_get_retry_after_from_exception_header``,
+    for the retry's wait and the cooldown alike): the ``Retry-After`` header alone
+    (``retry-after-ms`` is never read), through ``int()`` (so ``"0.5"`` and ``"1.0"`` are
+    unreadable), else an HTTP-date's distance from its own clock truncated toward zero (a date
+    4 s after the response's ``Date`` reads as 3 s a moment later); None where it reads -1 (no
+    header, or one it cannot read)."""
+    sent: RetryAfter | None = getattr(error, "retry_after", None)
+    if sent is None:  # an error made without headers: its retry_after_s as Retry-After
+        value = getattr(error, "retry_after_s", None)
+        if value is None or not math.isfinite(value) or not float(value).is_integer():
+            return None
+        return int(value)
+    if sent.header is None:
+        return None
+    try:
+        return min(int(sent.header), _LITELLM_LONGEST_RETRY_AFTER_S)
+    except ValueError:
+        pass
+    return None if sent.date_s is None else int(sent.date_s)
+
+
 def _litellm_retried(status: int | None) -> bool:
     return status is not None and (status in (408, 429) or status >= 500)
 
@@ -147,8 +172,14 @@ class _LiteLLMLike:
         stream: bool = False,
         orders: dict[str, int] | None = None,
         weights: dict[str, dict[str, float]] | None = None,
+        routing_strategy: str = "simple-shuffle",
+        routing_args: RoutingArgs | None = None,
+        limits: dict[str, dict[str, Limits]] | None = None,
     ) -> None:
         self.groups = groups
+        self.routing_strategy = routing_strategy
+        self.routing_args = routing_args or RoutingArgs()
+        self.limits = limits or {}  # group -> model -> its tpm and rpm
         self.orders = orders or {}  # model -> its order (LiteLLM's litellm_params["order"])
         self.weights = weights or {}  # group -> model -> its simple-shuffle weight
         self.first = next(iter(groups))
@@ -169,6 +200,8 @@ class _LiteLLMLike:
         self.cooled_until: dict[str, float] = {}
         self.fail_counts: dict[str, tuple[int, float]] = {}  # model -> (count, expires at)
         self.minute: dict[str, list[int]] = {}  # model -> [minute, successes, failures]
+        # calls in flight, latencies, usage: what the load-aware routing strategies read
+        self.load = LoadState(self.routing_strategy, self.routing_args, self.limits)
 
     # -- cooldown ----------------------------------------------------------------------------------
     def _healthy(self, group: str, now: float) -> list[str]:
@@ -189,9 +222,17 @@ class _LiteLLMLike:
             target_order = min(present)
         return [m for m in healthy if orders.get(m) == target_order]
 
-    def _pick(self, group: str, candidates: list[str], draws: _Draws) -> str:
-        """simple-shuffle: by the deployments' weight (else rpm, else tpm) when one is set,
-        uniform otherwise."""
+    def _pick(
+        self, group: str, candidates: list[str], draws: _Draws, request: Request, now: float
+    ) -> str | None:
+        """The deployment ``routing_strategy`` picks (None: every candidate is over its tpm or
+        rpm limit). simple-shuffle: by the deployments' weight (else rpm, else tpm) when one is
+        set, uniform otherwise; the load-aware strategies at random among their choices."""
+        if self.routing_strategy != "simple-shuffle":
+            valid = self.load.choices(group, candidates, now, request.input_tokens, self.stream)
+            if len(valid) <= 1:
+                return valid[0] if valid else None
+            return valid[int(draws.next() * len(valid))]
         if len(candidates) == 1:
             return candidates[0]
         u = draws.next()
@@ -246,24 +287,25 @@ class _LiteLLMLike:
             or (successes + failures >= _LITELLM_MIN_REQUESTS and failures > successes)
         ):
             return
-        honoured = self._honoured_retry_after(error)
-        self.cooled_until[model] = now + (self.cooldown_time if honoured is None else honoured)
+        header = self._retry_after(error)
+        cooldown = self.cooldown_time if header is None or header < 0 else header
+        self.cooled_until[model] = now + cooldown
 
     # -- waiting -----------------------------------------------------------------------------------
-    def _honoured_retry_after(self, error: ModelError) -> float | None:
-        value = getattr(error, "retry_after_s", None)
-        if value is None or self.retry_after == "ignore":
+    def _retry_after(self, error: ModelError) -> float | None:
+        """The error's Retry-After as this router reads it (``retry_after=``): LiteLLM's reading
+        (``"integer"``), sykit's own (``"any"``), or none (``"ignore"``); negative or None when
+        there is none to honour."""
+        if self.retry_after == "ignore":
             return None
-        if not 0 <= value <= _LITELLM_RETRY_AFTER_MAX_S:
-            return None
-        if self.retry_after == "integer" and not float(value).is_integer():
-            return None  # LiteLLM reads the header with int(): "0.5" is ignored
-        return float(value)
+        if self.retry_after == "any":
+            return getattr(error, "retry_after_s", None)
+        return _litellm_retry_after(error)
 
     def _wait_s(self, error: ModelError, retry: int, jitter: float) -> float:
-        honoured = self._honoured_retry_after(error)
-        if honoured is not None and honoured > 0:  # LiteLLM sleeps Retry-After: 0 as a backoff
-            return honoured + _LITELLM_JITTER_S * jitter
+        header = self._retry_after(error)
+        if header is not None and 0 < header <= _LITELLM_RETRY_AFTER_MAX_S:
+            return header + _LITELLM_JITTER_S * jitter  # Retry-After: 0 gets the backoff
         backoff = min(_LITELLM_BACKOFF_S * 2.0**retry, _LITELLM_BACKOFF_MAX_S)
         return backoff + _LITELLM_JITTER_S * jitter
 
@@ -335,19 +377,30 @@ class _LiteLLMLike:
                 if last is not None:
                     raise last
                 raise self._none_available(request, driver, group, target_order)
-            model = self._pick(group, candidates, draws)
+            model = self._pick(group, candidates, draws, request, driver.now())
+            if model is None:
+                if last is not None:
+                    raise last
+                raise self._over_limits(request, driver, group, candidates)
             tried.append(model)
+            load = self.load
+            started = driver.now()
+            load.started(group, model, started)
+            ttft: float | None = None
             try:
                 if self.stream:
-                    response = await self._stream_attempt(request, driver, model)
+                    response, ttft = await self._stream_attempt(request, driver, model)
                 else:
                     response = await driver.call_model(request, [model], max_retries=0)
             except ModelError as error:
+                load.ended(group, model)
                 if self.stream and error.http_status == 200:
                     # a stream that opened and broke before any content: LiteLLM falls back at
                     # once, and does not count it against the deployment
                     raise
                 now = driver.now()
+                if error.kind == ErrorKind.TIMEOUT:
+                    load.timed_out(group, model)
                 self._failed(group, model, error, now)
                 if self.num_retries == 0 or not _litellm_retried(_litellm_status(error)):
                     raise
@@ -361,7 +414,22 @@ class _LiteLLMLike:
                 await driver.sleep(wait)
                 last = error
                 continue
-            self._count(model, driver.now(), False)
+            except BaseException:
+                load.ended(group, model)  # a cut stream, or the request cancelled
+                raise
+            now = driver.now()
+            load.ended(group, model)
+            usage = response.usage
+            load.succeeded(
+                group,
+                model,
+                now,
+                now - started,
+                ttft,
+                usage.output_tokens,
+                usage.input_tokens + usage.output_tokens,
+            )
+            self._count(model, now, False)
             return answered(model, response)
         assert last is not None
         raise last
@@ -390,25 +458,47 @@ class _LiteLLMLike:
                     )
         return error
 
-    async def _stream_attempt(self, request: Request, driver: Driver, model: str) -> Response:
+    def _over_limits(
+        self, request: Request, driver: Driver, group: str, candidates: list[str]
+    ) -> ModelError:
+        """Every deployment the strategy would pick from is over its tpm or rpm limit this
+        minute: LiteLLM's "No deployments available" (a 429), with no call made. Each is
+        recorded as skipped."""
+        now = driver.now()
+        error = RateLimitError(
+            f"No deployments available for selected model group {group!r}: every deployment "
+            "is over its tpm or rpm limit this minute",
+            model=group,
+        )
+        for model in candidates:
+            reason = self.load.over_limit(group, model, now)
+            driver.record_skip(request, model, f"{reason} in litellm_like", error=error)
+        return error
+
+    async def _stream_attempt(
+        self, request: Request, driver: Driver, model: str
+    ) -> tuple[Response, float | None]:
         """One streamed attempt, read to its end, as LiteLLM's Router streams it: an error before
         the stream opens is the attempt's (retried, cooled, fallen back as usual); a 200 stream
         that breaks before any content goes to the fallbacks at once (LiteLLM's mid-stream
         fallback, no retry, no cooldown); an error after content reaches the caller
-        (``_Committed``)."""
+        (``_Committed``). With the answer, the seconds to its first token (None: no token)."""
+        started = driver.now()
         stream = driver.stream_model(request, [model], max_retries=0)
+        ttft: float | None = None
         try:
             await stream.__anext__()
         except StopAsyncIteration:
             pass  # an answer with no token at all
         else:
+            ttft = driver.now() - started
             try:
                 async for _ in stream:
                     pass
             except ModelError as error:
                 raise _Committed(error) from None  # not counted against the deployment either
         assert stream.response is not None
-        return stream.response
+        return stream.response, ttft
 
 
 class _Committed(Exception):
@@ -467,7 +557,6 @@ def _group_table(
     return table
 
 
-_LITELLM_ROUTING = ("simple-shuffle",)
 _LITELLM_WEIGHTS = ("weight", "rpm", "tpm")  # simple-shuffle uses the first one set
 
 
@@ -486,9 +575,14 @@ def _litellm_order(value: Any, where: str) -> int | None:
 
 def _litellm_model_list(
     model_list: Any,
-) -> tuple[dict[str, tuple[str, ...]], dict[str, int], dict[str, dict[str, float]]]:
-    """groups, orders (model -> order) and simple-shuffle weights (group -> model -> weight)
-    from LiteLLM's ``model_list``."""
+) -> tuple[
+    dict[str, tuple[str, ...]],
+    dict[str, int],
+    dict[str, dict[str, float]],
+    dict[str, dict[str, Limits]],
+]:
+    """groups, orders (model -> order), simple-shuffle weights (group -> model -> weight) and
+    tpm/rpm limits (group -> model -> Limits) from LiteLLM's ``model_list``."""
     if isinstance(model_list, (str, Mapping)) or not isinstance(model_list, Sequence):
         raise ArgumentTypeError(
             f"model_list must be a list of LiteLLM deployments, got {type(model_list).__name__}"
@@ -498,6 +592,7 @@ def _litellm_model_list(
     groups: dict[str, list[str]] = {}
     orders: dict[str, int] = {}
     params_of: dict[str, list[Mapping[str, Any]]] = {}
+    limits: dict[str, dict[str, Limits]] = {}
     for i, entry in enumerate(model_list):
         where = f"model_list[{i}]"
         if not isinstance(entry, Mapping):
@@ -532,6 +627,9 @@ def _litellm_model_list(
             orders[deployment] = order
         groups.setdefault(group, []).append(deployment)
         params_of.setdefault(group, []).append(params)
+        limit = _litellm_limits(params, info, where)
+        if limit is not None:
+            limits.setdefault(group, {})[deployment] = limit
     weights: dict[str, dict[str, float]] = {}
     for group, deployments in groups.items():
         for key in _LITELLM_WEIGHTS:
@@ -544,7 +642,20 @@ def _litellm_model_list(
             if max(values) > 0:
                 weights[group] = dict(zip(deployments, values, strict=True))
                 break
-    return {g: tuple(d) for g, d in groups.items()}, orders, weights
+    return {g: tuple(d) for g, d in groups.items()}, orders, weights, limits
+
+
+def _litellm_limits(params: Mapping[str, Any], info: Any, where: str) -> Limits | None:
+    """A deployment's tpm and rpm, as the load-aware strategies read them: from
+    ``litellm_params``, else ``model_info`` (None when it sets neither)."""
+    values: dict[str, float] = {}
+    for key in ("tpm", "rpm"):
+        value = params.get(key)
+        if value is None and isinstance(info, Mapping):
+            value = info.get(key)
+        if value is not None:
+            values[key] = float(check_number(value, f"{where} {key}", low=0.0))
+    return Limits(**values) if values else None
 
 
 def litellm_like(
@@ -552,6 +663,7 @@ def litellm_like(
     *,
     model_list: Sequence[Mapping[str, Any]] | None = None,
     routing_strategy: str = "simple-shuffle",
+    routing_strategy_args: Mapping[str, Any] | None = None,
     num_retries: int = 2,
     fallbacks: FallbackSpec | None = None,
     context_window_fallbacks: FallbackSpec | None = None,
@@ -606,11 +718,17 @@ def litellm_like(
       *every* failed attempt, the last one included, it waits ``0.5·2ⁿ`` s (capped at 8 s) plus
       ``0.75·U`` s of jitter, so a target that always fails is left for its fallback after a fourth
       wait (a 503 every time: at about 3.6–5.9 s instead of at once). Other 4xx are not retried.
-    * **Retry-After** replaces the backoff (the jitter stays: ``Retry-After + 0.75·U`` s) only
-      when it is a whole number of seconds in (0, 60] (``retry_after="integer"``): a 429 with
-      ``Retry-After: 0.5`` gets the backoff. ``"any"`` honours fractions too, ``"ignore"`` never
-      uses it. No wait at all when another deployment of the group is healthy: the retry goes
-      there.
+    * **Retry-After** replaces the backoff (the jitter stays: ``Retry-After + 0.75·U`` s) when
+      LiteLLM reads it as a number in (0, 60] (``retry_after="integer"``). It reads the
+      ``Retry-After`` header alone, never ``retry-after-ms`` (a 429 with ``retry-after-ms: 3000``
+      and ``Retry-After: 1`` waits 1 s; with ``retry-after-ms`` alone, the backoff), and reads it
+      with ``int()``: a whole number of seconds, so ``Retry-After: 0.5`` gets the backoff, or an
+      HTTP-date, measured against its own clock when the answer came and truncated toward zero
+      (a date 4 s after the response's ``Date``, which truncates the sending time to whole
+      seconds, is 3.something s away on arrival: 3 s plus the jitter). ``"any"`` reads it as
+      sykit's own retries do (fractions, ``retry-after-ms`` first, a date against the response's
+      ``Date``), ``"ignore"`` never uses it. No wait at all when another deployment of the group
+      is healthy: the retry goes there.
     * **Fallbacks** catch every error class (a 400 such as "does not support image input", 401,
       404, 422, ...): the group's ``fallbacks`` are tried in order, each with its own retries, and
       their own fallbacks in turn, at most ``max_fallbacks`` (5) deep: the limit is on depth, so
@@ -633,13 +751,41 @@ def litellm_like(
       expiring ``cooldown_time`` after its first failure. Without ``allowed_fails``, only a group
       of several deployments cools one down: on a 429, or on more than 50 % failures over at least
       5 requests in the current minute. A group of one deployment and no fallbacks is never cooled.
-      A cooldown lasts the honoured Retry-After when the error sent one.
+      A cooldown lasts the error's Retry-After, read as for the wait but with no 60 s limit
+      (``Retry-After: 90`` cools the deployment for 90 s, ``Retry-After: 0`` for none), else
+      ``cooldown_time``.
     * A cooled deployment is skipped: a retry under way for a group with no healthy deployment goes
       straight to the fallbacks, and a new request for it fails over with no call made.
-    * **Picking a deployment** (``routing_strategy="simple-shuffle"``, the only one): at random
+    * **Picking a deployment** (``routing_strategy="simple-shuffle"``, the default): at random
       among the group's healthy deployments, the one that just failed included, in proportion to
       ``litellm_params["weight"]`` when a deployment of the group sets one, else ``rpm``, else
       ``tpm`` (a deployment without it then gets none), uniformly when none is set.
+    * **Load-aware picking**, among the same healthy deployments, from what this router has seen
+      of its own calls in the run (as LiteLLM counts them in its router):
+
+      - ``"least-busy"``: the deployment with the fewest of this router's calls in flight (from
+        the call's start to its answer or error; a stream to its end); a tie goes to the one
+        listed first. No random draw.
+      - ``"latency-based-routing"``: the lowest mean over the last ``max_latency_list_size``
+        (10) answers of seconds per output token (the seconds, for an answer without tokens);
+        a streamed request uses the mean seconds to the first token where the deployment has
+        some (or their ``ttft_percentile``). A timeout adds a 1000 s sample; other errors add
+        nothing. A deployment not yet seen counts as 0, so it is tried next, and once the group
+        has a record that 0 stays as its first sample. Deployments within
+        ``lowest_latency_buffer`` × the lowest (``routing_strategy_args``; 0 by default) are
+        picked among at random; so are ties.
+      - ``"usage-based-routing-v2"``: the lowest tokens answered this minute (input plus
+        output, counted when the answer ends), a tie at random, among the deployments whose
+        tokens plus the request's ``input_tokens`` stay within their ``tpm`` and whose calls
+        started this minute plus one stay *below* their ``rpm`` (so ``rpm=3`` lets two calls a
+        minute through, and ``rpm=1`` or ``2`` one). ``tpm``/``rpm`` come from
+        ``litellm_params`` or ``model_info``. When none is left, no call is made (a
+        ``skipped`` row per deployment) and the request goes to the fallbacks, LiteLLM's "No
+        deployments available". Latency-based routing applies the same limits, counting
+        answered calls per minute.
+
+      A minute is the run's (``int(t // 60)``), a wall-clock one in LiteLLM. Unknown names are
+      refused with the list of supported ones.
     * **order** (``litellm_params["order"]``, or ``model_info["order"]``): only the healthy
       deployments of the lowest order are picked (those without an order only when no healthy
       one has one), so a cooled order-1 deployment hands its retries to order 2 at once. When a
@@ -659,15 +805,19 @@ def litellm_like(
     It owns its retry loop rather than extending ``HostPolicy``, because LiteLLM decides each
     retry from state the host's loop does not have: whether a sibling deployment is healthy (then
     no wait), which deployment to pick next, the group's cooldowns counting every failed attempt,
-    a wait after the last retry, integer-only Retry-After with jitter. Every attempt is
+    a wait after the last retry, LiteLLM's own reading of Retry-After with jitter. Every attempt is
     ``driver.call_model(request, [model], max_retries=0)`` (or ``stream_model``), which overrides the host's ``HostPolicy.max_retries`` for that one call, so
     it behaves the same on any host (no need to build one with ``max_retries=0``, and nothing to
     refuse). The host's ``timeout_s`` still bounds each attempt. It needs ``recover_errors=True``
     (the default) to see its calls' errors. Jitter and deployment picks are keyed draws
     (``uniforms(driver.seed, "litellm_like", request id, n)``), so a run is the same for a seed.
 
-    Not modelled: LiteLLM's other routing strategies (least-busy, latency-, usage- and
-    cost-based) and rpm/tpm limits (``rpm`` only weighs the shuffle), retry policies per error class,
+    Not modelled: LiteLLM's ``usage-based-routing`` (v1) and ``cost-based-routing``, rpm/tpm
+    limits under simple-shuffle (there ``rpm`` only weighs the shuffle), usage-based-routing-v2's
+    check at the call's start that refuses a deployment whose rpm another pick filled since (a
+    race between concurrent picks, which a pick and its call at one instant never meet),
+    LiteLLM's own token count of the messages (``input_tokens`` is sykit's), a deployment's own
+    ``cooldown_time`` (which LiteLLM puts before Retry-After), retry policies per error class,
     retries on other 4xx when a group has several deployments, a stream that an HttpHost sees
     break after its 200 but before any content without a malformed chunk (LiteLLM falls back at
     once; here it is an ``unavailable`` attempt, retried), the continuation of a cut stream
@@ -686,13 +836,21 @@ def litellm_like(
     """
     orders: dict[str, int] = {}
     weights: dict[str, dict[str, float]] = {}
+    limits: dict[str, dict[str, Limits]] = {}
+    if not isinstance(routing_strategy, str) or routing_strategy not in ROUTING_STRATEGIES:
+        raise ArgumentError(
+            f"unknown routing_strategy {routing_strategy!r:.60}; litellm_like supports "
+            f"{list(ROUTING_STRATEGIES)} (LiteLLM's usage-based-routing and cost-based-routing "
+            "are not modelled)"
+        )
+    args = routing_args(routing_strategy, routing_strategy_args)
     if model_list is not None:
         if models_or_groups is not None:
             raise ArgumentError(
                 "litellm_like() takes either groups or model_list=, not both: put every "
                 "deployment in model_list"
             )
-        groups, orders, weights = _litellm_model_list(model_list)
+        groups, orders, weights, limits = _litellm_model_list(model_list)
     elif models_or_groups is None:
         raise ArgumentError("litellm_like() needs the models, the groups or model_list=")
     elif isinstance(models_or_groups, Mapping):
@@ -733,11 +891,6 @@ def litellm_like(
         )
     if not isinstance(stream, bool):
         raise ArgumentTypeError(f"stream must be True or False, got {stream!r:.40}")
-    if routing_strategy not in _LITELLM_ROUTING:
-        raise ArgumentError(
-            f"routing_strategy {routing_strategy!r} is not modelled; litellm_like has "
-            f"{list(_LITELLM_ROUTING)}"
-        )
     if fallbacks is None and model_list is None:
         fallbacks = list(groups)  # each group falls back to the next one given
     regular = _group_table(fallbacks, groups, "fallbacks")
@@ -760,4 +913,7 @@ def litellm_like(
         stream=stream,
         orders=orders,
         weights=weights,
+        routing_strategy=routing_strategy,
+        routing_args=args,
+        limits=limits,
     )

@@ -345,6 +345,22 @@ def test_a_429_cools_for_its_retry_after():
     assert tried(result, "a") == [0, 3]  # cooled from 0.05 to 2.05, not for cooldown_time (5 s)
 
 
+def test_a_retry_after_over_60_s_cools_for_all_of_it_and_a_0_for_none():
+    # LiteLLM caps the Retry-After it waits at 60 s, not the one it cools for
+    h = host(a=sy.Faults(rate_limit=1.0, retry_after_s=90.0))
+    router = st.litellm_like(["a", "ok"], num_retries=0, allowed_fails=0, cooldown_time=2)
+    result = run_at(router, h, [0.0, 3.0, 90.0, 90.1])
+    assert tried(result, "a") == [0, 3]  # cooled from 0.05 to 90.05
+    skipped = result.attempts[result.attempts["status"] == "skipped"]
+    assert sorted(skipped["request_id"]) == [1, 2]
+    h = host(a=sy.Faults(rate_limit=1.0, retry_after_s=0.0))
+    assert tried(run_at(router, h, [0.0, 0.5, 1.0]), "a") == [0, 1, 2]  # not cooldown_time
+    ignoring = st.litellm_like(
+        ["a", "ok"], num_retries=0, allowed_fails=0, cooldown_time=2, retry_after="ignore"
+    )
+    assert tried(run_at(ignoring, h, [0.0, 0.5, 2.5]), "a") == [0, 2]  # cooldown_time
+
+
 # -- determinism, the old form, the driver ---------------------------------------------------------
 
 
@@ -554,7 +570,10 @@ def test_simple_shuffle_weighs_by_weight_then_rpm_and_is_uniform_without():
         ({"model_list": [deployment("g", "a"), deployment("g", "x/a")]}, "twice"),
         ({"model_list": [deployment("g", "a", order="first")]}, "order must be a whole"),
         ({"model_list": [deployment("g", "a")], "fallbacks": [{"g": ["h"]}]}, "unknown group"),
-        ({"model_list": [deployment("g", "a")], "routing_strategy": "least-busy"}, "not modelled"),
+        (
+            {"model_list": [deployment("g", "a")], "routing_strategy": "cost-based-routing"},
+            "unknown routing_strategy",
+        ),
         ({}, "needs the models"),
     ],
 )

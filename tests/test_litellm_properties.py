@@ -138,14 +138,29 @@ def edges(options) -> dict[str, set[str]]:
 
 
 def revisits(model_list, options) -> bool:
-    """Whether a request can come back to a group it has left (a cycle among the fallbacks)."""
+    """Whether a request can come back to a group it has left: a cycle among the fallbacks, or
+    a group two fallback paths lead to (a failed fallback tries its own fallbacks before the
+    next of its parent's, so ``g1: [g2, g3], g2: [g3]`` tries g3 twice)."""
     graph = edges(options)
 
     def cycle(group, path):
         return any(g in path or cycle(g, path | {g}) for g in graph.get(group, ()))
 
     first = model_list[0]["model_name"]
-    return cycle(first, {first})
+    if cycle(first, {first}):
+        return True
+    seen: set[str] = set()
+
+    def twice(group) -> bool:
+        for g in graph.get(group, ()):
+            if g in seen:
+                return True
+            seen.add(g)
+            if twice(g):
+                return True
+        return False
+
+    return twice(first)
 
 
 def reachable(model_list, options) -> set[str]:

@@ -26,6 +26,7 @@ other clients. Any other model name is a healthy model with the provider's defau
 from collections.abc import Mapping, Sequence  # noqa: F401
 from typing import Any  # noqa: F401
 
+from .._capacity import Capacity  # noqa: F401
 from .._config import Flapping  # noqa: F401
 from .._dists import Distribution  # noqa: F401
 from ._faults import FAULTS

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ._chat import tool_call as _tool_call
@@ -29,6 +29,15 @@ async def _pace(start: float, at: float) -> None:
         await asyncio.sleep(delay)
 
 
+def _real_time(start: float) -> Callable[[float], Awaitable[None]]:
+    """The default pace: ``at`` seconds after ``start`` (loop time), whatever else is served."""
+
+    async def until(at: float) -> None:
+        await _pace(start, at)
+
+    return until
+
+
 async def complete(
     conn: Connection,
     record: ServedRequest,
@@ -40,10 +49,13 @@ async def complete(
     tps: float,
     fault: str | None,
     keep_alive: bool,
+    pace: Callable[[float], Awaitable[None]] | None = None,
 ) -> bool:
-    """Write the whole chat completion once its last token is due."""
-    start = asyncio.get_running_loop().time()
-    await _pace(start, ttft + len(pieces) / tps)
+    """Write the whole chat completion once its last token is due (by ``pace``: seconds into an
+    answer at full rate; real time by default, a model's shared rate when it has a capacity)."""
+    if pace is None:
+        pace = _real_time(asyncio.get_running_loop().time())
+    await pace(ttft + len(pieces) / tps)
     text = "".join(pieces)
     message: dict[str, Any] = {"role": "assistant", "content": text}
     if tool_call is not None:
@@ -85,11 +97,13 @@ async def stream(
     tps: float,
     fault: str | None,
     fault_after: int | None = None,
+    pace: Callable[[float], Awaitable[None]] | None = None,
 ) -> bool:
-    """Stream the answer as server-sent events over a chunked body, each token when it is due;
-    ``cut-stream`` and ``malformed-chunk`` break it after ``fault_after`` tokens when given."""
-    loop = asyncio.get_running_loop()
-    start = loop.time()
+    """Stream the answer as server-sent events over a chunked body, each token when it is due
+    (by ``pace``, as for :func:`complete`); ``cut-stream`` and ``malformed-chunk`` break it after
+    ``fault_after`` tokens when given."""
+    if pace is None:
+        pace = _real_time(asyncio.get_running_loop().time())
     record.status = 200
     response_head = (
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
@@ -109,7 +123,7 @@ async def stream(
     role = {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
     await conn.write(response_head + event(role))
     if fault in ("empty-stream", "no-content"):
-        await _pace(start, ttft)
+        await pace(ttft)
         if fault == "no-content":
             await conn.write(event("[DONE]") + b"0\r\n\r\n")
             return True
@@ -122,7 +136,7 @@ async def stream(
     if fault == "malformed-chunk":
         broken_at = min(2 if fault_after is None else fault_after, len(pieces) - 1)
     for i, piece in enumerate(pieces):
-        await _pace(start, ttft + i / tps)
+        await pace(ttft + i / tps)
         if cut_at is not None and i >= cut_at:
             conn.close()
             raise Close
@@ -146,7 +160,7 @@ async def stream(
             delta = {"content": piece}
         await conn.write(event({**base, "choices": [{"index": 0, "delta": delta}]}))
         record.tokens_sent = i + 1
-    await _pace(start, ttft + len(pieces) / tps)
+    await pace(ttft + len(pieces) / tps)
     finish = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
     tail = event(finish)
     options = body.get("stream_options")

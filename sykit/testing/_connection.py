@@ -14,6 +14,7 @@ import json
 import socket
 import struct
 from collections.abc import Mapping
+from email.utils import formatdate
 from typing import Any
 
 from ._record import ServedRequest
@@ -133,7 +134,10 @@ def head(
         f"Content-Length: {length}",
         f"Connection: {'keep-alive' if keep_alive else 'close'}",
     ]
-    lines += [f"{k}: {v}" for k, v in (extra or {}).items()]
+    extra = extra or {}
+    if not any(k.lower() == "date" for k in extra):
+        lines.append(f"Date: {formatdate(usegmt=True)}")  # as every HTTP/1.1 origin server does
+    lines += [f"{k}: {v}" for k, v in extra.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 

@@ -7,10 +7,13 @@ goes through the distributions it holds.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from email.utils import formatdate
 from typing import TYPE_CHECKING, Any
 
+from .._capacity import Capacity
 from .._checks import check_int, check_real
 from .._config import ErrorFault, Flapping
 from .._dists import Distribution, as_distribution, check_number
@@ -21,6 +24,8 @@ if TYPE_CHECKING:
     from .._types import Converted, converted
 
 __all__ = ["FakeModel"]
+
+_RETRY_AFTER_SPELLINGS = ("seconds", "date")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,7 +41,14 @@ class FakeModel:
     seed; ``p=1`` fails every one). ``error-<status>`` is ``ErrorFault(status, 1)``.
     A ``fail-<status>`` answer whose status is in ``retry_after_statuses`` carries
     ``Retry-After: retry_after_s`` (by default only a 429 does; add 503 or 529 to test a client
-    against a provider that asks for a pause while it is overloaded). ``vision=False`` rejects images with a capability 400, ``context_window`` rejects longer
+    against a provider that asks for a pause while it is overloaded). ``retry_after_as`` spells
+    it: ``"seconds"`` (``Retry-After: 2``) or ``"date"``, an HTTP-date ``retry_after_s`` after the
+    response's ``Date`` header (both in whole seconds, so a reader of the ``Date`` gets exactly
+    ``retry_after_s``; such an answer leaves in the first 0.9 s of a second, so a client that
+    measures the date against its own clock and truncates, as LiteLLM does, reads a whole
+    ``retry_after_s`` as one second less every time). ``retry_after_ms`` adds OpenAI's
+    ``retry-after-ms`` header (milliseconds) to the same answers; with ``retry_after_s=None`` it
+    is sent alone. ``vision=False`` rejects images with a capability 400, ``context_window`` rejects longer
     requests with an overflow 400. ``verdict`` fixes decision answers by question id (default:
     ``true``, the first option, the highest level). ``reject_json_schema`` is the status (400–599)
     with which the model refuses ``response_format: json_schema``, as llama.cpp's server does
@@ -50,6 +62,15 @@ class FakeModel:
     make the model down by time, like ``sy.Faults``: seconds since the run's first request to the
     provider (per ``X-Sykit-Run``, like the fault counters). Their answers carry Retry-After as
     ``fail-<status>`` does.
+
+    ``capacity`` (a :class:`sykit.Capacity`) makes the model a server under load, in real time:
+    ``slots`` requests served at once, the others queued FIFO (the time to first token counts the
+    wait), ``queue_limit`` waiting at most (one more is answered ``reject_status``, with
+    Retry-After when that status is in ``retry_after_statuses``), and each of the ``n`` in
+    service decoding at ``slowdown``'s factor for ``n`` times its drawn ``tokens_per_s``,
+    re-timed as ``n`` changes (true processor sharing; the first token's delay is not slowed).
+    The slots are the model's, shared by every run and client. ``queue_timeout_s`` is not
+    supported: a client's own timeout ends a wait.
     """
 
     if TYPE_CHECKING:  # __post_init__ makes these three distributions
@@ -63,6 +84,8 @@ class FakeModel:
     fault: str | ErrorFault | None = None
     retry_after_s: float | None = 0.05
     retry_after_statuses: tuple[int, ...] = (429,)
+    retry_after_as: str = "seconds"
+    retry_after_ms: float | None = None
     vision: bool = True
     context_window: int | None = None
     verdict: Mapping[str, Any] = field(default_factory=dict)
@@ -72,6 +95,7 @@ class FakeModel:
     fault_after_tokens: int | None = None
     outages: Sequence[tuple[float, float]] = ()
     flapping: Flapping | None = None
+    capacity: Capacity | None = None
     if TYPE_CHECKING:  # set by __post_init__ from ``fault``
         _fault: str | None = field(init=False, repr=False, compare=False)
         _fault_times: int | None = field(init=False, repr=False, compare=False)
@@ -106,6 +130,19 @@ class FakeModel:
                 low=0,
                 allow_inf=True,
                 expected="a number ≥ 0 or None",
+                type_error=ArgumentError,
+            )
+        if self.retry_after_as not in _RETRY_AFTER_SPELLINGS:
+            raise ArgumentError(
+                f"retry_after_as must be one of {list(_RETRY_AFTER_SPELLINGS)}, "
+                f"got {self.retry_after_as!r}"
+            )
+        if self.retry_after_ms is not None:
+            check_real(
+                self.retry_after_ms,
+                "retry_after_ms",
+                low=0,
+                expected="a number of milliseconds ≥ 0 or None",
                 type_error=ArgumentError,
             )
         statuses = self.retry_after_statuses
@@ -154,6 +191,33 @@ class FakeModel:
         object.__setattr__(self, "outages", _windows(self.outages))
         if self.flapping is not None and not isinstance(self.flapping, Flapping):
             raise ArgumentTypeError("flapping must be a sy.Flapping(up_s=..., down_s=...) or None")
+        if self.capacity is not None:
+            if not isinstance(self.capacity, Capacity):
+                raise ArgumentTypeError(
+                    "capacity must be a sy.Capacity(slots=..., slowdown=...) or None, "
+                    f"got {type(self.capacity).__name__}"
+                )
+            if self.capacity.queue_timeout_s is not None:
+                raise ArgumentError(
+                    "a FakeModel's capacity cannot time out its queue (queue_timeout_s="
+                    f"{self.capacity.queue_timeout_s:g}): leave it None and give the client a "
+                    "timeout (sy.HttpHost(timeout_s=...))"
+                )
+
+    def retry_after_headers(self, now: float) -> dict[str, str]:
+        """The Retry-After headers of an answer sent at ``now`` (seconds since the epoch), with the
+        ``Date`` header a date is measured from; empty when the model sends none."""
+        headers: dict[str, str] = {}
+        if self.retry_after_s is not None:
+            if self.retry_after_as == "date" and math.isfinite(self.retry_after_s):
+                sent = math.floor(now)
+                headers["Date"] = formatdate(sent, usegmt=True)
+                headers["Retry-After"] = formatdate(sent + self.retry_after_s, usegmt=True)
+            else:
+                headers["Retry-After"] = f"{self.retry_after_s:g}"
+        if self.retry_after_ms is not None:
+            headers["retry-after-ms"] = f"{self.retry_after_ms:g}"
+        return headers
 
     def down_status(self, t: float) -> int | None:
         """The status a request gets ``t`` s into the run while an outage or flapping has the model

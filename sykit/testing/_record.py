@@ -18,7 +18,8 @@ class ServedRequest:
 
     ``disconnected`` is True when the client closed the connection before the response was complete
     (a cancelled call); ``completed`` when the whole response was written; ``closed_by_server``
-    when a fault made the server drop the connection itself.
+    when a fault made the server drop the connection itself. ``queue_s`` is the seconds the
+    request waited for a slot of a model with a capacity (None: it reached no queue).
     """
 
     index: int
@@ -34,3 +35,4 @@ class ServedRequest:
     closed_by_server: bool = False
     ended_at: float | None = None
     authorized: bool = True
+    queue_s: float | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import threading
 import time
@@ -27,6 +28,7 @@ from ._connection import Close, Connection, Disconnected, send_json, send_raw
 from ._faults import ERROR_FAULT, STATUS_FAULT, fault_of_name
 from ._model import FakeModel
 from ._record import ServedRequest
+from ._slots import Pace, Slots
 
 __all__ = ["FakeProvider"]
 
@@ -89,6 +91,7 @@ class FakeProvider:
         self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._slots: dict[str, Slots] = {}  # per model with a capacity, across runs
         self._clock0 = time.monotonic()
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -408,14 +411,71 @@ class FakeProvider:
         ttft = self.slow_s if fault == "slow-first-token" else model.ttft_s.quantile(u[1])
         tps = model.tokens_per_s.quantile(u[2])
         content, tool_call = answer_pieces(name, model, body, fault, u)
+        answer = functools.partial(
+            self._answer, conn, record, body, name, model, content, tool_call, ttft, tps, fault,
+            keep_alive,
+        )  # fmt: skip
+        if model.capacity is None:
+            return await answer(None)
+        slots = self._slots.get(name)
+        if slots is None:
+            slots = self._slots[name] = Slots(model.capacity)
+        if slots.full:
+            await self._overloaded(conn, record, name, model, keep_alive)
+            return True
+        loop = asyncio.get_running_loop()
+        arrived = loop.time()
+        await slots.acquire()
+        try:
+            start = loop.time()
+            record.queue_s = start - arrived
+            return await answer(slots.pace(start, ttft))
+        finally:
+            slots.release()
+
+    async def _answer(
+        self,
+        conn: Connection,
+        record: ServedRequest,
+        body: dict[str, Any],
+        name: str,
+        model: FakeModel,
+        content: list[str],
+        tool_call: str | None,
+        ttft: float,
+        tps: float,
+        fault: str | None,
+        keep_alive: bool,
+        pace: Pace | None,
+    ) -> bool:
         if record.stream:
             return await stream(
                 conn, record, body, name, content, tool_call, ttft, tps, fault,
-                model.fault_after_tokens,
+                model.fault_after_tokens, pace,
             )  # fmt: skip
         return await complete(
-            conn, record, body, name, content, tool_call, ttft, tps, fault, keep_alive
+            conn, record, body, name, content, tool_call, ttft, tps, fault, keep_alive, pace
         )
+
+    async def _overloaded(
+        self, conn: Connection, record: ServedRequest, name: str, model: FakeModel, keep_alive: bool
+    ) -> None:
+        """The answer of a model whose slots are busy and whose queue is full, as the simulated
+        host gives it: ``reject_status`` (503 or 429) with code ``overloaded``."""
+        capacity = model.capacity
+        assert capacity is not None
+        status = capacity.reject_status
+        error = error_body(
+            f"{name} is overloaded: its {capacity.slots} slots are busy and its queue of "
+            f"{capacity.queue_limit} requests is full. Please try again later.",
+            "requests" if status == 429 else "server_error",
+            "overloaded",
+        )
+        record.fault = "overloaded"
+        extra = (
+            model.retry_after_headers(time.time()) if status in model.retry_after_statuses else {}
+        )
+        await send_json(conn, status, error, keep_alive=keep_alive, record=record, extra=extra)
 
     async def _fail(
         self,
@@ -435,9 +495,18 @@ class FakeProvider:
                 "The server had an error while processing your request.", "server_error", None
             )
         extra = {}
-        if model.retry_after_s is not None and status in model.retry_after_statuses:
-            extra["Retry-After"] = f"{model.retry_after_s:g}"
+        if status in model.retry_after_statuses:
+            now = time.time()
+            if model.retry_after_as == "date" and now % 1.0 >= _DATE_LATEST:
+                # into the next second: a client that reads the date against its own clock then
+                # reads whole seconds one short of it, wherever the request fell in its second
+                await asyncio.sleep(1.0 - now % 1.0)
+                now = time.time()
+            extra = model.retry_after_headers(now)
         await send_json(conn, status, error, keep_alive=keep_alive, record=record, extra=extra)
+
+
+_DATE_LATEST = 0.9  # a Retry-After date leaves in the first 0.9 s of a second
 
 
 def _error_fault(model: FakeModel, fault: str | None) -> ErrorFault | None:
