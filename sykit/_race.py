@@ -187,15 +187,27 @@ async def hedge(
     *,
     after: float,
     copies: int = 2,
+    only_if: Callable[[], bool] | None = None,
 ) -> T:
     """Start ``make_call()``; if it has not finished after ``after`` seconds, start another copy
     (up to ``copies`` in all, each ``after`` seconds apart). The first success wins and the rest
     are cancelled (``lost_race``); if all fail, the last error is raised. A failure before the
     delay starts the next copy at once.
+
+    ``only_if``: asked when a copy is due while others still run; the copy is sent only if it
+    returns true, else the next is due ``after`` seconds later. A hedge adds load, so a
+    load-aware one holds back while its target is busy:
+    ``only_if=lambda: driver.in_flight("m") < 8``. A copy that replaces failed ones is sent
+    without asking: it adds no load.
     """
     if not callable(make_call):
         raise ArgumentTypeError(
             "make_call must be a function that starts the call, e.g. lambda: driver.call_model(...)"
+        )
+    if only_if is not None and not callable(only_if):
+        raise ArgumentTypeError(
+            "only_if must be a function of no arguments that says whether to send a copy, e.g. "
+            "lambda: driver.in_flight('m') < 8"
         )
     after = _check_seconds(after, "after")
     copies = check_int(copies, "copies", low=1, type_error=ArgumentError)
@@ -220,8 +232,13 @@ async def hedge(
         if not running and not can_add:
             assert last_error is not None  # every copy ended, none with success
             raise last_error
-        if can_add and (woke is None or not running):
-            # the delay passed with no answer, or every copy failed: the next copy starts now
+        # the delay passed with no answer, or every copy failed: the next copy starts now,
+        # unless it would be a hedge (others still run) that ``only_if`` holds back
+        if (
+            can_add
+            and (woke is None or not running)
+            and (not running or only_if is None or only_if())
+        ):
             tasks.append(spawn(engine, make_call(), race_id, "make_call()"))
 
 

@@ -15,6 +15,7 @@ example of the technique it names.
     sy.strategies.first_success(["small", "large"])        # first success wins
     sy.strategies.hedge("large", after=2.0)                # Tail-at-Scale hedged request
     sy.strategies.hedge("large", after="p95")              # hedge at the observed 95th percentile
+    sy.strategies.hedge("large", after=2.0, max_in_flight=8)   # hedge only while the model is not busy
     sy.strategies.stream_race(["small", "large"])          # streamed: first token wins
     sy.strategies.hedge_first_token("large", after=1.0)    # streamed: hedge on time to first token
     sy.strategies.speculative("small", "large", judge="judge")   # judge races a speculative strong call
@@ -38,7 +39,7 @@ from ._agent.advisor import advisor_gate  # routers for agent sessions, after th
 from ._agent.classifier import custom_classifier, task_classifier
 from ._agent.stage import stage_router
 from ._agent.subagent import subagent_router
-from ._checks import check_real
+from ._checks import check_int, check_real
 from ._dists import check_number
 from ._driver import Driver
 from ._errors import ArgumentError, ArgumentTypeError, ModelError
@@ -315,14 +316,21 @@ class _QuantileHedge:
     """Hedge after the observed ``q`` quantile of the model's own latency (Dean & Barroso)."""
 
     def __init__(
-        self, model: str, q: float, copies: int, warmup: int, initial_after: float
+        self,
+        model: str,
+        q: float,
+        copies: int,
+        warmup: int,
+        initial_after: float,
+        max_in_flight: int | None = None,
     ) -> None:
         self.model = model
         self.q = q
         self.copies = copies
         self.warmup = warmup
         self.initial_after = initial_after
-        self.name = f"hedge({model},p{q * 100:g})"
+        self.max_in_flight = max_in_flight
+        self.name = f"hedge({model},p{q * 100:g}{_limit_label(max_in_flight)})"
         self.start_run()
 
     def start_run(self) -> None:
@@ -337,8 +345,8 @@ class _QuantileHedge:
     async def route(self, request: Request, driver: Driver) -> Outcome:
         after = self.delay()
         driver.evidence(hedge_after_s=after)
-        response = await _hedge(
-            lambda: driver.call_model(request, [self.model]), after=after, copies=self.copies
+        response = await _hedged_call(
+            request, driver, self.model, after, self.copies, self.max_in_flight
         )
         if response.latency_s is not None:
             self.latencies.append(response.latency_s)
@@ -346,7 +354,13 @@ class _QuantileHedge:
 
 
 def hedge(
-    model: str, *, after: float | str, copies: int = 2, warmup: int = 20, initial_after: float = 1.0
+    model: str,
+    *,
+    after: float | str,
+    copies: int = 2,
+    warmup: int = 20,
+    initial_after: float = 1.0,
+    max_in_flight: int | None = None,
 ) -> Any:
     """Call ``model``; if it has not answered after ``after`` seconds, send another copy; serve
     whichever succeeds first and cancel the other (Dean & Barroso's hedged request).
@@ -357,8 +371,24 @@ def hedge(
     from those, so the delay settles somewhat below the model's true 95th percentile and slightly
     more than 5% of requests are hedged; for an exact share, measure the model alone and pass that
     delay in seconds.
+
+    ``max_in_flight`` makes the hedge load-aware: a copy is sent only if it leaves at most that
+    many of the run's calls to ``model`` in flight (``driver.in_flight``, this request's own
+    included), so ``max_in_flight=2`` hedges only a request that has the model to itself. A copy
+    held back is due again ``after`` seconds later; ``evidence_hedges_held_back`` counts them.
+    On a model that slows down under load (``sy.Capacity``) a copy takes a slot and a share of
+    the rate from the calls beside it; docs/capacity.md measures where that costs more than it
+    saves.
+    The count is the router's own, so the strategy can be deployed as it is.
     """
     (model,) = checked_models(model, "hedge()")
+    if max_in_flight is not None:
+        max_in_flight = check_int(
+            max_in_flight,
+            "max_in_flight",
+            low=2,
+            expected="an int ≥ 2 (the first call and its copy), or None",
+        )
     if isinstance(after, str):
         text = after.strip().lower()
         if not (text.startswith("p") and text[1:].replace(".", "", 1).isdigit()):
@@ -366,15 +396,47 @@ def hedge(
         q = float(text[1:]) / 100
         if not 0 < q < 1:
             raise ArgumentError(f"after quantile must be between p0 and p100, got {after!r}")
-        return _QuantileHedge(model, q, copies, warmup, initial_after)
+        return _QuantileHedge(model, q, copies, warmup, initial_after, max_in_flight)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
-        response = await _hedge(
-            lambda: driver.call_model(request, [model]), after=after, copies=copies
-        )
+        response = await _hedged_call(request, driver, model, after, copies, max_in_flight)
         return answered(model, response)
 
-    return named_algorithm(f"hedge({model},{after:g}s)", algorithm)
+    return named_algorithm(f"hedge({model},{after:g}s{_limit_label(max_in_flight)})", algorithm)
+
+
+def _limit_label(max_in_flight: int | None) -> str:
+    return "" if max_in_flight is None else f",≤{max_in_flight} in flight"
+
+
+async def _hedged_call(
+    request: Request,
+    driver: Driver,
+    model: str,
+    after: float,
+    copies: int,
+    max_in_flight: int | None,
+) -> Any:
+    """``model``'s answer under a hedge; with ``max_in_flight``, each copy waits for room."""
+
+    def call() -> Awaitable[Any]:
+        return driver.call_model(request, [model])
+
+    if max_in_flight is None:
+        return await _hedge(call, after=after, copies=copies)
+    held_back = 0
+
+    def room() -> bool:
+        nonlocal held_back
+        if driver.in_flight(model) < max_in_flight:
+            return True
+        held_back += 1
+        return False
+
+    try:
+        return await _hedge(call, after=after, copies=copies, only_if=room)
+    finally:
+        driver.evidence(hedges_held_back=held_back)
 
 
 # -- streamed answers: the first token decides --------------------------------------------------
