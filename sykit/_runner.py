@@ -18,7 +18,7 @@ import contextvars
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._config import Poisson
 from ._errors import ArgumentError, ArgumentTypeError
@@ -32,6 +32,9 @@ from ._results import Comparison, Result, request_errors
 from ._spill import check_spill
 from ._types import AlgorithmLike as Algorithm
 
+if TYPE_CHECKING:
+    from .datasets import Trace
+
 __all__ = ["acompare", "arun", "compare", "run"]
 
 _T = TypeVar("_T")
@@ -43,7 +46,7 @@ def run(
     *,
     host: Host,
     concurrency: int | None = None,
-    arrivals: Poisson | Sequence[float] | None = None,
+    arrivals: Poisson | Sequence[float] | Trace | None = None,
     seed: int = 0,
     strategy: str | None = None,
     progress: bool | None = None,
@@ -54,8 +57,8 @@ def run(
     """Run ``algorithm`` over ``requests`` on ``host`` and return the records.
 
     Closed loop by default: ``concurrency`` requests in flight (32 when not given). With
-    ``arrivals=sy.Poisson(rate_per_s)`` (or a list of arrival times) requests arrive on their own,
-    limited by ``concurrency`` only if it is given. ``seed`` keys every random draw. A progress bar
+    ``arrivals=sy.Poisson(rate_per_s)`` (or a list of arrival times, or a recorded ``sy.Trace``)
+    requests arrive on their own, limited by ``concurrency`` only if it is given. ``seed`` keys every random draw. A progress bar
     appears for runs longer than a second (``progress=False`` silences it, ``True`` forces it; the
     ``SYKIT_PROGRESS=0`` environment variable turns the automatic one off). An algorithm's
     exception fails only its request unless ``strict=True``, which re-raises it. When more than
@@ -96,7 +99,7 @@ async def arun(
     *,
     host: Host,
     concurrency: int | None = None,
-    arrivals: Poisson | Sequence[float] | None = None,
+    arrivals: Poisson | Sequence[float] | Trace | None = None,
     seed: int = 0,
     strategy: str | None = None,
     progress: bool | None = None,
@@ -138,7 +141,7 @@ def compare(
     host: Host,
     seeds: Sequence[int] = (0,),
     concurrency: int | None = None,
-    arrivals: Poisson | Sequence[float] | None = None,
+    arrivals: Poisson | Sequence[float] | Trace | None = None,
     progress: bool | None = None,
     strict: bool = False,
     engine: str = "auto",
@@ -216,7 +219,7 @@ async def acompare(
     host: Host,
     seeds: Sequence[int] = (0,),
     concurrency: int | None = None,
-    arrivals: Poisson | Sequence[float] | None = None,
+    arrivals: Poisson | Sequence[float] | Trace | None = None,
     progress: bool | None = None,
     strict: bool = False,
     engine: str = "auto",

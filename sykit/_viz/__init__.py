@@ -11,8 +11,9 @@ follow the comparison's strategy order (:func:`strategy_colors`).
     cmp.plot.outcomes()              # attempt outcomes and wasted spend per strategy
 
 One module per job: ``style`` (fixed colours, strategy colours, axis and legend helpers),
-``timeline``, ``latency_cdf``, ``cost_quality``, ``outcomes`` (attempt outcomes and wasted spend)
-and ``accessors`` (``res.plot``, ``cmp.plot``). This file only re-exports their names.
+``timeline``, ``latency_cdf``, ``cost_quality``, ``outcomes`` (attempt outcomes and wasted spend),
+``load`` (offered load next to latency, per bin of arrival time) and ``accessors`` (``res.plot``,
+``cmp.plot``). This file only re-exports their names.
 """
 
 from .accessors import ComparisonPlots as ComparisonPlots
@@ -20,6 +21,8 @@ from .accessors import ResultPlots as ResultPlots
 from .cost_quality import plot_cost_quality as plot_cost_quality
 from .cost_quality import plot_cost_quality_curve as plot_cost_quality_curve
 from .latency_cdf import plot_latency_cdf as plot_latency_cdf
+from .load import offered_load as offered_load
+from .load import plot_load as plot_load
 from .outcomes import outcome_categories as outcome_categories
 from .outcomes import plot_outcomes as plot_outcomes
 from .style import CAUSE_HATCHES as CAUSE_HATCHES
@@ -39,10 +42,12 @@ __all__ = [
     "STATUS_COLORS",
     "ComparisonPlots",
     "ResultPlots",
+    "offered_load",
     "outcome_categories",
     "plot_cost_quality",
     "plot_cost_quality_curve",
     "plot_latency_cdf",
+    "plot_load",
     "plot_outcomes",
     "plot_timeline",
     "strategy_colors",

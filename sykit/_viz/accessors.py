@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._errors import ArgumentError, ArgumentTypeError
+from .._errors import ArgumentError
 from .cost_quality import plot_cost_quality
 from .latency_cdf import plot_latency_cdf
 from .outcomes import plot_outcomes
-from .style import strategy_colors
+from .style import chosen_strategies, strategy_colors
 from .timeline import plot_timeline
 
 if TYPE_CHECKING:
@@ -91,16 +91,7 @@ class ComparisonPlots:
 
     def _subset(self, strategies: Sequence[str] | None) -> list[str]:
         """The strategies to draw: all, or the named ones (colours stay the comparison's)."""
-        every = list(self._comparison.strategies)
-        if strategies is None:
-            return every
-        if isinstance(strategies, str):
-            raise ArgumentTypeError("strategies must be a list of strategy names, not one string")
-        names = [str(s) for s in strategies]
-        unknown = [s for s in names if s not in every]
-        if unknown:
-            raise ArgumentError(f"strategies {unknown} are not in this comparison: {every}")
-        return names
+        return chosen_strategies(list(self._comparison.strategies), strategies, "this comparison")
 
     def cost_quality(
         self,

@@ -323,3 +323,17 @@ def _check_frame(frame: Any, name: str, columns: Sequence[str]) -> pd.DataFrame:
     if missing:
         raise ArgumentError(f"{name} lacks the column(s) {missing}; it has {list(frame.columns)}")
     return frame
+
+
+def chosen_strategies(every: list[str], strategies: Sequence[str] | None, where: str) -> list[str]:
+    """The strategies to draw: ``every`` one, or the named ones, checked against ``every``
+    (``where`` names the results in the error: "this comparison", "these results")."""
+    if strategies is None:
+        return every
+    if isinstance(strategies, str):
+        raise ArgumentTypeError("strategies must be a list of strategy names, not one string")
+    names = [str(s) for s in strategies]
+    unknown = [s for s in names if s not in every]
+    if unknown:
+        raise ArgumentError(f"strategies {unknown} are not in {where}: {every}")
+    return names

@@ -7,6 +7,7 @@ synthetic traffic.
 
     mine = sy.datasets.from_frame(df, prompt="question", quality={"small": "small_ok"})
     traffic = sy.datasets.synthetic(1000, seed=0, image_share=0.1, sessions=100)
+    trace = sy.datasets.azure_trace("code")      # recorded arrival times and token pairs
 
 A :class:`Dataset` iterates as :class:`sykit.Request` objects whose ground truth (quality and output
 tokens per model) only the simulated host sees; ``ds.frame`` shows the same rows as a DataFrame.
@@ -17,9 +18,10 @@ from ._dataset import Dataset
 from ._frame import from_frame
 from ._shipped import load, names
 from ._synthetic import SIZES, synthetic
+from ._traces import Trace, azure_trace
 
-__all__ = ["SIZES", "Dataset", "from_frame", "load", "names", "synthetic"]
+__all__ = ["SIZES", "Dataset", "Trace", "azure_trace", "from_frame", "load", "names", "synthetic"]
 
-for _obj in (Dataset, from_frame, load, names, synthetic):
+for _obj in (Dataset, Trace, azure_trace, from_frame, load, names, synthetic):
     _obj.__module__ = __name__
 del _obj
