@@ -31,7 +31,7 @@ from ._recorder import MODEL, RESERVED, RequestState, RunState
 from ._records import AttemptLog
 from ._truth import TruthTable
 from ._vocab import CancelCause, ErrorKind
-from .sessions._plan import SessionPlan
+from .sessions._plan import SessionPlan, with_input_tokens
 
 __all__ = ["StrategyRun", "failure_of", "row_extra"]
 
@@ -138,6 +138,17 @@ def _not_awaitable(name: str, returned: object) -> ArgumentTypeError:
     )
 
 
+class _Join:
+    """What a session's next turn waits for: its pause, and each session its turn spawned."""
+
+    __slots__ = ("index", "session", "waiting")
+
+    def __init__(self, session: int, index: int, waiting: int) -> None:
+        self.session = session  # the waiting session's position
+        self.index = index  # the request index of its next turn
+        self.waiting = waiting  # how many of the pause and the spawned sessions are not over
+
+
 class StrategyRun:
     """Runs one strategy over the requests on an open host session, on the run's engine.
 
@@ -163,6 +174,13 @@ class StrategyRun:
         self.sessions = sessions
         # one dict per session, for the algorithm's own state across turns (driver.session_state)
         self.session_states: dict[int, dict[str, Any]] = {}
+        # sub-agents: per task (root session), its sessions started and not ended; per waited
+        # session, the join its parent's next turn waits on; per session, its last answer's
+        # output tokens and the tokens its children's answers add to its later prompts
+        self._live: dict[int, int] = {}
+        self._joins: dict[int, _Join] = {}
+        self._answers: dict[int, int] = {}
+        self._carried: dict[int, int] = {}
         self.concurrency = concurrency
         self.progress = progress
         self.started = 0  # requests (or session turns) sent
@@ -241,13 +259,25 @@ class StrategyRun:
 
     def _start(self, index: int, arrival: float) -> None:
         request_id, request, _ = self.items[index]
+        plan = self.sessions
+        session = -1
+        if plan is not None:
+            session = plan.session[index]
+            carried = self._carried.get(session, 0)
+            if carried:
+                request = with_input_tokens(request, carried)
         state = RequestState(self.run, index, request, request_id, arrival)
-        if self.sessions is not None:
-            session = self.sessions.session[index]
+        if plan is not None:
             state.session_state = self.session_states.setdefault(session, {})
+            if plan.turn[index] == 0:  # a session starts: its task has one more in flight
+                root = plan.root[session]
+                self._live[root] = self._live.get(root, 0) + 1
         self._running += 1
         self.started += 1
         self._spawn(state)
+        if plan is not None and plan.turn[index] == 0:
+            for child in plan.background.get(session, ()):
+                self._start(plan.starts[child], arrival)
 
     def _spawn(self, state: RequestState) -> None:
         name = f"request {state.request_id!r}"
@@ -256,39 +286,88 @@ class StrategyRun:
     def _release(self, state: RequestState | None = None) -> None:
         """A request ended: its slot is free, and the next request starts at this same instant,
         once what is running now has finished its step (as an asyncio loop would start it). A
-        session's turn that succeeded instead keeps the slot for the session's next turn, which
-        starts after its pause."""
-        if self.sessions is not None and state is not None and self._continues(state):
+        session's turn instead hands over to what follows it in its task (see
+        :meth:`_turn_ended`)."""
+        if self.sessions is not None and state is not None:
+            self._turn_ended(state)
             return
         self._running -= 1
+        self._free_slot()
+
+    def _free_slot(self) -> None:
         self._free += 1
         if not self._fill_pending:
             self._fill_pending = True
             self.run.engine.call_soon(self._fill)
 
-    def _continues(self, state: RequestState) -> bool:
-        """Schedule the session's next turn after ``state``'s request, if there is one to send."""
-        assert self.sessions is not None
-        following = self.sessions.following[state.index]
+    def _turn_ended(self, state: RequestState) -> None:
+        """A session's turn ended. If it was answered and the session goes on, the sessions it
+        spawns start now and its next turn waits for them and for its pause (the turn's count in
+        ``_running`` passes to that wait); otherwise the session ends."""
+        plan = self.sessions
+        assert plan is not None
+        index = state.index
+        session = plan.session[index]
+        following = plan.following[index]
         if following < 0 or self.stopping or not state.succeeded:
-            self.session_states.pop(self.sessions.session[state.index], None)  # the session ended
-            return False
-        gap = self.sessions.gap(following, self.run.seed)
-        self.run.engine.spawn_detached(self._next_turn(following, gap))
-        return True
+            self._session_ended(session, completed=following < 0 and state.succeeded)
+            return
+        children = plan.spawns.get(index, ())
+        join = _Join(session, following, len(children) + 1)
+        for child in children:
+            self._joins[child] = join
+        if children:
+            self.run.engine.call_soon(self._start_children, children)
+        gap = plan.gap(following, self.run.seed)
+        self.run.engine.spawn_detached(self._pause(join, gap))
 
-    async def _next_turn(self, index: int, gap: float) -> None:
-        """Send a session's next turn after its pause (the session's slot is held meanwhile)."""
+    def _start_children(self, children: tuple[int, ...]) -> None:
+        assert self.sessions is not None
+        clock = self.run.clock()
+        for child in children:
+            if self.stopping:  # never started: its parent's wait ends without it
+                self._arrive(self._joins.pop(child))
+            else:
+                self._start(self.sessions.starts[child], clock)
+
+    async def _pause(self, join: _Join, gap: float) -> None:
+        """A session's pause before its next turn (its slot is held meanwhile)."""
         if gap > 0:
             await self.run.engine.sleep(gap)
-        self._running -= 1  # the turn that ended; _start counts the next one
-        if self.stopping:
-            self._free += 1
-            self.session_states.pop(self.sessions.session[index], None)  # type: ignore[union-attr]
-            if self._running == 0 and self._idle is not None:
-                self._idle.set()
+        self._arrive(join)
+
+    def _arrive(self, join: _Join) -> None:
+        """One of what ``join`` waits for (the pause, a spawned session) is over; when the last
+        is, the session's next turn starts now (or, when the run stops, the session ends)."""
+        join.waiting -= 1
+        if join.waiting:
             return
-        self._start(index, self.run.clock())
+        if self.stopping:
+            self._session_ended(join.session, completed=False)
+            return
+        self._running -= 1  # the wait ends; _start counts the turn
+        self._start(join.index, self.run.clock())
+
+    def _session_ended(self, session: int, *, completed: bool) -> None:
+        """A session sent its last turn (or stopped): its parent's wait, if any, hears of it
+        (with its final answer when it completed), and its task frees its slot when this was
+        the task's last session in flight."""
+        plan = self.sessions
+        assert plan is not None
+        self.session_states.pop(session, None)
+        answer = self._answers.pop(session, 0)
+        self._carried.pop(session, None)
+        self._running -= 1
+        join = self._joins.pop(session, None)
+        if join is not None:
+            if completed:
+                self._carried[join.session] = self._carried.get(join.session, 0) + answer
+            self._arrive(join)
+        root = plan.root[session]
+        self._live[root] -= 1
+        if self._live[root] == 0:
+            del self._live[root]
+            self._free_slot()
 
     @property
     def strict(self) -> bool:
@@ -527,6 +606,9 @@ class StrategyRun:
             graded = served_model
         extra = row_extra(run, state.index, state.request.metadata, state.evidence, graded)
         state.succeeded = ok
+        if self.sessions is not None and ok and response is not None:
+            # a session's answer so far: the last one is what a sub-agent hands its parent
+            self._answers[self.sessions.session[state.index]] = response.usage.output_tokens
         run.requests.add(
             state.index,
             failure,

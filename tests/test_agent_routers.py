@@ -472,8 +472,8 @@ def test_a_gate_algorithm_routes_a_copy_holding_only_the_prompt():
         return sy.route_to("strong", request, fallbacks=["weak"])
 
     router = subagent_router(st.single("weak"), gate=gate, default="weak")
-    result = _run(router, _family()[1:2], _host())
-    assert _models(result) == ["strong", "strong"]
+    result = _run(router, _family()[:2], _host())
+    assert _models(result) == ["weak"] * 3 + ["strong"] * 2
     assert seen[0] == (({"role": "user", "content": "refactor the parser"},), "p")
 
 

@@ -34,6 +34,9 @@ AGENTIC = (
     "openhands_sweverified_claude35_calls.csv",
     "openhands_sweverified_claude35_per_instance.csv",
     "litellm_cache_prices_all_chat.csv",
+    "taubench_gpt4o_airline_trials.csv",
+    "openhands_index/openhands_index_per_instance.csv.gz",
+    "openhands_index/openhands_index_metadata.json",
 )
 PAIRS = read_table("agentic/swebench_pro_pair_quadrants.csv")
 TIERS = {"strong-model": "strong", "weak-model": "weak"}
@@ -53,8 +56,11 @@ def test_the_agentic_tables_ship_with_licences_and_provenance():
     for name in AGENTIC:
         assert (folder / name).is_file(), name
         assert f"## `agentic/{name}`" in provenance, name
-    for licence in ("SWE-bench_Pro-os", "OpenHands", "litellm"):
+    for licence in ("SWE-bench_Pro-os", "OpenHands", "litellm", "tau-bench"):
         assert (folder / f"LICENSE-{licence}-MIT.txt").read_text().count("MIT") >= 1
+    index = (folder / "openhands_index" / "LICENSE").read_text()
+    assert "MIT License - See repository for details." in index
+    assert "Permission is hereby granted, free of charge" in index
 
 
 # --- SWE-bench Pro pairs ------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import pytest
 import sykit as sy
 from sykit import strategies as st
 from sykit._metrics import bootstrap_mean_ci
+from sykit._models import truth_of
 from sykit._viz import strategy_colors
 from sykit._viz.sessions import plot_session_cost_success, plot_session_timeline
 from sykit.sessions import TaskOutcomes, swebench_pro, synthetic_sessions
@@ -39,9 +40,35 @@ def test_grounded_sessions_name_their_task_quadrant_and_length():
         for turn in session.turns:
             meta = turn.request.metadata
             assert meta["task_id"] == session.id
-            assert meta["quadrant"] == quadrant[session.id]
-            assert meta["planned_turns"] == len(session.turns)
+            truth = truth_of(turn.request)
+            assert truth is not None
+            assert truth.columns["quadrant"] == quadrant[session.id]
+            assert truth.columns["planned_turns"] == len(session.turns)
         assert session.id in session.turns[0].request.messages[1]["content"]
+
+
+def test_a_router_never_sees_a_grounded_tasks_quadrant_or_planned_length():
+    seen: list[dict] = []
+
+    async def peeking(request, driver):
+        seen.append(dict(request.metadata))
+        return sy.route_to("strong", request)
+
+    host = sy.SimHost({"strong": sy.ModelProfile(), "weak": sy.ModelProfile()})
+    sessions = grounded_sessions(TABLE, seed=3, n=2)
+    result = sy.run(peeking, sessions, host=host)
+    assert seen and all("quadrant" not in m and "planned_turns" not in m for m in seen)
+    assert all("task_id" in m for m in seen)
+    # the frames still carry them, so the run is judged per task after the fact
+    requests = result.requests
+    assert {"task_id", "quadrant", "planned_turns"} <= set(requests.columns)
+    outcomes = TaskOutcomes({"strong": "strong", "weak": "weak"})
+    frame = session_frame(result, outcomes=outcomes)
+    quadrant = dict(zip(TABLE["instance_id"], TABLE["quadrant"].astype(str), strict=True))
+    assert frame["quadrant"].tolist() == [quadrant[t] for t in frame["task_id"]]
+    # served by the strong model throughout: a task succeeds when the strong run resolved it
+    expected = [float(quadrant[t] in ("SAFE", "RESCUE")) for t in frame["task_id"]]
+    assert frame["success"].tolist() == expected
 
 
 def test_grounded_sessions_have_the_synthetic_shapes_and_a_seeded_prefix_order():
@@ -66,8 +93,9 @@ def test_grounded_sessions_default_to_the_swebench_pro_pair():
     tasks = swebench_pro().set_index("instance_id")
     assert len(sessions) == 3
     for session in sessions:
-        meta = session.turns[0].request.metadata
-        assert meta["quadrant"] == tasks.loc[session.id, "quadrant"]
+        truth = truth_of(session.turns[0].request)
+        assert truth is not None
+        assert truth.columns["quadrant"] == tasks.loc[session.id, "quadrant"]
 
 
 @pytest.mark.parametrize(

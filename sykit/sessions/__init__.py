@@ -3,7 +3,10 @@ logs, your own logs replayed, and whether a task succeeded given which models se
 
     sessions = sy.sessions.synthetic_sessions(200, seed=0)        # OpenHands-shaped sessions
     mine = sy.sessions.load_transcripts("logs/")                   # your agent's JSONL logs
+    runs = sy.sessions.load_transcripts("trajs/", format="mini-swe-agent")  # text-action agents
     tasks = sy.sessions.swebench_pro()                             # SWE-bench Pro, strong vs weak
+    tasks = sy.sessions.openhands_index("claude-opus-4-5", "Qwen3-Coder-480B")  # with costs
+    tasks = sy.sessions.pair_tasks(my_results, "big", "small")     # your own per-task results
     grounded = sy.sessions.grounded_sessions(tasks, n=200)          # a session per task
     outcomes = sy.sessions.TaskOutcomes({"strong": "strong", "weak": "weak"})
     sy.sessions.session_summary(comparison, outcomes=outcomes)     # success, cost, cache per strategy
@@ -16,6 +19,7 @@ docs/session-outcomes.md, docs/session-summaries.md, docs/stage-router.md).
 from .._agent.calibration import StageCalibration, calibrate_stage_router
 from .._viz.sessions import plot_session_cost_success, plot_session_timeline
 from ._grounded import grounded_sessions
+from ._openhands_index import openhands_index, openhands_index_configs
 from ._outcome import (
     QUADRANTS,
     TIERS,
@@ -23,11 +27,14 @@ from ._outcome import (
     expected_success,
     expected_success_rate,
     quadrant_of,
+    quadrant_probabilities,
 )
-from ._summary import CachePrices, session_frame, session_summary
+from ._per_task import pair_tasks
+from ._summary import CachePrices, session_frame, session_summary, task_frame
 from ._swebench import quadrant_counts, swebench_pro, swebench_pro_runs
 from ._synthetic import AgentTrace, fit_openhands, synthetic_sessions
 from ._transcripts import load_transcripts
+from ._trials import taubench_airline
 
 __all__ = [
     "QUADRANTS",
@@ -42,15 +49,21 @@ __all__ = [
     "fit_openhands",
     "grounded_sessions",
     "load_transcripts",
+    "openhands_index",
+    "openhands_index_configs",
+    "pair_tasks",
     "plot_session_cost_success",
     "plot_session_timeline",
     "quadrant_counts",
     "quadrant_of",
+    "quadrant_probabilities",
     "session_frame",
     "session_summary",
     "swebench_pro",
     "swebench_pro_runs",
     "synthetic_sessions",
+    "task_frame",
+    "taubench_airline",
 ]
 
 for _obj in (
@@ -68,11 +81,17 @@ for _obj in (
     expected_success_rate,
     fit_openhands,
     load_transcripts,
+    openhands_index,
+    openhands_index_configs,
+    pair_tasks,
     quadrant_counts,
     quadrant_of,
+    quadrant_probabilities,
     swebench_pro,
     swebench_pro_runs,
     synthetic_sessions,
+    task_frame,
+    taubench_airline,
 ):
     _obj.__module__ = __name__
 del _obj

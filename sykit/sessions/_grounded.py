@@ -9,11 +9,13 @@ its planned length, so that a session that ended early (a failed turn) is known 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 
 from .._checks import check_int
 from .._errors import ArgumentError, ArgumentTypeError
-from .._models import Request
+from .._models import GroundTruth, Request, truth_of
 from .._rng import uniforms
 from ._plan import Session, Turn
 from ._swebench import swebench_pro, task_quadrants
@@ -33,17 +35,21 @@ def grounded_sessions(
     n: int | None = None,
     trace: AgentTrace | None = None,
 ) -> list[Session]:
-    """One synthetic coding-agent session per task of ``tasks`` (a pair table such as
+    """One synthetic coding-agent session per task of ``tasks`` (a pair table from
+    :func:`~sykit.sessions.pair_tasks`, :func:`~sykit.sessions.openhands_index` or
     :func:`~sykit.sessions.swebench_pro`, its default), with the task's ``instance_id`` as the
-    session id.
+    session id. Judge the run with ``TaskOutcomes.for_tasks(tasks)``: for a table of trials its
+    quadrant label is not the outcome, the probabilities are.
 
     Tasks are taken in a shuffle keyed by ``seed`` and each task's id (the same tasks come first
     whatever the table's order); ``n`` keeps the first ``n``, so ``n=50`` is a prefix of
     ``n=51``. Session ``i`` of the shuffle has the turns of ``synthetic_sessions(n, seed=seed,
     trace=trace)[i]`` (sizes, pauses, tools), with the task's id in its task message. Every
-    turn's metadata also holds ``task_id`` (the instance id), ``quadrant`` and
-    ``planned_turns`` (the session's length as planned), so a run can be judged per task after
-    the fact: see :func:`~sykit.sessions.session_frame`.
+    turn's metadata also holds ``task_id`` (the instance id), which a router may read as it
+    could know which task it works on; ``quadrant`` and ``planned_turns`` (the session's length
+    as planned) are ground truth, which a real router cannot know: they reach the requests
+    frame as columns, so a run can be judged per task after the fact (see
+    :func:`~sykit.sessions.session_frame`), but never the router's ``request.metadata``.
     """
     if tasks is None:
         tasks = swebench_pro()
@@ -67,28 +73,29 @@ def grounded_sessions(
     sessions = []
     for index, row in enumerate(order[:n]):
         drawn = _session(trace, seed, index, ids[row])
-        task = {
-            "task_id": ids[row],
-            "quadrant": quadrants[row],
-            "planned_turns": len(drawn.turns),
-        }
-        sessions.append(Session([_with_task(turn, task) for turn in drawn.turns], id=ids[row]))
+        hidden = {"quadrant": quadrants[row], "planned_turns": len(drawn.turns)}
+        turns = [_with_task(turn, ids[row], hidden) for turn in drawn.turns]
+        sessions.append(Session(turns, id=ids[row]))
     return sessions
 
 
-def _with_task(turn: Turn, task: dict[str, object]) -> Turn:
-    """``turn`` with the task's keys added to its metadata (turns are immutable: a copy)."""
+def _with_task(turn: Turn, task_id: str, hidden: dict[str, object]) -> Turn:
+    """``turn`` with the task's id in its metadata and the task's truth (``hidden``) as ground
+    truth columns, out of the router's sight (turns are immutable: a copy)."""
     request = turn.request
-    return Turn(
-        Request(
-            [dict(m) for m in request.messages],
-            tools=[dict(t) for t in request.tools],
-            input_tokens=request.input_tokens,
-            max_output_tokens=request.max_output_tokens,
-            metadata={**request.metadata, **task},
-        ),
-        gap_s=turn.gap_s,
+    truth = truth_of(request)
+    if truth is None:
+        truth = GroundTruth(columns=hidden)
+    else:
+        truth = replace(truth, columns={**truth.columns, **hidden})
+    copy = Request(
+        [dict(m) for m in request.messages],
+        tools=[dict(t) for t in request.tools],
+        input_tokens=request.input_tokens,
+        max_output_tokens=request.max_output_tokens,
+        metadata={**request.metadata, "task_id": task_id},
     )
+    return Turn(copy.with_truth(truth), gap_s=turn.gap_s)
 
 
 def _check_tasks(tasks: object) -> tuple[list[str], list[str]]:

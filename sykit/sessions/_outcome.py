@@ -16,6 +16,12 @@ every turn with the strong model gives back the strong run's result for every ta
 with the weak model the weak run's. Under independent per-turn routing with strong share ``p``,
 a task with ``k`` critical turns succeeds with probability :func:`expected_success`: 1, ``p**k``,
 ``(1-p)**k``, 0.
+
+Where a benchmark ran each task several times, a task has a success probability per model
+instead of one result (:func:`~sykit.sessions.pair_tasks` with ``trial=``). Its quadrant is then
+drawn per seed: one keyed uniform ``u`` per (seed, task), and a model resolves the task iff ``u``
+is below its probability, so every strategy run with the same seed faces the same quadrant
+(:func:`quadrant_probabilities` gives the four chances).
 """
 
 from __future__ import annotations
@@ -24,10 +30,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from numbers import Integral
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from .._checks import check_int, check_probability
 from .._errors import ArgumentError, ArgumentTypeError
 from .._rng import uniforms
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "QUADRANTS",
@@ -36,6 +46,7 @@ __all__ = [
     "expected_success",
     "expected_success_rate",
     "quadrant_of",
+    "quadrant_probabilities",
 ]
 
 #: Which of a strong/weak pair resolved a task: both, only strong, only weak, neither.
@@ -63,12 +74,24 @@ class TaskOutcomes:
     expected success under a strong share p is linear in p between the two measured runs, the
     interpolation that adds no shape of its own; a larger k makes mixing costlier (both RESCUE
     and LOSS tasks need k turns on the right side).
+
+    ``probabilities`` (task id → (strong_p, weak_p)) makes the outcome of repeated trials a
+    chance rather than a fact: each task's quadrant is drawn per seed (:meth:`task_quadrant`),
+    the quadrant given to :meth:`success` being only a label. :meth:`for_tasks` builds the
+    whole model from a pair table.
     """
 
     tiers: Mapping[str, str]
     critical_turns: int
+    probabilities: Mapping[str, tuple[float, float]] | None
 
-    def __init__(self, tiers: Mapping[str, str], *, critical_turns: int = 1) -> None:
+    def __init__(
+        self,
+        tiers: Mapping[str, str],
+        *,
+        critical_turns: int = 1,
+        probabilities: Mapping[str, tuple[float, float]] | None = None,
+    ) -> None:
         if not isinstance(tiers, Mapping):
             raise ArgumentTypeError(
                 f"tiers must be a mapping of model name to 'strong' or 'weak', got "
@@ -88,6 +111,73 @@ class TaskOutcomes:
         critical_turns = _check_count("critical_turns", critical_turns)
         object.__setattr__(self, "tiers", MappingProxyType(dict(tiers)))
         object.__setattr__(self, "critical_turns", critical_turns)
+        object.__setattr__(self, "probabilities", _check_probabilities(probabilities))
+
+    @classmethod
+    def for_tasks(
+        cls,
+        tasks: pd.DataFrame,
+        tiers: Mapping[str, str] | None = None,
+        *,
+        critical_turns: int = 1,
+    ) -> TaskOutcomes:
+        """The outcome model of a pair table (:func:`~sykit.sessions.pair_tasks`,
+        :func:`~sykit.sessions.openhands_index`, :func:`~sykit.sessions.swebench_pro`).
+
+        ``tiers`` defaults to the table's two model names (``attrs["strong"]`` and
+        ``attrs["weak"]``): run a host whose models bear those names, or map your host's names.
+        A table with ``strong_p`` and ``weak_p`` columns (per-task results from trials) gives
+        each task's probabilities, so its quadrant is drawn per seed; without them each task's
+        ``quadrant`` column decides."""
+        columns = getattr(tasks, "columns", None)
+        if columns is None or "instance_id" not in columns:
+            raise ArgumentTypeError(
+                "tasks must be a pair table with an instance_id column, such as "
+                f"sy.sessions.pair_tasks(...), got {type(tasks).__name__}"
+            )
+        if tiers is None:
+            attrs = getattr(tasks, "attrs", {})
+            strong, weak = attrs.get("strong"), attrs.get("weak")
+            if not isinstance(strong, str) or not isinstance(weak, str):
+                raise ArgumentError(
+                    "tasks does not name its two models (attrs 'strong' and 'weak' are gone, "
+                    "as after some frame operations); pass tiers={model: 'strong' or 'weak'}"
+                )
+            tiers = {strong: "strong", weak: "weak"}
+        probabilities = None
+        if "strong_p" in columns or "weak_p" in columns:
+            if not {"strong_p", "weak_p"} <= set(columns):
+                raise ArgumentError("tasks has only one of strong_p and weak_p; it needs both")
+            probabilities = {
+                str(task): (float(ps), float(pw))
+                for task, ps, pw in zip(
+                    tasks["instance_id"], tasks["strong_p"], tasks["weak_p"], strict=True
+                )
+            }
+        return cls(tiers, critical_turns=critical_turns, probabilities=probabilities)
+
+    def task_quadrant(self, task_id: str | int, quadrant: str, seed: int) -> str:
+        """The quadrant that decides ``task_id`` in the run with ``seed``: ``quadrant`` as
+        given, or, when this model holds the task's success probabilities, the one drawn from
+        them with ``uniforms(seed, "session-task-draw", task_id)`` (``quadrant`` is then only
+        the table's label and is not used)."""
+        _check_task(task_id)
+        seed = _check_seed(seed)
+        if quadrant not in QUADRANTS:
+            raise ArgumentError(
+                f"task {task_id!r}: unknown quadrant {quadrant!r}; it must be one of "
+                f"{', '.join(QUADRANTS)}"
+            )
+        if self.probabilities is None:
+            return quadrant
+        chances = self.probabilities.get(str(task_id))
+        if chances is None:
+            raise ArgumentError(
+                f"task {task_id!r} has no success probabilities in this TaskOutcomes; build it "
+                "with TaskOutcomes.for_tasks(tasks) from the table the sessions came from"
+            )
+        u = uniforms(seed, "session-task-draw", task_id)[0]
+        return quadrant_of(u < chances[0], u < chances[1])
 
     def critical(self, task_id: str | int, planned_turns: int, seed: int) -> tuple[int, ...]:
         """The turns (0-based, ascending) that carry ``task_id``'s difficulty in a session of
@@ -113,13 +203,7 @@ class TaskOutcomes:
     ) -> bool:
         """Whether the task succeeded: ``served_models[t]`` is the model that answered turn t, in
         order; fewer served than ``planned_turns`` means the session ended early, which fails."""
-        _check_task(task_id)
-        seed = _check_seed(seed)
-        if quadrant not in QUADRANTS:
-            raise ArgumentError(
-                f"task {task_id!r}: unknown quadrant {quadrant!r}; it must be one of "
-                f"{', '.join(QUADRANTS)}"
-            )
+        quadrant = self.task_quadrant(task_id, quadrant, seed)
         tiers = self._tiers_of(task_id, served_models)
         planned_turns = _check_count("planned_turns", planned_turns)
         if planned_turns < len(tiers):
@@ -213,6 +297,50 @@ def expected_success_rate(
         for q, n in counts.items()
     )
     return expected / total
+
+
+def quadrant_probabilities(strong_p: float, weak_p: float) -> dict[str, float]:
+    """The chance of each quadrant for a task the strong model resolves with probability
+    ``strong_p`` and the weak one with ``weak_p``, as :class:`TaskOutcomes` draws it (one
+    uniform per seed and task for both models): SAFE min(s, w), RESCUE max(s − w, 0), LOSS
+    max(w − s, 0), HARD 1 − max(s, w). A task the two resolve equally often is never RESCUE or
+    LOSS: routing cannot change its outcome."""
+    s = check_probability(strong_p, "strong_p")
+    w = check_probability(weak_p, "weak_p")
+    return {
+        "SAFE": min(s, w),
+        "RESCUE": max(s - w, 0.0),
+        "LOSS": max(w - s, 0.0),
+        "HARD": 1.0 - max(s, w),
+    }
+
+
+def _check_probabilities(given: object) -> Mapping[str, tuple[float, float]] | None:
+    """Per task id (as text), its (strong, weak) success probabilities, each in [0, 1]."""
+    if given is None:
+        return None
+    if not isinstance(given, Mapping):
+        raise ArgumentTypeError(
+            f"probabilities must map task ids to (strong_p, weak_p), got {type(given).__name__}"
+        )
+    checked: dict[str, tuple[float, float]] = {}
+    for task, pair in given.items():
+        _check_task(task)
+        if isinstance(pair, str | bytes) or not isinstance(pair, Iterable):
+            raise ArgumentTypeError(
+                f"probabilities[{task!r}] must be a pair (strong_p, weak_p), got {pair!r}"
+            )
+        values = tuple(pair)
+        if len(values) != 2:
+            raise ArgumentError(
+                f"probabilities[{task!r}] must be a pair (strong_p, weak_p), got {len(values)} "
+                "values"
+            )
+        checked[str(task)] = (
+            check_probability(values[0], f"probabilities[{task!r}] strong_p"),
+            check_probability(values[1], f"probabilities[{task!r}] weak_p"),
+        )
+    return MappingProxyType(checked)
 
 
 def _check_count(name: str, value: object) -> int:

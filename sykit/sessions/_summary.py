@@ -3,10 +3,12 @@
 A router for coding agents is judged by sessions, not requests: did the task get done, what did
 the whole session cost, how long did it take, how often did the model change mid-session and what
 that cost in prompt caching. The requests frame has one row per turn; :func:`session_frame` folds
-the turns of each (strategy, seed, session) into one row, and :func:`session_summary` averages
-those rows per strategy the way sykit's summaries average requests (docs/statistics.md): each
+the turns of each (strategy, seed, session) into one row, :func:`task_frame` folds a session and
+its sub-agents' sessions into one row per task, and :func:`session_summary` averages the task
+rows per strategy the way sykit's summaries average requests (docs/statistics.md): each
 session's mean over seeds first, then means over sessions with 95% percentile bootstrap intervals
-that resample sessions. docs/session-summaries.md defines every column.
+that resample tasks (the sessions of one task together: :mod:`sykit.sessions._clustered`).
+docs/session-summaries.md defines every column.
 
 Cache figures read the attempt columns ``cached_input_tokens`` (prompt tokens read from the
 model's cache) and ``cache_write_tokens`` (prompt tokens written to it); a run whose attempts
@@ -26,13 +28,14 @@ import pandas as pd
 from .._checks import check_real
 from .._config import ModelProfile
 from .._errors import ArgumentError, ArgumentTypeError
-from .._metrics import bootstrap_mean_ci, bootstrap_mean_cis
 from .._results import Comparison, Result
 from .._vocab import RequestStatus
+from ._clustered import clustered_mean_cis, task_clusters
 from ._grounded import TASK_KEYS
 from ._outcome import TaskOutcomes
+from ._tasks import fold_tasks, task_roots, task_success
 
-__all__ = ["CACHE_COLUMNS", "CachePrices", "session_frame", "session_summary"]
+__all__ = ["CACHE_COLUMNS", "CachePrices", "session_frame", "session_summary", "task_frame"]
 
 #: Attempt columns the cache figures read; without them those figures are NaN.
 CACHE_COLUMNS = ("cached_input_tokens", "cache_write_tokens")
@@ -73,11 +76,43 @@ def session_frame(
     switches and each model's share of its turns, and cache figures (NaN when the attempts do not
     record cache tokens; the cost of switching also needs ``prices``, per served model).
 
-    Task columns come from the turns' metadata (``task_id``, ``quadrant``, ``planned_turns``, as
-    :func:`~sykit.sessions.grounded_sessions` sets them). ``success`` is decided by
+    Task columns come from the requests frame's ``task_id``, ``quadrant`` and ``planned_turns``
+    columns: the turns' metadata, or their ground truth columns (``sy.GroundTruth(columns=...)``
+    via ``Request.with_truth``, out of the router's sight), as
+    :func:`~sykit.sessions.grounded_sessions` sets them. ``success`` is decided by
     ``outcomes.success`` from the models that served each turn, with the run's seed; it is NaN
-    without ``outcomes`` or for a session without task metadata.
+    without ``outcomes`` or for a session without task metadata. A sub-agent's session is a row
+    of its own; ``task_session`` names its task's root session, whose row carries the task's
+    success (decided over the turns of all its sessions: :func:`task_frame`).
     """
+    return _session_rows(result_or_comparison, outcomes, prices)[1]
+
+
+def task_frame(
+    result_or_comparison: Result | Comparison,
+    *,
+    outcomes: TaskOutcomes | None = None,
+    prices: Mapping[str, CachePrices] | None = None,
+) -> pd.DataFrame:
+    """One row per (strategy, seed, task): a root session with every sub-agent session under it
+    (``sy.Session(..., parent=...)``) rolled into one, so a task's cost, tokens and time are
+    counted once, wherever its work ran. ``session_id`` is the root's, ``sub_agents`` counts the
+    other sessions; turns, cost, tokens, switches and switch costs are sums; ``duration_s`` is
+    the task's span, from the root's first turn to the last turn's end; ``completed`` needs every
+    session completed; ``success`` is the task's (see docs/session-summaries.md for the rule).
+    A run without sub-agents has one task per session, equal to its :func:`session_frame` rows.
+    """
+    turns, sessions = _session_rows(result_or_comparison, outcomes, prices)
+    models = [c for c in sessions.columns if c.startswith("share_")]
+    return fold_tasks(sessions, turns, task_roots(sessions), models)
+
+
+def _session_rows(
+    result_or_comparison: Result | Comparison,
+    outcomes: TaskOutcomes | None,
+    prices: Mapping[str, CachePrices] | None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The turns and the per-session rows of a run."""
     requests, attempts = _frames(result_or_comparison)
     if outcomes is not None and not isinstance(outcomes, TaskOutcomes):
         raise ArgumentTypeError(
@@ -88,10 +123,11 @@ def session_frame(
     if outcomes is not None and not {"task_id", "quadrant"} <= set(turns.columns):
         raise ArgumentError(
             "outcomes were given, but no turn carries task_id and quadrant metadata, so no task "
-            "can be decided: run sessions from sy.sessions.grounded_sessions(), or put both keys "
-            "in every turn's metadata"
+            "can be decided: run sessions from sy.sessions.grounded_sessions(), or give every turn "
+            "both keys (task_id in its metadata, quadrant as a hidden ground truth column: "
+            "request.with_truth(sy.GroundTruth(columns={'quadrant': ...})))"
         )
-    return _fold(turns, outcomes, prices)
+    return turns, _fold(turns, outcomes, prices)
 
 
 def session_summary(
@@ -101,13 +137,15 @@ def session_summary(
     baseline: str | None = None,
     prices: Mapping[str, CachePrices] | None = None,
 ) -> pd.DataFrame:
-    """One row per strategy over its sessions: success rate with a 95% bootstrap interval over
-    sessions, completion rate, cost per session (with its interval) and per success, mean turns,
-    switches, cache hit rate, the cost of switching, time to finish p50/p90, each model's share
-    of the turns. Each session is first averaged over seeds, as sykit's summaries do with
-    requests. With ``baseline``, the paired differences (strategy − baseline, same sessions and
-    seeds) of success rate and cost per session, with 95% intervals over sessions."""
-    frame = session_frame(result_or_comparison, outcomes=outcomes, prices=prices)
+    """One row per strategy over its tasks (:func:`task_frame`: a session with its sub-agents
+    counts once, so a "session" here is a task): success rate with a 95% bootstrap interval over
+    tasks (sessions sharing a ``task_id`` resampled together), completion rate, cost per
+    session (with its interval) and per success, mean turns, switches, cache hit rate, the
+    cost of switching, time to finish p50/p90, each model's share of the turns. Each session is
+    first averaged over seeds, as sykit's summaries do with requests. With ``baseline``, the
+    paired differences (strategy − baseline, same sessions and seeds) of success rate and cost
+    per session, with 95% intervals over tasks."""
+    frame = task_frame(result_or_comparison, outcomes=outcomes, prices=prices)
     names = list(dict.fromkeys(frame["strategy"]))
     if baseline is not None and baseline not in names:
         raise ArgumentError(f"baseline {baseline!r} is not one of the strategies {names}")
@@ -137,7 +175,8 @@ def _frames(given: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _check_prices(prices: Any) -> dict[str, CachePrices] | None:
     """``prices`` as CachePrices per model: given so, or taken from a host's (or a mapping of)
     ``ModelProfile``s (a model without a ``sy.PromptCache`` reads at its input price: no
-    saving to lose by switching to it)."""
+    saving to lose by switching to it; a cache writes at its own tier's price, the 1-hour one
+    for ``PromptCache(tier="1h")``)."""
     if prices is None:
         return None
     profiles = getattr(prices, "profiles", None)
@@ -155,7 +194,9 @@ def _check_prices(prices: Any) -> dict[str, CachePrices] | None:
             checked[str(model)] = (
                 CachePrices(price.price_in, price.price_in)
                 if cache is None
-                else CachePrices(price.price_in, cache.read_price, cache.write_price)
+                else CachePrices(
+                    price.price_in, cache.read_price, cache.write_price_for(cache.tier)
+                )
             )
             continue
         if not isinstance(price, CachePrices):
@@ -188,7 +229,7 @@ def _turns(requests: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
             "cost_usd": rows["cost_usd"].to_numpy(dtype=float),
         }
     )
-    for column in ("parent_session", *TASK_KEYS):
+    for column in ("parent_session", "parent_turn", *TASK_KEYS):
         if column in rows.columns:
             turns[column] = rows[column].astype(object).to_numpy(dtype=object)
     turns = turns.merge(_served_tokens(attempts), on=["strategy", "seed", "request_id"], how="left")
@@ -221,6 +262,7 @@ def _served_tokens(attempts: pd.DataFrame) -> pd.DataFrame:
             "seed": served["seed"].to_numpy(),
             "request_id": served["request_id"].astype(object).to_numpy(dtype=object),
             "input_tokens": served["input_tokens"].to_numpy(dtype=float),
+            "output_tokens": served["output_tokens"].to_numpy(dtype=float),
         }
     )
     for column in CACHE_COLUMNS:
@@ -259,6 +301,8 @@ def _fold(
         _switch_cost_missing=cost.isna(),
         _served_input=turns["input_tokens"].where(ok, 0.0).fillna(0.0),
         _served_input_missing=ok & turns["input_tokens"].isna(),
+        _served_output=turns["output_tokens"].where(ok, 0.0).fillna(0.0),
+        _served_output_missing=ok & turns["output_tokens"].isna(),
     )
     for column in CACHE_COLUMNS:
         turns[f"_served_{column}"] = turns[column].where(ok, 0.0).fillna(0.0)
@@ -268,6 +312,11 @@ def _fold(
     frame = pd.DataFrame({key: first[key].to_numpy() for key in _KEYS})
     if "parent_session" in turns.columns:
         frame["parent_session"] = first["parent_session"].to_numpy()
+        if "parent_turn" in turns.columns:
+            spawned = pd.to_numeric(first["parent_turn"], errors="coerce")
+            frame["parent_turn"] = spawned.astype("Int64").to_numpy()
+    roots = task_roots(frame)
+    frame["task_session"] = frame["session_id"].to_numpy(dtype=object)[roots]
     _check_task_columns(turns)
     frame["task_id"] = _first_or_nan(turns, first, "task_id")
     frame["quadrant"] = _first_or_nan(turns, first, "quadrant")
@@ -278,13 +327,14 @@ def _fold(
     frame["turns"] = sent
     frame["served_turns"] = served
     frame["completed"] = (planned.to_numpy(dtype=float, na_value=np.nan) == sent) & (served == sent)
-    frame["success"] = _success(turns, frame, outcomes)
+    frame["success"] = task_success(turns, frame, roots, outcomes)
     frame["cost_usd"] = grouped["cost_usd"].sum().to_numpy()
     frame["duration_s"] = (grouped["end_s"].max() - grouped["arrival_s"].min()).to_numpy()
     frame["switches"] = grouped["_switch"].sum().to_numpy(dtype=np.int64)
     for name, share in _shares(turns, served).items():
         frame[f"share_{name}"] = share
     frame["input_tokens"] = _sum_known(grouped, "_served_input")
+    frame["output_tokens"] = _sum_known(grouped, "_served_output")
     for column in CACHE_COLUMNS:
         frame[column] = _sum_known(grouped, f"_served_{column}")
     cached = frame["cached_input_tokens"].to_numpy(dtype=float)
@@ -354,26 +404,6 @@ def _planned(turns: pd.DataFrame, first: pd.DataFrame, sent: np.ndarray, served:
         )
     missing = np.array(None, dtype=object)
     return pd.Series(pd.array(np.where(np.isnan(inferred), missing, inferred), dtype="Int64"))
-
-
-def _success(turns: pd.DataFrame, frame: pd.DataFrame, outcomes: TaskOutcomes | None) -> np.ndarray:
-    """1.0 or 0.0 per session as ``outcomes`` decides its task; NaN when it cannot be decided."""
-    success = np.full(len(frame), np.nan)
-    if outcomes is None:
-        return success
-    served = turns[turns["ok"]].groupby("_group", sort=True)["served_model"].agg(list)
-    for i, row in enumerate(frame.itertuples(index=False)):
-        task, quadrant = row.task_id, row.quadrant
-        if _missing(task) or _missing(quadrant):
-            continue
-        models = served.get(i, [])
-        if not models or pd.isna(row.planned_turns) or row.served_turns < row.planned_turns:
-            success[i] = 0.0  # nothing served, or ended early: the task fails
-            continue
-        success[i] = float(
-            outcomes.success(task, str(quadrant), models, int(row.planned_turns), int(row.seed))
-        )
-    return success
 
 
 def _missing(value: Any) -> bool:
@@ -452,8 +482,8 @@ def _summary_row(frame: pd.DataFrame, models: list[str]) -> dict[str, Any]:
     sessions = _by_session(frame)
     success = sessions["success"].dropna()
     cost = sessions["cost_usd"]
-    (success_low, success_high), (cost_low, cost_high) = bootstrap_mean_cis(
-        [success.to_numpy(), cost.to_numpy()]
+    (success_low, success_high), (cost_low, cost_high) = clustered_mean_cis(
+        [success, cost], task_clusters(frame)
     )
     wins = float(success.sum())
     spent = float(cost[success.index].sum())
@@ -517,8 +547,9 @@ def _paired_row(frame: pd.DataFrame, name: str, baseline: str) -> dict[str, Any]
     by_session = diffs.groupby(joined["session_id"].to_numpy(), sort=False).mean()
     row: dict[str, Any] = {"strategy": name}
     for column, label in (("success", "success_rate"), ("cost_usd", "cost_per_session_usd")):
-        values = by_session[column].dropna().to_numpy(dtype=float)
-        low, high = bootstrap_mean_ci(values)
+        known = by_session[column].dropna()
+        values = known.to_numpy(dtype=float)
+        ((low, high),) = clustered_mean_cis([known], task_clusters(frame))
         row[f"d_{label}"] = float(values.mean()) if len(values) else math.nan
         row[f"d_{label}_ci_low"] = low
         row[f"d_{label}_ci_high"] = high

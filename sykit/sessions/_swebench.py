@@ -4,19 +4,19 @@ Which tasks a strong model resolves that a weak one does not (and the reverse) i
 between them can win or lose; benchmark averages hide it. The shipped table
 (``datasets/agentic/swebench_pro_per_instance.csv``, see ``datasets/PROVENANCE.md``) holds one
 resolved/unresolved result per run and task for nine runs; :func:`swebench_pro` pairs two of them
-on the tasks both attempted.
+on the tasks both attempted, with :func:`~sykit.sessions.pair_tasks` as for any per-task table.
 """
 
 from __future__ import annotations
 
 import functools
 
-import numpy as np
 import pandas as pd
 
 from .._errors import ArgumentError, ArgumentTypeError
 from ..datasets._files import read_table
 from ._outcome import QUADRANTS
+from ._per_task import pair_tasks
 
 __all__ = [
     "DEFAULT_STRONG",
@@ -81,29 +81,20 @@ def swebench_pro(strong: str = DEFAULT_STRONG, weak: str = DEFAULT_WEAK) -> pd.D
     if strong == weak:
         raise ArgumentError(f"strong and weak are both {strong!r}; pair two different runs")
     table = _results()
-    strong_rows = table[table["run"] == strong].set_index("instance_id")
-    weak_rows = table[table["run"] == weak].set_index("instance_id")
-    common = strong_rows.index.intersection(weak_rows.index).sort_values()
-    s = strong_rows.loc[common, "resolved"].to_numpy() == 1
-    w = weak_rows.loc[common, "resolved"].to_numpy() == 1
-    quadrant = np.select([s & w, s & ~w, ~s & w], QUADRANTS[:3], default=QUADRANTS[3])
-    frame = pd.DataFrame(
-        {
-            "instance_id": common.to_numpy(dtype=object),
-            "strong_resolved": s,
-            "weak_resolved": w,
-            "quadrant": pd.Categorical(quadrant, categories=QUADRANTS),
-        }
+    pair = pair_tasks(
+        table, strong, weak, task="instance_id", model="run", resolved="resolved", missing="drop"
     )
-    frame.attrs.update(
-        strong=strong,
-        weak=weak,
-        strong_config=str(strong_rows["config"].iloc[0]),
-        weak_config=str(weak_rows["config"].iloc[0]),
-        strong_only_tasks=len(strong_rows) - len(common),
-        weak_only_tasks=len(weak_rows) - len(common),
-    )
-    return frame
+    configs = table.drop_duplicates("run").set_index("run")["config"]
+    # the attrs this table has always had, no more: a pair of single runs has no empty cells
+    pair.attrs = {
+        "strong": strong,
+        "weak": weak,
+        "strong_config": str(configs[strong]),
+        "weak_config": str(configs[weak]),
+        "strong_only_tasks": pair.attrs["strong_only_tasks"],
+        "weak_only_tasks": pair.attrs["weak_only_tasks"],
+    }
+    return pair
 
 
 def quadrant_counts(table: pd.DataFrame) -> dict[str, int]:

@@ -31,6 +31,16 @@ conversation whose context grows, so a restart starts a new one: 62 conversation
 calls; 22 per task when a task's restarts are counted together). The 12 restart pauses are harness
 time, not pauses between turns, and are counted in :attr:`AgentTrace.restarts`, not resampled.
 
+**Sub-agents.** ``subagents=k`` gives each session of at least ``2k + 1`` turns a family doing
+the same work: its turn 0 spawns ``k`` sub-agents that do the first half of its later turns
+(consecutive parts, in parallel), each in a fresh context (the system prompt and its delegated
+task: the size of the session's first prompt, plus its own part's growth); the parent then goes
+on with the rest, without the delegated turns' growth in its history, and with the sub-agents'
+answers (sykit adds their tokens at run time). Same draws, same tools, same pauses: only where
+the work runs changes, so ``subagents=0`` and ``subagents=k`` compare like for like. It models
+delegation as a split of the work, nothing more: no extra turns for briefing, re-exploring or
+checking a sub-agent's report.
+
 **Pauses include the next call's latency.** The trace's ``gap_s`` is the time from one call's log
 entry to the next: tool execution, the agent's own work and the next call's latency. sykit adds
 the simulated latency after ``Turn.gap_s``, so sessions run with these pauses are slower than the
@@ -44,7 +54,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -195,7 +205,12 @@ def _fit(calls: pd.DataFrame, source: str) -> AgentTrace:
 
 
 def synthetic_sessions(
-    n: int, *, seed: int = 0, trace: AgentTrace | None = None, id_prefix: str = "task"
+    n: int,
+    *,
+    seed: int = 0,
+    trace: AgentTrace | None = None,
+    id_prefix: str = "task",
+    subagents: int = 0,
 ) -> list[Session]:
     """``n`` coding-agent sessions drawn from ``trace`` (the OpenHands fit by default), the same
     ones for the same seed; session ``i`` has id ``f"{id_prefix}-{i}"``.
@@ -210,8 +225,14 @@ def synthetic_sessions(
     and an algorithm that reads it reads the future). ``metadata`` also names the tool whose
     result ends the prompt (``tool``, ``tool_kind``; None on the first turn) and ``tool_error``.
     ``Turn.gap_s`` is the drawn pause in seconds.
+
+    ``subagents=k`` (default 0: none) splits each session of at least ``2k + 1`` turns into a
+    parent and ``k`` sub-agents spawned by its turn 0 that do the first half of its later turns
+    in fresh contexts (ids ``f"{id}/sub{j}"``, listed after their parent); shorter sessions stay
+    whole. The draws are the same as with ``subagents=0``: the family does the same work.
     """
     n = check_int(n, "n", low=1, type_error=ArgumentError)
+    subagents = check_int(subagents, "subagents", low=0, type_error=ArgumentError)
     seed = check_int(seed, "seed")
     if not isinstance(id_prefix, str):
         raise ArgumentTypeError(f"id_prefix must be a str, got {type(id_prefix).__name__}")
@@ -219,48 +240,127 @@ def synthetic_sessions(
         trace = fit_openhands()
     elif not isinstance(trace, AgentTrace):
         raise ArgumentTypeError(f"trace must be an AgentTrace, got {type(trace).__name__}")
-    return [_session(trace, seed, i, f"{id_prefix}-{i}") for i in range(n)]
+    if not subagents:
+        return [_session(trace, seed, i, f"{id_prefix}-{i}") for i in range(n)]
+    return [
+        session
+        for i in range(n)
+        for session in _family(trace, seed, i, f"{id_prefix}-{i}", subagents)
+    ]
 
 
 def _pick(pool: tuple[Any, ...], u: float) -> Any:
     return pool[min(int(u * len(pool)), len(pool) - 1)]
 
 
-def _session(trace: AgentTrace, seed: int, index: int, sid: str) -> Session:
+@dataclass(frozen=True)
+class _Drawn:
+    """One drawn turn: its step, prompt size, pause, answer length, the tool result that ends
+    its prompt (None on the first turn) and its own assistant message (None on the last)."""
+
+    step: Step
+    tokens: int
+    gap_s: float
+    metadata: dict[str, Any]
+    result: dict[str, Any] | None
+    call: dict[str, Any] | None
+
+
+def _draw(trace: AgentTrace, seed: int, index: int) -> list[_Drawn]:
+    """The turns of session ``index``: every draw a session of this seed and index makes."""
     u = uniforms(seed, "agent-session", index)
     steps = _pick(trace.conversations, u[0])
     tokens = _pick(trace.first_prompt_tokens, u[1])
-    history: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": _task_text(sid)},
-    ]
-    turns = []
+    drawn = []
     for k, step in enumerate(steps):
         draws = uniforms(seed, "agent-turn", index, k)
         gap = 0.0
         before = steps[k - 1] if k else None
+        result = None
         if before is not None:
             moved = _pick(trace.transitions[before.kind, step.after_error], draws[0])
             tokens += moved.tokens
             gap = moved.gap_s
-            history.append(_result(before, step.after_error, k - 1, draws[2]))
+            result = _result(before, step.after_error, k - 1, draws[2])
         metadata = {
             "tool": before.tool if before else None,
             "tool_kind": before.kind if before else None,
             "tool_error": step.after_error,
             "completion_tokens": _pick(trace.completion_tokens[step.kind], draws[1]),
         }
-        request = Request(
-            list(history),
-            tools=TOOLS,
-            input_tokens=tokens,
-            max_output_tokens=trace.max_output_tokens,
-            metadata=metadata,
-        )
-        turns.append(Turn(request, gap_s=gap))
-        if k + 1 < len(steps):
-            history.append(_call(step, k, draws[3]))
+        call = _call(step, k, draws[3]) if k + 1 < len(steps) else None
+        drawn.append(_Drawn(step, tokens, gap, metadata, result, call))
+    return drawn
+
+
+def _turn(trace: AgentTrace, history: list[dict[str, Any]], tokens: int, turn: _Drawn) -> Turn:
+    request = Request(
+        list(history),
+        tools=TOOLS,
+        input_tokens=tokens,
+        max_output_tokens=trace.max_output_tokens,
+        metadata=dict(turn.metadata),
+    )
+    return Turn(request, gap_s=turn.gap_s)
+
+
+def _session(trace: AgentTrace, seed: int, index: int, sid: str) -> Session:
+    history = _opening(_task_text(sid))
+    turns = []
+    for turn in _draw(trace, seed, index):
+        if turn.result is not None:
+            history.append(turn.result)
+        turns.append(_turn(trace, history, turn.tokens, turn))
+        if turn.call is not None:
+            history.append(turn.call)
     return Session(turns, id=sid)
+
+
+def _opening(task: str) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task}]
+
+
+def _family(trace: AgentTrace, seed: int, index: int, sid: str, k: int) -> list[Session]:
+    """Session ``index`` as a parent and ``k`` sub-agents doing the first half of its later
+    turns (see the module's docstring); whole when it has fewer than ``2k + 1`` turns (each
+    sub-agent needs one of the delegated half, and the parent one after it)."""
+    drawn = _draw(trace, seed, index)
+    if len(drawn) < 2 * k + 1:
+        return [_session(trace, seed, index, sid)]
+    m = (len(drawn) - 1) // 2  # turns 1 … m are delegated
+    parts = [list(range(1 + m * j // k, 1 + m * (j + 1) // k)) for j in range(k)]
+    first = drawn[0].tokens
+    delegated = drawn[m].tokens - first  # the growth the delegated turns added
+    children = []
+    for j, part in enumerate(parts):
+        history = _opening(_delegated_text(sid, j, k))
+        turns = []
+        for position, t in enumerate(part):
+            turn = drawn[t]
+            if position:
+                assert turn.result is not None  # every turn after the first has one
+                history.append(turn.result)
+            tokens = first + turn.tokens - drawn[part[0]].tokens
+            turns.append(_turn(trace, history, tokens, turn))
+            if turn.call is not None:
+                history.append(turn.call)
+        children.append(Session(turns, id=f"{sid}/sub{j}", parent=sid, parent_turn=0))
+    history = _opening(_task_text(sid))
+    parent = [_turn(trace, history, first, drawn[0])]
+    history.append(_delegate_call(k))
+    for t in range(m + 1, len(drawn)):
+        turn = drawn[t]
+        if t == m + 1:  # the prompt ends with the sub-agents' reports, not the last delegated tool
+            history += [_delegate_result(j) for j in range(k)]
+            delegate = {"tool": "delegate", "tool_kind": "delegate", "tool_error": False}
+            turn = replace(turn, metadata={**turn.metadata, **delegate})
+        else:
+            assert turn.result is not None
+            history.append(turn.result)
+        parent.append(_turn(trace, history, turn.tokens - delegated, turn))
+        if turn.call is not None:
+            history.append(turn.call)
+    return [Session(parent, id=sid), *children]
 
 
 # -- the messages: short stand-ins in OpenHands' shapes ----------------------------------------
@@ -277,6 +377,33 @@ CONTINUE_PROMPT = (
 )
 _REPO = "/workspace/project"
 _MODULES = ("core.py", "utils.py", "models.py", "io.py", "validation.py", "formats.py")
+
+
+def _delegated_text(sid: str, j: int, k: int) -> str:
+    return (
+        f"You are sub-agent {j + 1} of {k} working on issue {sid} in {_REPO}. Explore part "
+        f"{j + 1} of the code the issue touches and report what you find."
+    )
+
+
+def _delegate_call(k: int) -> dict[str, Any]:
+    calls = [
+        {
+            "id": f"delegate_{j}",
+            "type": "function",
+            "function": {"name": "delegate", "arguments": json.dumps({"part": j + 1})},
+        }
+        for j in range(k)
+    ]
+    return {"role": "assistant", "content": "Let me delegate the exploration.", "tool_calls": calls}
+
+
+def _delegate_result(j: int) -> dict[str, Any]:
+    return {
+        "role": "tool",
+        "tool_call_id": f"delegate_{j}",
+        "content": f"Sub-agent {j + 1} finished and reported its findings.",
+    }
 
 
 def _task_text(sid: str) -> str:

@@ -21,6 +21,9 @@ Any other key of a line is kept in the request's metadata under its own name, an
 order within a session (files in the order given, a folder's ``*.jsonl`` files in name order).
 Blank lines are skipped. Bad input stops the load with one :class:`~sykit.ArgumentError` naming the
 file, the line and the session, rather than replaying a log that is not what was recorded.
+
+``format="mini-swe-agent"`` reads mini-swe-agent's ``*.traj.json`` trajectories instead, one
+session each, their text actions turned into structured tool calls (:mod:`._text_actions`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +41,7 @@ from .._checks import check_int, check_real
 from .._errors import ArgumentError, ArgumentTypeError
 from .._models import Request
 from ._plan import Session, Turn, _check_gap
+from ._text_actions import action_pattern, trajectory_calls
 
 __all__ = ["load_transcripts"]
 
@@ -47,6 +52,8 @@ _RESERVED = frozenset(
 )
 
 PathLike = str | os.PathLike[str]
+#: The formats ``load_transcripts`` reads, and the files it takes from a folder for each.
+FORMATS = {"jsonl": "*.jsonl", "mini-swe-agent": "**/*.traj.json"}
 
 
 @dataclass(frozen=True)
@@ -59,17 +66,41 @@ class _Call:
     end: float | None
 
 
-def load_transcripts(paths: PathLike | Sequence[PathLike], *, gap_s: Any = 0.0) -> list[Session]:
+def load_transcripts(
+    paths: PathLike | Sequence[PathLike],
+    *,
+    gap_s: Any = 0.0,
+    format: str = "jsonl",
+    action_regex: str | None = None,
+) -> list[Session]:
     """The sessions in JSONL transcripts: one path, a list of paths, or a folder (its
     ``*.jsonl`` files in name order); sessions in the order they first appear.
 
     ``gap_s`` is the pause before each later turn of a session whose calls carry no timestamps
-    (seconds, or a distribution such as ``sy.LogNormal(8.4, p95=16)``)."""
+    (seconds, or a distribution such as ``sy.LogNormal(8.4, p95=16)``).
+
+    ``format="mini-swe-agent"`` reads mini-swe-agent trajectories (``*.traj.json``; a folder's
+    in path order, subfolders included), one session each, named by ``instance_id`` or else the
+    file. Each action the agent wrote as a fenced bash block becomes a ``bash`` tool call with a
+    ``command`` argument, and the message answering it that call's ``tool`` result, so the stage
+    router reads them as it reads structured calls. An answer with no block, or several, runs
+    nothing in mini-swe-agent and gets no call here. ``action_regex`` (one group: the command)
+    overrides the regex the trajectory records, else ``r"```bash\\s*\\n(.*?)\\n```"``."""
     try:
         _check_gap(gap_s)
     except (ArgumentError, ArgumentTypeError) as exc:
         raise ArgumentError(str(exc)) from None
-    files = _files(paths)
+    if format not in FORMATS:
+        raise ArgumentError(f"format must be one of {list(FORMATS)}, got {format!r}")
+    if format == "mini-swe-agent":
+        pattern = None if action_regex is None else action_pattern(action_regex)
+        return _trajectories(_files(paths, FORMATS[format]), pattern, gap_s)
+    if action_regex is not None:
+        raise ArgumentError(
+            "action_regex applies to format='mini-swe-agent', whose actions are text; "
+            "JSONL transcripts carry structured tool calls"
+        )
+    files = _files(paths, FORMATS[format])
     sessions: dict[str | int, list[_Call]] = {}
     stems: dict[str, Path] = {}
     for path in files:
@@ -81,8 +112,24 @@ def load_transcripts(paths: PathLike | Sequence[PathLike], *, gap_s: Any = 0.0) 
     return [_session(sid, calls, gap_s) for sid, calls in sessions.items()]
 
 
-def _files(paths: Any) -> list[Path]:
-    """The transcript files named by ``paths``, each once."""
+def _trajectories(files: list[Path], pattern: re.Pattern[str] | None, gap_s: Any) -> list[Session]:
+    """One session per mini-swe-agent trajectory file."""
+    sessions: dict[str | int, list[_Call]] = {}
+    first: dict[str | int, Path] = {}
+    for path in files:
+        sid, calls = trajectory_calls(path, pattern)
+        if sid in first:
+            raise ArgumentError(
+                f"{path}: {first[sid]} also holds session {sid!r}; a trajectory is a whole "
+                "session, so give each file its own instance_id or name"
+            )
+        first[sid] = path
+        sessions[sid] = [_call(line, where, origin) for where, origin, line in calls]
+    return [_session(sid, calls, gap_s) for sid, calls in sessions.items()]
+
+
+def _files(paths: Any, pattern: str = "*.jsonl") -> list[Path]:
+    """The transcript files named by ``paths`` (a folder's matching ``pattern``), each once."""
     if isinstance(paths, str | os.PathLike):
         given = [paths]
     elif isinstance(paths, Sequence) and not isinstance(paths, bytes):
@@ -101,9 +148,11 @@ def _files(paths: Any) -> list[Path]:
             raise ArgumentTypeError(f"paths must hold paths, got {type(item).__name__}")
         path = Path(item)
         if path.is_dir():
-            found = sorted(path.glob("*.jsonl"), key=lambda p: p.name)
+            found = sorted(path.glob(pattern), key=lambda p: p.relative_to(path).parts)
             if not found:
-                raise ArgumentError(f"{path}: the folder holds no *.jsonl file")
+                raise ArgumentError(
+                    f"{path}: the folder holds no {pattern.removeprefix('**/')} file"
+                )
             files.extend(found)
         elif path.is_file():
             files.append(path)

@@ -1,0 +1,74 @@
+"""The modelled cost of sub-agents: synthetic families that do a session's work split between a
+parent and sub-agents, and the with/without cost ratio benchmarks/subagent_cost_ratio.py reports."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+import sykit as sy
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "subagent_cost_ratio.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("subagent_cost_ratio", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_family_does_the_same_turns_as_the_whole_session():
+    whole = sy.sessions.synthetic_sessions(6, seed=1)
+    split = sy.sessions.synthetic_sessions(6, seed=1, subagents=2)
+    for session in whole:
+        family = [s for s in split if s.id == session.id or s.parent == session.id]
+        assert sum(len(s.turns) for s in family) == len(session.turns)
+        if len(family) == 1:  # too short to split: unchanged
+            assert len(session.turns) < 5
+            continue
+        parent, *children = family
+        assert [c.id for c in children] == [f"{session.id}/sub0", f"{session.id}/sub1"]
+        assert {(c.parent, c.parent_turn) for c in children} == {(session.id, 0)}
+        tokens = [t.request.input_tokens for t in session.turns]
+        m = (len(tokens) - 1) // 2
+        assert parent.turns[0].request == session.turns[0].request
+        # the parent's later turns lack the delegated growth; the children start afresh
+        assert [t.request.input_tokens for t in parent.turns[1:]] == [
+            n - (tokens[m] - tokens[0]) for n in tokens[m + 1 :]
+        ]
+        assert {c.turns[0].request.input_tokens for c in children} == {tokens[0]}
+        assert parent.turns[1].request.metadata["tool"] == "delegate"
+        assert [t.gap_s for t in parent.turns[2:]] == [t.gap_s for t in session.turns[m + 2 :]]
+
+
+def test_subagents_must_be_a_count():
+    with pytest.raises(sy.ArgumentError, match="subagents"):
+        sy.sessions.synthetic_sessions(2, subagents=-1)
+
+
+def test_the_modelled_cost_ratio_is_the_family_tokens_over_the_whole_sessions():
+    """Without a cache and with 10-token answers at 1 USD per 1M prompt tokens and 2 per 1M
+    answer tokens, a task costs its prompts plus its answers: a family's prompts are its
+    sessions' own, plus each sub-agent's 10-token answer in every parent turn after the spawn."""
+    profile = sy.ModelProfile(price_in=1.0, price_out=2.0, output_tokens=10)
+    n, seed, k = 5, 2, 2
+    with_, without, ratio = _script().modelled_cost_ratio(profile, n=n, seed=seed, subagents=k)
+
+    def cost(sessions):
+        total = 0.0
+        for s in sessions:
+            children = [c for c in sessions if c.parent == s.id]
+            carried = 10 * len(children)
+            for t, turn in enumerate(s.turns):
+                total += turn.request.input_tokens + (carried if t > 0 else 0) + 2 * 10
+        return total / 1e6 / n
+
+    assert without == pytest.approx(cost(sy.sessions.synthetic_sessions(n, seed=seed)), rel=1e-12)
+    split = sy.sessions.synthetic_sessions(n, seed=seed, subagents=k)
+    assert with_ == pytest.approx(cost(split), rel=1e-12)
+    assert ratio == pytest.approx(with_ / without, rel=1e-12)
+    assert ratio < 1  # the same work in shorter contexts
