@@ -16,6 +16,7 @@ from . import sessions as sessions
 from . import strategies as strategies
 from . import testing as testing
 from . import widgets as widgets
+from ._capacity import Capacity as Capacity
 from ._classify import FallbackReason as FallbackReason
 from ._classify import classify as classify
 from ._classify import fallback_reason as fallback_reason
@@ -52,6 +53,8 @@ from ._errors import SimDeadlock as SimDeadlock
 from ._errors import SykitError as SykitError
 from ._errors import UnavailableError as UnavailableError
 from ._errors import UnknownModel as UnknownModel
+from ._fit_capacity import CapacityFit as CapacityFit
+from ._fit_capacity import fit_capacity as fit_capacity
 from ._grid import Grid as Grid
 from ._grid import grid as grid
 from ._health import AlgorithmError as AlgorithmError
@@ -93,6 +96,9 @@ from ._stream import ModelStream as ModelStream
 from ._sweep import Sweep as Sweep
 from ._sweep import sweep as sweep
 from ._truth import peek_truth as peek_truth
+from ._viz.load import offered_load as offered_load
+from ._viz.load import plot_load as plot_load
+from .datasets._traces import Trace as Trace
 from .sessions._plan import Session as Session
 from .sessions._plan import Turn as Turn
 
@@ -106,6 +112,8 @@ __all__ = [
     "ArgumentTypeError",
     "Boolean",
     "CapabilityError",
+    "Capacity",
+    "CapacityFit",
     "Choice",
     "Chunk",
     "Comparison",
@@ -153,6 +161,7 @@ __all__ = [
     "Started",
     "Sweep",
     "SykitError",
+    "Trace",
     "Turn",
     "UnavailableError",
     "UngradedWarning",
@@ -170,10 +179,13 @@ __all__ = [
     "fallback_reason",
     "first",
     "first_ok",
+    "fit_capacity",
     "grid",
     "hedge",
     "learn",
+    "offered_load",
     "peek_truth",
+    "plot_load",
     "profiles",
     "route_to",
     "run",

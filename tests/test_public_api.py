@@ -32,7 +32,9 @@ SUBMODULES = {
         "speculative", "stage_router", "stream_race", "subagent_router", "task_classifier",
         "threshold_router", "weighted_random",
     },
-    "datasets": {"SIZES", "Dataset", "from_frame", "load", "names", "synthetic"},
+    "datasets": {
+        "SIZES", "Dataset", "Trace", "azure_trace", "from_frame", "load", "names", "synthetic",
+    },
     "learn": {
         "DEFAULT_LAMBDAS", "CategoryPrior", "Column", "CostCrossFit", "CrossFit", "Embed",
         "Estimate", "Features", "Knn", "Logistic", "MatrixFactorization", "Router", "TfIdf",
@@ -46,6 +48,8 @@ SUBMODULES = {
         "grounded_sessions", "load_transcripts", "plot_session_cost_success",
         "plot_session_timeline", "quadrant_counts", "quadrant_of", "session_frame",
         "session_summary", "swebench_pro", "swebench_pro_runs", "synthetic_sessions",
+        "openhands_index", "openhands_index_configs", "pair_tasks", "quadrant_probabilities",
+        "taubench_airline", "task_frame",
     },
     "profiles": {
         "compare_quantiles", "describe", "fit", "fit_latency", "from_catalog", "measurements",
