@@ -224,6 +224,8 @@ def _fake_model(
     ]
     if profile.rate_limit is not None:
         unsupported.append(f"rate_limit={profile.rate_limit!r}")
+    if profile.capacity is not None:  # the fake server re-times streams; the SimHost does not
+        unsupported.append(f"capacity={profile.capacity!r}")
     if unsupported:
         raise ArgumentError(f"{what}: FakeProvider cannot reproduce {', '.join(unsupported)}")
     output_tokens = round(_constant(profile.output_tokens, f"{what}.output_tokens"))

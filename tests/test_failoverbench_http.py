@@ -141,6 +141,12 @@ def test_non_chat_and_error_faults_a_fake_provider_cannot_reproduce_are_named(fa
         _fake_model("primary", _primary_with(faults), 0.1, None)
 
 
+def test_a_capacity_the_fake_provider_would_time_differently_is_named():
+    profile = _primary_with(sy.Faults()).replace(capacity=sy.Capacity(slots=2))
+    with pytest.raises(sy.ArgumentError, match=r"cannot reproduce capacity=Capacity\(slots=2"):
+        _fake_model("primary", profile, 0.1, None)
+
+
 def test_a_persistent_error_fault_with_retry_after_runs_over_http_as_in_simulation():
     overloaded = sy.Faults(errors=[sy.ErrorFault(503, 1.0, retry_after_s=2.0)])
     host = SCENARIOS["S04"].host
