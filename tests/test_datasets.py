@@ -460,3 +460,21 @@ def test_from_frame_estimates_input_tokens_into_the_frame_and_keeps_prompts_as_s
     assert data.frame["input_tokens"].tolist() == [r.input_tokens for r in requests] == [12, 5]
     assert all(type(r.prompt) is str for r in requests)
     assert len(data.filter(lambda f: f["input_tokens"] > 5)) == 1
+
+
+def test_columns_named_like_the_roles_take_them_when_not_mapped():
+    frame = pd.DataFrame(
+        {
+            "prompt": ["a", "b"],
+            "input_tokens": [100, 200],
+            "id": ["q3", "q4"],
+            "images": [None, "https://example.com/cat.png"],
+        }
+    )
+    ds = sy.datasets.from_frame(frame, prompt="prompt")
+    assert ds.frame["id"].tolist() == ["q3", "q4"]
+    assert ds.frame["input_tokens"].tolist() == [100, 200]
+    assert [ds[i].images for i in range(2)] == [(), ("https://example.com/cat.png",)]
+    # a keyword still names another column, and then the same-named one is kept for analysis
+    other = sy.datasets.from_frame(frame.assign(n=[7, 8]), prompt="prompt", input_tokens="n")
+    assert other.frame["input_tokens"].tolist() == [7, 8]

@@ -500,6 +500,22 @@ def test_the_load_plot_draws_two_labelled_panels():
     fig.canvas.draw()
 
 
+def test_the_plot_accessors_draw_the_load_plot():
+    cmp = _queued_run(seeds=[0])
+    fig = cmp.plot.load(2.0, strategies=["b"])
+    latency_ax = fig.axes[1]
+    assert len(latency_ax.get_lines()) == 2  # p99 and p50 of the one strategy asked for
+    direct = sy.plot_load(cmp, 2.0, strategies=["b"]).axes[1].get_lines()
+    for mine, theirs in zip(latency_ax.get_lines(), direct, strict=True):
+        np.testing.assert_array_equal(mine.get_ydata(), theirs.get_ydata())
+        assert mine.get_color() == theirs.get_color()
+    res = cmp.results[0]
+    one = res.plot.load(2.0, log=True)
+    assert one.axes[1].get_yscale() == "log"
+    with pytest.raises(sy.ArgumentError, match="not in this comparison"):
+        cmp.plot.load(strategies=["z"])
+
+
 def test_the_load_plot_takes_two_axes_or_refuses():
     import matplotlib.pyplot as plt
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import ArgumentError
 from .cost_quality import plot_cost_quality
 from .latency_cdf import plot_latency_cdf
+from .load import plot_load
 from .outcomes import plot_outcomes
 from .style import chosen_strategies, strategy_colors
 from .timeline import plot_timeline
@@ -65,6 +66,13 @@ class ResultPlots:
             ax=ax,
             wasted=wasted,
         )
+
+    def load(
+        self, bin_s: float = 10.0, *, queue: bool = True, log: bool = False, ax: Any = None
+    ) -> Figure | SubFigure:
+        """Offered load per ``bin_s`` seconds above, latency p50/p99 of the requests arriving in
+        each bin below (:func:`sykit.plot_load`); returns the Figure."""
+        return plot_load(self._result, bin_s, queue=queue, log=log, ax=ax)
 
 
 class ComparisonPlots:
@@ -146,6 +154,27 @@ class ComparisonPlots:
             colors=self.colors,
             ax=ax,
             wasted=wasted,
+        )
+
+    def load(
+        self,
+        bin_s: float = 10.0,
+        *,
+        strategies: Sequence[str] | None = None,
+        queue: bool = True,
+        log: bool = False,
+        ax: Any = None,
+    ) -> Figure | SubFigure:
+        """Offered load per ``bin_s`` seconds above, each strategy's latency p50/p99 of the
+        requests arriving in each bin below (:func:`sykit.plot_load`); returns the Figure."""
+        return plot_load(
+            self._comparison,
+            bin_s,
+            strategies=self._subset(strategies),
+            colors=self.colors,
+            queue=queue,
+            log=log,
+            ax=ax,
         )
 
     def timeline(

@@ -48,7 +48,9 @@ def from_frame(
     their maximum); an empty cell means the answer is ungraded: its quality is NaN in the results,
     left out of quality means and counted (``n_ungraded``). Without ``quality`` the requests carry
     no ground truth. ``input_tokens`` is estimated from the prompt when not given, ``id`` defaults
-    to the row position, ``images`` names a column of image URLs (one URL or a list).
+    to the row position, ``images`` names a column of image URLs (one URL or a list). A column
+    named ``input_tokens``, ``id`` or ``images`` takes that role when the keyword is not given
+    (the dataset makes columns of those names, so it could not be kept for analysis).
 
     ``metadata`` lists the columns the *algorithm* may read (``request.metadata``); none by default,
     and never a column used for quality or output tokens. Every other column still reaches
@@ -64,6 +66,13 @@ def from_frame(
     if not isinstance(name, str) or not name:
         raise ArgumentTypeError(f"name must be a non-empty string, got {name!r}")
     columns = list(frame.columns)
+    # a column named like a role the dataset makes is that role, unless another column is named
+    if input_tokens is None and "input_tokens" in columns:
+        input_tokens = "input_tokens"
+    if id is None and "id" in columns:
+        id = "id"
+    if images is None and "images" in columns:
+        images = "images"
 
     def need(column: object, role: str) -> str:
         if not isinstance(column, str):
@@ -84,7 +93,7 @@ def from_frame(
         rows = list(np.flatnonzero(missing_prompt.to_numpy())[:5])
         raise ArgumentError(
             f"from_frame: prompt column {prompt!r} is empty in {int(missing_prompt.sum())} row(s), "
-            f"first at positions {rows}"
+            f"first at positions {[int(r) for r in rows]}"
         )
     if not all(isinstance(p, str) for p in prompts.tolist()):
         raise ArgumentError(
@@ -231,9 +240,14 @@ def _token_counts(series: pd.Series, role: str) -> pd.Series:
     if bad.any():
         raise ArgumentError(
             f"from_frame: {role} column {series.name!r} must hold whole numbers ≥ 0, "
-            f"got {series[bad].iloc[0]!r}"
+            f"got {_plain(series[bad].iloc[0])!r}"
         )
     return numeric.astype("Int64")
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar as the Python value it holds, so errors quote ``-5``, not ``np.int64(-5)``."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _image_list(value: Any, column: str) -> tuple[str, ...]:
