@@ -18,7 +18,7 @@ import numbers
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -191,19 +191,26 @@ def bootstrap_mean_cis(
     return out
 
 
-def _resampled_means(table: np.ndarray, resamples: int) -> np.ndarray:
-    """The mean of each column of ``table`` (n units × k samples) over ``resamples`` bootstrap
-    resamples of its rows, the same resamples for every column."""
-    n = table.shape[0]
+def resample_counts(n: int, resamples: int) -> Iterator[tuple[int, int, np.ndarray]]:
+    """Bootstrap resamples of ``n`` units as count matrices, with sykit's bootstrap seed: blocks
+    ``(start, stop, counts)``, ``counts[r, i]`` how often resample ``start + r`` drew unit ``i``
+    (blocks bound the memory). Any statistic linear in the units is then a matrix product."""
     rng = np.random.default_rng(BOOTSTRAP_SEED)
-    means = np.empty((resamples, table.shape[1]))
-    chunk = max(1, 2_000_000 // n)  # bound memory: resample in blocks
+    chunk = max(1, 2_000_000 // n)
     for start in range(0, resamples, chunk):
         stop = min(resamples, start + chunk)
         picks = rng.integers(0, n, size=(stop - start, n))
         picks += np.arange(stop - start)[:, None] * n
         counts = np.bincount(picks.ravel(), minlength=(stop - start) * n)
-        counts = counts.reshape(stop - start, n).astype(float)
+        yield start, stop, counts.reshape(stop - start, n).astype(float)
+
+
+def _resampled_means(table: np.ndarray, resamples: int) -> np.ndarray:
+    """The mean of each column of ``table`` (n units × k samples) over ``resamples`` bootstrap
+    resamples of its rows, the same resamples for every column."""
+    n = table.shape[0]
+    means = np.empty((resamples, table.shape[1]))
+    for start, stop, counts in resample_counts(n, resamples):
         for j in range(table.shape[1]):  # column by column: the same sums however many
             means[start:stop, j] = counts @ np.ascontiguousarray(table[:, j]) / n
     return means

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .._metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean_ci
+from .._metrics import BOOTSTRAP_RESAMPLES, bootstrap_mean_ci, resample_counts
 
 __all__ = ["clustered_mean_cis", "task_clusters"]
 
@@ -71,15 +71,8 @@ def _cluster_bootstrap(sums: np.ndarray, sizes: np.ndarray, level: float) -> tup
     n = len(sums)
     if n < 2:
         return (math.nan, math.nan)
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
     means = np.empty(BOOTSTRAP_RESAMPLES)
-    chunk = max(1, 2_000_000 // n)  # bound memory: resample in blocks
-    for start in range(0, BOOTSTRAP_RESAMPLES, chunk):
-        stop = min(BOOTSTRAP_RESAMPLES, start + chunk)
-        picks = rng.integers(0, n, size=(stop - start, n))
-        picks += np.arange(stop - start)[:, None] * n
-        counts = np.bincount(picks.ravel(), minlength=(stop - start) * n)
-        counts = counts.reshape(stop - start, n).astype(float)
+    for start, stop, counts in resample_counts(n, BOOTSTRAP_RESAMPLES):
         means[start:stop] = (counts @ sums) / (counts @ sizes)
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
