@@ -23,9 +23,11 @@ import math
 import numbers
 from typing import Any, TypeGuard, cast
 
+import numpy as np
+
 from ._errors import ArgumentError, ArgumentTypeError, SykitError
 
-__all__ = ["check_int", "check_probability", "check_real", "is_count"]
+__all__ = ["check_int", "check_probability", "check_real", "is_count", "plain"]
 
 
 #: How an ``expected=`` text that is a range, not a kind of its own, begins.
@@ -146,3 +148,9 @@ def is_count(value: object) -> TypeGuard[int]:
     """Whether ``value`` is an int ≥ 0 (not a bool): the test for a count read from data, such as
     a provider's token counts, where a bad value is replaced rather than refused."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def plain(value: Any) -> Any:
+    """A NumPy scalar as the Python value it holds, for messages: they quote ``-1``, not
+    ``np.int64(-1)``."""
+    return value.item() if isinstance(value, np.generic) else value

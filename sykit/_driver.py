@@ -9,9 +9,6 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Sequence
 from typing import Any
-from weakref import WeakKeyDictionary
-
-import numpy as np
 
 from ._checks import check_int, check_real
 from ._classify import fallback_reason
@@ -23,7 +20,6 @@ from ._recorder import (
     ROUTING,
     RequestClosed,
     RequestState,
-    RunState,
     closed_error,
     log_skip,
 )
@@ -192,7 +188,7 @@ class Driver:
             raise ArgumentTypeError(f"model must be one model name (str), got {model!r:.60}")
         run = state.run
         name = run.check_models(model, "in_flight(model=...)")[0]
-        return _in_flight(run, run.model_codes[name], run.clock())
+        return run.log.in_flight(run.model_codes[name], run.clock())
 
     def evidence(self, **values: Any) -> None:
         """Attach evidence to this request's outcome; it appears as ``evidence_<key>`` columns."""
@@ -261,34 +257,6 @@ class Driver:
         )
         if error is not None:
             error._sykit_row = row
-
-
-_FLOATS = len(AttemptLog.FLOAT_FIELDS)
-_INTS = len(AttemptLog.INT_FIELDS)
-#: Per run, the first attempt (run-wide index) that had not ended at the last count: every one
-#: before it ended before then, so later counts, at later instants, need not look at them.
-_OPEN_FROM: WeakKeyDictionary[RunState, int] = WeakKeyDictionary()
-
-
-def _in_flight(run: RunState, model: int, now: float) -> int:
-    """Attempts at ``model`` (its code) with ``start < now <= end`` (an unended one's end is NaN).
-    Attempts already handed over (a spilling run's) belong to finished requests: not counted."""
-    log = run.log
-    held = log.held()
-    first = max(_OPEN_FROM.get(run, 0) - log.base, 0)
-    if first >= held:
-        return 0
-    # views of the log's arrays, dropped before returning (the arrays cannot grow while viewed)
-    floats = np.frombuffer(log.f, dtype=np.float64).reshape(held, _FLOATS)[first:]
-    ints = np.frombuffer(log.i, dtype=np.int32).reshape(held, _INTS)[first:]
-    still_open = ~(floats[:, AttemptLog.END] < now)
-    _OPEN_FROM[run] = (
-        log.base + first + (int(still_open.argmax()) if still_open.any() else held - first)
-    )
-    still_open &= ints[:, AttemptLog.MODEL] == model
-    still_open &= floats[:, AttemptLog.START] < now
-    del floats, ints
-    return int(np.count_nonzero(still_open))
 
 
 def _check_max_retries(max_retries: object) -> None:

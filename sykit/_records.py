@@ -171,7 +171,7 @@ class AttemptLog:
     ``extend`` calls record a new attempt, about 90 bytes of live memory in all.
     """
 
-    __slots__ = ("base", "f", "h", "i", "kinds", "messages", "models", "service")
+    __slots__ = ("base", "f", "h", "i", "kinds", "messages", "models", "open_from", "service")
 
     # float fields
     START, END, TTFT, COST, QUALITY = range(5)
@@ -224,6 +224,9 @@ class AttemptLog:
         # when each attempt at a model with a capacity started service, by run-wide index (None:
         # no model of the run declares one, and the frames have no queue_s)
         self.service: dict[int, float] | None = None
+        # the first attempt (run-wide index) not yet ended at the last in_flight count: every
+        # one before it had ended by then, so later counts, at later instants, skip them
+        self.open_from = 0
 
     def record_queues(self) -> None:
         """Keep each attempt's service start (:meth:`set_service_start`): the frame gets
@@ -408,6 +411,25 @@ class AttemptLog:
             return
         self.h[index * 11 + 5] = self.kinds.code(kind)
         self.i[index * _I + 4] = self.messages.code(message)
+
+    def in_flight(self, model: int, now: float) -> int:
+        """Attempts at ``model`` (its code) with ``start < now <= end`` (an unended one's end is
+        NaN). Attempts already handed over (a spilling run's) belong to finished requests: not
+        counted. Counts are asked at instants that never go back (the run's clock)."""
+        held = self.held()
+        first = max(self.open_from - self.base, 0)
+        if first >= held:
+            return 0
+        # views of the arrays, dropped before returning (the arrays cannot grow while viewed)
+        floats = np.frombuffer(self.f, dtype=np.float64).reshape(held, 5)[first:]
+        ints = np.frombuffer(self.i, dtype=np.int32).reshape(held, _I)[first:]
+        still_open = ~(floats[:, self.END] < now)
+        ended = int(still_open.argmax()) if still_open.any() else held - first
+        self.open_from = self.base + first + ended
+        still_open &= ints[:, self.MODEL] == model
+        still_open &= floats[:, self.START] < now
+        del floats, ints
+        return int(np.count_nonzero(still_open))
 
     # -- handing attempts over (a spilling run) ---------------------------------------------------
     def held_requests(self) -> np.ndarray:

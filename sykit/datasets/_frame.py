@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._checks import plain
 from .._errors import ArgumentError, ArgumentTypeError
 from .._models import Request
 from ._dataset import OUTPUT_PREFIX, QUALITY_PREFIX, Dataset
@@ -240,14 +241,9 @@ def _token_counts(series: pd.Series, role: str) -> pd.Series:
     if bad.any():
         raise ArgumentError(
             f"from_frame: {role} column {series.name!r} must hold whole numbers ≥ 0, "
-            f"got {_plain(series[bad].iloc[0])!r}"
+            f"got {plain(series[bad].iloc[0])!r}"
         )
     return numeric.astype("Int64")
-
-
-def _plain(value: Any) -> Any:
-    """A NumPy scalar as the Python value it holds, so errors quote ``-5``, not ``np.int64(-5)``."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _image_list(value: Any, column: str) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from .._checks import check_int, check_real
+from .._checks import check_int, check_real, plain
 from .._errors import ArgumentError, ArgumentTypeError
 from .._models import TOKEN_LIMIT, GroundTruth, Request
 from ._files import read_table
@@ -455,7 +455,7 @@ def _seconds(series: pd.Series, column: str) -> tuple[np.ndarray, pd.Timestamp |
             first = int(np.flatnonzero(numeric.isna().to_numpy())[0])
             raise ArgumentError(
                 f"Trace.from_frame: time column {column!r} must hold timestamps or seconds "
-                f"(numbers); row {first} has {_plain(series.iloc[first])!r}, which is neither"
+                f"(numbers); row {first} has {plain(series.iloc[first])!r}, which is neither"
             )
     if kind in "iuf":
         seconds = series.to_numpy(dtype=float)
@@ -492,7 +492,7 @@ def _parse_timestamps(series: pd.Series, column: str) -> pd.Series:
         first = int(np.flatnonzero(parsed.isna().to_numpy())[0])
         raise ArgumentError(
             f"Trace.from_frame: time column {column!r} must hold timestamps or seconds "
-            f"(numbers); row {first} has {_plain(values[first])!r}, which is neither"
+            f"(numbers); row {first} has {plain(values[first])!r}, which is neither"
         )
     return parsed
 
@@ -504,7 +504,7 @@ def _column_counts(series: pd.Series, role: str) -> np.ndarray:
         first = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
         raise ArgumentError(
             f"Trace.from_frame: {role} column {series.name!r} must hold whole numbers ≥ 0 in "
-            f"every row; row {first} has {_plain(series.iloc[first])!r}"
+            f"every row; row {first} has {plain(series.iloc[first])!r}"
         )
     return numeric.to_numpy(dtype=np.int64)
 
@@ -542,8 +542,3 @@ def azure_trace(service: str) -> Trace:
             f"{', '.join(map(repr, AZURE_SERVICES))}"
         )
     return _azure(service)
-
-
-def _plain(value: Any) -> Any:
-    """A NumPy scalar as the Python value it holds, so errors quote ``-1``, not ``np.int64(-1)``."""
-    return value.item() if isinstance(value, np.generic) else value

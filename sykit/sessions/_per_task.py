@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._checks import plain
 from .._errors import ArgumentError, ArgumentTypeError
 from .._metrics import _stacklevel_outside_package
 from ._outcome import QUADRANTS
@@ -218,19 +219,19 @@ def _side(
         first = twice.iloc[0]
         if trial is None:
             raise ArgumentError(
-                f"model {name!r} has task {_plain(first[task])!r} in {int((ids == first[task]).sum())} "
+                f"model {name!r} has task {plain(first[task])!r} in {int((ids == first[task]).sum())} "
                 "rows; give one row per (task, model), or name the column numbering repeated "
                 "attempts with trial=..."
             )
         raise ArgumentError(
-            f"model {name!r} has task {_plain(first[task])!r} trial {_plain(first[trial])!r} more "
+            f"model {name!r} has task {plain(first[task])!r} trial {plain(first[trial])!r} more "
             "than once"
         )
     done, unknown = _resolved(rows[resolved], resolved, name, task, ids)
     if unknown.any() and empty == "error":
         at = int(rows.index[unknown][0])
         raise ArgumentError(
-            f"results row {at} ({name!r}, task {_plain(ids.loc[at])!r}): {resolved!r} is empty in "
+            f"results row {at} ({name!r}, task {plain(ids.loc[at])!r}): {resolved!r} is empty in "
             f"{int(unknown.sum())} row(s) of {name!r}; pass empty='unresolved' (a failed "
             "attempt) or empty='missing' (no result) to say what it means"
         )
@@ -270,8 +271,8 @@ def _resolved(
             done[i] = float(value)
         else:
             raise ArgumentError(
-                f"results row {at} ({name!r}, task {_plain(ids.loc[at])!r}): {column!r} is "
-                f"{_plain(value)!r}; "
+                f"results row {at} ({name!r}, task {plain(ids.loc[at])!r}): {column!r} is "
+                f"{plain(value)!r}; "
                 "it must be True/False or 1/0 (a score? threshold it into resolved or not)"
             )
     return done, unknown
@@ -286,15 +287,10 @@ def _costs(rows: pd.DataFrame, cost: str | None, name: str) -> np.ndarray:
     if bad.any():
         at = int(rows.index[bad.to_numpy()][0])
         raise ArgumentError(
-            f"results row {at} ({name!r}): cost {_plain(rows.loc[at, cost])!r} is not a USD "
+            f"results row {at} ({name!r}): cost {plain(rows.loc[at, cost])!r} is not a USD "
             "amount ≥ 0"
         )
     return values.to_numpy(dtype=float)
-
-
-def _plain(value: Any) -> Any:
-    """A cell as Python shows it (``-1.0``, not ``np.float64(-1.0)``), for messages."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _sorted(ids: pd.Index) -> pd.Index:
