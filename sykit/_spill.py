@@ -229,12 +229,8 @@ class SpillingRequestLog(RequestLog):
 
     def add(self, index: int, *args: Any) -> None:
         super().add(index, *args)
-        writer = self.writer
-        writer.done[index] = 1
-        if self.log.held() >= writer.next_check:
-            writer.flush_attempts(final=False)
-        if len(self.index) >= writer.chunk_rows:
-            writer.flush_requests(self)
+        self.writer.done[index] = 1
+        self._flush_if_due()
 
     def extend(
         self, columns: Mapping[str, np.ndarray], extras: Mapping[int, dict[str, Any]]
@@ -242,8 +238,14 @@ class SpillingRequestLog(RequestLog):
         """Rows added at once (the bulk engine's block of finished requests): the same chunks
         as :meth:`add` would write, checked once for the block."""
         super().extend(columns, extras)
+        done = np.frombuffer(self.writer.done, dtype=np.uint8)
+        done[np.asarray(columns["index"], np.int64)] = 1
+        self._flush_if_due()
+
+    def _flush_if_due(self) -> None:
+        """Write the attempts before the watermark, and the finished requests' rows, when
+        enough of either are held."""
         writer = self.writer
-        np.frombuffer(writer.done, dtype=np.uint8)[np.asarray(columns["index"], np.int64)] = 1
         if self.log.held() >= writer.next_check:
             writer.flush_attempts(final=False)
         if len(self.index) >= writer.chunk_rows:

@@ -4,8 +4,9 @@ in time, write the records as the event engines would.
 It takes a run when each request's course depends on nothing but the request: a fixed chain or a
 static router, on a simulated host with no state shared between requests (no rate-limit buckets,
 scripted outages, fail-first counters or prompt caches, and no cooldown that a later request could
-see), without sessions. A spilling run's request log writes its chunks a block at a time. :meth:`BulkRun.evaluate` says why not otherwise
-(:class:`~sykit._engines.NeedsEvents`), and the run goes to the event engines.
+see), without sessions; :meth:`BulkRun.evaluate` says why not otherwise
+(:class:`~sykit._engines.NeedsEvents`), and the run goes to the event engines. A spilling run's
+request log writes its chunks a block of requests at a time.
 """
 
 from __future__ import annotations
