@@ -175,9 +175,10 @@ def _pairs(pairs: int, mine, theirs) -> tuple[float, float, list[float]]:
     )
 
 
-def live_bytes_per_attempt(n: int) -> float:
+def live_bytes_per_attempt(n: int) -> tuple[float, float]:
     """Memory held by a run's records and state when the simulation ends (before the frames are
-    built), per attempt: traced with tracemalloc, less what existed before the run."""
+    built), per attempt: traced with tracemalloc, less what existed before the run; and the part
+    of it the attempt log's arrays hold."""
     from sykit import _plan
 
     host, requests = _host(), _requests(n)
@@ -186,6 +187,10 @@ def live_bytes_per_attempt(n: int) -> float:
 
     def measured(self, runner, started):  # type: ignore[no-untyped-def]
         held["bytes"] = tracemalloc.get_traced_memory()[0]
+        log = runner.run.log
+        arrays = [log.f, log.i, log.h, log.b] + ([log.cache] if log.cache is not None else [])
+        held["log"] = sum(a.itemsize * len(a) for a in arrays)
+        held["attempts"] = log.held()
         return build(self, runner, started)
 
     gc.collect()
@@ -199,7 +204,9 @@ def live_bytes_per_attempt(n: int) -> float:
     finally:
         _plan.Plan._result = build  # type: ignore[method-assign]
         tracemalloc.stop()
-    return (held["bytes"] - before) / len(result.attempts)
+    n_attempts = len(result.attempts)
+    assert held["attempts"] == n_attempts
+    return (held["bytes"] - before) / n_attempts, held["log"] / n_attempts
 
 
 def measure(n: int, pairs: int) -> dict:
@@ -214,6 +221,7 @@ def measure(n: int, pairs: int) -> dict:
     general_s = statistics.median(chain_workload(n, fast=False) for _ in range(max(1, pairs // 2)))
     _, result = sykit_workload(n)
     attempts = result.attempts
+    live, log_bytes = live_bytes_per_attempt(min(n, 10_000))
     return {
         "python": platform.python_version(),
         "requests": n,
@@ -231,7 +239,8 @@ def measure(n: int, pairs: int) -> dict:
         "attempt_rows": len(attempts),
         "cancelled": int((attempts["status"] == "cancelled").sum()),
         "bytes_per_row": float(attempts.memory_usage(deep=True, index=False).sum() / len(attempts)),
-        "live_bytes_per_attempt": live_bytes_per_attempt(min(n, 10_000)),
+        "live_bytes_per_attempt": live,
+        "log_bytes_per_attempt": log_bytes,
         "makespan_s": float(result.requests["end_s"].max()),
     }
 
@@ -254,7 +263,8 @@ def report(m: dict) -> None:
     print(
         f"  records: {m['attempt_rows']:,} attempt rows ({m['cancelled']:,} cancelled) on the "
         f"{m['engine']} engine; {m['bytes_per_row']:.0f} bytes per attempt row in the frame; "
-        f"{m['live_bytes_per_attempt']:.0f} live bytes per attempt during the run"
+        f"{m['live_bytes_per_attempt']:.0f} live bytes per attempt during the run, of which the "
+        f"attempt log's arrays hold {m['log_bytes_per_attempt']:.0f}"
     )
 
 

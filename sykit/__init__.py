@@ -49,6 +49,7 @@ from ._errors import NoTargets as NoTargets
 from ._errors import PolicyError as PolicyError
 from ._errors import RateLimitError as RateLimitError
 from ._errors import RealIOError as RealIOError
+from ._errors import RecordLimit as RecordLimit
 from ._errors import SimDeadlock as SimDeadlock
 from ._errors import SykitError as SykitError
 from ._errors import UnavailableError as UnavailableError
@@ -150,6 +151,7 @@ __all__ = [
     "RateLimit",
     "RateLimitError",
     "RealIOError",
+    "RecordLimit",
     "Request",
     "RequestClosed",
     "Response",

@@ -23,7 +23,7 @@ from ._recorder import (
     closed_error,
     log_skip,
 )
-from ._records import REASON_CODE, STATUS_CODE, AttemptLog
+from ._records import REASON_CODE, STATUS_CODE
 from ._stream import ModelStream
 from ._vocab import Status
 
@@ -210,7 +210,7 @@ class Driver:
             raise ArgumentTypeError(f"error must be an exception, got {type(error).__name__}")
         log = state.run.log
         row = getattr(error, "_sykit_row", None)
-        if row is None or log.get_i(row, AttemptLog.REQUEST) != state.index:
+        if row is None or log.request_of(row) != state.index:
             raise ArgumentError(
                 f"record_fallback: {type(error).__name__} {str(error)!r:.80} was not raised by a "
                 f"call of request {state.request_id!r}; pass the error a call of this request "
@@ -218,8 +218,8 @@ class Driver:
                 "(record_skip(..., error=...))"
             )
         reason = fallback_reason(error)
-        if reason is not None and log.get_h(row, AttemptLog.STATUS) == _ERROR_CODE:
-            log.set_h(row, AttemptLog.FALLBACK, REASON_CODE[reason])
+        if reason is not None and log.status_of(row) == _ERROR_CODE:
+            log.set_fallback(row, REASON_CODE[reason])
         state.n_fallbacks += 1
 
     def record_skip(

@@ -45,6 +45,7 @@ __all__ = [
     "PolicyError",
     "RateLimitError",
     "RealIOError",
+    "RecordLimit",
     "SimDeadlock",
     "SykitError",
     "UnavailableError",
@@ -213,3 +214,8 @@ class SimDeadlock(SykitError, RuntimeError):
 
 class RealIOError(SykitError, RuntimeError):
     """Real network I/O was attempted on the virtual-time loop, where it cannot work."""
+
+
+class RecordLimit(SykitError, RuntimeError):
+    """A run went past what its records can number: more than 32,767 calls or races in one
+    request, or models in one run (the records store them as 16-bit codes)."""

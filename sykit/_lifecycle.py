@@ -28,7 +28,6 @@ from ._errors import ArgumentTypeError, ModelError, NoTargets, SimDeadlock, Unkn
 from ._health import await_hint
 from ._models import GroundTruth, Outcome, Request, Response
 from ._recorder import MODEL, RESERVED, RequestState, RunState
-from ._records import AttemptLog
 from ._truth import TruthTable
 from ._vocab import CancelCause, ErrorKind
 from .sessions._plan import SessionPlan, with_input_tokens
@@ -587,22 +586,21 @@ class StrategyRun:
                 row = None
         if ok and row is not None:
             served = row
-            log.set_h(row, AttemptLog.SERVED, 1)
+            log.set_served(row)
         ttft = math.nan
         quality = math.nan
         served_cost = 0.0
         served_model = None
         if served >= 0:
-            served_ttft = log.get_f(served, AttemptLog.TTFT)
+            served_ttft = log.ttft_of(served)
             if not math.isnan(served_ttft):
-                ttft = log.get_f(served, AttemptLog.START) + served_ttft - state.start_s
-            quality = log.get_f(served, AttemptLog.QUALITY)
-            served_cost = log.get_f(served, AttemptLog.COST)
+                ttft = log.start_of(served) + served_ttft - state.start_s
+            served_cost = log.cost_of(served)
             served_model = log.model_of(served)
         elif ok and response is not None:
             served_model = response.model
         graded = None  # the model whose answer the truth grades
-        if served >= 0 and log.get_h(served, AttemptLog.KIND) == MODEL:
+        if served >= 0 and log.kind_of(served) == MODEL:
             graded = served_model
         extra = row_extra(run, state.index, state.request.metadata, state.evidence, graded)
         state.succeeded = ok

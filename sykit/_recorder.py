@@ -48,6 +48,7 @@ from ._errors import (
     ArgumentTypeError,
     ModelError,
     NoTargets,
+    RecordLimit,
     SykitError,
     UnknownModel,
 )
@@ -64,6 +65,7 @@ from ._models import (
 from ._records import (
     CAUSE_CODE,
     KIND_CODE,
+    PER_REQUEST_LIMIT,
     PHASE_CODE,
     REASON_CODE,
     REQUEST_COLUMNS,
@@ -358,18 +360,18 @@ def serve_steps(
             if retryable and policy.cooldown_s > 0:
                 run.cooling_until[model] = now + policy.cooldown_s
             if retryable and retry < retry_limit:
-                log.set_h(row, AttemptLog.RETRIED, 1)
+                log.set_retried(row, True)
                 state.n_retries += 1
                 try:
                     yield (SLEEP, policy.backoff_s(retry, getattr(error, "retry_after_s", None)))
                 except asyncio.CancelledError:
                     # Cancelled while waiting to retry: no retry followed. The failed attempt
                     # says so (its cancel_cause) instead of claiming a retry.
-                    log.set_h(row, AttemptLog.RETRIED, 0)
+                    log.set_retried(row, False)
                     state.n_retries -= 1
                     cause = run.engine.current_cause()
                     code = _CANCELLED_CODE if cause is None else CAUSE_CODE[cause]
-                    log.set_h(row, AttemptLog.CAUSE, code)
+                    log.set_cause(row, code)
                     raise
                 retry += 1
                 continue
@@ -381,7 +383,7 @@ def serve_steps(
         if not policy.allows_fallback(reason):
             raise error
         if reason is not None:
-            log.set_h(row, AttemptLog.FALLBACK, REASON_CODE[reason])
+            log.set_fallback(row, REASON_CODE[reason])
             state.n_fallbacks += 1
     assert error is not None  # the last candidate is never skipped, so it ran and failed
     raise error
@@ -472,10 +474,10 @@ def succeed(
 ) -> Response | DecisionResponse:
     log = run.log
     usage = reply.usage
-    call = log.get_i(row, AttemptLog.CALL)
+    call = log.call_of(row)
     state.ok_rows[call] = row
-    # the grade goes to the records only: the algorithm gets no quality
-    log.ok(row, now, reply.ttft_s, reply.quality, reply.status or 200)
+    # the grade is read from the truth when the records are: the algorithm never sees one
+    log.ok(row, now, reply.ttft_s, reply.status or 200)
     bill(
         run,
         state,
@@ -491,7 +493,7 @@ def succeed(
         run.cooling_until.pop(model, None)
     if kind == DECISION:
         return DecisionResponse(reply.answers or {}, model, usage, call)
-    latency = now - log.get_f(row, AttemptLog.START)
+    latency = now - log.start_of(row)
     return make_response(model, reply.text, usage, reply.ttft_s, latency, call)
 
 
@@ -602,13 +604,24 @@ class RequestState:
 
     def next_race_id(self) -> int:
         race = self._races
+        if race >= PER_REQUEST_LIMIT:
+            raise self._past_limit("races")
         self._races = race + 1
         return race
 
     def next_call(self) -> int:
         call = self._calls
+        if call >= PER_REQUEST_LIMIT:
+            raise self._past_limit("calls")
         self._calls = call + 1
         return call
+
+    def _past_limit(self, what: str) -> RecordLimit:
+        return RecordLimit(
+            f"request {self.request_id!r} made more than {PER_REQUEST_LIMIT:,} {what}: the "
+            f"records number a request's {what} with 16-bit codes; split the work over requests "
+            "(a session's turns, say)"
+        )
 
     def abort(self, error: BaseException) -> None:
         """Fail the whole request with ``error``: stop the algorithm wherever it is waiting, and
@@ -648,32 +661,21 @@ NoteTruth = Callable[
 
 
 class GradedAttemptLog(AttemptLog):
-    """The attempt log of a run: while the run goes, its ``quality`` field stays NaN; ``grade``
-    (a closure over the run's truth, set by :meth:`RunState.open` on a simulated host) writes the
-    grades of the answers in when attempts are handed over (a spilling run, only attempts of
-    finished requests) or read as raw columns (the frame, at the end)."""
+    """The attempt log of a run: the answers' grades are not held while the run goes; ``grade``
+    (a closure over the run's truth, set by :meth:`RunState.open` on a simulated host) reads them
+    when attempts are handed over (a spilling run, only attempts of finished requests) or read as
+    raw columns (the frame, at the end)."""
 
-    __slots__ = ("grade", "graded")
+    __slots__ = ("grade",)
 
     def __init__(self, models: Sequence[str]) -> None:
         super().__init__(models)
-        self.grade: Callable[[AttemptLog, int, int], None] | None = None
-        self.graded = 0  # the first ``graded`` attempts held have their grades
+        self.grade: Callable[[AttemptLog, Mapping[str, np.ndarray]], np.ndarray] | None = None
 
-    def _grade_held(self, n: int) -> None:
-        if self.grade is not None and n > self.graded:
-            self.grade(self, self.graded, n)
-            self.graded = n
-
-    def hand_over(self, n: int) -> dict[str, np.ndarray]:
-        self._grade_held(n)
-        columns = super().hand_over(n)
-        self.graded -= min(self.graded, n)
-        return columns
-
-    def raw(self) -> dict[str, np.ndarray]:
-        self._grade_held(self.held())
-        return super().raw()
+    def grades(self, columns: Mapping[str, np.ndarray]) -> np.ndarray:
+        if self.grade is None:
+            return super().grades(columns)
+        return self.grade(self, columns)
 
 
 class _Sealed(_RequestLogBase):
@@ -715,30 +717,23 @@ class SealedSpillingRequestLog(_Sealed, SpillingRequestLog):
         self.fill = None
 
 
-def _attempt_grader(table: TruthTable) -> Callable[[AttemptLog, int, int], None]:
-    """Writes the grades of the answered model attempts among the held attempts [start, stop) of a
-    log, from ``table`` (as the simulated host would have graded them: the dataset's grade, or the
-    profile's keyed draw)."""
+def _attempt_grader(
+    table: TruthTable,
+) -> Callable[[AttemptLog, Mapping[str, np.ndarray]], np.ndarray]:
+    """Grades the answered model attempts among raw columns of a log, from ``table`` (as the
+    simulated host would have graded them: the dataset's grade, or the profile's keyed draw)."""
 
-    def grade(log: AttemptLog, start: int, stop: int) -> None:
-        n = stop - start
-        codes = np.frombuffer(log.h, dtype=np.int16, count=n * 11, offset=start * 22)
-        codes = codes.reshape(n, 11)
-        answered = np.flatnonzero(
-            (codes[:, AttemptLog.STATUS] == _OK_CODE) & (codes[:, AttemptLog.KIND] == MODEL)
-        )
-        width = len(AttemptLog.INT_FIELDS)
-        ints = np.frombuffer(log.i, dtype=np.int32, count=n * width, offset=start * width * 4)
-        ints = ints.reshape(n, width)
-        requests = ints[answered, AttemptLog.REQUEST].tolist()
-        models = ints[answered, AttemptLog.MODEL].tolist()
-        del codes, ints  # no view of the arrays outlives this call (they may be resized)
+    def grade(log: AttemptLog, columns: Mapping[str, np.ndarray]) -> np.ndarray:
+        quality = np.full(len(columns["request"]), math.nan)
+        answered = np.flatnonzero((columns["status"] == _OK_CODE) & (columns["kind"] == MODEL))
+        requests = columns["request"][answered].tolist()
+        models = columns["model"][answered].tolist()
         names = log.models.values
-        floats = log.f
         for row, index, code in zip(answered.tolist(), requests, models, strict=True):
-            quality = table.grade(index, names[code])
-            if quality is not None:
-                floats[(start + row) * 5 + AttemptLog.QUALITY] = quality
+            value = table.grade(index, names[code])
+            if value is not None:
+                quality[row] = value
+        return quality
 
     return grade
 

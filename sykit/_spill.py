@@ -475,11 +475,7 @@ class SpilledRun:
         )
 
 
-_ATTEMPT_DTYPES = {
-    **dict.fromkeys(AttemptLog.FLOAT_FIELDS, "d"),
-    **dict.fromkeys(AttemptLog.INT_FIELDS, "i"),
-    **dict.fromkeys(AttemptLog.CODE_FIELDS, "h"),
-}
+_ATTEMPT_DTYPES = dict(AttemptLog.RAW_FIELDS)
 
 
 def concat_frames(chunks: list[Any], code: str) -> np.ndarray:

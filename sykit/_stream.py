@@ -272,4 +272,4 @@ def _ttft(head: StreamHead, log: Any) -> float:
     seen = head.attempt.seen_ttft_s
     if seen is not None:
         return seen
-    return head.attempt.first_token_at - log.get_f(head.row, log.START)
+    return head.attempt.first_token_at - log.start_of(head.row)

@@ -331,12 +331,12 @@ def test_handed_over_attempts_keep_the_run_wide_numbering():
     assert raw["request"].tolist() == [0, 1, 2] and raw["start_s"].tolist() == [0.0, 1.0, 2.0]
     assert len(log) == 5 and log.held() == 2
     assert log.begin(5, 0, 0, 0, 0, 0, 0, -1, 5.0) == 5  # numbering goes on
-    log.ok(4, 9.0, None, 0.5)
-    assert log.get_f(4, AttemptLog.END) == 9.0 and log.model_of(4) == "a"
+    log.ok(4, 9.0, None)
+    assert log.raw()["end_s"].tolist()[1] == 9.0 and log.model_of(4) == "a"
     # a handed-over attempt reads as matching nothing, and a late change to it is not recorded
-    assert log.get_i(1, AttemptLog.REQUEST) == -1 and log.get_h(1, AttemptLog.STATUS) == -1
-    log.ok(1, 7.0, None, None)
-    log.set_h(1, AttemptLog.SERVED, 1)
+    assert log.request_of(1) == -1 and log.status_of(1) == -1
+    log.ok(1, 7.0, None)
+    log.set_served(1)
     assert log.raw()["end_s"].tolist()[0] != 7.0 and log.raw()["served"].tolist() == [0, 0, 0]
     with pytest.raises(LookupError):
         log.model_of(1)

@@ -27,7 +27,7 @@ from .._hosts.sim import _SimSession
 from .._lifecycle import StrategyRun, _outcome_error, failure_of, row_extra
 from .._models import Outcome
 from .._recorder import ANSWER, MODEL, RequestState, serve_steps
-from .._records import STATUS_CODE, AttemptLog
+from .._records import STATUS_CODE
 from .._truth import TruthTable
 from .._vocab import Status
 from ._waves import Columns, NotSimple, Waves, run_waves
@@ -326,40 +326,37 @@ class _Bulk:
         m = len(waves.request)
         ok = waves.ok
         errors = waves.errors
-        kind_codes = np.asarray([log.kinds.code(e.kind) for e in errors] + [-1], dtype=np.int16)
-        message_codes = np.asarray(
-            [log.messages.code((e.message or "")[:300]) for e in errors] + [-1], dtype=np.int32
+        failure_codes = np.asarray(
+            [log.failure_code(e.kind, (e.message or "")[:300]) for e in errors] + [-1],
+            dtype=np.int32,
         )
         http_codes = np.asarray([e.http_status or 0 for e in errors] + [200], dtype=np.int16)
         error = waves.error  # -1 (answered) picks the last entry of each table
-        served = ok.astype(np.int16)
-
-        floats = np.empty((m, 5))
-        floats[:, AttemptLog.START] = a_start
-        floats[:, AttemptLog.END] = a_end
-        floats[:, AttemptLog.TTFT] = waves.ttft
-        floats[:, AttemptLog.COST] = waves.cost
-        floats[:, AttemptLog.QUALITY] = np.nan
-        ints = np.zeros((m, len(AttemptLog.INT_FIELDS)), dtype=np.int32)
-        ints[:, AttemptLog.REQUEST] = waves.request + low
-        ints[:, AttemptLog.MODEL] = waves.model
-        ints[:, AttemptLog.RACE] = -1
-        ints[:, AttemptLog.MESSAGE] = message_codes[error]
-        ints[:, AttemptLog.INPUT] = np.where(ok, request_columns.input_tokens[waves.request], 0)
-        ints[:, AttemptLog.OUTPUT] = waves.output_tokens
-        codes = np.zeros((m, len(AttemptLog.CODE_FIELDS)), dtype=np.int16)
-        codes[:, AttemptLog.CANDIDATE] = waves.candidate
-        codes[:, AttemptLog.RETRY] = waves.retry
-        codes[:, AttemptLog.PHASE] = ANSWER
-        codes[:, AttemptLog.KIND] = MODEL
-        codes[:, AttemptLog.STATUS] = np.where(ok, _OK, _ERROR)
-        codes[:, AttemptLog.ERROR_KIND] = kind_codes[error]
-        codes[:, AttemptLog.HTTP] = http_codes[error]
-        codes[:, AttemptLog.FALLBACK] = waves.fallback
-        codes[:, AttemptLog.RETRIED] = ~np.isnan(waves.backoff)
-        codes[:, AttemptLog.CAUSE] = -1
-        codes[:, AttemptLog.SERVED] = served
-        log.extend(floats, ints, codes)
+        log.extend(
+            {
+                "start_s": a_start,
+                "end_s": a_end,
+                "ttft_s": waves.ttft,
+                "cost_usd": waves.cost,
+                "request": waves.request + low,
+                "failure": failure_codes[error],
+                "input_tokens": np.where(ok, request_columns.input_tokens[waves.request], 0),
+                "output_tokens": waves.output_tokens,
+                "call": np.zeros(m, dtype=np.int16),
+                "race": np.full(m, -1, dtype=np.int16),
+                "model": waves.model,
+                "http_status": http_codes[error],
+                "candidate_index": waves.candidate,
+                "retry_index": waves.retry,
+                "status": np.where(ok, _OK, _ERROR),
+                "fallback_reason": waves.fallback,
+                "cancel_cause": np.full(m, -1, dtype=np.int8),
+                "phase": np.full(m, ANSWER, dtype=np.int8),
+                "kind": np.full(m, MODEL, dtype=np.int8),
+                "retried": ~np.isnan(waves.backoff),
+                "served": ok,
+            }
+        )
 
         # the request rows, in request order
         planned = np.flatnonzero(~waves.slow)

@@ -80,7 +80,6 @@ class Reply:
         "body",
         "error",
         "headers",
-        "quality",
         "resend",
         "status",
         "text",
@@ -97,7 +96,6 @@ class Reply:
         text: str = "",
         usage: Usage = _NO_USAGE,
         ttft_s: float | None = None,
-        quality: float | None = None,
         answers: Mapping[str, Answer] | None = None,
         after_s: float = 0.0,
         resend: bool = False,
@@ -109,7 +107,6 @@ class Reply:
         self.text = text
         self.usage = usage
         self.ttft_s = ttft_s
-        self.quality = quality
         self.answers = answers
         self.after_s = after_s
         self.resend = resend

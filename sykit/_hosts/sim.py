@@ -560,8 +560,8 @@ class _SimSession:
             usage = make_usage(request.input_tokens, out)
         if attempt.kind == "decision":
             answers = self._judge(attempt, truth)
-            return Reply(200, None, _NO_HEADERS, None, "", usage, ttft, None, answers, total)
-        return Reply(200, None, _NO_HEADERS, None, card.text, usage, ttft, None, None, total)
+            return Reply(200, None, _NO_HEADERS, None, "", usage, ttft, answers, total)
+        return Reply(200, None, _NO_HEADERS, None, card.text, usage, ttft, None, total)
 
     def _judge(self, attempt: Attempt, truth: GroundTruth | None) -> dict[str, Answer]:
         request = attempt.request
