@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import weakref
 
+import numpy as np
 import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
@@ -113,3 +114,23 @@ def test_a_spilled_run_of_a_dataset_reads_back_the_frames_kept_in_memory(data, t
     assert_frame_equal(spilled.requests, kept.requests)
     assert kept.requests["request_id"].tolist() == [7, 3, 11]  # integer ids stay integers
     assert kept.requests["request_id"].dtype.kind == "i"
+
+
+def test_positions_read_in_any_order_and_form_give_the_same_items(monkeypatch):
+    """The block read last answers first; every other form of position still works, and a
+    position past the end is an IndexError however it is reached."""
+    monkeypatch.setattr(_items, "BLOCK", 8)
+    ds = sy.datasets.load("routellm").sample(20, seed=3)
+    items = ds._run_items()
+    in_order = [items[k] for k in range(20)]
+    assert [item[0] for item in in_order] == list(items.ids)
+    assert items[np.int64(19)][0] == in_order[19][0]  # a NumPy integer
+    assert items[-1][0] == in_order[19][0] and items[-20][0] == in_order[0][0]
+    assert [item[0] for item in items[3:6]] == [item[0] for item in in_order[3:6]]
+    assert items[5][0] == in_order[5][0]  # back to an earlier block
+    for position in (20, 23, -21):
+        with pytest.raises(IndexError):
+            items[position]
+    items[19]  # the last block, shorter than a block, read last
+    with pytest.raises(IndexError):
+        items[20]

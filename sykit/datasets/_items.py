@@ -45,6 +45,10 @@ class DatasetItems(Sequence[Item]):
         self.ids = ids
         self._build = build
         self._blocks: OrderedDict[int, list[Item]] = OrderedDict()
+        # the block read last and its first position (a block may be shorter than BLOCK: the
+        # last one; positions past its end fall through to the bounds check)
+        self._last: list[Item] | None = None
+        self._last_start = 0
         #: whether any request has a truth, and whether any has analysis columns (see TruthTable)
         self.has_truth = has_truth
         self.has_columns = has_columns
@@ -59,6 +63,12 @@ class DatasetItems(Sequence[Item]):
     @overload
     def __getitem__(self, index: slice) -> list[Item]: ...
     def __getitem__(self, index: int | slice) -> Item | list[Item]:
+        if type(index) is int and self._last is not None:
+            # the common case: a position in the block read last (a run reads in order); past
+            # the end of the last block, the list's IndexError is the sequence's
+            offset = index - self._last_start
+            if 0 <= offset < BLOCK:
+                return self._last[offset]
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         if index < 0:
@@ -71,6 +81,7 @@ class DatasetItems(Sequence[Item]):
             block = self._block(number)
         else:
             self._blocks.move_to_end(number)
+        self._last, self._last_start = block, number * BLOCK
         return block[offset]
 
     def __iter__(self) -> Iterator[Item]:
