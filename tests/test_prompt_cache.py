@@ -185,6 +185,116 @@ def test_reported_cache_usage_is_read_and_kept_within_the_prompt(raw, expected):
 
 
 @pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        # Anthropic's own usage: input_tokens leaves out the cache reads and writes
+        (
+            {
+                "input_tokens": 2,
+                "output_tokens": 1,
+                "cache_read_input_tokens": 14265,
+                "cache_creation_input_tokens": 10408,
+                "cache_creation": {
+                    "ephemeral_5m_input_tokens": 0,
+                    "ephemeral_1h_input_tokens": 10408,
+                },
+            },
+            (24675, 14265, 10408, 10408),
+        ),
+        # a split without the total: the total is its sum
+        (
+            {
+                "input_tokens": 10,
+                "output_tokens": 1,
+                "cache_creation": {
+                    "ephemeral_5m_input_tokens": 300,
+                    "ephemeral_1h_input_tokens": 200,
+                },
+            },
+            (510, 0, 500, 200),
+        ),
+        # a gateway's OpenAI shape with Anthropic's fields: prompt_tokens is the whole prompt
+        (
+            {
+                "prompt_tokens": 3000,
+                "completion_tokens": 5,
+                "cache_read_input_tokens": 1000,
+                "cache_creation_input_tokens": 2000,
+                "cache_creation": {
+                    "ephemeral_5m_input_tokens": 1500,
+                    "ephemeral_1h_input_tokens": 500,
+                },
+            },
+            (3000, 1000, 2000, 500),
+        ),
+        # OpenAI's responses shape: input_tokens is the whole prompt
+        (
+            {
+                "input_tokens": 3000,
+                "output_tokens": 5,
+                "input_tokens_details": {"cached_tokens": 1024},
+            },
+            (3000, 1024, 0, 0),
+        ),
+        # a 1-hour count larger than the writes, or not a count, is kept within them
+        (
+            {
+                "prompt_tokens": 3000,
+                "completion_tokens": 5,
+                "cache_creation_input_tokens": 100,
+                "cache_creation": {"ephemeral_1h_input_tokens": 900},
+            },
+            (3000, 0, 100, 100),
+        ),
+        (
+            {
+                "prompt_tokens": 3000,
+                "completion_tokens": 5,
+                "cache_creation_input_tokens": 100,
+                "cache_creation": {"ephemeral_1h_input_tokens": "lots"},
+            },
+            (3000, 0, 100, 0),
+        ),
+    ],
+)
+def test_every_usage_shape_gives_the_whole_prompt_and_its_cache_parts(raw, expected):
+    usage = _usage(raw, 100, None)
+    got = (
+        usage.input_tokens,
+        usage.cached_input_tokens,
+        usage.cache_write_tokens,
+        usage.cache_write_1h_tokens,
+    )
+    assert got == expected
+
+
+def test_one_hour_writes_reported_over_http_are_billed_at_the_one_hour_price():
+    profile = sy.ModelProfile(
+        price_in=3.0,
+        price_out=15.0,
+        cache=sy.PromptCache(read_price=0.3, write_price=3.75, write_price_1h=6.0),
+    )
+    usage = _usage(
+        {
+            "input_tokens": 100,
+            "output_tokens": 10,
+            "cache_creation_input_tokens": 1000,
+            "cache_creation": {"ephemeral_5m_input_tokens": 400, "ephemeral_1h_input_tokens": 600},
+        },
+        0,
+        None,
+    )
+    cost = profile.cost_usd(
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cached_input_tokens,
+        usage.cache_write_tokens,
+        usage.cache_write_1h_tokens,
+    )
+    assert cost == pytest.approx((100 * 3.0 + 400 * 3.75 + 600 * 6.0 + 10 * 15.0) / 1e6)
+
+
+@pytest.mark.parametrize(
     ("kwargs", "match"),
     [
         ({"read_price": -1}, "read_price"),

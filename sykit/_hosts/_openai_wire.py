@@ -358,26 +358,52 @@ def _tool_arguments(tool_calls: Any) -> str:
 
 
 def _usage(raw: Any, input_estimate: int, text: str | None, tokens: int | None = None) -> Usage:
-    """The provider's token counts; an estimate (≈4 characters a token) where it gives none."""
+    """The provider's token counts; an estimate (≈4 characters a token) where it gives none.
+
+    The prompt-cache counts come in three shapes: OpenAI's chat completions
+    (``prompt_tokens_details.cached_tokens``, of ``prompt_tokens``), OpenAI's responses
+    (``input_tokens_details.cached_tokens``, of ``input_tokens``), and Anthropic's, passed through
+    by gateways (``cache_read_input_tokens`` and ``cache_creation_input_tokens``, split by lifetime
+    in ``cache_creation``; without ``prompt_tokens`` its ``input_tokens`` leaves both out, so the
+    prompt is their sum)."""
     prompt = completion = None
+    anthropic = False
     if isinstance(raw, Mapping):
-        prompt = raw.get("prompt_tokens", raw.get("input_tokens"))
+        prompt = raw.get("prompt_tokens")
+        if prompt is None:
+            prompt = raw.get("input_tokens")
+            anthropic = any(key in raw for key in _ANTHROPIC_CACHE_KEYS)
         completion = raw.get("completion_tokens", raw.get("output_tokens"))
     if not is_count(prompt):
-        prompt = input_estimate
+        prompt, anthropic = input_estimate, False
     if not is_count(completion):
         completion = tokens if tokens is not None else math.ceil(len(text or "") / _CHARS_PER_TOKEN)
-    cached = written = 0
+    cached = written = written_1h = 0
     if isinstance(raw, Mapping):
-        # OpenAI: prompt_tokens_details.cached_tokens; Anthropic (and gateways passing its
-        # fields through): cache_read_input_tokens, cache_creation_input_tokens
-        details = raw.get("prompt_tokens_details")
-        read = details.get("cached_tokens") if isinstance(details, Mapping) else None
+        read = None
+        for name in ("prompt_tokens_details", "input_tokens_details"):
+            details = raw.get(name)
+            if read is None and isinstance(details, Mapping):
+                read = details.get("cached_tokens")
         if read is None:
             read = raw.get("cache_read_input_tokens")
+        creation = raw.get("cache_creation")
+        by_lifetime = creation if isinstance(creation, Mapping) else {}
+        short = by_lifetime.get("ephemeral_5m_input_tokens")
+        long = by_lifetime.get("ephemeral_1h_input_tokens")
+        created = raw.get("cache_creation_input_tokens")
+        if created is None and (is_count(short) or is_count(long)):
+            created = (short if is_count(short) else 0) + (long if is_count(long) else 0)
+        if anthropic:
+            prompt += (read if is_count(read) else 0) + (created if is_count(created) else 0)
         cached = _count(read, prompt)
-        written = _count(raw.get("cache_creation_input_tokens"), prompt - cached)
-    return Usage(prompt, completion, cached, written)
+        written = _count(created, prompt - cached)
+        written_1h = _count(long, written)
+    return Usage(prompt, completion, cached, written, written_1h)
+
+
+#: Keys only Anthropic's usage has: with them, its ``input_tokens`` leaves the cache out.
+_ANTHROPIC_CACHE_KEYS = ("cache_read_input_tokens", "cache_creation_input_tokens", "cache_creation")
 
 
 def _count(value: Any, most: int) -> int:
