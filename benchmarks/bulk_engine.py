@@ -7,7 +7,10 @@ pairs' ratios, which a noisy machine's drift between pairs does not skew):
    attempts, no retries, 64 in flight, log-normal latencies): sykit on the bulk engine (records and
    both frames built) and on the kernel's fast path, against a simpy model of the same chain that
    records nothing (sim_throughput.py's), at ``--requests`` requests (default 100,000).
-2. **Fault-free comparison of the README job's static strategies** on the shipped RouteLLM
+2. **litellm_like** (``litellm_like(["A", "B"])``: its own retry loop, two retries with
+   backoff and jitter, then the fallback) on the same host and requests: the bulk engine against
+   the kernel.
+3. **Fault-free comparison of the README job's static strategies** on the shipped RouteLLM
    dataset (weak only, strong only, random 30 % strong, fallback weak>strong, threshold 30 %
    strong): ``sy.compare`` on the bulk engine and its summary table without bootstrap intervals
    (means of quality, cost and latency per strategy), against a NumPy floor that does the same
@@ -48,9 +51,9 @@ def pairs(
     return statistics.median(a), statistics.median(b), [y / x for x, y in zip(a, b, strict=True)]
 
 
-def chain_run(n: int, engine: str) -> Callable[[], float]:
+def chain_run(n: int, engine: str, algorithm: object = None) -> Callable[[], float]:
     host, requests = _chain_host(), _requests(n)
-    chain = sy.strategies.fallback_chain(["A", "B"])
+    chain = algorithm if algorithm is not None else sy.strategies.fallback_chain(["A", "B"])
 
     def once() -> float:
         started = time.perf_counter()
@@ -157,6 +160,14 @@ def main() -> None:
           f"   bulk / simpy speed: {statistics.median(ratios):.2f}x  (pairs {_rounded(ratios)})")  # fmt: skip
     print(f"  kernel      : {kernel_s:6.2f} s  ({n / kernel_s:9,.0f} requests/s)   simpy {simpy2_s:6.2f} s"
           f"   kernel / simpy speed: {statistics.median(kernel_ratios):.2f}x  (pairs {_rounded(kernel_ratios)})")  # fmt: skip
+
+    litellm = sy.strategies.litellm_like(["A", "B"])
+    lite_bulk, lite_kernel, lite_ratios = pairs(
+        args.pairs, chain_run(n, "bulk", litellm), chain_run(n, "kernel", litellm)
+    )
+    print(f"litellm_like([A, B]) on the same host, {n:,} requests ({args.pairs} pairs)")
+    print(f"  bulk engine : {lite_bulk:6.2f} s   kernel {lite_kernel:6.2f} s"
+          f"   bulk / kernel speed: {statistics.median(lite_ratios):.2f}x  (pairs {_rounded(lite_ratios)})")  # fmt: skip
 
     dataset = sy.datasets.load("routellm")
     host = sy.SimHost(sy.profiles.from_catalog(dataset.models), policy=sy.HostPolicy(cooldown_s=0))

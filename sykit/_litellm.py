@@ -11,7 +11,7 @@ import itertools
 import math
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._checks import check_int
@@ -202,6 +202,49 @@ class _LiteLLMLike:
         self.minute: dict[str, list[int]] = {}  # model -> [minute, successes, failures]
         # calls in flight, latencies, usage: what the load-aware routing strategies read
         self.load = LoadState(self.routing_strategy, self.routing_args, self.limits)
+
+    # -- in bulk ----------------------------------------------------------------------------------
+    def bulk_path(self) -> tuple[str, ...] | None:
+        """The deployments every request tries, in order, when no request can change another's
+        course and each group falls back to one group at most; None otherwise.
+
+        That holds when no deployment can cool (groups of one deployment, no ``allowed_fails``),
+        the pick reads no load (``simple-shuffle``), answers are not streamed, no
+        context-window or content-policy fallbacks are set, and the path never returns to a
+        deployment (each deployment's attempts are then its retries). The bulk engine then plans
+        the requests column-wise (:meth:`after_failure` says what follows each failure)."""
+        if (
+            self.routing_strategy != "simple-shuffle"
+            or self.allowed_fails is not None
+            or self.stream
+            or any(len(deployments) != 1 for deployments in self.groups.values())
+            or any(self.context_window_fallbacks.values())
+            or any(self.content_policy_fallbacks.values())
+        ):
+            return None
+        path: list[str] = []
+        group, depth = self.first, 0
+        while True:
+            model = self.groups[group][0]
+            if model in path:
+                return None
+            path.append(model)
+            chain = [g for g in self.fallbacks.get(group, ()) if g != group]
+            if not chain or depth >= self.max_fallbacks:
+                return tuple(path)
+            if len(chain) > 1:
+                return None
+            group, depth = chain[0], depth + 1
+
+    def after_failure(
+        self, error: ModelError, retry: int, draw: Callable[[], float]
+    ) -> tuple[bool, float | None]:
+        """After try ``retry`` (from 0) of a group of one deployment failed with ``error``:
+        whether the group is tried again, and the wait before what follows (None: no wait);
+        ``draw()`` gives the request's next keyed uniform. As :meth:`_with_retries` decides."""
+        if self.num_retries == 0 or not _litellm_retried(_litellm_status(error)):
+            return False, None
+        return retry < self.num_retries, self._wait_s(error, retry, draw())
 
     # -- cooldown ----------------------------------------------------------------------------------
     def _healthy(self, group: str, now: float) -> list[str]:
@@ -825,6 +868,10 @@ def litellm_like(
     other than OpenAI-compatible ones (whose errors LiteLLM maps by other rules).
     ``conformance/`` in the repository records the real Router's behaviour and checks this one
     against it.
+
+    Groups of one deployment without ``allowed_fails`` (no deployment can cool), with
+    ``simple-shuffle``, no streams, and no group falling back to several, run on the bulk engine
+    (see ``docs/engines.md``); other settings on the event engines. The frames are the same.
 
     In the ``attempts`` frame every attempt is its own call (``retry_index`` 0, ``retried``
     False). The attempt after which it moves to a fallback group carries the ``fallback_reason``

@@ -113,6 +113,10 @@ STRATEGIES = {
     "static fn": sy.static(lambda r: ["strong", "weak"] if r.tools else "weak", name="static fn"),
     "static async": sy.static(static_with_evidence),
     "capability": sy.strategies.capability_aware(["weak", "strong"], vision=["strong"]),
+    "litellm": sy.strategies.litellm_like(["weak", "strong"]),
+    "litellm, no retries": sy.strategies.litellm_like(
+        ["strong", "weak"], num_retries=0, retry_after="any"
+    ),
 }
 
 LOOPS = {
@@ -453,7 +457,14 @@ def hosts(draw: st.DrawFn) -> sy.SimHost:
 
 @st.composite
 def algorithms(draw: st.DrawFn) -> Any:
-    kind = draw(st.sampled_from(["chain", "random", "static"]))
+    kind = draw(st.sampled_from(["chain", "random", "static", "litellm"]))
+    if kind == "litellm":
+        return sy.strategies.litellm_like(
+            draw(st.lists(st.sampled_from("abc"), min_size=1, max_size=3, unique=True)),
+            num_retries=draw(st.integers(0, 3)),
+            max_fallbacks=draw(st.integers(0, 2)),
+            retry_after=draw(st.sampled_from(["integer", "any", "ignore"])),
+        )
     if kind == "chain":
         return sy.strategies.fallback_chain(
             draw(st.lists(st.sampled_from("abc"), min_size=1, max_size=3))
@@ -507,3 +518,78 @@ def test_the_bulk_engine_agrees_with_the_kernel_whenever_it_runs(algorithm, host
     if host.policy.cooldown_s == 0:
         assert auto.engine == "bulk"  # nothing here depends on another request
     same_frames(auto, kernel)
+
+
+def litellm_host(**policy: Any) -> sy.SimHost:
+    """Rate limits with whole-second Retry-After (LiteLLM honours them), 503s with a fractional
+    one (it does not), capability refusals (no retry), and timeouts (the exact way)."""
+    latency = sy.Latency(ttft=sy.LogNormal(0.4, sigma=0.6), tokens_per_s=sy.Uniform(40, 160))
+    faults = sy.Faults(
+        rate_limit=0.15,
+        retry_after_s=2.0,
+        timeout=0.05,
+        errors=[sy.ErrorFault(503, 0.1, retry_after_s=0.3), sy.ErrorFault.capability(0.05)],
+    )
+    profile = sy.ModelProfile(latency=latency, output_tokens=60, faults=faults)
+    return sy.SimHost(
+        {"a": profile, "b": profile, "c": profile.replace(faults=sy.Faults())},
+        policy=sy.HostPolicy(timeout_s=2.5, **policy),
+    )
+
+
+@pytest.mark.parametrize(
+    "router",
+    [
+        sy.strategies.litellm_like(["a", "b", "c"]),
+        sy.strategies.litellm_like(["a", "b"], num_retries=1, max_fallbacks=0),
+        sy.strategies.litellm_like({"a": ["a"], "b": ["b"]}, fallbacks={"a": ["b"]}),
+        sy.strategies.litellm_like(["a", "b"], retry_after="ignore", num_retries=3),
+    ],
+    ids=["three groups", "no fallback", "groups by name", "ignores Retry-After"],
+)
+@pytest.mark.parametrize("cooldown_s", [0.0, 30.0])
+def test_litellm_like_runs_in_bulk_with_the_kernels_frames(router, cooldown_s):
+    requests = mixed_requests(150)
+    kwargs = {"host": litellm_host(cooldown_s=cooldown_s), "seed": 5, "concurrency": 9}
+    bulk = run(router, requests, **kwargs)
+    kernel = run(router, requests, engine="kernel", **kwargs)
+    assert (bulk.engine, kernel.engine) == ("bulk", "kernel")
+    same_frames(bulk, kernel)
+    attempts = bulk.attempts
+    assert (attempts["phase"] == "routing").all() and not attempts["retried"].any()
+    assert (attempts["error_kind"] == "timeout").any()  # requests that went the exact way
+
+
+def test_litellm_like_in_bulk_waits_a_whole_second_retry_after_and_backs_off_otherwise():
+    router = sy.strategies.litellm_like(["a", "b"])
+    result = run(router, mixed_requests(150), host=litellm_host(), seed=2, engine="bulk")
+    attempts = result.attempts.sort_values(["request_id", "call_id"])
+    following = attempts.groupby("request_id", observed=True)["start_s"].shift(-1)
+    gap = following - attempts["end_s"]
+    rate_limited = (attempts["error_kind"] == "rate_limit") & gap.notna()
+    # Retry-After: 2 plus LiteLLM's jitter of up to 0.75 s; a 503's 0.3 s is not a whole number:
+    # the backoff (0.5 s, then 1 s, ...) plus the jitter
+    assert rate_limited.any() and gap[rate_limited].between(2.0, 2.75).all()
+    unavailable = (attempts["error_kind"] == "unavailable") & gap.notna()
+    assert unavailable.any() and gap[unavailable].between(0.5, 0.5 * 2**2 + 0.75).all()
+    refused = (attempts["error_kind"] == "capability") & gap.notna()
+    assert refused.any() and (gap[refused] == 0).all()  # not retried: the next group at once
+
+
+@pytest.mark.parametrize(
+    "router",
+    [
+        sy.strategies.litellm_like({"g": ["a", "b"]}),  # a group of two can cool a deployment
+        sy.strategies.litellm_like(["a", "b"], allowed_fails=1),
+        sy.strategies.litellm_like(["a", "b"], stream=True),
+        sy.strategies.litellm_like(["a", "b"], routing_strategy="least-busy"),
+        sy.strategies.litellm_like(["a", "b", "c"], context_window_fallbacks={"a": ["c"]}),
+        sy.strategies.litellm_like(["a", "b", "c"], fallbacks={"a": ["b", "c"]}),
+    ],
+    ids=["two deployments", "allowed_fails", "stream", "least-busy", "context fallbacks", "tree"],
+)
+def test_litellm_like_settings_with_state_or_branches_run_on_the_events(router):
+    result = run(router, mixed_requests(30), host=litellm_host(), seed=1)
+    assert result.engine == "kernel"
+    with pytest.raises(sy.ArgumentError, match="can change one another's course"):
+        run(router, mixed_requests(3), host=litellm_host(), engine="bulk")

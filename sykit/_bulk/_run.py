@@ -1,8 +1,10 @@
 """A run evaluated in bulk: route every request, plan every attempt column-wise, place the requests
 in time, write the records as the event engines would.
 
-It takes a run when each request's course depends on nothing but the request: a fixed chain or a
-static router, on a simulated host with no state shared between requests (no rate-limit buckets,
+It takes a run when each request's course depends on nothing but the request: a fixed chain, a
+static router, or a router that owns its retry loop and declares the path its requests follow
+(``litellm_like`` in a setting where no deployment can cool, see :mod:`._litellm_waves`), on a
+simulated host with no state shared between requests (no rate-limit buckets,
 scripted outages, fail-first counters or prompt caches, and no cooldown that a later request could
 see), without sessions; :meth:`BulkRun.evaluate` says why not otherwise
 (:class:`~sykit._engines.NeedsEvents`), and the run goes to the event engines. A spilling run's
@@ -20,16 +22,18 @@ import numpy as np
 
 from .._driver import Driver
 from .._engines import NeedsEvents
+from .._engines.base import SLEEP
 from .._engines.bulk import BulkEngine
 from .._errors import ModelError
 from .._fastpath import fixed_chain
 from .._hosts.sim import _SimSession
 from .._lifecycle import StrategyRun, _outcome_error, failure_of, row_extra
 from .._models import Outcome
-from .._recorder import ANSWER, MODEL, RequestState, serve_steps
+from .._recorder import ANSWER, MODEL, ROUTING, RequestState, serve_steps
 from .._records import STATUS_CODE
 from .._truth import TruthTable
 from .._vocab import Status
+from ._litellm_waves import OwnsRetries, run_litellm_waves
 from ._waves import Columns, NotSimple, Waves, run_waves
 
 __all__ = ["evaluate", "is_static", "refusal"]
@@ -46,13 +50,29 @@ def is_static(fn: Any) -> bool:
     return getattr(fn, "static", False) is True or fixed_chain(fn) is not None
 
 
+def retry_router(fn: Any) -> tuple[OwnsRetries, tuple[str, ...]] | None:
+    """The router behind ``fn`` and its path, when it owns its retry loop and its requests cannot
+    change one another's course (see :class:`OwnsRetries`); None otherwise."""
+    owner = getattr(fn, "__self__", None)
+    if not isinstance(owner, OwnsRetries):
+        return None
+    path = owner.bulk_path()
+    return None if path is None else (owner, path)
+
+
 def refusal(runner: StrategyRun) -> str | None:
     """Why ``runner`` cannot be evaluated in bulk before it starts (None: it may be)."""
     if runner.sessions is not None:
         return "agent sessions' turns depend on one another"
     if not getattr(runner.run.host, "virtual", False):
         return "its host is not simulated"
-    if not is_static(runner.fn):
+    if not is_static(runner.fn) and retry_router(runner.fn) is None:
+        if isinstance(getattr(runner.fn, "__self__", None), OwnsRetries):
+            return (
+                f"strategy {runner.run.strategy!r} is a router whose requests can change one "
+                "another's course in this setting (a deployment that can cool, a pick that reads "
+                "the load, streams, or a group falling back to several)"
+            )
         return (
             f"strategy {runner.run.strategy!r} is neither a fixed chain nor declared static "
             "(sy.static)"
@@ -61,25 +81,33 @@ def refusal(runner: StrategyRun) -> str | None:
 
 
 def evaluate(runner: StrategyRun) -> None:
-    """Evaluate ``runner``'s whole run column-wise; raises NeedsEvents (before recording anything)
-    if it cannot."""
+    """Evaluate ``runner``'s whole run column-wise; raises NeedsEvents (before recording anything,
+    but for a request the plan sends the exact way that finds it needs events: the run is then
+    built again on the event engines) if it cannot."""
     why = refusal(runner)
     if why is not None:
         raise NeedsEvents(why)
-    _Bulk(runner, fixed_chain(runner.fn)).evaluate()
+    _Bulk(runner, fixed_chain(runner.fn), retry_router(runner.fn)).evaluate()
 
 
 class _Bulk:
     """One run evaluated in bulk (see the module docstring)."""
 
-    def __init__(self, runner: StrategyRun, chain: tuple[str, ...] | None) -> None:
+    def __init__(
+        self,
+        runner: StrategyRun,
+        chain: tuple[str, ...] | None,
+        router: tuple[OwnsRetries, tuple[str, ...]] | None = None,
+    ) -> None:
         self.runner = runner
         self.run = runner.run
         self.fn = runner.fn
         self.items = runner.items
         self.arrivals = runner.arrivals
         self.concurrency = runner.concurrency
-        self.chain = chain
+        # a router that owns its retry loop: every request follows its path, one call an attempt
+        self.router = router
+        self.chain = chain if router is None else router[1]
 
     def evaluate(self) -> None:
         runner = self.runner
@@ -97,7 +125,10 @@ class _Bulk:
         n = len(self.items)
         # a model twice in one chain: its attempts count on; such requests go the exact way
         repeated = np.asarray([len(set(chain)) < len(chain) for chain in chains])
-        cooling_matters = run.policy.cooldown_s > 0 and any(len(c) > 1 for c in chains)
+        # a cooldown is read by a call with fallbacks; a router's own calls have none
+        cooling_matters = (
+            run.policy.cooldown_s > 0 and self.router is None and any(len(c) > 1 for c in chains)
+        )
         clock = _Slots(self.arrivals, self.concurrency, n)
         # A block of requests at a time, start to records: what a run holds beyond its records
         # stays the size of a block, however many requests it has.
@@ -115,17 +146,30 @@ class _Bulk:
             if repeated.any():
                 todo = todo[~repeated[block_routes]]
             try:
-                waves = run_waves(
-                    columns,
-                    block_routes,
-                    chains,
-                    todo,
-                    run.profiles,
-                    run.model_codes,
-                    run.policy,
-                    run.seed,
-                    session,
-                )
+                if self.router is not None:
+                    waves = run_litellm_waves(
+                        columns,
+                        self.router[1],
+                        self.router[0],
+                        todo,
+                        run.profiles,
+                        run.model_codes,
+                        run.policy,
+                        run.seed,
+                        session,
+                    )
+                else:
+                    waves = run_waves(
+                        columns,
+                        block_routes,
+                        chains,
+                        todo,
+                        run.profiles,
+                        run.model_codes,
+                        run.policy,
+                        run.seed,
+                        session,
+                    )
             except NotSimple as why:
                 raise NeedsEvents(str(why)) from None
             if repeated.any():
@@ -277,6 +321,8 @@ class _Bulk:
         run = self.run
         engine = run.engine
         assert isinstance(engine, BulkEngine)
+        if self.router is not None:
+            return self._exact_routing(index, arrival, start)
         request_id, request, _ = self.items[index]
         state = states.get(index)
         if state is None:
@@ -332,6 +378,9 @@ class _Bulk:
         )
         http_codes = np.asarray([e.http_status or 0 for e in errors] + [200], dtype=np.int16)
         error = waves.error  # -1 (answered) picks the last entry of each table
+        # a router's own calls (one an attempt, made while routing) or the host's one call
+        routing = self.router is not None
+        retried = np.zeros(m, dtype=bool) if routing else ~np.isnan(waves.backoff)
         log.extend(
             {
                 "start_s": a_start,
@@ -342,7 +391,7 @@ class _Bulk:
                 "failure": failure_codes[error],
                 "input_tokens": np.where(ok, request_columns.input_tokens[waves.request], 0),
                 "output_tokens": waves.output_tokens,
-                "call": np.zeros(m, dtype=np.int16),
+                "call": waves.call if waves.call is not None else np.zeros(m, dtype=np.int16),
                 "race": np.full(m, -1, dtype=np.int16),
                 "model": waves.model,
                 "http_status": http_codes[error],
@@ -351,9 +400,9 @@ class _Bulk:
                 "status": np.where(ok, _OK, _ERROR),
                 "fallback_reason": waves.fallback,
                 "cancel_cause": np.full(m, -1, dtype=np.int8),
-                "phase": np.full(m, ANSWER, dtype=np.int8),
+                "phase": np.full(m, ROUTING if routing else ANSWER, dtype=np.int8),
                 "kind": np.full(m, MODEL, dtype=np.int8),
-                "retried": ~np.isnan(waves.backoff),
+                "retried": retried,
                 "served": ok,
             }
         )
@@ -362,8 +411,9 @@ class _Bulk:
         planned = np.flatnonzero(~waves.slow)
         requests = waves.request
         attempts = np.bincount(requests, minlength=n)[planned]
-        fallbacks = np.bincount(requests[waves.fallback >= 0], minlength=n)[planned]
-        retries = np.bincount(requests[~np.isnan(waves.backoff)], minlength=n)[planned]
+        moved = waves.fallback >= 0 if waves.moved is None else waves.moved
+        fallbacks = np.bincount(requests[moved], minlength=n)[planned]
+        retries = np.bincount(requests[retried], minlength=n)[planned]
         served_row = np.full(n, -1, dtype=np.int64)
         served_row[requests[ok]] = np.flatnonzero(ok)
         served_row = served_row[planned]
@@ -386,13 +436,16 @@ class _Bulk:
             "status": np.where(answered, 0, 1),
             "error_kind": kinds[final_error],
             "message": messages[final_error],
-            "selected": model_codes[routes[planned]],
+            # a router's outcome names the model that answered it (none when it failed)
+            "selected": np.where(answered, waves.model[at], -1)
+            if routing
+            else model_codes[routes[planned]],
             "served": np.where(answered, waves.model[at], -1),
             "arrival": arrival_s[planned],
             "start": start,
             "end": end_s[planned],
             "ttft": ttft,
-            "routing": start - start,
+            "routing": (end_s[planned] - start) if routing else start - start,
             "n_attempts": attempts,
             "n_cancelled": np.zeros(len(planned)),
             "n_fallbacks": fallbacks,
@@ -430,6 +483,36 @@ class _Bulk:
                 if extra:
                     extras[position] = extra
         request_log.extend(columns, extras)
+
+    def _exact_routing(self, index: int, arrival: float, start: float) -> float:
+        """One request of a router that owns its retry loop, the exact way: the request's whole
+        course, as the event engines run it (its algorithm, its calls and its sleeps), alone on
+        this clock. Anything else it awaits raises NeedsEvents."""
+        run = self.run
+        engine = run.engine
+        assert isinstance(engine, BulkEngine)
+        request_id, request, _ = self.items[index]
+        state = RequestState(run, index, request, request_id, arrival)
+        state.start_s = start
+        engine.time = start
+        runner = self.runner
+        course = runner._route(state)
+        engine.exact = True
+        try:
+            trap = course.send(None)
+            while True:
+                if type(trap) is not tuple or trap[0] != SLEEP:
+                    course.close()
+                    raise NeedsEvents(
+                        f"request {request_id!r} awaited something other than its calls and sleeps"
+                    )
+                engine.time = engine.time + trap[1]
+                trap = course.send(None)
+        except StopIteration:
+            pass
+        finally:
+            engine.exact = False
+        return engine.time
 
 
 class _Slots:

@@ -115,6 +115,13 @@ class Waves:
     errors: list[ModelError]  # the distinct errors, each made once by the host's own code
     slow: np.ndarray  # bool per request
     failed: np.ndarray  # int32 per request: index into ``errors`` of its final error (-1: served)
+    #: Set when each attempt is its own call made while routing (a router that owns its retry
+    #: loop, such as ``litellm_like``): the call id of each attempt within its request, and
+    #: whether the request moved on to its next target after it (counted in ``n_fallbacks``
+    #: whether or not the error has a fallback reason). None: one call per request, in the
+    #: answer phase, by the host's candidate loop, whose waits are its retries.
+    call: np.ndarray | None = None  # int16
+    moved: np.ndarray | None = None  # bool
 
 
 def run_waves(

@@ -2,16 +2,19 @@
 
 A run whose requests do not depend on one another (a fixed chain, a static router) can be planned
 for all requests at once; only the clock is needed, to place each request's attempts in time. This
-engine is that clock. Anything else an algorithm asks of an engine (a sleep, a task, a race, a call
-awaited during routing) raises :class:`NeedsEvents`, and the run goes to the event engines.
+engine is that clock. A request the plan cannot take is run the exact way on it, alone: its
+algorithm's calls and sleeps are then traps run on the clock (``exact``). Anything else an
+algorithm asks of an engine (a task, a race, a deadline; a sleep or a call while a static router
+routes) raises :class:`NeedsEvents`, and the run goes to the event engines.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Generator
 from typing import Any, NoReturn
 
-from .base import Engine, EngineExit
+from .base import SLEEP, Engine, EngineExit
 
 __all__ = ["BulkEngine", "NeedsEvents"]
 
@@ -29,6 +32,7 @@ class BulkEngine(Engine):
     def __init__(self) -> None:
         self.time = 0.0
         self.routing = False  # while static routing runs, no clock exists yet
+        self.exact = False  # while one request runs the exact way: calls and sleeps are traps
 
     def start_clock(self) -> None:
         self.time = 0.0
@@ -46,7 +50,9 @@ class BulkEngine(Engine):
         raise NeedsEvents(f"the algorithm tried to {what}, which needs the event engines")
 
     def sleep(self, seconds: float) -> Any:
-        self._refuse("sleep")
+        if not self.exact:
+            self._refuse("sleep")
+        return _sleep(seconds)
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         self._refuse("schedule a callback")
@@ -100,5 +106,27 @@ class BulkEngine(Engine):
         self._refuse("start a race")
 
     def drive(self, steps: Any, session: Any) -> Any:
+        if self.exact:
+            return _Call(steps)  # a simulated host plans its attempts: only sleeps are trapped
         steps.close()
         self._refuse("make a call while routing")
+
+
+@types.coroutine
+def _sleep(seconds: float) -> Generator[Any, Any, None]:
+    yield (SLEEP, seconds)
+
+
+class _Call:
+    """A call made the exact way: awaiting it runs its candidate loop, whose sleeps are traps."""
+
+    __slots__ = ("steps",)
+
+    def __init__(self, steps: Generator[Any, Any, Any]) -> None:
+        self.steps = steps
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        return self.steps
+
+    def close(self) -> None:
+        self.steps.close()

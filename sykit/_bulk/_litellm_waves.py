@@ -1,0 +1,203 @@
+"""The waves of ``litellm_like``: a router that owns its retry loop, planned column-wise.
+
+Where :func:`~sykit._bulk._waves.run_waves` follows the host's candidate loop (one call per
+request, its retries and fallbacks inside it), this follows LiteLLM's (see
+:func:`sykit.strategies.litellm_like`): every attempt is its own call with no retries of the
+host's, made while routing; after a failure the router decides whether it tries the same
+deployment again and how long it waits first (its backoff or the error's Retry-After, with a
+keyed jitter draw), and after the last try, or an error it does not retry, it moves on to the
+next group. It takes the router only in a setting where no request can change another's
+course (:meth:`~sykit._litellm._LiteLLMLike.bulk_path`), and plans each attempt with the same
+keyed draws as the simulated host; anything the host would not answer at once (a timeout, a
+reset, a structural refusal) sends the whole request the exact way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from .._classify import fallback_reason
+from .._config import HostPolicy, ModelProfile
+from .._errors import ModelError
+from .._records import REASON_CODE
+from .._rng import uniforms
+from ._waves import Columns, Waves, _ErrorTable, _no_waves, _plan_model
+
+__all__ = ["OwnsRetries", "run_litellm_waves"]
+
+
+@runtime_checkable
+class OwnsRetries(Protocol):
+    """A router that owns its retry loop (``litellm_like``'s): the bulk engine plans it when
+    ``bulk_path()`` names the targets every request tries in order (None: it cannot), asking
+    ``after_failure(error, try, draw)`` whether a failed target is tried again and how long the
+    router waits first (see :meth:`sykit._litellm._LiteLLMLike.after_failure`)."""
+
+    def bulk_path(self) -> tuple[str, ...] | None: ...
+
+    def after_failure(
+        self, error: ModelError, retry: int, draw: Callable[[], float]
+    ) -> tuple[bool, float | None]: ...
+
+
+_FIELDS = (
+    "request",
+    "model",
+    "call",
+    "after",
+    "backoff",
+    "ok",
+    "ttft",
+    "output_tokens",
+    "cost",
+    "error",
+    "fallback",
+    "moved",
+)
+
+
+def run_litellm_waves(
+    columns: Columns,
+    path: tuple[str, ...],
+    router: OwnsRetries,
+    todo: np.ndarray,
+    profiles: Mapping[str, ModelProfile],
+    model_codes: Mapping[str, int],
+    policy: HostPolicy,
+    seed: int,
+    session: Any,
+) -> Waves:
+    """Plan the attempts of requests ``todo`` (positions) along ``path`` (the router's
+    deployments in the order it tries them)."""
+    n = len(columns.ids)
+    slow = np.zeros(n, dtype=bool)
+    failed = np.full(n, -1, dtype=np.int32)
+    codes = np.asarray([model_codes[m] for m in path], dtype=np.int32)
+    names = dict(enumerate(path))
+    errors = _ErrorTable(profiles, session, policy)
+    draws = np.zeros(n, dtype=np.int64)  # keyed uniforms each request has drawn so far
+    last = len(path) - 1
+    ids = columns.ids
+
+    out: dict[str, list[np.ndarray]] = {key: [] for key in _FIELDS}
+    seq_parts: list[np.ndarray] = []
+    # the requests still going: their group (position in the path), try and call number
+    active = np.asarray(todo, dtype=np.int64)
+    group = np.zeros(len(active), dtype=np.int64)
+    tries = np.zeros(len(active), dtype=np.int64)
+    call = np.zeros(len(active), dtype=np.int64)
+    step = 0
+    while len(active):
+        m = len(active)
+        wave_ok = np.zeros(m, dtype=bool)
+        wave_after = np.zeros(m)
+        wave_ttft = np.full(m, np.nan)
+        wave_out = np.zeros(m, dtype=np.int64)
+        wave_cost = np.zeros(m)
+        wave_error = np.full(m, -1, dtype=np.int32)
+        wave_slow = np.zeros(m, dtype=bool)
+        for position in np.unique(group).tolist():
+            sel = np.flatnonzero(group == position)
+            name = names[position]
+            # a deployment appears once in the path: its attempt number is the try
+            _plan_model(
+                name,
+                profiles[name],
+                columns,
+                active[sel],
+                tries[sel],
+                seed,
+                policy.timeout_s,
+                errors,
+                sel,
+                (wave_ok, wave_after, wave_ttft, wave_out, wave_cost, wave_error, wave_slow),
+            )
+        if wave_slow.any():
+            slow[active[wave_slow]] = True
+        keep = ~wave_slow
+        wait = np.full(m, np.nan)
+        fallback = np.full(m, -1, dtype=np.int16)
+        moved = np.zeros(m, dtype=bool)
+        next_group = group.copy()
+        next_tries = tries + 1
+        goes_on = np.zeros(m, dtype=bool)
+        for k in np.flatnonzero(keep & ~wave_ok).tolist():
+            error = errors.info[int(wave_error[k])].error
+            request = int(active[k])
+
+            def draw(request: int = request) -> float:
+                number = int(draws[request])
+                draws[request] = number + 1
+                return uniforms(seed, "litellm_like", ids[request], number)[0]
+
+            again, pause = router.after_failure(error, int(tries[k]), draw)
+            if pause is not None:
+                wait[k] = pause
+            if again:
+                goes_on[k] = True
+            elif group[k] < last:
+                moved[k] = True
+                reason = fallback_reason(error)
+                if reason is not None:
+                    fallback[k] = REASON_CODE[reason]
+                next_group[k] = group[k] + 1
+                next_tries[k] = 0
+                goes_on[k] = True
+            else:
+                failed[request] = wave_error[k]
+        rows = np.flatnonzero(keep)
+        for key, values in (
+            ("request", active),
+            ("model", codes[group]),
+            ("call", call),
+            ("after", wave_after),
+            ("backoff", wait),
+            ("ok", wave_ok),
+            ("ttft", wave_ttft),
+            ("output_tokens", wave_out),
+            ("cost", wave_cost),
+            ("error", wave_error),
+            ("fallback", fallback),
+            ("moved", moved),
+        ):
+            out[key].append(values[rows])
+        seq_parts.append(np.full(len(rows), step, dtype=np.int64))
+        active, group, tries, call = (
+            active[goes_on],
+            next_group[goes_on],
+            next_tries[goes_on],
+            call[goes_on] + 1,
+        )
+        step += 1
+
+    if not seq_parts:
+        return _no_waves(slow, failed, [info.error for info in errors.info])
+    merged = {key: np.concatenate(parts) for key, parts in out.items()}
+    seq = np.concatenate(seq_parts)
+    drop = slow[merged["request"]]
+    order = np.lexsort((seq[~drop], merged["request"][~drop]))
+    final = {key: values[~drop][order] for key, values in merged.items()}
+    failed[slow] = -1
+    rows_total = len(final["request"])
+    return Waves(
+        request=final["request"],
+        model=final["model"].astype(np.int32),
+        candidate=np.zeros(rows_total, dtype=np.int16),
+        retry=np.zeros(rows_total, dtype=np.int16),
+        after=final["after"],
+        backoff=final["backoff"],
+        ok=final["ok"],
+        ttft=final["ttft"],
+        output_tokens=final["output_tokens"],
+        cost=final["cost"],
+        error=final["error"],
+        fallback=final["fallback"],
+        errors=[info.error for info in errors.info],
+        slow=slow,
+        failed=failed,
+        call=final["call"].astype(np.int16),
+        moved=final["moved"],
+    )
