@@ -269,8 +269,11 @@ def test_engine_bulk_with_a_real_host_is_refused():
         run(sy.strategies.single("a"), ["x"], host=host, engine="bulk")
 
 
+@pytest.mark.parametrize("router", ["chain", "litellm"])
 @pytest.mark.parametrize("block", [3, 16384])
-def test_a_spilling_run_stays_in_bulk_and_reads_back_the_same_frames(tmp_path, monkeypatch, block):
+def test_a_spilling_run_stays_in_bulk_and_reads_back_the_same_frames(
+    tmp_path, monkeypatch, block, router
+):
     from sykit import _spill
     from sykit._bulk import _run as bulk_run
 
@@ -283,7 +286,11 @@ def test_a_spilling_run_stays_in_bulk_and_reads_back_the_same_frames(tmp_path, m
         },
         policy=sy.HostPolicy(max_retries=1, cooldown_s=0, timeout_s=2.0),
     )
-    chain = sy.strategies.fallback_chain(["a", "b"])
+    chain = (
+        sy.strategies.fallback_chain(["a", "b"])
+        if router == "chain"
+        else sy.strategies.litellm_like(["a", "b"])
+    )
     requests = [sy.Request(f"q{i}", metadata={"n": i}) for i in range(23)]
     spilled = run(chain, requests, host=host, concurrency=3, spill=tmp_path / "s")
     assert spilled.engine == "bulk"
