@@ -106,6 +106,26 @@ def test_a_router_that_looks_up_held_out_grades_fails_loudly():
         cross_fit(cheat, table(), weak=WEAK, strong=STRONG, resamples=200)
 
 
+def test_a_router_that_fails_only_while_routing_fails_loudly_with_its_count():
+    """Scored without trouble up front (once, then once per share to calibrate), it raises when
+    the runs route: they record algorithm errors, and the cross-fit refuses to count them as
+    failed requests."""
+
+    def flaky(train):
+        looks: dict[object, int] = {}
+
+        def score(request):
+            looks[request.id] = looks.get(request.id, 0) + 1
+            if looks[request.id] > 1 + 9:  # the 9 shares of the default sweep
+                raise LookupError("looked once too often")
+            return float(len(request.prompt))
+
+        return score
+
+    with pytest.raises(sy.ArgumentError, match=r"failed on [0-9]+ held-out request\(s\), e\.g\."):
+        cross_fit(flaky, table(), weak=WEAK, strong=STRONG, resamples=200)
+
+
 def test_same_seed_same_result_and_another_seed_other_folds():
     one = cross_fit(hard_word, table(), weak=WEAK, strong=STRONG, resamples=200, seed=3)
     two = cross_fit(hard_word, table(), weak=WEAK, strong=STRONG, resamples=200, seed=3)

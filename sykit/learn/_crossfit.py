@@ -215,17 +215,18 @@ def pool(runs: dict[str, list[Result]], seed: int) -> Comparison:
 def _refuse_router_errors(fold: Comparison, routed: list[str]) -> None:
     """A router that raised on a held-out request (e.g. it looked up a grade it was not given)
     fails the evaluation loudly instead of counting as a failed request."""
-    requests = fold.requests
-    broken = requests[
-        requests["strategy"].astype(str).isin(routed)
-        & (requests["error_kind"].astype(str) == ErrorKind.ALGORITHM_ERROR)
-    ]
-    if len(broken):
-        first = broken.iloc[0]
-        raise ArgumentError(
-            f"the fitted router failed on {len(broken)} held-out request(s), e.g. "
-            f"{first['request_id']!r}: {first['error_message']}"
-        )
+    checked = set(routed)
+    for result in fold.results:  # each run's own rows: no frame of the whole fold is built
+        if result.strategy not in checked:
+            continue
+        requests = result.requests
+        broken = requests[requests["error_kind"] == ErrorKind.ALGORITHM_ERROR]
+        if len(broken):
+            first = broken.iloc[0]
+            raise ArgumentError(
+                f"the fitted router failed on {len(broken)} held-out request(s), e.g. "
+                f"{first['request_id']!r}: {first['error_message']}"
+            )
 
 
 def _share_labels(name: str, shares: Sequence[float]) -> list[str]:

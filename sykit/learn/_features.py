@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -100,6 +99,40 @@ def _normalise(rows: np.ndarray) -> np.ndarray:
     return (scaled / norms[:, None]).astype(np.float32)
 
 
+class _TermTable:
+    """Texts as arrays of term ids, and the terms: what :class:`TfIdf` counts with NumPy. Held
+    while it stays small; a full table is dropped and started again (ids are only ever compared
+    within one table)."""
+
+    #: Distinct texts and terms a table holds before it is started again (tens of MB at most).
+    TEXTS = 50_000
+    TERMS = 2_000_000
+
+    __slots__ = ("ids", "terms", "texts")
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.terms: list[str] = []
+        self.texts: dict[str, np.ndarray] = {}
+
+    def full(self) -> bool:
+        return len(self.texts) >= self.TEXTS or len(self.terms) >= self.TERMS
+
+    def of(self, text: str, terms_of: Callable[[str], list[str]]) -> np.ndarray:
+        found = self.texts.get(text)
+        if found is None:
+            ids, terms = self.ids, self.terms
+            row = []
+            for term in terms_of(text):
+                at = ids.get(term)
+                if at is None:
+                    at = ids[term] = len(terms)
+                    terms.append(term)
+                row.append(at)
+            found = self.texts[text] = np.asarray(row, dtype=np.int64)
+        return found
+
+
 class TfIdf:
     """TF-IDF of word n-grams, as scikit-learn's ``TfidfVectorizer`` computes it (smooth idf
     ``ln((1+n)/(1+df)) + 1``, optional ``1 + ln(tf)``), in plain Python and NumPy.
@@ -135,6 +168,24 @@ class TfIdf:
         self.lowercase = lowercase
         self.vocabulary: dict[str, int] = {}
         self.idf: np.ndarray = np.zeros(0, dtype=np.float32)
+        # texts already tokenized, per (lowercase, ngrams): shared by shallow copies
+        self._tables: dict[tuple[bool, tuple[int, int]], _TermTable] = {}
+
+    def __copy__(self) -> TfIdf:
+        """A shallow copy (what a learner fits), sharing the texts already tokenized."""
+        copied = object.__new__(type(self))
+        copied.__dict__.update(self.__dict__)
+        return copied
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the texts already tokenized (a cache, tens of MB at most)."""
+        state = self.__dict__.copy()
+        state["_tables"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_tables", {})
 
     def __repr__(self) -> str:
         return (
@@ -150,28 +201,45 @@ class TfIdf:
             terms.extend(" ".join(words[i : i + n]) for i in range(len(words) - n + 1))
         return terms
 
+    def _term_ids(self, texts: list[str]) -> tuple[_TermTable, list[np.ndarray]]:
+        """Each text's terms, in order, as ids into a table of terms: tokenized once per text
+        and setting, in a table the shallow copies of these features share (the folds of a
+        cross-fit read each prompt once)."""
+        key = (self.lowercase, self.ngrams)
+        table = self._tables.get(key)
+        if table is None or table.full():
+            table = self._tables[key] = _TermTable()
+        return table, [table.of(text, self._terms) for text in texts]
+
     def fit(self, requests: Sequence[Request]) -> None:
         """Learn the vocabulary and the idf weights of the training prompts."""
         texts = _texts(requests, "TfIdf.fit")
         if not texts:
             raise ArgumentError("TfIdf.fit needs at least one request")
-        total: Counter[str] = Counter()
-        df: Counter[str] = Counter()
-        for text in texts:
-            counts = Counter(self._terms(text))
-            total.update(counts)
-            df.update(counts.keys())
-        kept = [t for t in total if df[t] >= self.min_df]
-        kept.sort(key=lambda t: (-total[t], t))
-        kept = sorted(kept[: self.max_features])  # column order: alphabetical, as scikit-learn
-        if not kept:
+        table, ids = self._term_ids(texts)
+        width = len(table.terms)
+        every = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+        total = np.bincount(every, minlength=width)
+        # in how many texts each term is: the distinct (text, term) pairs
+        owner = np.repeat(np.arange(len(ids), dtype=np.int64), [len(a) for a in ids])
+        pairs = np.unique(owner * width + every)
+        df = np.bincount(pairs % width, minlength=width) if width else np.zeros(0, np.int64)
+        kept = np.flatnonzero((total > 0) & (df >= self.min_df))
+        if not len(kept):
             raise ArgumentError(
                 f"TfIdf.fit: no term of the {len(texts)} training prompt(s) is in at least "
                 f"min_df={self.min_df} of them (or they hold no words at all)"
             )
+        # the most frequent terms, ties alphabetical; then in alphabetical order, as scikit-learn
+        names = np.asarray([table.terms[t] for t in kept.tolist()], dtype=str)
+        alphabetical = np.argsort(names, kind="stable")
+        rank = np.empty(len(kept), dtype=np.int64)
+        rank[alphabetical] = np.arange(len(kept))
+        chosen = np.lexsort((rank, -total[kept]))[: self.max_features]
+        chosen = chosen[np.argsort(rank[chosen], kind="stable")]
         n = len(texts)
-        counts_df = np.array([df[t] for t in kept], dtype=np.float64)
-        self.vocabulary = {t: i for i, t in enumerate(kept)}
+        counts_df = df[kept[chosen]].astype(np.float64)
+        self.vocabulary = {str(names[k]): i for i, k in enumerate(chosen.tolist())}
         self.idf = (np.log((1 + n) / (1 + counts_df)) + 1).astype(np.float32)
 
     def transform(self, requests: Sequence[Request]) -> np.ndarray:
@@ -179,18 +247,27 @@ class TfIdf:
         texts = _texts(requests, "TfIdf.transform")
         vocabulary = self.vocabulary
         out = np.zeros((len(texts), len(vocabulary)), dtype=np.float32)
-        rows: list[int] = []
-        cols: list[int] = []
-        values: list[int] = []
-        for i, text in enumerate(texts):
-            counts = Counter(t for t in self._terms(text) if t in vocabulary)
-            rows.extend([i] * len(counts))
-            cols.extend(vocabulary[t] for t in counts)
-            values.extend(counts.values())
-        if rows:  # weighted and normalised while sparse: the dense matrix is written once
-            r = np.asarray(rows)
-            c = np.asarray(cols)
-            tf = np.asarray(values, dtype=np.float64)
+        table, ids = self._term_ids(texts)
+        column = np.full(len(table.terms) + 1, -1, dtype=np.int64)
+        for term, at in vocabulary.items():
+            found = table.ids.get(term)
+            if found is not None:
+                column[found] = at
+        every = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+        owner = np.repeat(np.arange(len(ids), dtype=np.int64), [len(a) for a in ids])
+        cols = column[every]
+        known = cols >= 0
+        if known.any():
+            # each (text, column) once with its count, the columns of a text in the order their
+            # terms first appear in it (the order its weights are summed in)
+            width = max(len(vocabulary), 1)
+            keys = owner[known] * width + cols[known]
+            position = np.flatnonzero(known)
+            pairs, first, counts = np.unique(keys, return_index=True, return_counts=True)
+            order = np.lexsort((position[first], pairs // width))
+            r = pairs[order] // width
+            c = pairs[order] % width
+            tf = counts[order].astype(np.float64)
             if self.sublinear_tf:
                 tf = 1 + np.log(tf)
             weights = tf * self.idf[c]
