@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from . import _bulk as bulk
 from . import _engines
@@ -32,7 +33,7 @@ from ._lifecycle import StrategyRun
 from ._models import GroundTruth, Request
 from ._progress import label, make_progress
 from ._recorder import RunState
-from ._results import Result
+from ._results import Lazy, Result
 from ._spill import Spill
 from .sessions._plan import SessionPlan, flatten_sessions
 
@@ -160,10 +161,12 @@ class Plan:
         if interrupted:  # only the requests that finished, with their attempts
             keep = np.zeros(len(self.items), dtype=bool)
             keep[np.frombuffer(run.requests.index, dtype=np.int32)] = True
+        attempts: Lazy
+        requests: pd.DataFrame | Lazy
         if self.spill is not None:
             attempts, requests = self.spill.finish(run, self.ids)
         else:
-            attempts = run.log.frame(name, self.ids, keep)
+            attempts = run.log.columns(name, self.ids, keep)  # the frame is built when used
             run.log.drop()
             requests = run.requests.frame(name, self.ids)
         result = Result(

@@ -4,8 +4,9 @@ No row object is kept: an attempt is an index into typed arrays (``array.array``
 1–4 bytes a code or count, 63 bytes an attempt), written when it starts and completed when it ends. Few-valued strings
 (statuses, models, error kinds, messages) are stored as small integer codes and become pandas
 categoricals. A request's totals (cost, attempts, cancellations, …) are accumulated on its state as
-its attempts end, so the request row needs no scan. The DataFrames are built once, at the end of a
-run, with narrow dtypes; rows are ordered by request, then by when each attempt started, and call
+its attempts end, so the request row needs no scan. The DataFrames are built once, with narrow
+dtypes: the requests frame at the end of a run, the attempts frame when first used
+(:class:`AttemptColumns`); rows are ordered by request, then by when each attempt started, and call
 and race ids are numbered in that order, so the frames do not depend on how simultaneous events
 were interleaved.
 
@@ -34,6 +35,7 @@ __all__ = [
     "ATTEMPT_COLUMNS",
     "PER_REQUEST_LIMIT",
     "REQUEST_COLUMNS",
+    "AttemptColumns",
     "AttemptLog",
     "Codes",
     "RequestLog",
@@ -647,14 +649,63 @@ class AttemptLog:
     ) -> pd.DataFrame:
         """The ``attempts`` DataFrame (columns: :data:`ATTEMPT_COLUMNS`) of the attempts held;
         with ``keep`` (a boolean per request index), only the attempts of those requests."""
-        return attempt_frame(
+        return self.columns(strategy, ids, keep).load()
+
+    def columns(
+        self, strategy: str, ids: Sequence[Any], keep: np.ndarray | None = None
+    ) -> AttemptColumns:
+        """The attempts held, as raw columns that become the ``attempts`` frame when first used
+        (see :meth:`frame`). The log may then :meth:`drop` them: the columns keep what they
+        view."""
+        return AttemptColumns(
             self.raw(),
-            self.models.values,
-            self.kinds.values,
-            self.messages.values,
+            list(self.models.values),
+            list(self.kinds.values),
+            list(self.messages.values),
             strategy,
             ids,
             keep,
+        )
+
+
+class AttemptColumns:
+    """A run's attempts as raw columns (:meth:`AttemptLog.raw`), made into the ``attempts`` frame
+    when it is first used: a run whose attempts nobody reads (a threshold sweep's, a cross-fit's
+    folds) never builds that frame. Held in memory, the columns take about what the frame would."""
+
+    __slots__ = ("ids", "keep", "kinds", "messages", "models", "raw", "rows", "strategy")
+
+    def __init__(
+        self,
+        raw: Mapping[str, np.ndarray],
+        models: Sequence[str],
+        kinds: Sequence[str],
+        messages: Sequence[str],
+        strategy: str,
+        ids: Sequence[Any] | np.ndarray,
+        keep: np.ndarray | None,
+    ) -> None:
+        self.raw = raw
+        self.models = models
+        self.kinds = kinds
+        self.messages = messages
+        self.strategy = strategy
+        self.ids = ids
+        self.keep = keep
+        #: the rows of the frame it makes
+        self.rows = (
+            len(raw["request"]) if keep is None else int(np.count_nonzero(keep[raw["request"]]))
+        )
+
+    def load(self) -> pd.DataFrame:
+        return attempt_frame(
+            self.raw,
+            self.models,
+            self.kinds,
+            self.messages,
+            self.strategy,
+            self.ids,
+            self.keep,
         )
 
 

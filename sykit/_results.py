@@ -16,23 +16,28 @@ from ._health import ErrorCount, shorten, top_errors
 from ._metrics import paired_differences, pareto_frontier, summarize
 from ._vocab import RequestStatus
 
-__all__ = ["Comparison", "Result", "concat_frames", "request_errors"]
+__all__ = ["Comparison", "Concatenated", "Lazy", "Result", "concat_frames", "request_errors"]
 
 
-class Deferred(Protocol):
-    """A frame kept on disk until first used (a spilling run's, see :mod:`sykit._spill`)."""
+class Lazy(Protocol):
+    """A frame built when first used: raw columns kept in memory (a run's attempts, see
+    :class:`sykit._records.AttemptColumns`), or a :class:`Deferred` one."""
 
     @property
     def rows(self) -> int: ...
 
     def load(self) -> pd.DataFrame: ...
 
+
+class Deferred(Lazy, Protocol):
+    """A frame kept on disk until first used (a spilling run's, see :mod:`sykit._spill`)."""
+
     def errors(self) -> pd.DataFrame: ...
 
 
 class _Frame:
-    """A Result field holding a DataFrame, or a :class:`Deferred` one that is read on first
-    access and kept."""
+    """A Result field holding a DataFrame, or a :class:`Lazy` one that is built (or read) on
+    first access and kept."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -47,7 +52,7 @@ class _Frame:
             obj.__dict__[self.slot] = value
         return value
 
-    def __set__(self, obj: Any, value: pd.DataFrame | Deferred) -> None:
+    def __set__(self, obj: Any, value: pd.DataFrame | Lazy) -> None:
         obj.__dict__[self.slot] = value
 
 
@@ -131,7 +136,7 @@ def request_errors(result: Result) -> pd.DataFrame:
 
 
 def _rows(result: Result, name: str) -> int:
-    value: pd.DataFrame | Deferred = result.__dict__["_" + name]
+    value: pd.DataFrame | Lazy = result.__dict__["_" + name]
     return len(value) if isinstance(value, pd.DataFrame) else value.rows
 
 
@@ -279,6 +284,23 @@ def _errors_html(errors: list[ErrorCount]) -> str:
         "<p>Top errors:</p><table><thead><tr><th>error_kind</th><th>requests</th>"
         f"<th>first message</th></tr></thead><tbody>{rows}</tbody></table>"
     )
+
+
+class Concatenated:
+    """One frame (``"attempts"`` or ``"requests"``) of several results one under the other (see
+    :func:`concat_frames`), built when first used: pooled runs whose attempts nobody reads never
+    build them."""
+
+    __slots__ = ("name", "results", "rows", "strategies")
+
+    def __init__(self, results: Sequence[Result], name: str, strategies: list[str]) -> None:
+        self.results = list(results)
+        self.name = name
+        self.strategies = strategies
+        self.rows = sum(_rows(r, name) for r in self.results)
+
+    def load(self) -> pd.DataFrame:
+        return concat_frames([getattr(r, self.name) for r in self.results], self.strategies)
 
 
 def concat_frames(frames: list[pd.DataFrame], strategies: list[str]) -> pd.DataFrame:

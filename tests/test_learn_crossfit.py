@@ -106,6 +106,7 @@ def test_a_router_that_looks_up_held_out_grades_fails_loudly():
         cross_fit(cheat, table(), weak=WEAK, strong=STRONG, resamples=200)
 
 
+@pytest.mark.filterwarnings("ignore::sykit.AlgorithmWarning")  # the runs say it too
 def test_a_router_that_fails_only_while_routing_fails_loudly_with_its_count():
     """Scored without trouble up front (once, then once per share to calibrate), it raises when
     the runs route: they record algorithm errors, and the cross-fit refuses to count them as

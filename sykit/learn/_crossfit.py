@@ -28,7 +28,7 @@ from .._config import HostPolicy, ModelProfile
 from .._curve_stats import Curve, Estimate, bootstrap_curve, curve_of, random_apgr
 from .._errors import ArgumentError, ArgumentTypeError
 from .._hosts.sim import SimHost
-from .._results import Comparison, Result, concat_frames
+from .._results import Comparison, Concatenated, Result, concat_frames
 from .._router_score import SWEEP_SHARES, SimulatedScore, calibrate
 from .._runner import compare
 from .._vocab import ErrorKind
@@ -202,7 +202,7 @@ def pool(runs: dict[str, list[Result]], seed: int) -> Comparison:
             Result(
                 strategy,
                 seed,
-                concat_frames([r.attempts for r in parts], [strategy]),
+                Concatenated(parts, "attempts", [strategy]),  # built if read
                 concat_frames([r.requests for r in parts], [strategy]),
                 sum(r.wall_s for r in parts),
                 parts[0].engine,
