@@ -8,6 +8,7 @@ a request past the 16-bit limits fails by name instead of writing wrong records.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from helpers import constant_profile
 
@@ -96,3 +97,30 @@ def test_a_request_past_the_call_limit_fails_by_name_and_others_are_recorded(eng
     calls = result.attempts[result.attempts["request_id"] == 0]["call_id"]
     assert len(calls) == PER_REQUEST_LIMIT and calls.max() == PER_REQUEST_LIMIT - 1
     assert np.array_equal(calls.to_numpy(), np.arange(PER_REQUEST_LIMIT))
+
+
+def test_the_attempts_frame_is_built_when_first_used_and_then_kept():
+    host = sy.SimHost({"m": constant_profile(0.1, 10, 100.0, faults=sy.Faults(rate_limit=0.3))})
+    requests = [sy.Request("q", id=i) for i in range(30)]
+    result = sy.run(sy.strategies.single("m"), requests, host=host, progress=False)
+    assert not isinstance(result.__dict__["_attempts"], pd.DataFrame)
+    rows = result.__dict__["_attempts"].rows
+    assert f"attempts={rows}" in repr(result)  # counted without building the frame
+    assert not isinstance(result.__dict__["_attempts"], pd.DataFrame)
+    frame = result.attempts
+    assert len(frame) == rows > 30 and result.attempts is frame
+    eager = sy.run(sy.strategies.single("m"), requests, host=host, progress=False, engine="kernel")
+    pd.testing.assert_frame_equal(frame, eager.attempts)
+
+
+def test_a_cross_fits_pooled_attempts_are_joined_only_when_read():
+    ds = sy.datasets.load("routellm").filter(benchmark="gsm8k").sample(80, seed=0)
+    weak, strong = "mixtral-8x7b-instruct-v0.1", "gpt-4-1106-preview"
+    cv = sy.learn.cross_fit(
+        sy.learn.CategoryPrior(), ds, weak=weak, strong=strong, folds=2, resamples=100
+    )
+    pooled = cv.comparison.results[0]
+    lazy = pooled.__dict__["_attempts"]
+    assert not isinstance(lazy, pd.DataFrame) and lazy.rows >= 80
+    assert len(pooled.attempts) == lazy.rows
+    assert pooled.attempts["request_id"].nunique() == 80
