@@ -291,16 +291,17 @@ class Concatenated:
     :func:`concat_frames`), built when first used: pooled runs whose attempts nobody reads never
     build them."""
 
-    __slots__ = ("name", "results", "rows", "strategies")
+    __slots__ = ("parts", "rows", "strategies")
 
     def __init__(self, results: Sequence[Result], name: str, strategies: list[str]) -> None:
-        self.results = list(results)
-        self.name = name
+        # the frames alone (built or not), not the results: their other frames are let go
+        self.parts: list[pd.DataFrame | Lazy] = [r.__dict__["_" + name] for r in results]
         self.strategies = strategies
-        self.rows = sum(_rows(r, name) for r in self.results)
+        self.rows = sum(_rows(r, name) for r in results)
 
     def load(self) -> pd.DataFrame:
-        return concat_frames([getattr(r, self.name) for r in self.results], self.strategies)
+        frames = [p if isinstance(p, pd.DataFrame) else p.load() for p in self.parts]
+        return concat_frames(frames, self.strategies)
 
 
 def concat_frames(frames: list[pd.DataFrame], strategies: list[str]) -> pd.DataFrame:

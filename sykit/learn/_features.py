@@ -100,13 +100,8 @@ def _normalise(rows: np.ndarray) -> np.ndarray:
 
 
 class _TermTable:
-    """Texts as arrays of term ids, and the terms: what :class:`TfIdf` counts with NumPy. Held
-    while it stays small; a full table is dropped and started again (ids are only ever compared
-    within one table)."""
-
-    #: Distinct texts and terms a table holds before it is started again (tens of MB at most).
-    TEXTS = 50_000
-    TERMS = 2_000_000
+    """Texts as arrays of term ids, and the terms: what :class:`TfIdf` counts with NumPy (a text
+    met twice in one call is read once)."""
 
     __slots__ = ("ids", "terms", "texts")
 
@@ -114,9 +109,6 @@ class _TermTable:
         self.ids: dict[str, int] = {}
         self.terms: list[str] = []
         self.texts: dict[str, np.ndarray] = {}
-
-    def full(self) -> bool:
-        return len(self.texts) >= self.TEXTS or len(self.terms) >= self.TERMS
 
     def of(self, text: str, terms_of: Callable[[str], list[str]]) -> np.ndarray:
         found = self.texts.get(text)
@@ -168,24 +160,6 @@ class TfIdf:
         self.lowercase = lowercase
         self.vocabulary: dict[str, int] = {}
         self.idf: np.ndarray = np.zeros(0, dtype=np.float32)
-        # texts already tokenized, per (lowercase, ngrams): shared by shallow copies
-        self._tables: dict[tuple[bool, tuple[int, int]], _TermTable] = {}
-
-    def __copy__(self) -> TfIdf:
-        """A shallow copy (what a learner fits), sharing the texts already tokenized."""
-        copied = object.__new__(type(self))
-        copied.__dict__.update(self.__dict__)
-        return copied
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickled without the texts already tokenized (a cache, tens of MB at most)."""
-        state = self.__dict__.copy()
-        state["_tables"] = {}
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self.__dict__.setdefault("_tables", {})
 
     def __repr__(self) -> str:
         return (
@@ -202,13 +176,10 @@ class TfIdf:
         return terms
 
     def _term_ids(self, texts: list[str]) -> tuple[_TermTable, list[np.ndarray]]:
-        """Each text's terms, in order, as ids into a table of terms: tokenized once per text
-        and setting, in a table the shallow copies of these features share (the folds of a
-        cross-fit read each prompt once)."""
-        key = (self.lowercase, self.ngrams)
-        table = self._tables.get(key)
-        if table is None or table.full():
-            table = self._tables[key] = _TermTable()
+        """Each text's terms, in order, as ids into a table of the terms of ``texts`` (made for
+        this call and let go after it: a table kept across calls would hold every distinct
+        n-gram of every prompt seen)."""
+        table = _TermTable()
         return table, [table.of(text, self._terms) for text in texts]
 
     def fit(self, requests: Sequence[Request]) -> None:
