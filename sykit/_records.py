@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -668,45 +669,30 @@ class AttemptLog:
         )
 
 
+@dataclass(slots=True)
 class AttemptColumns:
     """A run's attempts as raw columns (:meth:`AttemptLog.raw`), made into the ``attempts`` frame
-    when it is first used: a run whose attempts nobody reads (a threshold sweep's, a cross-fit's
-    folds) never builds that frame. Held in memory, the columns take about what the frame would."""
+    when it is first used (:func:`attempt_frame` takes the same fields): a run whose attempts
+    nobody reads (a threshold sweep's, a cross-fit's folds) never builds that frame. Held in
+    memory, the columns take about what the frame would."""
 
-    __slots__ = ("ids", "keep", "kinds", "messages", "models", "raw", "rows", "strategy")
+    raw: Mapping[str, np.ndarray]
+    models: Sequence[str]
+    kinds: Sequence[str]
+    messages: Sequence[str]
+    strategy: str
+    ids: Sequence[Any] | np.ndarray
+    keep: np.ndarray | None = None
 
-    def __init__(
-        self,
-        raw: Mapping[str, np.ndarray],
-        models: Sequence[str],
-        kinds: Sequence[str],
-        messages: Sequence[str],
-        strategy: str,
-        ids: Sequence[Any] | np.ndarray,
-        keep: np.ndarray | None,
-    ) -> None:
-        self.raw = raw
-        self.models = models
-        self.kinds = kinds
-        self.messages = messages
-        self.strategy = strategy
-        self.ids = ids
-        self.keep = keep
-        #: the rows of the frame it makes
-        self.rows = (
-            len(raw["request"]) if keep is None else int(np.count_nonzero(keep[raw["request"]]))
-        )
+    @property
+    def rows(self) -> int:
+        """The rows of the frame it makes."""
+        request = self.raw["request"]
+        return len(request) if self.keep is None else int(np.count_nonzero(self.keep[request]))
 
     def load(self) -> pd.DataFrame:
-        return attempt_frame(
-            self.raw,
-            self.models,
-            self.kinds,
-            self.messages,
-            self.strategy,
-            self.ids,
-            self.keep,
-        )
+        raw, models, kinds, messages = self.raw, self.models, self.kinds, self.messages
+        return attempt_frame(raw, models, kinds, messages, self.strategy, self.ids, self.keep)
 
 
 def attempt_frame(

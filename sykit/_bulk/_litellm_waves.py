@@ -24,7 +24,7 @@ from .._config import HostPolicy, ModelProfile
 from .._errors import ModelError
 from .._records import REASON_CODE
 from .._rng import uniforms
-from ._waves import Columns, Waves, _ErrorTable, _no_waves, _plan_model
+from ._waves import Columns, Waves, _ErrorTable, _no_waves, in_request_order, plan_wave
 
 __all__ = ["OwnsRetries", "run_litellm_waves"]
 
@@ -61,17 +61,21 @@ _FIELDS = (
 
 def run_litellm_waves(
     columns: Columns,
-    path: tuple[str, ...],
-    router: OwnsRetries,
+    routes: np.ndarray,
+    chains: list[tuple[str, ...]],
     todo: np.ndarray,
     profiles: Mapping[str, ModelProfile],
     model_codes: Mapping[str, int],
     policy: HostPolicy,
     seed: int,
     session: Any,
+    *,
+    router: OwnsRetries,
 ) -> Waves:
-    """Plan the attempts of requests ``todo`` (positions) along ``path`` (the router's
-    deployments in the order it tries them)."""
+    """Plan the attempts of requests ``todo`` (positions) along the router's path (``chains``'
+    one entry: its deployments in the order it tries them; every route is 0), as
+    :func:`~sykit._bulk._waves.run_waves` plans a fixed chain's."""
+    path = chains[0]
     n = len(columns.ids)
     slow = np.zeros(n, dtype=bool)
     failed = np.full(n, -1, dtype=np.int32)
@@ -92,29 +96,9 @@ def run_litellm_waves(
     step = 0
     while len(active):
         m = len(active)
-        wave_ok = np.zeros(m, dtype=bool)
-        wave_after = np.zeros(m)
-        wave_ttft = np.full(m, np.nan)
-        wave_out = np.zeros(m, dtype=np.int64)
-        wave_cost = np.zeros(m)
-        wave_error = np.full(m, -1, dtype=np.int32)
-        wave_slow = np.zeros(m, dtype=bool)
-        for position in np.unique(group).tolist():
-            sel = np.flatnonzero(group == position)
-            name = names[position]
-            # a deployment appears once in the path: its attempt number is the try
-            _plan_model(
-                name,
-                profiles[name],
-                columns,
-                active[sel],
-                tries[sel],
-                seed,
-                policy.timeout_s,
-                errors,
-                sel,
-                (wave_ok, wave_after, wave_ttft, wave_out, wave_cost, wave_error, wave_slow),
-            )
+        # a deployment appears once in the path: its attempt number is the try
+        wave = plan_wave(group, names, profiles, columns, active, tries, seed, policy, errors)
+        wave_ok, wave_after, wave_ttft, wave_out, wave_cost, wave_error, wave_slow = wave
         if wave_slow.any():
             slow[active[wave_slow]] = True
         keep = ~wave_slow
@@ -173,14 +157,9 @@ def run_litellm_waves(
         )
         step += 1
 
-    if not seq_parts:
+    final = in_request_order(out, seq_parts, slow, failed)
+    if final is None:
         return _no_waves(slow, failed, [info.error for info in errors.info])
-    merged = {key: np.concatenate(parts) for key, parts in out.items()}
-    seq = np.concatenate(seq_parts)
-    drop = slow[merged["request"]]
-    order = np.lexsort((seq[~drop], merged["request"][~drop]))
-    final = {key: values[~drop][order] for key, values in merged.items()}
-    failed[slow] = -1
     rows_total = len(final["request"])
     return Waves(
         request=final["request"],

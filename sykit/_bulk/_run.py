@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from functools import partial
 from types import CoroutineType
 from typing import Any
 
@@ -133,6 +134,10 @@ class _Bulk:
         # A block of requests at a time, start to records: what a run holds beyond its records
         # stays the size of a block, however many requests it has.
         items = self.items
+        # the host's candidate loop, or a router's own retry loop along its path
+        plan = (
+            run_waves if self.router is None else partial(run_litellm_waves, router=self.router[0])
+        )
         for low in range(0, n, _BLOCK):
             high = min(n, low + _BLOCK)
             block_routes = routes[low:high]
@@ -146,30 +151,17 @@ class _Bulk:
             if repeated.any():
                 todo = todo[~repeated[block_routes]]
             try:
-                if self.router is not None:
-                    waves = run_litellm_waves(
-                        columns,
-                        self.router[1],
-                        self.router[0],
-                        todo,
-                        run.profiles,
-                        run.model_codes,
-                        run.policy,
-                        run.seed,
-                        session,
-                    )
-                else:
-                    waves = run_waves(
-                        columns,
-                        block_routes,
-                        chains,
-                        todo,
-                        run.profiles,
-                        run.model_codes,
-                        run.policy,
-                        run.seed,
-                        session,
-                    )
+                waves = plan(
+                    columns,
+                    block_routes,
+                    chains,
+                    todo,
+                    run.profiles,
+                    run.model_codes,
+                    run.policy,
+                    run.seed,
+                    session,
+                )
             except NotSimple as why:
                 raise NeedsEvents(str(why)) from None
             if repeated.any():

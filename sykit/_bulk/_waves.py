@@ -29,7 +29,7 @@ from .._records import REASON_CODE
 from .._rng import SLOT
 from ._draws import attempt_units, quantiles
 
-__all__ = ["Columns", "NotSimple", "Waves", "run_waves"]
+__all__ = ["Columns", "NotSimple", "Waves", "in_request_order", "plan_wave", "run_waves"]
 
 #: Faults whose reply is an error answer after the profile's rejection delay: simple.
 _STATUS_FAULTS = frozenset(("rate_limit", "unavailable", "policy", "invalid"))
@@ -161,27 +161,8 @@ def run_waves(
     while len(active):
         route = routes[active]
         model = chain_table[route, candidate]
-        wave_ok = np.zeros(len(active), dtype=bool)
-        wave_after = np.zeros(len(active))
-        wave_ttft = np.full(len(active), np.nan)
-        wave_out = np.zeros(len(active), dtype=np.int64)
-        wave_cost = np.zeros(len(active))
-        wave_error = np.full(len(active), -1, dtype=np.int32)
-        wave_slow = np.zeros(len(active), dtype=bool)
-        for code in np.unique(model).tolist():
-            sel = np.flatnonzero(model == code)
-            _plan_model(
-                names[code],
-                profiles[names[code]],
-                columns,
-                active[sel],
-                retry[sel],
-                seed,
-                policy.timeout_s,
-                errors,
-                sel,
-                (wave_ok, wave_after, wave_ttft, wave_out, wave_cost, wave_error, wave_slow),
-            )
+        wave = plan_wave(model, names, profiles, columns, active, retry, seed, policy, errors)
+        wave_ok, wave_after, wave_ttft, wave_out, wave_cost, wave_error, wave_slow = wave
         # a request that needs the exact way goes there whole (its earlier attempts are dropped)
         if wave_slow.any():
             slow[active[wave_slow]] = True
@@ -236,14 +217,9 @@ def run_waves(
         )
         step += 1
 
-    if not seq_parts:  # nothing planned column-wise: every request goes the exact way
+    final = in_request_order(out, seq_parts, slow, failed)
+    if final is None:  # nothing planned column-wise: every request goes the exact way
         return _no_waves(slow, failed, [info.error for info in errors.info])
-    merged = {key: np.concatenate(parts) for key, parts in out.items()}
-    seq = np.concatenate(seq_parts)
-    drop = slow[merged["request"]]
-    order = np.lexsort((seq[~drop], merged["request"][~drop]))
-    final = {key: values[~drop][order] for key, values in merged.items()}
-    failed[slow] = -1
     return Waves(
         request=final["request"],
         model=final["model"].astype(np.int32),
@@ -261,6 +237,61 @@ def run_waves(
         slow=slow,
         failed=failed,
     )
+
+
+def plan_wave(
+    model: np.ndarray,
+    names: Mapping[int, str],
+    profiles: Mapping[str, ModelProfile],
+    columns: Columns,
+    active: np.ndarray,
+    ns: np.ndarray,
+    seed: int,
+    policy: HostPolicy,
+    errors: _ErrorTable,
+) -> tuple[np.ndarray, ...]:
+    """One wave: the attempt of each request ``active`` at its model (``model``, a code
+    ``names`` names; its attempt number ``ns``), planned model by model. Returns, per attempt:
+    answered, the time to its reply, its TTFT, output tokens, cost, error (an index into
+    ``errors``; −1: answered) and whether its request must go the exact way."""
+    m = len(active)
+    into = (
+        np.zeros(m, dtype=bool),
+        np.zeros(m),
+        np.full(m, np.nan),
+        np.zeros(m, dtype=np.int64),
+        np.zeros(m),
+        np.full(m, -1, dtype=np.int32),
+        np.zeros(m, dtype=bool),
+    )
+    for code in np.unique(model).tolist():
+        sel = np.flatnonzero(model == code)
+        name = names[code]
+        _plan_model(
+            name, profiles[name], columns, active[sel], ns[sel], seed, policy.timeout_s, errors,
+            sel, into,
+        )  # fmt: skip
+    return into
+
+
+def in_request_order(
+    out: Mapping[str, list[np.ndarray]],
+    seq_parts: list[np.ndarray],
+    slow: np.ndarray,
+    failed: np.ndarray,
+) -> dict[str, np.ndarray] | None:
+    """The waves' planned attempts (``out``: per field, one array per wave; ``seq_parts``: each
+    wave's number per attempt) in request order, then in the order each request made them,
+    without the requests that go the exact way (whose ``failed`` entry is reset); None when no
+    wave planned anything."""
+    if not seq_parts:
+        return None
+    merged = {key: np.concatenate(parts) for key, parts in out.items()}
+    seq = np.concatenate(seq_parts)
+    drop = slow[merged["request"]]
+    order = np.lexsort((seq[~drop], merged["request"][~drop]))
+    failed[slow] = -1
+    return {key: values[~drop][order] for key, values in merged.items()}
 
 
 def _no_waves(slow: np.ndarray, failed: np.ndarray, errors: list[ModelError]) -> Waves:
