@@ -672,9 +672,9 @@ class GradedAttemptLog(AttemptLog):
         super().__init__(models)
         self.grade: Callable[[AttemptLog, Mapping[str, np.ndarray]], np.ndarray] | None = None
 
-    def grades(self, columns: Mapping[str, np.ndarray]) -> np.ndarray:
+    def grades(self, columns: Mapping[str, np.ndarray], n: int) -> np.ndarray:
         if self.grade is None:
-            return super().grades(columns)
+            return super().grades(columns, n)
         return self.grade(self, columns)
 
 

@@ -578,8 +578,6 @@ class AttemptLog:
         ints = np.frombuffer(i, dtype=np.int32, count=n * _I).reshape(n, _I)
         shorts = np.frombuffer(h, dtype=np.int16, count=n * _H).reshape(n, _H)
         bytes_ = np.frombuffer(b, dtype=np.int8, count=n * _B).reshape(n, _B)
-        flags = bytes_[:, self.FLAGS]
-        failure = ints[:, self.FAILURE]
         pairs = np.asarray(list(self.failures), dtype=np.int32).reshape(-1, 2)
         pairs = np.vstack([pairs, [-1, -1]])  # code −1 (no failure) picks the last row
         columns: dict[str, np.ndarray] = {
@@ -588,8 +586,11 @@ class AttemptLog:
             "ttft_s": floats[:, self.TTFT],
             "cost_usd": floats[:, self.COST],
             "request": ints[:, self.REQUEST],
-            "error_kind": pairs[failure, 0],
-            "message": pairs[failure, 1],
+            # decoded into error_kind and message, and the flags into phase, kind, retried and
+            # served, by decoded(): where the frame is built, or now for a hand-over
+            _FAILURE: ints[:, self.FAILURE],
+            _PAIRS: pairs,
+            _FLAGS: bytes_[:, self.FLAGS],
             "input_tokens": ints[:, self.INPUT],
             "output_tokens": ints[:, self.OUTPUT],
             "call": shorts[:, self.CALL],
@@ -601,25 +602,31 @@ class AttemptLog:
             "status": bytes_[:, self.STATUS],
             "fallback_reason": bytes_[:, self.FALLBACK],
             "cancel_cause": bytes_[:, self.CAUSE],
-            "phase": (flags & _ANSWER_BIT).astype(np.int8),
-            "kind": ((flags & _DECISION_BIT) >> 1).astype(np.int8),
-            "retried": ((flags & _RETRIED_BIT) >> 2).astype(np.int8),
-            "served": ((flags & _SERVED_BIT) >> 3).astype(np.int8),
         }
-        cache = np.zeros((n, 2), dtype=np.int32)
-        if self.cache is not None:
-            held = np.frombuffer(self.cache, dtype=np.int32)[: 2 * n].reshape(-1, 2)
-            cache[: len(held)] = held
-            del held
-        columns["cached_input_tokens"] = cache[:, 0]
-        columns["cache_write_tokens"] = cache[:, 1]
-        columns["quality"] = self.grades(columns)
-        return columns
+        if self.cache is not None or copy:
+            cache = np.zeros((n, 2), dtype=np.int32)
+            if self.cache is not None:
+                held = np.frombuffer(self.cache, dtype=np.int32)[: 2 * n].reshape(-1, 2)
+                cache[: len(held)] = held
+                del held
+            columns["cached_input_tokens"] = cache[:, 0]
+            columns["cache_write_tokens"] = cache[:, 1]
+        else:  # no attempt has any: zeros that take no memory until the frame is built
+            zeros = np.broadcast_to(np.int32(0), (n,))
+            columns["cached_input_tokens"] = columns["cache_write_tokens"] = zeros
+        kinds = (columns[_FLAGS] & _DECISION_BIT) >> 1
+        graded = {"request": columns["request"], "model": columns["model"], "kind": kinds}
+        columns["quality"] = self.grades({**graded, "status": columns["status"]}, n)
+        if not copy:
+            return columns
+        columns["quality"] = np.ascontiguousarray(columns["quality"])  # written out as it is
+        return decoded(columns)
 
-    def grades(self, columns: Mapping[str, np.ndarray]) -> np.ndarray:
-        """The grade of each attempt's answer given as raw columns (NaN: none). The records of a
-        run with no truth grade nothing; a simulated run's log grades from its truth."""
-        return np.full(len(columns["request"]), NAN)
+    def grades(self, columns: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+        """The grade of each of ``n`` attempts' answers given as raw columns (request, model,
+        status, kind; NaN: none). The records of a run with no truth grade nothing (NaNs that
+        take no memory until the frame is built); a simulated run's log grades from its truth."""
+        return np.broadcast_to(np.float64(NAN), (n,))
 
     def _service_column(self, n: int, forget: bool) -> np.ndarray:
         """The service starts of the first ``n`` attempts held (NaN where none), dropped from
@@ -695,6 +702,28 @@ class AttemptColumns:
         return attempt_frame(raw, models, kinds, messages, self.strategy, self.ids, self.keep)
 
 
+_FAILURE, _PAIRS, _FLAGS = "failure", "failure_pairs", "flags"
+
+
+def decoded(raw: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Raw columns with the packed ones (an error's kind-and-message code, the flags byte)
+    decoded into the fields of :attr:`AttemptLog.RAW_FIELDS`; columns already decoded (read
+    back from a spill folder) are kept as they are."""
+    columns = dict(raw)
+    if _FAILURE in columns:
+        pairs = columns.pop(_PAIRS)
+        failure = columns.pop(_FAILURE)
+        columns["error_kind"] = pairs[failure, 0]
+        columns["message"] = pairs[failure, 1]
+    if _FLAGS in columns:
+        flags = columns.pop(_FLAGS)
+        columns["phase"] = (flags & _ANSWER_BIT).astype(np.int8)
+        columns["kind"] = ((flags & _DECISION_BIT) >> 1).astype(np.int8)
+        columns["retried"] = ((flags & _RETRIED_BIT) >> 2).astype(np.int8)
+        columns["served"] = ((flags & _SERVED_BIT) >> 3).astype(np.int8)
+    return columns
+
+
 def attempt_frame(
     raw: Mapping[str, np.ndarray],
     models: Sequence[str],
@@ -707,6 +736,7 @@ def attempt_frame(
     """The ``attempts`` DataFrame from raw columns (see :meth:`AttemptLog.hand_over`) in the
     order the attempts started, and the code tables of models, error kinds and messages; with
     ``keep`` (a boolean per request index), only the attempts of those requests."""
+    raw = decoded(raw)
     request = raw["request"]
     order = np.argsort(request, kind="stable")
     if keep is not None:

@@ -13,7 +13,7 @@ import pytest
 from helpers import constant_profile
 
 import sykit as sy
-from sykit._records import PER_REQUEST_LIMIT, AttemptLog
+from sykit._records import PER_REQUEST_LIMIT, AttemptLog, decoded
 
 
 def held_bytes(log: AttemptLog) -> int:
@@ -35,7 +35,7 @@ def test_an_attempt_holds_at_most_64_bytes_and_cache_counts_only_once_used():
     assert held_bytes(log) == 63 * 1000
 
     log.bill(999, 100, 20, 0.01, cached=64, written=36)
-    raw = log.raw()
+    raw = decoded(log.raw())
     assert raw["cached_input_tokens"][-1] == 64 and raw["cache_write_tokens"][-1] == 36
     assert not raw["cached_input_tokens"][:-1].any()  # earlier attempts read as zero
     assert raw["status"].tolist()[:3] == [1, 0, 0]  # error, ok, ok (the enum's order)
@@ -124,3 +124,19 @@ def test_a_cross_fits_pooled_attempts_are_joined_only_when_read():
     assert not isinstance(lazy, pd.DataFrame) and lazy.rows >= 80
     assert len(pooled.attempts) == lazy.rows
     assert pooled.attempts["request_id"].nunique() == 80
+
+
+def test_columns_no_attempt_uses_take_no_memory_until_the_frame_is_built():
+    """Without prompt caches or grades, the cache counts and grades of a result's unread
+    attempts are zeros and NaNs of no size; the frame gets real columns of them."""
+    host = sy.SimHost({"m": constant_profile(0.1, 10, 100.0)})
+    result = sy.run(
+        sy.strategies.single("m"), [sy.Request("q", id=i) for i in range(50)], host=host,
+        progress=False,
+    )  # fmt: skip
+    raw = result.__dict__["_attempts"].raw
+    for name in ("cached_input_tokens", "cache_write_tokens", "quality"):
+        assert raw[name].strides == (0,) and raw[name].shape == (50,)
+    frame = result.attempts
+    assert (frame["cached_input_tokens"] == 0).all() and frame["quality"].isna().all()
+    assert frame["quality"].to_numpy().strides == (8,)  # a column of its own
