@@ -455,13 +455,25 @@ def calibrate(
             view = TruthView(truth_of(request), profiles, seed, request_id)
             values.append(score.value(view, request_id, request))
     else:
-        for request in items:
-            value = score(request)
+        for index, request in enumerate(items):
+            try:
+                value = score(request)
+            except Exception as error:  # the user's function: say which request, keep the cause
+                raise ArgumentError(
+                    f"calibrate(): the score function raised on request "
+                    f"{_request_id(request, index)!r}: {type(error).__name__}: {error}"
+                ) from error
             if inspect.isawaitable(value):
                 if inspect.iscoroutine(value):
                     value.close()
                 raise ArgumentTypeError("calibrate() needs a synchronous score function")
-            values.append(float(value))
+            try:
+                values.append(float(value))
+            except (TypeError, ValueError):
+                raise ArgumentTypeError(
+                    f"calibrate(): the score function must return a number, got "
+                    f"{type(value).__name__} for request {_request_id(request, index)!r}"
+                ) from None
     return _tie_broken(values, ids, target_share, seed)
 
 

@@ -381,6 +381,20 @@ def test_calibrate_checks_its_requests():
         assert st.calibrate(score, graded_table(20), 0.0) == math.inf
 
 
+def test_calibrate_names_the_request_a_score_function_fails_on():
+    requests = [sy.Request("fine", id="a"), sy.Request("boom", id="b")]
+
+    def score(request):
+        if request.prompt == "boom":
+            raise LookupError("no grade for it")
+        return 0.5
+
+    with pytest.raises(sy.ArgumentError, match=r"raised on request 'b': LookupError: no grade"):
+        st.calibrate(score, requests, 0.5)
+    with pytest.raises(sy.ArgumentTypeError, match=r"return a number, got str for request 'a'"):
+        st.calibrate(lambda request: "high", requests, 0.5)
+
+
 def test_the_docs_list_the_presets_figures():
     """docs/router-score.md's table shows the published figures the presets hold."""
     page = (Path(__file__).resolve().parents[1] / "docs" / "router-score.md").read_text()
