@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
+import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from typing import Any, Protocol
 
@@ -39,12 +40,14 @@ __all__ = [
     "OPEN",
     "SEND",
     "SLEEP",
+    "Call",
     "DeadlineScope",
     "Engine",
     "EngineExit",
     "Owner",
     "current",
     "new_race_id",
+    "sleep",
     "sleep_refusal",
     "using",
 ]
@@ -269,3 +272,32 @@ class using:
 def new_race_id() -> int:
     """A race id unique within the current request (or process-wide outside a sykit run)."""
     return current().new_race()
+
+
+@types.coroutine
+def sleep(seconds: float) -> Generator[Any, Any, None]:
+    """Suspend the calling task for ``seconds`` of virtual time (a trap the kernel, or the bulk
+    engine's exact way, runs)."""
+    yield (SLEEP, seconds)
+
+
+class Call:
+    """A model or decision call, on an engine that runs its traps itself (the kernel, and the
+    bulk engine's exact way), that has not been awaited yet: ``await`` it (or pass it to a race
+    helper such as ``sy.first``) to send it. A call never awaited is never sent. (On an asyncio
+    loop a call is an ordinary coroutine, which asyncio's own APIs accept.)"""
+
+    __slots__ = ("steps",)
+
+    def __init__(self, steps: Generator[Any, Any, Any]) -> None:
+        self.steps = steps  # the candidate loop: the engine runs its traps directly
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        return self.steps
+
+    def close(self) -> None:
+        """Drop the call without sending it."""
+        self.steps.close()
+
+    def __repr__(self) -> str:
+        return "<sykit call (not awaited)>"

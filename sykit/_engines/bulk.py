@@ -10,11 +10,10 @@ routes) raises :class:`NeedsEvents`, and the run goes to the event engines.
 
 from __future__ import annotations
 
-import types
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import Any, NoReturn
 
-from .base import SLEEP, Engine, EngineExit
+from .base import Call, Engine, EngineExit, sleep
 
 __all__ = ["BulkEngine", "NeedsEvents"]
 
@@ -52,7 +51,7 @@ class BulkEngine(Engine):
     def sleep(self, seconds: float) -> Any:
         if not self.exact:
             self._refuse("sleep")
-        return _sleep(seconds)
+        return sleep(seconds)
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         self._refuse("schedule a callback")
@@ -107,26 +106,6 @@ class BulkEngine(Engine):
 
     def drive(self, steps: Any, session: Any) -> Any:
         if self.exact:
-            return _Call(steps)  # a simulated host plans its attempts: only sleeps are trapped
+            return Call(steps)  # a simulated host plans its attempts: only sleeps are trapped
         steps.close()
         self._refuse("make a call while routing")
-
-
-@types.coroutine
-def _sleep(seconds: float) -> Generator[Any, Any, None]:
-    yield (SLEEP, seconds)
-
-
-class _Call:
-    """A call made the exact way: awaiting it runs its candidate loop, whose sleeps are traps."""
-
-    __slots__ = ("steps",)
-
-    def __init__(self, steps: Generator[Any, Any, Any]) -> None:
-        self.steps = steps
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        return self.steps
-
-    def close(self) -> None:
-        self.steps.close()

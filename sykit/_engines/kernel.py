@@ -37,7 +37,7 @@ from typing import Any
 
 from .._errors import ArgumentError, SimDeadlock
 from .._vocab import CancelCause
-from .base import SLEEP, Engine, EngineExit, current, sleep_refusal
+from .base import SLEEP, Call, Engine, EngineExit, current, sleep, sleep_refusal
 from .deadlock import describe_deadlock
 
 __all__ = [
@@ -154,12 +154,6 @@ class KTask:
     def __repr__(self) -> str:
         state = "done" if self.done_ else "pending"
         return f"<KTask {self.name or hex(id(self))} {state}>"
-
-
-@types.coroutine
-def sleep(seconds: float) -> Generator[Any, Any, None]:
-    """Suspend the calling kernel task for ``seconds`` of virtual time."""
-    yield (SLEEP, seconds)
 
 
 @types.coroutine
@@ -577,27 +571,6 @@ class Kernel:
 
 
 # -- the engine contract on the kernel ------------------------------------------------------------
-
-
-class Call:
-    """A model or decision call on the kernel that has not been awaited yet: ``await`` it (or
-    pass it to a race helper such as ``sy.first``) to send it. A call never awaited is never sent.
-    (On an asyncio loop a call is an ordinary coroutine, which asyncio's own APIs accept.)"""
-
-    __slots__ = ("steps",)
-
-    def __init__(self, steps: Generator[Any, Any, Any]) -> None:
-        self.steps = steps  # the candidate loop: the kernel runs its traps directly
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        return self.steps
-
-    def close(self) -> None:
-        """Drop the call without sending it."""
-        self.steps.close()
-
-    def __repr__(self) -> str:
-        return "<sykit call (not awaited)>"
 
 
 async def _await(awaitable: Any) -> Any:
