@@ -588,7 +588,6 @@ class StrategyRun:
             served = row
             log.set_served(row)
         ttft = math.nan
-        quality = math.nan
         served_cost = 0.0
         served_model = None
         if served >= 0:
@@ -623,9 +622,9 @@ class StrategyRun:
                 state.model_cost - (served_cost if ok else 0.0),
                 state.routing_cost,
             ),
-            # the served answer's grade: NaN when it failed (summaries count that as 0) or when
-            # the dataset has no grade for it (summaries leave it out and count it)
-            quality if ok else math.nan,
+            # the served answer's grade is written in when the records are read (see
+            # note_truth): NaN until then, and for good when it failed or has no grade
+            math.nan,
             state.reads_truth,
             extra,
         )
