@@ -24,7 +24,7 @@ from .._config import HostPolicy, ModelProfile
 from .._errors import ModelError
 from .._records import REASON_CODE
 from .._rng import uniforms
-from ._waves import Columns, Waves, _ErrorTable, _no_waves, in_request_order, plan_wave
+from ._waves import Columns, Waves, _ErrorTable, collected, kept, plan_wave
 
 __all__ = ["OwnsRetries", "run_litellm_waves"]
 
@@ -41,22 +41,6 @@ class OwnsRetries(Protocol):
     def after_failure(
         self, error: ModelError, retry: int, draw: Callable[[], float]
     ) -> tuple[bool, float | None]: ...
-
-
-_FIELDS = (
-    "request",
-    "model",
-    "call",
-    "after",
-    "backoff",
-    "ok",
-    "ttft",
-    "output_tokens",
-    "cost",
-    "error",
-    "fallback",
-    "moved",
-)
 
 
 def run_litellm_waves(
@@ -86,7 +70,7 @@ def run_litellm_waves(
     last = len(path) - 1
     ids = columns.ids
 
-    out: dict[str, list[np.ndarray]] = {key: [] for key in _FIELDS}
+    out: dict[str, list[np.ndarray]] = {"call": [], "moved": []}  # with kept()'s fields
     seq_parts: list[np.ndarray] = []
     # the requests still going: their group (position in the path), try and call number
     active = np.asarray(todo, dtype=np.int64)
@@ -98,18 +82,17 @@ def run_litellm_waves(
         m = len(active)
         # a deployment appears once in the path: its attempt number is the try
         wave = plan_wave(group, names, profiles, columns, active, tries, seed, policy, errors)
-        wave_ok, wave_after, wave_ttft, wave_out, wave_cost, wave_error, wave_slow = wave
-        if wave_slow.any():
-            slow[active[wave_slow]] = True
-        keep = ~wave_slow
+        if wave.slow.any():
+            slow[active[wave.slow]] = True
+        keep = ~wave.slow
         wait = np.full(m, np.nan)
         fallback = np.full(m, -1, dtype=np.int16)
         moved = np.zeros(m, dtype=bool)
         next_group = group.copy()
         next_tries = tries + 1
         goes_on = np.zeros(m, dtype=bool)
-        for k in np.flatnonzero(keep & ~wave_ok).tolist():
-            error = errors.info[int(wave_error[k])].error
+        for k in np.flatnonzero(keep & ~wave.ok).tolist():
+            error = errors.info[int(wave.error[k])].error
             request = int(active[k])
 
             def draw(request: int = request) -> float:
@@ -131,24 +114,10 @@ def run_litellm_waves(
                 next_tries[k] = 0
                 goes_on[k] = True
             else:
-                failed[request] = wave_error[k]
-        rows = np.flatnonzero(keep)
-        for key, values in (
-            ("request", active),
-            ("model", codes[group]),
-            ("call", call),
-            ("after", wave_after),
-            ("backoff", wait),
-            ("ok", wave_ok),
-            ("ttft", wave_ttft),
-            ("output_tokens", wave_out),
-            ("cost", wave_cost),
-            ("error", wave_error),
-            ("fallback", fallback),
-            ("moved", moved),
-        ):
-            out[key].append(values[rows])
-        seq_parts.append(np.full(len(rows), step, dtype=np.int64))
+                failed[request] = wave.error[k]
+        kept(out, seq_parts, step, keep, wave, active, codes[group], wait, fallback)
+        out["call"].append(call[keep])
+        out["moved"].append(moved[keep])
         active, group, tries, call = (
             active[goes_on],
             next_group[goes_on],
@@ -157,26 +126,4 @@ def run_litellm_waves(
         )
         step += 1
 
-    final = in_request_order(out, seq_parts, slow, failed)
-    if final is None:
-        return _no_waves(slow, failed, [info.error for info in errors.info])
-    rows_total = len(final["request"])
-    return Waves(
-        request=final["request"],
-        model=final["model"].astype(np.int32),
-        candidate=np.zeros(rows_total, dtype=np.int16),
-        retry=np.zeros(rows_total, dtype=np.int16),
-        after=final["after"],
-        backoff=final["backoff"],
-        ok=final["ok"],
-        ttft=final["ttft"],
-        output_tokens=final["output_tokens"],
-        cost=final["cost"],
-        error=final["error"],
-        fallback=final["fallback"],
-        errors=[info.error for info in errors.info],
-        slow=slow,
-        failed=failed,
-        call=final["call"].astype(np.int16),
-        moved=final["moved"],
-    )
+    return collected(out, seq_parts, slow, failed, errors)

@@ -331,12 +331,7 @@ class _Bulk:
         response = None
         failure = None
         try:
-            trap = next(steps)
-            while True:
-                engine.time = engine.time + trap[1]
-                trap = steps.send(None)
-        except StopIteration as stop:
-            response = stop.value
+            response = _on_clock(engine, steps, request_id)
         except ModelError as error:
             failure = failure_of(error)
         self.runner._record(state, outcome, response, failure, start)
@@ -487,24 +482,30 @@ class _Bulk:
         state = RequestState(run, index, request, request_id, arrival)
         state.start_s = start
         engine.time = start
-        runner = self.runner
-        course = runner._route(state)
         engine.exact = True
         try:
-            trap = course.send(None)
-            while True:
-                if type(trap) is not tuple or trap[0] != SLEEP:
-                    course.close()
-                    raise NeedsEvents(
-                        f"request {request_id!r} awaited something other than its calls and sleeps"
-                    )
-                engine.time = engine.time + trap[1]
-                trap = course.send(None)
-        except StopIteration:
-            pass
+            _on_clock(engine, self.runner._route(state), request_id)  # it records the request
         finally:
             engine.exact = False
         return engine.time
+
+
+def _on_clock(engine: BulkEngine, course: Any, request_id: Any) -> Any:
+    """Run ``course`` (a candidate loop's steps, or a request's whole course) to its end on the
+    bulk engine's clock, each sleep it yields moving the clock on; return what it returns. Any
+    other trap raises NeedsEvents."""
+    try:
+        trap = course.send(None)
+        while True:
+            if type(trap) is not tuple or trap[0] != SLEEP:
+                course.close()
+                raise NeedsEvents(
+                    f"request {request_id!r} awaited something other than its calls and sleeps"
+                )
+            engine.time = engine.time + trap[1]
+            trap = course.send(None)
+    except StopIteration as stop:
+        return stop.value
 
 
 class _Slots:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from .._records import REASON_CODE
 from .._rng import SLOT
 from ._draws import attempt_units, quantiles
 
-__all__ = ["Columns", "NotSimple", "Waves", "in_request_order", "plan_wave", "run_waves"]
+__all__ = ["Columns", "NotSimple", "Wave", "Waves", "collected", "kept", "plan_wave", "run_waves"]
 
 #: Faults whose reply is an error answer after the profile's rejection delay: simple.
 _STATUS_FAULTS = frozenset(("rate_limit", "unavailable", "policy", "invalid"))
@@ -162,13 +162,12 @@ def run_waves(
         route = routes[active]
         model = chain_table[route, candidate]
         wave = plan_wave(model, names, profiles, columns, active, retry, seed, policy, errors)
-        wave_ok, wave_after, wave_ttft, wave_out, wave_cost, wave_error, wave_slow = wave
         # a request that needs the exact way goes there whole (its earlier attempts are dropped)
-        if wave_slow.any():
-            slow[active[wave_slow]] = True
-        keep = ~wave_slow
+        if wave.slow.any():
+            slow[active[wave.slow]] = True
+        keep = ~wave.slow
         # what each failed attempt leads to: a retry, a fallback, or the request's failure
-        failing = np.flatnonzero(keep & ~wave_ok)
+        failing = np.flatnonzero(keep & ~wave.ok)
         backoff = np.full(len(active), np.nan)
         fallback = np.full(len(active), -1, dtype=np.int16)
         next_candidate = candidate.copy()
@@ -176,7 +175,7 @@ def run_waves(
         goes_on = np.zeros(len(active), dtype=bool)
         last = chain_len[route] - 1
         for k in failing.tolist():
-            info = errors.info[int(wave_error[k])]
+            info = errors.info[int(wave.error[k])]
             if info.retryable and cooling_matters:
                 raise NotSimple(
                     f"a transient failure starts a cooldown (HostPolicy.cooldown_s="
@@ -187,29 +186,15 @@ def run_waves(
                 next_retry[k] = retry[k] + 1
                 goes_on[k] = True
             elif candidate[k] == last[k] or not info.falls_back:
-                failed[active[k]] = wave_error[k]
+                failed[active[k]] = wave.error[k]
             else:
                 fallback[k] = info.reason_code
                 next_candidate[k] = candidate[k] + 1
                 next_retry[k] = 0
                 goes_on[k] = True
-        rows = np.flatnonzero(keep)
-        for key, values in (
-            ("request", active),
-            ("model", model),
-            ("candidate", candidate),
-            ("retry", retry),
-            ("after", wave_after),
-            ("backoff", backoff),
-            ("ok", wave_ok),
-            ("ttft", wave_ttft),
-            ("output_tokens", wave_out),
-            ("cost", wave_cost),
-            ("error", wave_error),
-            ("fallback", fallback),
-        ):
-            out[key].append(values[rows])
-        seq_parts.append(np.full(len(rows), step, dtype=np.int64))
+        kept(out, seq_parts, step, keep, wave, active, model, backoff, fallback)
+        out["candidate"].append(candidate[keep])
+        out["retry"].append(retry[keep])
         active, candidate, retry = (
             active[goes_on],
             next_candidate[goes_on],
@@ -217,26 +202,21 @@ def run_waves(
         )
         step += 1
 
-    final = in_request_order(out, seq_parts, slow, failed)
-    if final is None:  # nothing planned column-wise: every request goes the exact way
-        return _no_waves(slow, failed, [info.error for info in errors.info])
-    return Waves(
-        request=final["request"],
-        model=final["model"].astype(np.int32),
-        candidate=final["candidate"].astype(np.int16),
-        retry=final["retry"].astype(np.int16),
-        after=final["after"],
-        backoff=final["backoff"],
-        ok=final["ok"],
-        ttft=final["ttft"],
-        output_tokens=final["output_tokens"],
-        cost=final["cost"],
-        error=final["error"],
-        fallback=final["fallback"],
-        errors=[info.error for info in errors.info],
-        slow=slow,
-        failed=failed,
-    )
+    return collected(out, seq_parts, slow, failed, errors)
+
+
+class Wave(NamedTuple):
+    """One wave's plan, an entry per attempt: answered, the time from its start to its reply, its
+    TTFT, output tokens, cost, error (an index into the error table; −1: answered), and whether
+    its request must go the exact way."""
+
+    ok: np.ndarray
+    after: np.ndarray
+    ttft: np.ndarray
+    output_tokens: np.ndarray
+    cost: np.ndarray
+    error: np.ndarray
+    slow: np.ndarray
 
 
 def plan_wave(
@@ -249,13 +229,11 @@ def plan_wave(
     seed: int,
     policy: HostPolicy,
     errors: _ErrorTable,
-) -> tuple[np.ndarray, ...]:
+) -> Wave:
     """One wave: the attempt of each request ``active`` at its model (``model``, a code
-    ``names`` names; its attempt number ``ns``), planned model by model. Returns, per attempt:
-    answered, the time to its reply, its TTFT, output tokens, cost, error (an index into
-    ``errors``; −1: answered) and whether its request must go the exact way."""
+    ``names`` names; its attempt number ``ns``), planned model by model."""
     m = len(active)
-    into = (
+    into = Wave(
         np.zeros(m, dtype=bool),
         np.zeros(m),
         np.full(m, np.nan),
@@ -274,24 +252,75 @@ def plan_wave(
     return into
 
 
-def in_request_order(
+def kept(
+    out: dict[str, list[np.ndarray]],
+    seq_parts: list[np.ndarray],
+    step: int,
+    keep: np.ndarray,
+    wave: Wave,
+    active: np.ndarray,
+    model: np.ndarray,
+    backoff: np.ndarray,
+    fallback: np.ndarray,
+) -> None:
+    """Add the attempts of wave ``step`` that ``keep`` selects to ``out`` (per field, one array
+    per wave): the requests, their models, the wave's plan (:func:`plan_wave`) and what follows
+    each attempt (the wait after it, its fallback reason code)."""
+    for key, values in (
+        ("request", active),
+        ("model", model),
+        ("after", wave.after),
+        ("backoff", backoff),
+        ("ok", wave.ok),
+        ("ttft", wave.ttft),
+        ("output_tokens", wave.output_tokens),
+        ("cost", wave.cost),
+        ("error", wave.error),
+        ("fallback", fallback),
+    ):
+        out.setdefault(key, []).append(values[keep])
+    seq_parts.append(np.full(int(np.count_nonzero(keep)), step, dtype=np.int64))
+
+
+def collected(
     out: Mapping[str, list[np.ndarray]],
     seq_parts: list[np.ndarray],
     slow: np.ndarray,
     failed: np.ndarray,
-) -> dict[str, np.ndarray] | None:
-    """The waves' planned attempts (``out``: per field, one array per wave; ``seq_parts``: each
-    wave's number per attempt) in request order, then in the order each request made them,
-    without the requests that go the exact way (whose ``failed`` entry is reset); None when no
-    wave planned anything."""
-    if not seq_parts:
-        return None
+    errors: _ErrorTable,
+) -> Waves:
+    """The :class:`Waves` of the attempts the waves planned (``out``: per field, one array per
+    wave; ``seq_parts``: each wave's number per attempt), in request order, then in the order each
+    request made them, without the requests that go the exact way (whose ``failed`` entry is
+    reset). Fields ``out`` lacks take their defaults: candidate and retry 0, no call or move."""
+    if not seq_parts:  # nothing planned column-wise: every request goes the exact way
+        return _no_waves(slow, failed, [info.error for info in errors.info])
     merged = {key: np.concatenate(parts) for key, parts in out.items()}
     seq = np.concatenate(seq_parts)
     drop = slow[merged["request"]]
     order = np.lexsort((seq[~drop], merged["request"][~drop]))
     failed[slow] = -1
-    return {key: values[~drop][order] for key, values in merged.items()}
+    final = {key: values[~drop][order] for key, values in merged.items()}
+    zeros = np.zeros(len(order), dtype=np.int16)
+    return Waves(
+        request=final["request"],
+        model=final["model"].astype(np.int32),
+        candidate=final["candidate"].astype(np.int16) if "candidate" in final else zeros,
+        retry=final["retry"].astype(np.int16) if "retry" in final else zeros,
+        after=final["after"],
+        backoff=final["backoff"],
+        ok=final["ok"],
+        ttft=final["ttft"],
+        output_tokens=final["output_tokens"],
+        cost=final["cost"],
+        error=final["error"],
+        fallback=final["fallback"],
+        errors=[info.error for info in errors.info],
+        slow=slow,
+        failed=failed,
+        call=final["call"].astype(np.int16) if "call" in final else None,
+        moved=final.get("moved"),
+    )
 
 
 def _no_waves(slow: np.ndarray, failed: np.ndarray, errors: list[ModelError]) -> Waves:
