@@ -7,10 +7,13 @@ pairs' ratios, which a noisy machine's drift between pairs does not skew):
    attempts, no retries, 64 in flight, log-normal latencies): sykit on the bulk engine (records and
    both frames built) and on the kernel's fast path, against a simpy model of the same chain that
    records nothing (sim_throughput.py's), at ``--requests`` requests (default 100,000).
-2. **litellm_like** (``litellm_like(["A", "B"])``: its own retry loop, two retries with
+2. **Capability refusals**: the same chain over requests of which 30 % carry an image, to a
+   first model without vision (each such request is refused with a 400 and falls back): the
+   bulk engine against the kernel.
+3. **litellm_like** (``litellm_like(["A", "B"])``: its own retry loop, two retries with
    backoff and jitter, then the fallback) on the same host and requests: the bulk engine against
    the kernel.
-3. **Fault-free comparison of the README job's static strategies** on the shipped RouteLLM
+4. **Fault-free comparison of the README job's static strategies** on the shipped RouteLLM
    dataset (weak only, strong only, random 30 % strong, fallback weak>strong, threshold 30 %
    strong): ``sy.compare`` on the bulk engine and its summary table without bootstrap intervals
    (means of quality, cost and latency per strategy), against a NumPy floor that does the same
@@ -28,6 +31,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -51,8 +55,15 @@ def pairs(
     return statistics.median(a), statistics.median(b), [y / x for x, y in zip(a, b, strict=True)]
 
 
-def chain_run(n: int, engine: str, algorithm: object = None) -> Callable[[], float]:
+def chain_run(
+    n: int, engine: str, algorithm: object = None, *, images: bool = False
+) -> Callable[[], float]:
     host, requests = _chain_host(), _requests(n)
+    if images:  # 30 % of the requests carry an image; "A" has no vision, "B" has
+        profiles = {**host.profiles, "B": replace(host.profiles["B"], vision=True)}
+        host = sy.SimHost(profiles, policy=host.policy)
+        requests = [replace(r, images=["https://example.com/a.png"]) if i % 10 < 3 else r
+                    for i, r in enumerate(requests)]  # fmt: skip
     chain = algorithm if algorithm is not None else sy.strategies.fallback_chain(["A", "B"])
 
     def once() -> float:
@@ -160,6 +171,15 @@ def main() -> None:
           f"   bulk / simpy speed: {statistics.median(ratios):.2f}x  (pairs {_rounded(ratios)})")  # fmt: skip
     print(f"  kernel      : {kernel_s:6.2f} s  ({n / kernel_s:9,.0f} requests/s)   simpy {simpy2_s:6.2f} s"
           f"   kernel / simpy speed: {statistics.median(kernel_ratios):.2f}x  (pairs {_rounded(kernel_ratios)})")  # fmt: skip
+
+    refused_bulk, refused_kernel, refused_ratios = pairs(
+        args.pairs, chain_run(n, "bulk", images=True), chain_run(n, "kernel", images=True)
+    )
+    print(
+        f"the same chain, 30 % of the requests with an image that 'A' refuses ({args.pairs} pairs)"
+    )
+    print(f"  bulk engine : {refused_bulk:6.2f} s   kernel {refused_kernel:6.2f} s"
+          f"   bulk / kernel speed: {statistics.median(refused_ratios):.2f}x  (pairs {_rounded(refused_ratios)})")  # fmt: skip
 
     litellm = sy.strategies.litellm_like(["A", "B"])
     lite_bulk, lite_kernel, lite_ratios = pairs(

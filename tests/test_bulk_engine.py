@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sykit as sy
+from sykit._bulk import _run
 from sykit._config import RANDOM_FAULTS
 
 EXAMPLES = int(os.environ.get("SYKIT_PROPERTY_EXAMPLES", "100"))
@@ -138,6 +139,34 @@ def test_bulk_frames_equal_the_kernels(name, loop):
     assert (bulk.engine, kernel.engine) == ("bulk", "kernel")
     same_frames(bulk, kernel)
     assert bulk.attempts["status"].eq("error").any()  # the faults were met, not avoided
+
+
+@pytest.mark.parametrize("name", ["chain", "static fn", "litellm"])
+def test_requests_a_model_cannot_take_are_refused_column_wise(monkeypatch, name):
+    """Images without vision, tools a model lacks, an overflowing context and a refused prefill
+    are 400s the host answers at once: planned with the waves, not the exact way, and recorded
+    as the event engines record them (each wording, each fallback reason)."""
+    weak = sy.ModelProfile(output_tokens=40, context_window=2_000, tools=False, price_in=1.0)
+    strong = sy.ModelProfile(output_tokens=60, vision=True, prefill=False, price_in=2.0)
+    host = sy.SimHost({"weak": weak, "strong": strong}, policy=sy.HostPolicy(cooldown_s=0))
+    requests = mixed_requests(90)
+    exact: list[int] = []
+    original = _run._Bulk._exact
+
+    def counted(self: Any, index: int, *args: Any) -> float:
+        exact.append(index)
+        return original(self, index, *args)
+
+    monkeypatch.setattr(_run._Bulk, "_exact", counted)
+    kwargs = {"host": host, "seed": 5, "strategy": name, "concurrency": 4}
+    bulk = run(STRATEGIES[name], requests, **kwargs)
+    kernel = run(STRATEGIES[name], requests, engine="kernel", **kwargs)
+    assert bulk.engine == "bulk" and exact == []
+    same_frames(bulk, kernel)
+    refused = bulk.attempts[bulk.attempts["http_status"] == 400]
+    assert refused["error_message"].nunique() >= 2  # capability phrasings, overflow counts, prefill
+    if name == "chain":
+        assert set(refused["fallback_reason"].dropna()) == {"capability", "context_window"}
 
 
 @pytest.mark.parametrize("loop", ["closed", "poisson, 3 slots"])

@@ -9,7 +9,7 @@ keyed jitter draw), and after the last try, or an error it does not retry, it mo
 next group. It takes the router only in a setting where no request can change another's
 course (:meth:`~sykit._litellm._LiteLLMLike.bulk_path`), and plans each attempt with the same
 keyed draws as the simulated host; anything the host would not answer at once (a timeout, a
-reset, a structural refusal) sends the whole request the exact way.
+reset) sends the whole request the exact way.
 """
 
 from __future__ import annotations

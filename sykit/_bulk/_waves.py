@@ -4,10 +4,10 @@ retries and fallbacks of those that failed, and so on.
 Each wave plans its attempts column-wise, as the simulated host plans one attempt
 (:meth:`sykit._hosts.sim._SimSession.plan`), for the attempts whose course does not depend on when
 they start: an answer that comes before the deadline, or an error answer (a 429, a 5xx, a policy or
-invalid-request 400, a profile's own error). Their timings are durations; the run adds them to each
-request's start in the same order the event engines do. Anything else (a structural 400, a
-timeout, a reset, a cut or malformed stream, a non-chat answer, an answer near the deadline) sends
-the whole request to the exact path, which runs the very candidate loop the event engines run
+invalid-request 400, a profile's own error, a structural 400 for a request the model cannot take).
+Their timings are durations; the run adds them to each request's start in the same order the event
+engines do. Anything else (a timeout, a reset, a cut or malformed stream, a non-chat answer, an
+answer near the deadline) sends the whole request to the exact path, which runs the very candidate loop the event engines run
 (:func:`sykit._recorder.serve_steps`) on the bulk engine's clock.
 """
 
@@ -23,6 +23,7 @@ from .._classify import fallback_reason, is_retryable
 from .._config import LATER_RANDOM_FAULTS, RANDOM_FAULTS, HostPolicy, ModelProfile
 from .._errors import ModelError
 from .._hosts.base import Reply
+from .._hosts.sim import structural_refusal
 from .._models import Request
 from .._recorder import reply_error
 from .._records import REASON_CODE
@@ -380,10 +381,9 @@ class _ErrorTable:
         self.session = session
         self.policy = policy
         self.info: list[_ErrorInfo] = []
-        self.index: dict[tuple[str, str, int], int] = {}
+        self.index: dict[tuple[str, str, Any], int] = {}
 
     def code(self, model: str, fault: str, which: int) -> int:
-        policy = self.policy
         key = (model, fault, which)
         found = self.index.get(key)
         if found is not None:
@@ -395,7 +395,19 @@ class _ErrorTable:
         else:
             parts = self.session._fault(fault, faults)
         status, body, *rest = parts
-        reply = Reply(status, body, (rest[0] if rest else None) or {})
+        return self._add(key, model, Reply(status, body, (rest[0] if rest else None) or {}))
+
+    def refusal(self, model: str, status: int, body: Any) -> int:
+        """The code of a structural refusal (:func:`~sykit._hosts.sim.structural_refusal`):
+        one per model and wording (a context overflow's names the request's token counts)."""
+        key = (model, "refusal", repr(body))
+        found = self.index.get(key)
+        if found is not None:
+            return found
+        return self._add(key, model, Reply(status, body, {}))
+
+    def _add(self, key: tuple[str, str, Any], model: str, reply: Reply) -> int:
+        policy = self.policy
         error = reply_error(reply, model)
         assert error is not None
         reason = fallback_reason(error)
@@ -428,12 +440,36 @@ def _plan_model(
     into the wave's arrays at ``sel``."""
     ok_out, after_out, ttft_out, tokens_out, cost_out, error_out, slow_out = into
     u = attempt_units(seed, [columns.ids[k] for k in requests.tolist()], name, ns.tolist())
-    slow = (
+    # a request the model cannot take is refused at once, whatever its faults would have drawn
+    refused = (
         (columns.images[requests] & (not profile.vision))
         | (columns.tools[requests] & (not profile.tools))
         | (columns.requested[requests] > profile.context_window)
         | (columns.ends_with_assistant[requests] & (not profile.prefill))
     )
+    slow = np.zeros(len(requests), dtype=bool)
+    if refused.any():
+        rows = np.flatnonzero(refused)
+        codes = np.empty(len(rows), dtype=np.int32)
+        for j, (k, detail) in enumerate(
+            zip(requests[rows].tolist(), u[rows, SLOT.DETAIL].tolist(), strict=True)
+        ):
+            cap = int(columns.max_output[k])
+            refusal = structural_refusal(
+                name,
+                profile,
+                images=bool(columns.images[k]),
+                input_tokens=int(columns.input_tokens[k]),
+                max_output_tokens=None if cap < 0 else cap,
+                tools=bool(columns.tools[k]),
+                ends_with_assistant=bool(columns.ends_with_assistant[k]),
+                detail=detail,
+            )
+            assert refusal is not None  # the same conditions as the mask's
+            codes[j] = errors.refusal(name, *refusal)
+        at = sel[rows]
+        after_out[at] = quantiles(profile.reject_delay_s, u[rows, SLOT.TTFT])
+        error_out[at] = codes
     fault = np.full(len(requests), -1, dtype=np.int64)  # index into _ORDER, then errors
     faults = profile.faults
     if faults.random_total > 0:
@@ -448,8 +484,8 @@ def _plan_model(
             if label in _STATUS_FAULTS or label.startswith("error"):
                 continue
             slow |= fault == k
-    rejected = (fault >= 0) & ~slow
-    answered = (fault < 0) & ~slow
+    rejected = (fault >= 0) & ~slow & ~refused
+    answered = (fault < 0) & ~slow & ~refused
     if rejected.any():
         rows = np.flatnonzero(rejected)
         delay = quantiles(profile.reject_delay_s, u[rows, SLOT.TTFT])

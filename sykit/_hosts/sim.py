@@ -42,7 +42,7 @@ from .._vocab import Kind
 from ._openai_wire import not_chat_message
 from .base import _NO_HEADERS, Attempt, Reply
 
-__all__ = ["SimHost"]
+__all__ = ["SimHost", "structural_refusal"]
 
 _CAPABILITY_MESSAGES = (
     "{model} does not support image input.",
@@ -297,28 +297,16 @@ class _SimSession:
     def _structural(
         self, model: str, profile: ModelProfile, request: Request, u: Sequence[float]
     ) -> tuple[int, Any] | None:
-        if request.images and not profile.vision:
-            phrase = _CAPABILITY_MESSAGES[int(u[SLOT.DETAIL] * len(_CAPABILITY_MESSAGES))]
-            return 400, _error_body(phrase.format(model=model))
-        requested = request.input_tokens + (request.max_output_tokens or 0)
-        if requested > profile.context_window:
-            return 400, _error_body(
-                f"This model's maximum context length is {profile.context_window} tokens. However, "
-                f"you requested {requested} tokens ({request.input_tokens} in the messages, "
-                f"{request.max_output_tokens or 0} in the completion). Please reduce the length of "
-                "the messages or completion.",
-                code="context_length_exceeded",
-            )
-        if request.tools and not profile.tools:
-            return 400, _error_body(
-                f"{model} does not support tools (function calling).", code="unsupported_parameter"
-            )
-        if not profile.prefill and _ends_with_assistant(request):
-            return 400, _error_body(
-                "This model does not support assistant message prefill. The conversation must "
-                "end with a user message."
-            )
-        return None
+        return structural_refusal(
+            model,
+            profile,
+            images=bool(request.images),
+            input_tokens=request.input_tokens,
+            max_output_tokens=request.max_output_tokens,
+            tools=bool(request.tools),
+            ends_with_assistant=_ends_with_assistant(request),
+            detail=u[SLOT.DETAIL],
+        )
 
     def _scripted(self, attempt: Attempt, profile: ModelProfile, now: float) -> Any:
         faults = profile.faults
@@ -625,6 +613,45 @@ def _answer(question: Any, target: Any, accuracy: float, u_right: float, u_pick:
     probabilities = {o: (accuracy if o == chosen else rest) for o in options}
     chosen_value = float(chosen) if isinstance(question, Score) else chosen
     return Answer(chosen_value, probabilities, accuracy)
+
+
+def structural_refusal(
+    model: str,
+    profile: ModelProfile,
+    *,
+    images: bool,
+    input_tokens: int,
+    max_output_tokens: int | None,
+    tools: bool,
+    ends_with_assistant: bool,
+    detail: float,
+) -> tuple[int, Any] | None:
+    """The 400 (status and body) a model answers at once to a request it cannot take: images
+    without vision, more tokens than its window, tools it lacks, a prefill it refuses; None if it
+    can take it. ``detail`` is the attempt's DETAIL uniform (which phrasing). The simulated host
+    asks it per attempt, the bulk engine per column of attempts (one wording for both)."""
+    if images and not profile.vision:
+        phrase = _CAPABILITY_MESSAGES[int(detail * len(_CAPABILITY_MESSAGES))]
+        return 400, _error_body(phrase.format(model=model))
+    requested = input_tokens + (max_output_tokens or 0)
+    if requested > profile.context_window:
+        return 400, _error_body(
+            f"This model's maximum context length is {profile.context_window} tokens. However, "
+            f"you requested {requested} tokens ({input_tokens} in the messages, "
+            f"{max_output_tokens or 0} in the completion). Please reduce the length of "
+            "the messages or completion.",
+            code="context_length_exceeded",
+        )
+    if tools and not profile.tools:
+        return 400, _error_body(
+            f"{model} does not support tools (function calling).", code="unsupported_parameter"
+        )
+    if not profile.prefill and ends_with_assistant:
+        return 400, _error_body(
+            "This model does not support assistant message prefill. The conversation must "
+            "end with a user message."
+        )
+    return None
 
 
 def _ends_with_assistant(request: Request) -> bool:
