@@ -142,7 +142,7 @@ def test_bulk_frames_equal_the_kernels(name, loop):
 
 
 @pytest.mark.parametrize("name", ["chain", "static fn", "litellm"])
-def test_requests_a_model_cannot_take_are_refused_column_wise(monkeypatch, name):
+def test_requests_a_model_cannot_take_are_refused_column_wise(exact_calls, name):
     """Images without vision, tools a model lacks, an overflowing context and a refused prefill
     are 400s the host answers at once: planned with the waves, not the exact way, and recorded
     as the event engines record them (each wording, each fallback reason)."""
@@ -150,23 +150,99 @@ def test_requests_a_model_cannot_take_are_refused_column_wise(monkeypatch, name)
     strong = sy.ModelProfile(output_tokens=60, vision=True, prefill=False, price_in=2.0)
     host = sy.SimHost({"weak": weak, "strong": strong}, policy=sy.HostPolicy(cooldown_s=0))
     requests = mixed_requests(90)
-    exact: list[int] = []
-    original = _run._Bulk._exact
-
-    def counted(self: Any, index: int, *args: Any) -> float:
-        exact.append(index)
-        return original(self, index, *args)
-
-    monkeypatch.setattr(_run._Bulk, "_exact", counted)
     kwargs = {"host": host, "seed": 5, "strategy": name, "concurrency": 4}
     bulk = run(STRATEGIES[name], requests, **kwargs)
     kernel = run(STRATEGIES[name], requests, engine="kernel", **kwargs)
-    assert bulk.engine == "bulk" and exact == []
+    assert bulk.engine == "bulk" and exact_calls == []
     same_frames(bulk, kernel)
     refused = bulk.attempts[bulk.attempts["http_status"] == 400]
     assert refused["error_message"].nunique() >= 2  # capability phrasings, overflow counts, prefill
     if name == "chain":
         assert set(refused["fallback_reason"].dropna()) == {"capability", "context_window"}
+
+
+@pytest.fixture
+def exact_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The positions of the requests the bulk engine runs the exact way, as it runs them."""
+    calls: list[int] = []
+    original = _run._Bulk._exact
+
+    def counted(self: Any, index: int, *args: Any) -> float:
+        calls.append(index)
+        return original(self, index, *args)
+
+    monkeypatch.setattr(_run._Bulk, "_exact", counted)
+    return calls
+
+
+@pytest.mark.parametrize("bill_cancelled", ["generated", "full", "none"])
+@pytest.mark.parametrize("name", ["chain", "threshold", "litellm"])
+def test_timeouts_are_planned_column_wise_and_billed_as_the_events_bill_them(
+    exact_calls, name, bill_cancelled
+):
+    """A timeout fault and an answer that would end after the deadline (spiked, stalled or
+    long) both end at ``start + timeout_s``; the answer under way is billed for what it produced
+    by then. Planned with the waves and timed as each request is placed: no request goes the
+    exact way, and the frames are the kernel's."""
+    latency = sy.Latency(ttft=sy.LogNormal(0.5, sigma=0.9), tokens_per_s=sy.Uniform(20, 90))
+    faults = sy.Faults(timeout=0.1, unavailable=0.05, spike_p=0.2, stall_p=0.2, stall_s=1.5)
+    weak = sy.ModelProfile(
+        latency=latency, output_tokens=sy.LogNormal(60, p95=300), faults=faults, price_out=2.0
+    )
+    strong = sy.ModelProfile(latency=latency, output_tokens=90, faults=sy.Faults(timeout=0.05))
+    policy = sy.HostPolicy(
+        timeout_s=2.5, max_retries=1, cooldown_s=0, bill_cancelled=bill_cancelled
+    )
+    host = sy.SimHost({"weak": weak, "strong": strong}, policy=policy)
+    requests = [sy.Request(f"q{i}", id=i, input_tokens=50 + i % 40) for i in range(200)]
+    kwargs = {"host": host, "seed": 3, "strategy": name, "arrivals": sy.Poisson(30.0)}
+    bulk = run(STRATEGIES[name], requests, concurrency=6, **kwargs)
+    kernel = run(STRATEGIES[name], requests, concurrency=6, engine="kernel", **kwargs)
+    assert bulk.engine == "bulk" and exact_calls == []
+    same_frames(bulk, kernel)
+    timeouts = bulk.attempts[bulk.attempts["error_kind"] == "timeout"]
+    assert len(timeouts) > 10
+    billed = timeouts["output_tokens"] > 0  # answers under way when the deadline came
+    assert billed.any() == (bill_cancelled != "none")
+    assert (bulk.requests["wasted_usd"] > 0).any() == (bill_cancelled != "none")
+
+
+@pytest.mark.parametrize("name", ["chain", "litellm"])
+def test_resets_and_non_chat_answers_are_planned_column_wise(exact_calls, name):
+    """A dropped connection and a 200 whose JSON is no chat completion come after the rejection
+    delay, as error answers do: planned with the waves, recorded as the event engines record
+    them."""
+    faults = sy.Faults(reset=0.15, non_chat=0.1, unavailable=0.05)
+    weak = sy.ModelProfile(faults=faults, reject_delay_s=sy.Uniform(0.05, 0.3))
+    strong = sy.ModelProfile(faults=sy.Faults(reset=0.1))
+    host = sy.SimHost({"weak": weak, "strong": strong}, policy=sy.HostPolicy(cooldown_s=0))
+    requests = [sy.Request(f"q{i}", id=i) for i in range(150)]
+    kwargs = {"host": host, "seed": 8, "strategy": name, "concurrency": 5}
+    bulk = run(STRATEGIES[name], requests, **kwargs)
+    kernel = run(STRATEGIES[name], requests, engine="kernel", **kwargs)
+    assert bulk.engine == "bulk" and exact_calls == []
+    same_frames(bulk, kernel)
+    messages = set(bulk.attempts["error_message"].dropna())
+    assert any("connection reset" in m for m in messages)
+    assert any("chat completion" in m for m in messages)
+
+
+def test_a_late_answer_that_its_start_brings_in_on_time_goes_the_exact_way(exact_calls):
+    """An answer that ends 2**-52 s after ``timeout_s`` from its start is late at start 0 but on
+    time at start 2 (``2 + total`` rounds to ``2 + timeout_s``): the event engines compare the
+    sums, and so does the bulk engine, sending that request the exact way."""
+    latency = sy.Latency(ttft=sy.Constant(1.0000000000000002), tokens_per_s=1e300)
+    profile = sy.ModelProfile(latency=latency, output_tokens=1, price_in=1.0, price_out=1.0)
+    policy = sy.HostPolicy(timeout_s=1.0, max_retries=0, cooldown_s=0)
+    host = sy.SimHost({"a": profile}, policy=policy)
+    requests = [sy.Request("x", id=i, input_tokens=10) for i in range(2)]
+    kwargs = {"host": host, "arrivals": [0.0, 2.0]}
+    bulk = run(sy.strategies.single("a"), requests, **kwargs)
+    kernel = run(sy.strategies.single("a"), requests, engine="kernel", **kwargs)
+    assert bulk.engine == "bulk" and exact_calls == [1]
+    same_frames(bulk, kernel)
+    assert bulk.attempts["status"].tolist() == ["error", "ok"]
+    assert bulk.attempts["end_s"].tolist() == [1.0, 3.0]
 
 
 @pytest.mark.parametrize("loop", ["closed", "poisson, 3 slots"])
@@ -310,7 +386,8 @@ def test_a_spilling_run_stays_in_bulk_and_reads_back_the_same_frames(
     monkeypatch.setattr(bulk_run, "_BLOCK", block)
     host = sy.SimHost(
         {
-            "a": sy.ModelProfile(faults=sy.Faults(unavailable=0.3, timeout=0.1)),
+            # cut streams go the exact way: records written a request at a time within a block
+            "a": sy.ModelProfile(faults=sy.Faults(unavailable=0.3, timeout=0.1, cut_stream=0.1)),
             "b": sy.ModelProfile(faults=sy.Faults(rate_limit=0.2, retry_after_s=0.5)),
         },
         policy=sy.HostPolicy(max_retries=1, cooldown_s=0, timeout_s=2.0),

@@ -8,8 +8,8 @@ deployment again and how long it waits first (its backoff or the error's Retry-A
 keyed jitter draw), and after the last try, or an error it does not retry, it moves on to the
 next group. It takes the router only in a setting where no request can change another's
 course (:meth:`~sykit._litellm._LiteLLMLike.bulk_path`), and plans each attempt with the same
-keyed draws as the simulated host; anything the host would not answer at once (a timeout, a
-reset) sends the whole request the exact way.
+keyed draws as the simulated host (timeouts timed as the requests are placed, see
+:mod:`._waves`); a cut or malformed stream sends the whole request the exact way.
 """
 
 from __future__ import annotations

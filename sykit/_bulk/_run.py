@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .._billing import Generation, unserved_tokens
 from .._driver import Driver
 from .._engines import NeedsEvents
 from .._engines.base import SLEEP
@@ -35,7 +36,7 @@ from .._records import STATUS_CODE
 from .._truth import TruthTable
 from .._vocab import Status
 from ._litellm_waves import OwnsRetries, run_litellm_waves
-from ._waves import Columns, NotSimple, Waves, run_waves
+from ._waves import Columns, NotSimple, Timed, Waves, run_waves, selected
 
 __all__ = ["evaluate", "is_static", "refusal"]
 
@@ -251,6 +252,13 @@ class _Bulk:
         after = waves.after.tolist()
         backoff = waves.backoff.tolist()
         slow = waves.slow.tolist()
+        # the requests with an attempt that ends at its deadline, timed as they are placed
+        timed: list[int] = []
+        has_timed = None
+        if (waves.timed >= 0).any():
+            timed = waves.timed.tolist()
+            has_timed = np.bincount(requests[waves.timed >= 0], minlength=n).astype(bool).tolist()
+        switched: list[int] = []  # requests the placing sent the exact way after all
         starts = [0.0] * m
         ends = [0.0] * m
         block_arrival = [0.0] * n
@@ -277,6 +285,15 @@ class _Bulk:
                         "a transient failure started a cooldown (HostPolicy.cooldown_s > 0) "
                         "that later requests' fallback chains would see"
                     )
+            elif has_timed is not None and has_timed[i]:
+                placed = self._place_timed(
+                    waves, columns, first[i], count[i], start, starts, ends, after, backoff, timed
+                )
+                if placed is None:
+                    switched.append(i)
+                    end = self._exact(k, arrival, start, chains[routes[i]], outcomes, states)
+                else:
+                    end = placed
             else:
                 t = start
                 begin = first[i]
@@ -292,6 +309,11 @@ class _Bulk:
             if heap is not None:
                 heapq.heappush(heap, end)
         a_start, a_end = np.asarray(starts), np.asarray(ends)
+        if switched:  # their records are the exact way's: drop the planned attempts
+            waves.slow[switched] = True
+            keep = ~waves.slow[requests]
+            waves = selected(waves, keep)
+            a_start, a_end = a_start[keep], a_end[keep]
         arrival_s, start_s = np.asarray(block_arrival), np.asarray(block_start)
         end_s = np.asarray(block_end)
         if n:
@@ -299,6 +321,72 @@ class _Bulk:
         self._record_simple(
             low, waves, columns, routes, chains, states, a_start, a_end, arrival_s, start_s, end_s
         )
+
+    def _place_timed(
+        self,
+        waves: Waves,
+        columns: Columns,
+        begin: int,
+        count: int,
+        t: float,
+        starts: list[float],
+        ends: list[float],
+        after: list[float],
+        backoff: list[float],
+        timed: list[int],
+    ) -> float | None:
+        """Place the attempts ``begin`` to ``begin + count`` of a request that starts at ``t``
+        and has an attempt that ends at its deadline (:class:`~._waves.Timed`), as the event
+        engines time it: the deadline is ``start + timeout_s``, the reply comes ``deadline -
+        start`` after the start, and an answer under way is billed for what it produced by then.
+        Return the request's end, or None when a late answer ends on time at this start after
+        all (the rounding of the sums): the request then goes the exact way."""
+        policy = self.run.policy
+        timeout_s = policy.timeout_s
+        for j in range(begin, begin + count):
+            starts[j] = t
+            x = timed[j]
+            if x < 0:
+                t = t + after[j]
+            else:
+                late = waves.timings[x]
+                deadline = t + timeout_s
+                if late.accepted and not t + late.total > deadline:
+                    return None
+                now = t + (deadline - t)
+                if late.accepted:
+                    self._bill_timed(waves, columns, j, late, t, now)
+                t = now
+            ends[j] = t
+            wait = backoff[j]
+            if wait == wait:  # not NaN: a retry follows
+                t = t + wait
+        return t
+
+    def _bill_timed(
+        self, waves: Waves, columns: Columns, j: int, late: Timed, start: float, now: float
+    ) -> None:
+        """Bill attempt ``j``, an answer under way that its deadline ``now`` stopped, for the
+        tokens it produced by then, as the event engines bill it (:func:`unserved_tokens`)."""
+        run = self.run
+        generation = Generation()
+        generation.plan(start + late.ttft, late.tokens_per_s, late.planned)
+        if late.stall_s:
+            generation.stall_after = late.stall_after
+            generation.stall_s = late.stall_s
+        request = int(waves.request[j])
+        tokens_in, tokens_out = unserved_tokens(
+            run.policy.bill_cancelled, generation, int(columns.input_tokens[request]), now
+        )
+        cost = 0.0
+        if tokens_in or tokens_out:
+            model = run.log.models.values[int(waves.model[j])]
+            cost = run.profiles[model].cost_usd(tokens_in, tokens_out)
+        if waves.billed_input is None:
+            waves.billed_input = np.where(waves.ok, columns.input_tokens[waves.request], 0)
+        waves.billed_input[j] = tokens_in
+        waves.output_tokens[j] = tokens_out
+        waves.cost[j] = cost
 
     def _exact(
         self,
@@ -376,7 +464,9 @@ class _Bulk:
                 "cost_usd": waves.cost,
                 "request": waves.request + low,
                 "failure": failure_codes[error],
-                "input_tokens": np.where(ok, request_columns.input_tokens[waves.request], 0),
+                "input_tokens": np.where(ok, request_columns.input_tokens[waves.request], 0)
+                if waves.billed_input is None
+                else waves.billed_input,
                 "output_tokens": waves.output_tokens,
                 "call": waves.call if waves.call is not None else np.zeros(m, dtype=np.int16),
                 "race": np.full(m, -1, dtype=np.int16),
@@ -407,7 +497,9 @@ class _Bulk:
         answered = served_row >= 0
         at = np.where(answered, served_row, 0)
         model_codes = np.asarray([run.model_codes[c[0]] for c in chains], dtype=np.int32)
-        cost = np.where(answered, waves.cost[at], 0.0)
+        served_cost = np.where(answered, waves.cost[at], 0.0)
+        # every attempt's cost, in the order they were billed (a timed-out answer's too)
+        cost = np.bincount(requests, weights=waves.cost, minlength=n)[planned]
         final_error = waves.failed[planned]
         request_log = run.requests
         kinds = np.asarray(
@@ -438,7 +530,7 @@ class _Bulk:
             "n_fallbacks": fallbacks,
             "n_retries": retries,
             "cost": cost + 0.0,
-            "wasted": cost - cost,
+            "wasted": cost - served_cost,
             "routing_usd": np.zeros(len(planned)),
             "quality": np.full(len(planned), np.nan),
             "reads_truth": np.zeros(len(planned)),

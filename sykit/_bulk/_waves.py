@@ -4,17 +4,22 @@ retries and fallbacks of those that failed, and so on.
 Each wave plans its attempts column-wise, as the simulated host plans one attempt
 (:meth:`sykit._hosts.sim._SimSession.plan`), for the attempts whose course does not depend on when
 they start: an answer that comes before the deadline, or an error answer (a 429, a 5xx, a policy or
-invalid-request 400, a profile's own error, a structural 400 for a request the model cannot take).
-Their timings are durations; the run adds them to each request's start in the same order the event
-engines do. Anything else (a timeout, a reset, a cut or malformed stream, a non-chat answer, an
-answer near the deadline) sends the whole request to the exact path, which runs the very candidate loop the event engines run
+invalid-request 400, a profile's own error, a structural 400 for a request the model cannot take,
+a reset, a non-chat answer). Their timings are durations; the run adds them to each request's start
+in the same order the event engines do. A timeout (a fault's, or an answer that would end after the
+deadline) is planned too, but timed when the request is placed: it ends at ``start + timeout_s``
+and is billed for what was produced by then, both of which depend on the start's rounding
+(:class:`Timed`); a late answer that the placed start turns out to bring in on time sends its
+request the exact way. Anything else (a cut or malformed stream) sends the whole request to the
+exact path, which runs the very candidate loop the event engines run
 (:func:`sykit._recorder.serve_steps`) on the bulk engine's clock.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -23,17 +28,30 @@ from .._classify import fallback_reason, is_retryable
 from .._config import LATER_RANDOM_FAULTS, RANDOM_FAULTS, HostPolicy, ModelProfile
 from .._errors import ModelError
 from .._hosts.base import Reply
-from .._hosts.sim import structural_refusal
+from .._hosts.sim import fault_error, structural_refusal
 from .._models import Request
 from .._recorder import reply_error
 from .._records import REASON_CODE
 from .._rng import SLOT
 from ._draws import attempt_units, quantiles
 
-__all__ = ["Columns", "NotSimple", "Wave", "Waves", "collected", "kept", "plan_wave", "run_waves"]
+__all__ = [
+    "Columns",
+    "NotSimple",
+    "Timed",
+    "Wave",
+    "Waves",
+    "collected",
+    "kept",
+    "plan_wave",
+    "run_waves",
+    "selected",
+]
 
 #: Faults whose reply is an error answer after the profile's rejection delay: simple.
 _STATUS_FAULTS = frozenset(("rate_limit", "unavailable", "policy", "invalid"))
+#: Faults answered after the rejection delay with an error that is no HTTP error answer.
+_AT_ONCE_FAULTS = frozenset(("reset", "non_chat"))
 #: Random faults listed in the order the keyed uniform is partitioned among them.
 _ORDER = (*RANDOM_FAULTS, *LATER_RANDOM_FAULTS)
 _SLOW = -2  # a request that goes the exact way
@@ -41,6 +59,24 @@ _SLOW = -2  # a request that goes the exact way
 
 class NotSimple(Exception):
     """A run the waves cannot take (cooldown state between requests)."""
+
+
+class Timed(NamedTuple):
+    """An attempt that ends at its deadline, timed when its request is placed: the answer the
+    host had planned (``accepted``: one was under way, billed per the policy for the tokens
+    produced by the deadline; ``total``: when it would have ended, from the attempt's start)."""
+
+    accepted: bool
+    total: float
+    ttft: float
+    tokens_per_s: float
+    planned: int
+    stall_after: int
+    stall_s: float
+
+
+#: A timeout fault's: nothing was under way.
+_NOTHING_UNDER_WAY = Timed(False, math.inf, 0.0, 0.0, 0, 0, 0.0)
 
 
 @dataclass
@@ -116,6 +152,10 @@ class Waves:
     errors: list[ModelError]  # the distinct errors, each made once by the host's own code
     slow: np.ndarray  # bool per request
     failed: np.ndarray  # int32 per request: index into ``errors`` of its final error (-1: served)
+    #: int32 per attempt: index into ``timings`` of an attempt that ends at its deadline (its
+    #: ``after``, cost and tokens are NaN and 0 until its request is placed), -1 otherwise
+    timed: np.ndarray
+    timings: list[Timed]
     #: Set when each attempt is its own call made while routing (a router that owns its retry
     #: loop, such as ``litellm_like``): the call id of each attempt within its request, and
     #: whether the request moved on to its next target after it (counted in ``n_fallbacks``
@@ -123,6 +163,19 @@ class Waves:
     #: answer phase, by the host's candidate loop, whose waits are its retries.
     call: np.ndarray | None = None  # int16
     moved: np.ndarray | None = None  # bool
+    #: The input tokens billed per attempt, once a timed attempt was billed for its input
+    #: (None: the served attempts' input, 0 for the others).
+    billed_input: np.ndarray | None = None
+
+
+def selected(waves: Waves, keep: np.ndarray) -> Waves:
+    """``waves`` with only the attempts ``keep`` selects (per-request fields as they are)."""
+    per_attempt = {
+        name: getattr(waves, name)
+        for name in (*_FIELDS, "timed", "call", "moved", "billed_input")
+        if getattr(waves, name) is not None
+    }
+    return replace(waves, **{name: values[keep] for name, values in per_attempt.items()})
 
 
 def run_waves(
@@ -218,6 +271,7 @@ class Wave(NamedTuple):
     cost: np.ndarray
     error: np.ndarray
     slow: np.ndarray
+    timed: np.ndarray
 
 
 def plan_wave(
@@ -242,6 +296,7 @@ def plan_wave(
         np.zeros(m),
         np.full(m, -1, dtype=np.int32),
         np.zeros(m, dtype=bool),
+        np.full(m, -1, dtype=np.int32),
     )
     for code in np.unique(model).tolist():
         sel = np.flatnonzero(model == code)
@@ -278,6 +333,7 @@ def kept(
         ("cost", wave.cost),
         ("error", wave.error),
         ("fallback", fallback),
+        ("timed", wave.timed),
     ):
         out.setdefault(key, []).append(values[keep])
     seq_parts.append(np.full(int(np.count_nonzero(keep)), step, dtype=np.int64))
@@ -295,7 +351,7 @@ def collected(
     request made them, without the requests that go the exact way (whose ``failed`` entry is
     reset). Fields ``out`` lacks take their defaults: candidate and retry 0, no call or move."""
     if not seq_parts:  # nothing planned column-wise: every request goes the exact way
-        return _no_waves(slow, failed, [info.error for info in errors.info])
+        return _no_waves(slow, failed, [info.error for info in errors.info], errors.timings)
     merged = {key: np.concatenate(parts) for key, parts in out.items()}
     seq = np.concatenate(seq_parts)
     drop = slow[merged["request"]]
@@ -319,12 +375,16 @@ def collected(
         errors=[info.error for info in errors.info],
         slow=slow,
         failed=failed,
+        timed=final["timed"],
+        timings=errors.timings,
         call=final["call"].astype(np.int16) if "call" in final else None,
         moved=final.get("moved"),
     )
 
 
-def _no_waves(slow: np.ndarray, failed: np.ndarray, errors: list[ModelError]) -> Waves:
+def _no_waves(
+    slow: np.ndarray, failed: np.ndarray, errors: list[ModelError], timings: list[Timed]
+) -> Waves:
     empty_f = np.zeros(0)
     empty_i = np.zeros(0, dtype=np.int64)
     return Waves(
@@ -343,6 +403,8 @@ def _no_waves(slow: np.ndarray, failed: np.ndarray, errors: list[ModelError]) ->
         errors=errors,
         slow=slow,
         failed=failed,
+        timed=np.zeros(0, dtype=np.int32),
+        timings=timings,
     )
 
 
@@ -372,7 +434,8 @@ class _ErrorInfo:
 
 
 class _ErrorTable:
-    """The distinct error answers of a run, each classified once with the host's own code."""
+    """The distinct error answers of a run, each classified once with the host's own code, and
+    the answers under way that a timeout stopped (:class:`Timed`)."""
 
     def __init__(
         self, profiles: Mapping[str, ModelProfile], session: Any, policy: HostPolicy
@@ -382,6 +445,7 @@ class _ErrorTable:
         self.policy = policy
         self.info: list[_ErrorInfo] = []
         self.index: dict[tuple[str, str, Any], int] = {}
+        self.timings: list[Timed] = [_NOTHING_UNDER_WAY]
 
     def code(self, model: str, fault: str, which: int) -> int:
         key = (model, fault, which)
@@ -389,6 +453,9 @@ class _ErrorTable:
         if found is not None:
             return found
         faults = self.profiles[model].faults
+        if fault == "timeout" or fault in _AT_ONCE_FAULTS:
+            status = 200 if fault == "non_chat" else None
+            return self._add(key, model, Reply(status, error=fault_error(fault, model)))
         if fault == "error":
             entry = faults.errors[which]
             parts: Any = (entry.status, entry.body(model), entry.headers())
@@ -438,7 +505,7 @@ def _plan_model(
 ) -> None:
     """Plan the attempts at one model (requests ``requests``, attempt numbers ``ns``), writing
     into the wave's arrays at ``sel``."""
-    ok_out, after_out, ttft_out, tokens_out, cost_out, error_out, slow_out = into
+    ok_out, after_out, ttft_out, tokens_out, cost_out, error_out, slow_out, timed_out = into
     u = attempt_units(seed, [columns.ids[k] for k in requests.tolist()], name, ns.tolist())
     # a request the model cannot take is refused at once, whatever its faults would have drawn
     refused = (
@@ -481,10 +548,18 @@ def _plan_model(
             hit = (x < 0) & (fault < 0)
             fault[hit] = k
         for k, label in enumerate(labels):
-            if label in _STATUS_FAULTS or label.startswith("error"):
+            if label in _STATUS_FAULTS or label in _AT_ONCE_FAULTS or label.startswith("error"):
+                continue
+            if label == "timeout":
+                timeouts = np.flatnonzero((fault == k) & ~refused)
+                at = sel[timeouts]
+                after_out[at] = np.nan  # (start + timeout_s) - start, once the start is known
+                error_out[at] = errors.code(name, "timeout", 0)
+                timed_out[at] = 0  # _NOTHING_UNDER_WAY
                 continue
             slow |= fault == k
-    rejected = (fault >= 0) & ~slow & ~refused
+    timed = (fault == _ORDER.index("timeout")) & ~refused
+    rejected = (fault >= 0) & ~slow & ~refused & ~timed
     answered = (fault < 0) & ~slow & ~refused
     if rejected.any():
         rows = np.flatnonzero(rejected)
@@ -515,14 +590,32 @@ def _plan_model(
             if faults.spike_factor != 1.0:
                 ttft = np.where(spiked, ttft * faults.spike_factor, ttft)
         total = ttft + (output.astype(np.float64) / tps) * factor
+        stalled = np.zeros(len(rows), dtype=bool)
         if faults.stall_p:
             stalled = u[rows, SLOT.STALL] < faults.stall_p
             total = np.where(stalled, total + faults.stall_s, total)
-        late = total > timeout_s  # whether it beats the deadline depends on when it starts
+        # An answer that would end after the deadline is stopped there: timed once its start is
+        # known. (One that ends by it does at any start: adding a start rounds monotonically.)
+        late = total > timeout_s
         at = sel[rows]
-        slow_rows = np.flatnonzero(late)
-        if len(slow_rows):
-            slow[rows[slow_rows]] = True
+        if late.any():
+            code = errors.code(name, "timeout", 0)
+            for j in np.flatnonzero(late).tolist():
+                out_j = int(output[j])
+                after_out[at[j]] = np.nan
+                error_out[at[j]] = code
+                timed_out[at[j]] = len(errors.timings)
+                errors.timings.append(
+                    Timed(
+                        True,
+                        float(total[j]),
+                        float(ttft[j]),
+                        float(tps[j]) / float(factor[j]),  # as the host plans the rate
+                        out_j,
+                        max(1, out_j // 2) if stalled[j] else 0,
+                        faults.stall_s if stalled[j] else 0.0,
+                    )
+                )
         fine = ~late
         at = at[fine]
         after_out[at] = total[fine]

@@ -25,7 +25,13 @@ from .._config import (
     PromptCache,
     check_profiles,
 )
-from .._errors import ArgumentTypeError, InvalidResponseError, ModelTimeout, UnavailableError
+from .._errors import (
+    ArgumentTypeError,
+    InvalidResponseError,
+    ModelError,
+    ModelTimeout,
+    UnavailableError,
+)
 from .._models import (
     Answer,
     Boolean,
@@ -42,7 +48,7 @@ from .._vocab import Kind
 from ._openai_wire import not_chat_message
 from .base import _NO_HEADERS, Attempt, Reply
 
-__all__ = ["SimHost", "structural_refusal"]
+__all__ = ["SimHost", "fault_error", "structural_refusal"]
 
 _CAPABILITY_MESSAGES = (
     "{model} does not support image input.",
@@ -260,14 +266,12 @@ class _SimSession:
             return self._answer(attempt, card, words, now, None, truth)
         if failure == "timeout":
             return Reply(
-                None,
-                error=ModelTimeout("no answer before the deadline", model=attempt.model),
-                after_s=attempt.deadline_s - now,
+                None, error=fault_error("timeout", attempt.model), after_s=attempt.deadline_s - now
             )
         if failure == "reset":
             return Reply(
                 None,
-                error=UnavailableError("connection reset by peer", model=attempt.model),
+                error=fault_error("reset", attempt.model),
                 after_s=profile.reject_delay_s.quantile(u[SLOT.TTFT]),
             )
         if not isinstance(failure, str):
@@ -276,9 +280,7 @@ class _SimSession:
             # A 200 answered at once with JSON that is not a chat completion: nothing generated.
             return Reply(
                 200,
-                error=InvalidResponseError(
-                    not_chat_message(attempt.model), model=attempt.model, http_status=200
-                ),
+                error=fault_error("non_chat", attempt.model),
                 after_s=profile.reject_delay_s.quantile(u[SLOT.TTFT]),
             )
         return self._answer(attempt, card, words, now, failure, truth)
@@ -509,11 +511,7 @@ class _SimSession:
             attempt.stall_s = stall
         if now + total > deadline:
             # The client gives up at its deadline with the answer still in flight.
-            return Reply(
-                None,
-                error=ModelTimeout("no answer before the deadline", model=model),
-                after_s=deadline - now,
-            )
+            return Reply(None, error=fault_error("timeout", model), after_s=deadline - now)
         if broken is not None:  # a cut stream, or a malformed chunk after some good tokens
             after = card.break_after
             produced = max(1, (2 * out) // 3) if after is None else max(1, min(after, out))
@@ -613,6 +611,20 @@ def _answer(question: Any, target: Any, accuracy: float, u_right: float, u_pick:
     probabilities = {o: (accuracy if o == chosen else rest) for o in options}
     chosen_value = float(chosen) if isinstance(question, Score) else chosen
     return Answer(chosen_value, probabilities, accuracy)
+
+
+def fault_error(name: str, model: str) -> ModelError:
+    """The error of a fault that is no HTTP error answer: ``"timeout"`` (no answer before the
+    deadline, a fault's or a late answer's), ``"reset"`` (the connection dropped) or
+    ``"non_chat"`` (a 200 whose JSON is no chat completion). The simulated host and the bulk
+    engine make them alike."""
+    if name == "timeout":
+        return ModelTimeout("no answer before the deadline", model=model)
+    if name == "reset":
+        return UnavailableError("connection reset by peer", model=model)
+    if name == "non_chat":
+        return InvalidResponseError(not_chat_message(model), model=model, http_status=200)
+    raise ValueError(f"no such fault: {name!r}")
 
 
 def structural_refusal(
