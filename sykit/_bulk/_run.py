@@ -278,22 +278,24 @@ class _Bulk:
                         start = free
             block_arrival[i] = arrival
             block_start[i] = start
-            if slow[i]:
+            exact = slow[i]
+            placed = None
+            if not exact and has_timed is not None and has_timed[i]:
+                placed = self._place_timed(
+                    waves, columns, first[i], count[i], start, starts, ends, after, backoff, timed
+                )
+                if placed is None:  # a late answer on time at this start: the exact way
+                    switched.append(i)
+                    exact = True
+            if exact:
                 end = self._exact(k, arrival, start, chains[routes[i]], outcomes, states)
                 if cooling_matters and run.cooling_until.started:  # type: ignore[attr-defined]
                     raise NeedsEvents(
                         "a transient failure started a cooldown (HostPolicy.cooldown_s > 0) "
                         "that later requests' fallback chains would see"
                     )
-            elif has_timed is not None and has_timed[i]:
-                placed = self._place_timed(
-                    waves, columns, first[i], count[i], start, starts, ends, after, backoff, timed
-                )
-                if placed is None:
-                    switched.append(i)
-                    end = self._exact(k, arrival, start, chains[routes[i]], outcomes, states)
-                else:
-                    end = placed
+            elif placed is not None:
+                end = placed
             else:
                 t = start
                 begin = first[i]
