@@ -227,6 +227,64 @@ def test_resets_and_non_chat_answers_are_planned_column_wise(exact_calls, name):
     assert any("chat completion" in m for m in messages)
 
 
+@pytest.mark.parametrize("break_after", [None, 0, 4])
+@pytest.mark.parametrize("bill_cancelled", ["generated", "full"])
+@pytest.mark.parametrize("name", ["chain", "litellm"])
+def test_broken_streams_are_planned_column_wise_and_billed_for_what_they_produced(
+    exact_calls, name, bill_cancelled, break_after
+):
+    """A stream cut part-way (a 502) or sending a malformed chunk ends at its break and is billed
+    for the tokens it produced, a malformed first chunk at the first token with nothing billed:
+    planned with the waves and billed as each request is placed, as the event engines bill."""
+    latency = sy.Latency(ttft=sy.LogNormal(0.4, sigma=0.5), tokens_per_s=sy.Uniform(30, 90))
+    faults = sy.Faults(
+        cut_stream=0.15,
+        malformed=0.15,
+        unavailable=0.05,
+        spike_p=0.2,
+        stall_p=0.3,
+        stall_s=0.7,
+        break_after_tokens=break_after,
+    )
+    weak = sy.ModelProfile(
+        latency=latency, output_tokens=sy.LogNormal(50, p95=200), faults=faults, price_out=2.0
+    )
+    strong = sy.ModelProfile(
+        latency=latency, output_tokens=40, faults=sy.Faults(cut_stream=0.1), price_out=5.0
+    )
+    policy = sy.HostPolicy(
+        timeout_s=30.0, max_retries=1, cooldown_s=0, bill_cancelled=bill_cancelled
+    )
+    host = sy.SimHost({"weak": weak, "strong": strong}, policy=policy)
+    requests = [sy.Request(f"q{i}", id=i, input_tokens=40 + i % 30) for i in range(200)]
+    kwargs = {"host": host, "seed": 6, "strategy": name, "concurrency": 6}
+    bulk = run(STRATEGIES[name], requests, **kwargs)
+    kernel = run(STRATEGIES[name], requests, engine="kernel", **kwargs)
+    assert bulk.engine == "bulk" and exact_calls == []
+    same_frames(bulk, kernel)
+    messages = bulk.attempts["error_message"].dropna()
+    assert messages.str.contains("ended early after").any()
+    assert messages.str.contains("malformed stream chunk").any()
+    broken = bulk.attempts[messages.reindex(bulk.attempts.index).str.contains("after", na=False)]
+    assert (broken["output_tokens"] > 0).all() and (broken["cost_usd"] > 0).all()
+
+
+def test_a_malformed_first_chunk_after_the_deadline_goes_the_exact_way(exact_calls):
+    """A malformed first chunk that would come after the deadline is a timeout or the chunk's
+    error depending on how the start rounds: that request goes the exact way, with the same
+    records."""
+    latency = sy.Latency(ttft=sy.Constant(1.5), tokens_per_s=50.0)
+    profile = sy.ModelProfile(latency=latency, faults=sy.Faults(malformed=0.5), price_in=1.0)
+    policy = sy.HostPolicy(timeout_s=1.0, max_retries=0, cooldown_s=0)
+    host = sy.SimHost({"a": profile, "b": sy.ModelProfile()}, policy=policy)
+    requests = [sy.Request("x", id=i, input_tokens=10) for i in range(20)]
+    chain = sy.strategies.fallback_chain(["a", "b"])
+    bulk = run(chain, requests, host=host, concurrency=3)
+    kernel = run(chain, requests, host=host, concurrency=3, engine="kernel")
+    assert bulk.engine == "bulk" and len(exact_calls) > 0
+    same_frames(bulk, kernel)
+
+
 def test_a_late_answer_that_its_start_brings_in_on_time_goes_the_exact_way(exact_calls):
     """An answer that ends 2**-52 s after ``timeout_s`` from its start is late at start 0 but on
     time at start 2 (``2 + total`` rounds to ``2 + timeout_s``): the event engines compare the
@@ -386,22 +444,24 @@ def test_a_spilling_run_stays_in_bulk_and_reads_back_the_same_frames(
     monkeypatch.setattr(bulk_run, "_BLOCK", block)
     host = sy.SimHost(
         {
-            # cut streams go the exact way: records written a request at a time within a block
             "a": sy.ModelProfile(faults=sy.Faults(unavailable=0.3, timeout=0.1, cut_stream=0.1)),
             "b": sy.ModelProfile(faults=sy.Faults(rate_limit=0.2, retry_after_s=0.5)),
         },
         policy=sy.HostPolicy(max_retries=1, cooldown_s=0, timeout_s=2.0),
     )
+    # a chain that returns to a model goes the exact way: every fourth request's records are
+    # written a request at a time, inside a block
     chain = (
-        sy.strategies.fallback_chain(["a", "b"])
+        sy.static(lambda r: ["a", "b", "a"] if r.metadata["n"] % 4 == 0 else ["a", "b"], name="c")
         if router == "chain"
         else sy.strategies.litellm_like(["a", "b"])
     )
     requests = [sy.Request(f"q{i}", metadata={"n": i}) for i in range(23)]
     spilled = run(chain, requests, host=host, concurrency=3, spill=tmp_path / "s")
     assert spilled.engine == "bulk"
-    assert len(list((tmp_path / "s").glob("attempts-*.parquet"))) > 1
-    assert len(list((tmp_path / "s").glob("requests-*.parquet"))) > 1
+    if router == "chain" or block == 3:  # one block of planned requests is written at once
+        assert len(list((tmp_path / "s").glob("attempts-*.parquet"))) > 1
+        assert len(list((tmp_path / "s").glob("requests-*.parquet"))) > 1
     in_memory = run(chain, requests, host=host, concurrency=3)
     kernel = run(chain, requests, host=host, concurrency=3, engine="kernel", spill=tmp_path / "k")
     same_frames(spilled, in_memory)
@@ -533,6 +593,7 @@ def profiles(draw: st.DrawFn) -> sy.ModelProfile:
         retry_after_s=draw(st.none() | st.sampled_from([0.0, 0.5])),
         spike_p=draw(st.sampled_from([0.0, 0.3])),
         stall_p=draw(st.sampled_from([0.0, 0.2])),
+        break_after_tokens=draw(st.sampled_from([None, None, 0, 3])),
         errors=draw(st.lists(error_faults, max_size=2)),
     )
     continuous = draw(st.booleans())

@@ -9,7 +9,7 @@ keyed jitter draw), and after the last try, or an error it does not retry, it mo
 next group. It takes the router only in a setting where no request can change another's
 course (:meth:`~sykit._litellm._LiteLLMLike.bulk_path`), and plans each attempt with the same
 keyed draws as the simulated host (timeouts timed as the requests are placed, see
-:mod:`._waves`); a cut or malformed stream sends the whole request the exact way.
+:mod:`._waves`); what only the start can decide sends the whole request the exact way.
 """
 
 from __future__ import annotations

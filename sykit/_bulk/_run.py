@@ -338,11 +338,12 @@ class _Bulk:
         timed: list[int],
     ) -> float | None:
         """Place the attempts ``begin`` to ``begin + count`` of a request that starts at ``t``
-        and has an attempt that ends at its deadline (:class:`~._waves.Timed`), as the event
-        engines time it: the deadline is ``start + timeout_s``, the reply comes ``deadline -
-        start`` after the start, and an answer under way is billed for what it produced by then.
-        Return the request's end, or None when a late answer ends on time at this start after
-        all (the rounding of the sums): the request then goes the exact way."""
+        and has an attempt whose end or bill depends on its start (:class:`~._waves.Timed`), as
+        the event engines settle it: at a deadline, ``start + timeout_s``, the reply comes
+        ``deadline - start`` after the start; a broken stream ends at its break; an answer under
+        way is billed for what it produced by its end. Return the request's end, or None when a
+        late answer ends on time at this start after all (the rounding of the sums): the request
+        then goes the exact way."""
         policy = self.run.policy
         timeout_s = policy.timeout_s
         for j in range(begin, begin + count):
@@ -351,13 +352,16 @@ class _Bulk:
             if x < 0:
                 t = t + after[j]
             else:
-                late = waves.timings[x]
-                deadline = t + timeout_s
-                if late.accepted and not t + late.total > deadline:
-                    return None
-                now = t + (deadline - t)
-                if late.accepted:
-                    self._bill_timed(waves, columns, j, late, t, now)
+                timing = waves.timings[x]
+                if timing.after == timing.after:  # a broken stream: ends at its break
+                    now = t + timing.after
+                else:
+                    deadline = t + timeout_s
+                    if timing.accepted and not t + timing.total > deadline:
+                        return None
+                    now = t + (deadline - t)
+                if timing.accepted:
+                    self._bill_timed(waves, columns, j, timing, t, now)
                 t = now
             ends[j] = t
             wait = backoff[j]
@@ -366,16 +370,19 @@ class _Bulk:
         return t
 
     def _bill_timed(
-        self, waves: Waves, columns: Columns, j: int, late: Timed, start: float, now: float
+        self, waves: Waves, columns: Columns, j: int, timing: Timed, start: float, now: float
     ) -> None:
-        """Bill attempt ``j``, an answer under way that its deadline ``now`` stopped, for the
-        tokens it produced by then, as the event engines bill it (:func:`unserved_tokens`)."""
+        """Bill attempt ``j``, an answer under way that ended unserved at ``now`` (its deadline,
+        or its stream's break), for the tokens it produced by then, as the event engines bill
+        it (:func:`unserved_tokens`; a broken stream only once it produced a token)."""
         run = self.run
         generation = Generation()
-        generation.plan(start + late.ttft, late.tokens_per_s, late.planned)
-        if late.stall_s:
-            generation.stall_after = late.stall_after
-            generation.stall_s = late.stall_s
+        generation.plan(start + timing.ttft, timing.tokens_per_s, timing.planned)
+        if timing.stall_s:
+            generation.stall_after = timing.stall_after
+            generation.stall_s = timing.stall_s
+        if timing.after == timing.after and generation.tokens_at(now) <= 0:
+            return  # a broken stream with nothing produced: nothing billed
         request = int(waves.request[j])
         tokens_in, tokens_out = unserved_tokens(
             run.policy.bill_cancelled, generation, int(columns.input_tokens[request]), now

@@ -7,12 +7,13 @@ they start: an answer that comes before the deadline, or an error answer (a 429,
 invalid-request 400, a profile's own error, a structural 400 for a request the model cannot take,
 a reset, a non-chat answer). Their timings are durations; the run adds them to each request's start
 in the same order the event engines do. A timeout (a fault's, or an answer that would end after the
-deadline) is planned too, but timed when the request is placed: it ends at ``start + timeout_s``
-and is billed for what was produced by then, both of which depend on the start's rounding
-(:class:`Timed`); a late answer that the placed start turns out to bring in on time sends its
-request the exact way. Anything else (a cut or malformed stream) sends the whole request to the
-exact path, which runs the very candidate loop the event engines run
-(:func:`sykit._recorder.serve_steps`) on the bulk engine's clock.
+deadline) and a broken stream (cut part-way, or a malformed chunk) are planned too, but settled
+when the request is placed: a timeout ends at ``start + timeout_s``, and an answer under way is
+billed for what it produced by its end, which depends on the start's rounding (:class:`Timed`).
+What only the start can decide (a late answer that the placed start brings in on time, a
+malformed first chunk due after the deadline) sends the whole request to the exact path, which
+runs the very candidate loop the event engines run (:func:`sykit._recorder.serve_steps`) on the
+bulk engine's clock.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from .._classify import fallback_reason, is_retryable
 from .._config import LATER_RANDOM_FAULTS, RANDOM_FAULTS, HostPolicy, ModelProfile
 from .._errors import ModelError
 from .._hosts.base import Reply
-from .._hosts.sim import fault_error, structural_refusal
+from .._hosts.sim import broken_reply, fault_error, structural_refusal
 from .._models import Request
 from .._recorder import reply_error
 from .._records import REASON_CODE
@@ -48,13 +49,11 @@ __all__ = [
     "selected",
 ]
 
-#: Faults whose reply is an error answer after the profile's rejection delay: simple.
-_STATUS_FAULTS = frozenset(("rate_limit", "unavailable", "policy", "invalid"))
-#: Faults answered after the rejection delay with an error that is no HTTP error answer.
+#: Faults answered after the rejection delay with an error that is no HTTP error answer (the
+#: others but the timeout and broken streams are HTTP error answers after that delay).
 _AT_ONCE_FAULTS = frozenset(("reset", "non_chat"))
 #: Random faults listed in the order the keyed uniform is partitioned among them.
 _ORDER = (*RANDOM_FAULTS, *LATER_RANDOM_FAULTS)
-_SLOW = -2  # a request that goes the exact way
 
 
 class NotSimple(Exception):
@@ -62,9 +61,10 @@ class NotSimple(Exception):
 
 
 class Timed(NamedTuple):
-    """An attempt that ends at its deadline, timed when its request is placed: the answer the
-    host had planned (``accepted``: one was under way, billed per the policy for the tokens
-    produced by the deadline; ``total``: when it would have ended, from the attempt's start)."""
+    """An attempt whose end or bill depends on its start, settled when its request is placed:
+    one that ends at its deadline, or a stream that broke (``after`` from its start). The answer
+    the host had planned: ``accepted``, one was under way, billed per the policy for the tokens
+    produced by the end; ``total``, when it would have ended, from the attempt's start."""
 
     accepted: bool
     total: float
@@ -73,10 +73,12 @@ class Timed(NamedTuple):
     planned: int
     stall_after: int
     stall_s: float
+    #: from the attempt's start to its end when it is a broken stream's; NaN: at the deadline
+    after: float
 
 
 #: A timeout fault's: nothing was under way.
-_NOTHING_UNDER_WAY = Timed(False, math.inf, 0.0, 0.0, 0, 0, 0.0)
+_NOTHING_UNDER_WAY = Timed(False, math.inf, 0.0, 0.0, 0, 0, 0.0, math.nan)
 
 
 @dataclass
@@ -464,14 +466,20 @@ class _ErrorTable:
         status, body, *rest = parts
         return self._add(key, model, Reply(status, body, (rest[0] if rest else None) or {}))
 
-    def refusal(self, model: str, status: int, body: Any) -> int:
-        """The code of a structural refusal (:func:`~sykit._hosts.sim.structural_refusal`):
-        one per model and wording (a context overflow's names the request's token counts)."""
-        key = (model, "refusal", repr(body))
+    def answer(self, model: str, reply: Reply) -> int:
+        """The code of an error answer the host worded itself (a structural 400, a broken
+        stream): one per model and wording (a context overflow's names the request's token
+        counts, a cut stream's the tokens it produced)."""
+        error = reply.error
+        key = (
+            model,
+            "answer",
+            repr((reply.status, reply.body, None if error is None else str(error))),
+        )
         found = self.index.get(key)
         if found is not None:
             return found
-        return self._add(key, model, Reply(status, body, {}))
+        return self._add(key, model, reply)
 
     def _add(self, key: tuple[str, str, Any], model: str, reply: Reply) -> int:
         policy = self.policy
@@ -501,130 +509,183 @@ def _plan_model(
     timeout_s: float,
     errors: _ErrorTable,
     sel: np.ndarray,
-    into: tuple[np.ndarray, ...],
+    into: Wave,
 ) -> None:
     """Plan the attempts at one model (requests ``requests``, attempt numbers ``ns``), writing
-    into the wave's arrays at ``sel``."""
-    ok_out, after_out, ttft_out, tokens_out, cost_out, error_out, slow_out, timed_out = into
+    into the wave's arrays at ``sel``, in the order the simulated host decides: a request the
+    model cannot take is refused, else a random fault is drawn, else (or for a stream that will
+    break) the answer is planned."""
     u = attempt_units(seed, [columns.ids[k] for k in requests.tolist()], name, ns.tolist())
-    # a request the model cannot take is refused at once, whatever its faults would have drawn
     refused = (
         (columns.images[requests] & (not profile.vision))
         | (columns.tools[requests] & (not profile.tools))
         | (columns.requested[requests] > profile.context_window)
         | (columns.ends_with_assistant[requests] & (not profile.prefill))
     )
-    slow = np.zeros(len(requests), dtype=bool)
     if refused.any():
-        rows = np.flatnonzero(refused)
-        codes = np.empty(len(rows), dtype=np.int32)
-        for j, (k, detail) in enumerate(
-            zip(requests[rows].tolist(), u[rows, SLOT.DETAIL].tolist(), strict=True)
-        ):
-            cap = int(columns.max_output[k])
-            refusal = structural_refusal(
-                name,
-                profile,
-                images=bool(columns.images[k]),
-                input_tokens=int(columns.input_tokens[k]),
-                max_output_tokens=None if cap < 0 else cap,
-                tools=bool(columns.tools[k]),
-                ends_with_assistant=bool(columns.ends_with_assistant[k]),
-                detail=detail,
-            )
-            assert refusal is not None  # the same conditions as the mask's
-            codes[j] = errors.refusal(name, *refusal)
-        at = sel[rows]
-        after_out[at] = quantiles(profile.reject_delay_s, u[rows, SLOT.TTFT])
-        error_out[at] = codes
-    fault = np.full(len(requests), -1, dtype=np.int64)  # index into _ORDER, then errors
-    faults = profile.faults
+        _refuse(name, profile, columns, requests, u, np.flatnonzero(refused), errors, sel, into)
+    fault = _draw_faults(profile.faults, u)  # index into _ORDER, then the profile's errors
+    fault[refused] = -1  # refused whatever its faults would have drawn
+    kind = np.asarray([*_ORDER, *("error" for _ in profile.faults.errors)], dtype=object)
+    if (fault >= 0).any():
+        drawn = kind[np.maximum(fault, 0)]
+        rejected = (fault >= 0) & (drawn != "timeout") & (drawn != "cut_stream")
+        rejected &= drawn != "malformed"
+        rows = np.flatnonzero(rejected)
+        if len(rows):
+            codes = [
+                errors.code(name, _ORDER[k], 0)
+                if k < len(_ORDER)
+                else errors.code(name, "error", k - len(_ORDER))
+                for k in fault[rows].tolist()
+            ]
+            at = sel[rows]
+            into.after[at] = quantiles(profile.reject_delay_s, u[rows, SLOT.TTFT])
+            into.error[at] = codes
+        at = sel[np.flatnonzero((fault >= 0) & (drawn == "timeout"))]
+        into.after[at] = np.nan  # (start + timeout_s) - start, once the start is known
+        into.error[at] = errors.code(name, "timeout", 0)
+        into.timed[at] = 0  # _NOTHING_UNDER_WAY
+        broken = np.where(drawn == "cut_stream", 1, np.where(drawn == "malformed", 2, 0))
+        broken[fault < 0] = 0
+    else:
+        broken = np.zeros(len(requests), dtype=np.int64)
+    answering = ~refused & ((fault < 0) | (broken > 0))
+    if answering.any():
+        rows = np.flatnonzero(answering)
+        _plan_answers(name, profile, columns, requests, u, rows, broken[rows], timeout_s, errors,
+                      sel, into)  # fmt: skip
+
+
+def _refuse(
+    name: str,
+    profile: ModelProfile,
+    columns: Columns,
+    requests: np.ndarray,
+    u: np.ndarray,
+    rows: np.ndarray,
+    errors: _ErrorTable,
+    sel: np.ndarray,
+    into: Wave,
+) -> None:
+    """The structural 400s of ``rows``, worded by the host's own function."""
+    codes = np.empty(len(rows), dtype=np.int32)
+    for j, (k, detail) in enumerate(
+        zip(requests[rows].tolist(), u[rows, SLOT.DETAIL].tolist(), strict=True)
+    ):
+        cap = int(columns.max_output[k])
+        refusal = structural_refusal(
+            name,
+            profile,
+            images=bool(columns.images[k]),
+            input_tokens=int(columns.input_tokens[k]),
+            max_output_tokens=None if cap < 0 else cap,
+            tools=bool(columns.tools[k]),
+            ends_with_assistant=bool(columns.ends_with_assistant[k]),
+            detail=detail,
+        )
+        assert refusal is not None  # the same conditions as the caller's mask
+        codes[j] = errors.answer(name, Reply(*refusal))
+    at = sel[rows]
+    into.after[at] = quantiles(profile.reject_delay_s, u[rows, SLOT.TTFT])
+    into.error[at] = codes
+
+
+def _draw_faults(faults: Any, u: np.ndarray) -> np.ndarray:
+    """Each attempt's random fault: an index into ``_ORDER``, then into the profile's errors
+    (-1: none), from its FAULT uniform partitioned as the host partitions it."""
+    fault = np.full(len(u), -1, dtype=np.int64)
     if faults.random_total > 0:
         x = u[:, SLOT.FAULT].copy()
-        labels = [*_ORDER, *(f"error{k}" for k in range(len(faults.errors)))]
         probabilities = [getattr(faults, f) for f in _ORDER] + [e.p for e in faults.errors]
         for k, p in enumerate(probabilities):
             x -= p
-            hit = (x < 0) & (fault < 0)
-            fault[hit] = k
-        for k, label in enumerate(labels):
-            if label in _STATUS_FAULTS or label in _AT_ONCE_FAULTS or label.startswith("error"):
-                continue
-            if label == "timeout":
-                timeouts = np.flatnonzero((fault == k) & ~refused)
-                at = sel[timeouts]
-                after_out[at] = np.nan  # (start + timeout_s) - start, once the start is known
-                error_out[at] = errors.code(name, "timeout", 0)
-                timed_out[at] = 0  # _NOTHING_UNDER_WAY
-                continue
-            slow |= fault == k
-    timed = (fault == _ORDER.index("timeout")) & ~refused
-    rejected = (fault >= 0) & ~slow & ~refused & ~timed
-    answered = (fault < 0) & ~slow & ~refused
-    if rejected.any():
-        rows = np.flatnonzero(rejected)
-        delay = quantiles(profile.reject_delay_s, u[rows, SLOT.TTFT])
-        codes = np.empty(len(rows), dtype=np.int32)
-        for j, k in enumerate(fault[rows].tolist()):
-            if k < len(_ORDER):
-                codes[j] = errors.code(name, _ORDER[k], 0)
-            else:
-                codes[j] = errors.code(name, "error", k - len(_ORDER))
-        at = sel[rows]
-        after_out[at] = delay
-        error_out[at] = codes
-    if answered.any():
-        rows = np.flatnonzero(answered)
-        picked = requests[rows]
-        output = _output_tokens(name, profile, columns, picked, u[rows, SLOT.OUTPUT_TOKENS])
-        latency = profile.latency
-        ttft = quantiles(latency.ttft, u[rows, SLOT.TTFT])
-        inputs = columns.input_tokens[picked].astype(np.float64)
-        if latency.prefill_tokens_per_s:
-            ttft = ttft + inputs / latency.prefill_tokens_per_s
-        tps = quantiles(latency.tokens_per_s, u[rows, SLOT.TOKENS_PER_S])
-        factor = np.ones(len(rows))
-        if faults.spike_p:
-            spiked = u[rows, SLOT.SPIKE] < faults.spike_p
-            factor[spiked] = faults.spike_factor
-            if faults.spike_factor != 1.0:
-                ttft = np.where(spiked, ttft * faults.spike_factor, ttft)
-        total = ttft + (output.astype(np.float64) / tps) * factor
-        stalled = np.zeros(len(rows), dtype=bool)
-        if faults.stall_p:
-            stalled = u[rows, SLOT.STALL] < faults.stall_p
-            total = np.where(stalled, total + faults.stall_s, total)
-        # An answer that would end after the deadline is stopped there: timed once its start is
-        # known. (One that ends by it does at any start: adding a start rounds monotonically.)
-        late = total > timeout_s
-        at = sel[rows]
-        if late.any():
-            code = errors.code(name, "timeout", 0)
-            for j in np.flatnonzero(late).tolist():
-                out_j = int(output[j])
-                after_out[at[j]] = np.nan
-                error_out[at[j]] = code
-                timed_out[at[j]] = len(errors.timings)
-                errors.timings.append(
-                    Timed(
-                        True,
-                        float(total[j]),
-                        float(ttft[j]),
-                        float(tps[j]) / float(factor[j]),  # as the host plans the rate
-                        out_j,
-                        max(1, out_j // 2) if stalled[j] else 0,
-                        faults.stall_s if stalled[j] else 0.0,
-                    )
-                )
-        fine = ~late
-        at = at[fine]
-        after_out[at] = total[fine]
-        ttft_out[at] = ttft[fine]
-        tokens_out[at] = output[fine]
-        ok_out[at] = True
-        cost = (inputs[fine] * profile.price_in + output[fine] * profile.price_out) / 1e6
-        cost_out[at] = cost
-    slow_out[sel[slow]] = True
+            fault[(x < 0) & (fault < 0)] = k
+    return fault
+
+
+def _plan_answers(
+    name: str,
+    profile: ModelProfile,
+    columns: Columns,
+    requests: np.ndarray,
+    u: np.ndarray,
+    rows: np.ndarray,
+    broken: np.ndarray,
+    timeout_s: float,
+    errors: _ErrorTable,
+    sel: np.ndarray,
+    into: Wave,
+) -> None:
+    """The answers of ``rows`` (``broken``: 0 a whole answer, 1 a stream that will be cut, 2 one
+    that will send a malformed chunk), as the host plans them: the first token, the rate, the
+    length, a spike, a stall; an answer that would end after the deadline is a timeout (timed
+    once its start is known: :class:`Timed`), a broken stream ends at its break and is billed
+    for what it produced when its request is placed."""
+    faults = profile.faults
+    picked = requests[rows]
+    output = _output_tokens(name, profile, columns, picked, u[rows, SLOT.OUTPUT_TOKENS])
+    latency = profile.latency
+    ttft = quantiles(latency.ttft, u[rows, SLOT.TTFT])
+    inputs = columns.input_tokens[picked].astype(np.float64)
+    if latency.prefill_tokens_per_s:
+        ttft = ttft + inputs / latency.prefill_tokens_per_s
+    tps = quantiles(latency.tokens_per_s, u[rows, SLOT.TOKENS_PER_S])
+    factor = np.ones(len(rows))
+    if faults.spike_p:
+        spiked = u[rows, SLOT.SPIKE] < faults.spike_p
+        factor[spiked] = faults.spike_factor
+        if faults.spike_factor != 1.0:
+            ttft = np.where(spiked, ttft * faults.spike_factor, ttft)
+    total = ttft + (output.astype(np.float64) / tps) * factor
+    stalled = np.zeros(len(rows), dtype=bool)
+    if faults.stall_p:
+        stalled = u[rows, SLOT.STALL] < faults.stall_p
+        total = np.where(stalled, total + faults.stall_s, total)
+    at = sel[rows]
+    # A malformed first chunk comes at the first token, nothing billed, if that is by the
+    # deadline; a first token after it could be on time or not depending on the start's rounding.
+    first_chunk = (broken == 2) & (not faults.break_after_tokens)
+    on_time = first_chunk & (ttft <= timeout_s)
+    if first_chunk.any():
+        into.slow[at[first_chunk & ~on_time]] = True
+        if on_time.any():
+            reply = broken_reply("malformed", name, None, 0, 0.0)
+            into.after[at[on_time]] = ttft[on_time]
+            into.error[at[on_time]] = errors.answer(name, reply)
+    # An answer that would end after the deadline is stopped there. (One that ends by it does at
+    # any start: adding a start rounds monotonically.)
+    late = (total > timeout_s) & ~first_chunk
+    cut = (broken > 0) & ~late & ~first_chunk
+    timeout = errors.code(name, "timeout", 0) if late.any() else -1
+    for j in np.flatnonzero(late | cut).tolist():
+        out_j = int(output[j])
+        ttft_j, factor_j, tps_j = float(ttft[j]), float(factor[j]), float(tps[j])
+        stall_s = faults.stall_s if stalled[j] else 0.0
+        stall_after = max(1, out_j // 2) if stall_s else 0
+        after = math.nan
+        if late[j]:
+            into.error[at[j]] = timeout
+        else:  # the stream breaks after its last good token, as the host breaks it
+            limit = faults.break_after_tokens
+            produced = max(1, (2 * out_j) // 3) if limit is None else max(1, min(limit, out_j))
+            after = ttft_j + ((produced - 1) / tps_j) * factor_j
+            if stall_s and produced > stall_after:
+                after += stall_s
+            kind = "cut_stream" if broken[j] == 1 else "malformed"
+            into.error[at[j]] = errors.answer(name, broken_reply(kind, name, produced, out_j, 0.0))
+        into.after[at[j]] = after
+        into.timed[at[j]] = len(errors.timings)
+        timing = Timed(True, float(total[j]), ttft_j, tps_j / factor_j, out_j, stall_after,
+                       stall_s, after)  # fmt: skip
+        errors.timings.append(timing)
+    fine = ~late & (broken == 0)
+    at = at[fine]
+    into.after[at] = total[fine]
+    into.ttft[at] = ttft[fine]
+    into.output_tokens[at] = output[fine]
+    into.ok[at] = True
+    into.cost[at] = (inputs[fine] * profile.price_in + output[fine] * profile.price_out) / 1e6
 
 
 def _output_tokens(

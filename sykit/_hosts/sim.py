@@ -48,7 +48,7 @@ from .._vocab import Kind
 from ._openai_wire import not_chat_message
 from .base import _NO_HEADERS, Attempt, Reply
 
-__all__ = ["SimHost", "fault_error", "structural_refusal"]
+__all__ = ["SimHost", "broken_reply", "fault_error", "structural_refusal"]
 
 _CAPABILITY_MESSAGES = (
     "{model} does not support image input.",
@@ -490,15 +490,7 @@ class _SimSession:
         deadline = attempt.deadline_s
         if broken == "malformed" and not card.break_after and now + ttft <= deadline:
             # The first chunk is garbage: no usable token arrived, as over HTTP; nothing billed.
-            return Reply(
-                None,
-                error=InvalidResponseError(
-                    "malformed stream chunk: 'data: {\"choices\": [' is not valid JSON",
-                    model=model,
-                    http_status=200,
-                ),
-                after_s=ttft,
-            )
+            return broken_reply("malformed", model, None, out, ttft)
         # accepted, billable from now on (Generation.plan, inlined: one per attempt)
         attempt.accepted = True
         attempt.first_token_at = now + ttft
@@ -518,25 +510,7 @@ class _SimSession:
             last = ttft + ((produced - 1) / tps) * factor  # the instant its last token came
             if stall and produced > attempt.stall_after:
                 last += stall
-            if broken == "malformed":
-                return Reply(
-                    None,
-                    error=InvalidResponseError(
-                        "malformed stream chunk: 'data: {\"choices\": [' is not valid JSON "
-                        f"(after {produced} tokens)",
-                        model=model,
-                        http_status=200,
-                    ),
-                    after_s=last,
-                )
-            return Reply(
-                502,
-                _error_body(
-                    f"upstream stream ended early after {produced} of {out} tokens",
-                    type_="server_error",
-                ),
-                after_s=last,
-            )
+            return broken_reply(broken, model, produced, out, last)
         if key is not None and cache is not None:
             written, written_1h = _prompt_cache.write(
                 self.prompt_cache, key, cached, cacheable, cache, tier, now + total
@@ -625,6 +599,31 @@ def fault_error(name: str, model: str) -> ModelError:
     if name == "non_chat":
         return InvalidResponseError(not_chat_message(model), model=model, http_status=200)
     raise ValueError(f"no such fault: {name!r}")
+
+
+def broken_reply(broken: str, model: str, produced: int | None, out: int, after_s: float) -> Reply:
+    """The reply of a stream that broke ``after_s`` from its start: ``"malformed"`` (a chunk
+    that is not JSON: the first one when ``produced`` is None, else after ``produced`` good
+    tokens) or ``"cut_stream"`` (ended early after ``produced`` of ``out`` tokens, a 502). The
+    simulated host and the bulk engine word them alike."""
+    if broken == "malformed":
+        where = "" if produced is None else f" (after {produced} tokens)"
+        return Reply(
+            None,
+            error=InvalidResponseError(
+                "malformed stream chunk: 'data: {\"choices\": [' is not valid JSON" + where,
+                model=model,
+                http_status=200,
+            ),
+            after_s=after_s,
+        )
+    return Reply(
+        502,
+        _error_body(
+            f"upstream stream ended early after {produced} of {out} tokens", type_="server_error"
+        ),
+        after_s=after_s,
+    )
 
 
 def structural_refusal(
