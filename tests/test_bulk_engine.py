@@ -36,8 +36,8 @@ def run(algorithm: Any, requests: Any, **kwargs: Any) -> sy.Result:
 
 
 def faulty_host(**policy: Any) -> sy.SimHost:
-    """Every random fault the bulk engine plans column-wise, and those it sends the exact way
-    (timeouts, resets, cut and malformed streams, non-chat answers), with spikes and stalls."""
+    """Every random fault (HTTP errors, timeouts, resets, cut and malformed streams, non-chat
+    answers, a profile's own errors), with spikes and stalls, and structural refusals."""
     latency = sy.Latency(ttft=sy.LogNormal(0.4, sigma=0.6), tokens_per_s=sy.Uniform(40, 160))
     faults = sy.Faults(
         rate_limit=0.05,

@@ -516,6 +516,7 @@ def _plan_model(
     model cannot take is refused, else a random fault is drawn, else (or for a stream that will
     break) the answer is planned."""
     u = attempt_units(seed, [columns.ids[k] for k in requests.tolist()], name, ns.tolist())
+    at_model = _AtModel(name, profile, columns, requests, u, timeout_s, errors, sel, into)
     refused = (
         (columns.images[requests] & (not profile.vision))
         | (columns.tools[requests] & (not profile.tools))
@@ -523,72 +524,27 @@ def _plan_model(
         | (columns.ends_with_assistant[requests] & (not profile.prefill))
     )
     if refused.any():
-        _refuse(name, profile, columns, requests, u, np.flatnonzero(refused), errors, sel, into)
+        at_model.refuse(np.flatnonzero(refused))
     fault = _draw_faults(profile.faults, u)  # index into _ORDER, then the profile's errors
     fault[refused] = -1  # refused whatever its faults would have drawn
     kind = np.asarray([*_ORDER, *("error" for _ in profile.faults.errors)], dtype=object)
+    broken = np.zeros(len(requests), dtype=np.int64)
     if (fault >= 0).any():
         drawn = kind[np.maximum(fault, 0)]
         rejected = (fault >= 0) & (drawn != "timeout") & (drawn != "cut_stream")
         rejected &= drawn != "malformed"
-        rows = np.flatnonzero(rejected)
-        if len(rows):
-            codes = [
-                errors.code(name, _ORDER[k], 0)
-                if k < len(_ORDER)
-                else errors.code(name, "error", k - len(_ORDER))
-                for k in fault[rows].tolist()
-            ]
-            at = sel[rows]
-            into.after[at] = quantiles(profile.reject_delay_s, u[rows, SLOT.TTFT])
-            into.error[at] = codes
+        if rejected.any():
+            at_model.reject(np.flatnonzero(rejected), fault)
         at = sel[np.flatnonzero((fault >= 0) & (drawn == "timeout"))]
         into.after[at] = np.nan  # (start + timeout_s) - start, once the start is known
         into.error[at] = errors.code(name, "timeout", 0)
         into.timed[at] = 0  # _NOTHING_UNDER_WAY
-        broken = np.where(drawn == "cut_stream", 1, np.where(drawn == "malformed", 2, 0))
-        broken[fault < 0] = 0
-    else:
-        broken = np.zeros(len(requests), dtype=np.int64)
+        broken[(fault >= 0) & (drawn == "cut_stream")] = 1
+        broken[(fault >= 0) & (drawn == "malformed")] = 2
     answering = ~refused & ((fault < 0) | (broken > 0))
     if answering.any():
         rows = np.flatnonzero(answering)
-        _plan_answers(name, profile, columns, requests, u, rows, broken[rows], timeout_s, errors,
-                      sel, into)  # fmt: skip
-
-
-def _refuse(
-    name: str,
-    profile: ModelProfile,
-    columns: Columns,
-    requests: np.ndarray,
-    u: np.ndarray,
-    rows: np.ndarray,
-    errors: _ErrorTable,
-    sel: np.ndarray,
-    into: Wave,
-) -> None:
-    """The structural 400s of ``rows``, worded by the host's own function."""
-    codes = np.empty(len(rows), dtype=np.int32)
-    for j, (k, detail) in enumerate(
-        zip(requests[rows].tolist(), u[rows, SLOT.DETAIL].tolist(), strict=True)
-    ):
-        cap = int(columns.max_output[k])
-        refusal = structural_refusal(
-            name,
-            profile,
-            images=bool(columns.images[k]),
-            input_tokens=int(columns.input_tokens[k]),
-            max_output_tokens=None if cap < 0 else cap,
-            tools=bool(columns.tools[k]),
-            ends_with_assistant=bool(columns.ends_with_assistant[k]),
-            detail=detail,
-        )
-        assert refusal is not None  # the same conditions as the caller's mask
-        codes[j] = errors.answer(name, Reply(*refusal))
-    at = sel[rows]
-    into.after[at] = quantiles(profile.reject_delay_s, u[rows, SLOT.TTFT])
-    into.error[at] = codes
+        at_model.answer(rows, broken[rows])
 
 
 def _draw_faults(faults: Any, u: np.ndarray) -> np.ndarray:
@@ -604,88 +560,136 @@ def _draw_faults(faults: Any, u: np.ndarray) -> np.ndarray:
     return fault
 
 
-def _plan_answers(
-    name: str,
-    profile: ModelProfile,
-    columns: Columns,
-    requests: np.ndarray,
-    u: np.ndarray,
-    rows: np.ndarray,
-    broken: np.ndarray,
-    timeout_s: float,
-    errors: _ErrorTable,
-    sel: np.ndarray,
-    into: Wave,
-) -> None:
-    """The answers of ``rows`` (``broken``: 0 a whole answer, 1 a stream that will be cut, 2 one
-    that will send a malformed chunk), as the host plans them: the first token, the rate, the
-    length, a spike, a stall; an answer that would end after the deadline is a timeout (timed
-    once its start is known: :class:`Timed`), a broken stream ends at its break and is billed
-    for what it produced when its request is placed."""
-    faults = profile.faults
-    picked = requests[rows]
-    output = _output_tokens(name, profile, columns, picked, u[rows, SLOT.OUTPUT_TOKENS])
-    latency = profile.latency
-    ttft = quantiles(latency.ttft, u[rows, SLOT.TTFT])
-    inputs = columns.input_tokens[picked].astype(np.float64)
-    if latency.prefill_tokens_per_s:
-        ttft = ttft + inputs / latency.prefill_tokens_per_s
-    tps = quantiles(latency.tokens_per_s, u[rows, SLOT.TOKENS_PER_S])
-    factor = np.ones(len(rows))
-    if faults.spike_p:
-        spiked = u[rows, SLOT.SPIKE] < faults.spike_p
-        factor[spiked] = faults.spike_factor
-        if faults.spike_factor != 1.0:
-            ttft = np.where(spiked, ttft * faults.spike_factor, ttft)
-    total = ttft + (output.astype(np.float64) / tps) * factor
-    stalled = np.zeros(len(rows), dtype=bool)
-    if faults.stall_p:
-        stalled = u[rows, SLOT.STALL] < faults.stall_p
-        total = np.where(stalled, total + faults.stall_s, total)
-    at = sel[rows]
-    # A malformed first chunk comes at the first token, nothing billed, if that is by the
-    # deadline; a first token after it could be on time or not depending on the start's rounding.
-    first_chunk = (broken == 2) & (not faults.break_after_tokens)
-    on_time = first_chunk & (ttft <= timeout_s)
-    if first_chunk.any():
-        into.slow[at[first_chunk & ~on_time]] = True
-        if on_time.any():
-            reply = broken_reply("malformed", name, None, 0, 0.0)
-            into.after[at[on_time]] = ttft[on_time]
-            into.error[at[on_time]] = errors.answer(name, reply)
-    # An answer that would end after the deadline is stopped there. (One that ends by it does at
-    # any start: adding a start rounds monotonically.)
-    late = (total > timeout_s) & ~first_chunk
-    cut = (broken > 0) & ~late & ~first_chunk
-    timeout = errors.code(name, "timeout", 0) if late.any() else -1
-    for j in np.flatnonzero(late | cut).tolist():
-        out_j = int(output[j])
-        ttft_j, factor_j, tps_j = float(ttft[j]), float(factor[j]), float(tps[j])
-        stall_s = faults.stall_s if stalled[j] else 0.0
-        stall_after = max(1, out_j // 2) if stall_s else 0
-        after = math.nan
-        if late[j]:
-            into.error[at[j]] = timeout
-        else:  # the stream breaks after its last good token, as the host breaks it
-            limit = faults.break_after_tokens
-            produced = max(1, (2 * out_j) // 3) if limit is None else max(1, min(limit, out_j))
-            after = ttft_j + ((produced - 1) / tps_j) * factor_j
-            if stall_s and produced > stall_after:
-                after += stall_s
-            kind = "cut_stream" if broken[j] == 1 else "malformed"
-            into.error[at[j]] = errors.answer(name, broken_reply(kind, name, produced, out_j, 0.0))
-        into.after[at[j]] = after
-        into.timed[at[j]] = len(errors.timings)
-        timing = Timed(True, float(total[j]), ttft_j, tps_j / factor_j, out_j, stall_after,
-                       stall_s, after)  # fmt: skip
-        errors.timings.append(timing)
-    fine = ~late & (broken == 0)
-    at = at[fine]
-    into.after[at] = total[fine]
-    into.ttft[at] = ttft[fine]
-    into.output_tokens[at] = output[fine]
-    into.ok[at] = True
-    into.cost[at] = (inputs[fine] * profile.price_in + output[fine] * profile.price_out) / 1e6
+@dataclass
+class _AtModel:
+    """One wave's attempts at one model: their requests, their eight uniforms each (``u``) and
+    where they go in the wave (``sel`` into ``into``)."""
+
+    name: str
+    profile: ModelProfile
+    columns: Columns
+    requests: np.ndarray
+    u: np.ndarray
+    timeout_s: float
+    errors: _ErrorTable
+    sel: np.ndarray
+    into: Wave
+
+    def refuse(self, rows: np.ndarray) -> None:
+        """The structural 400s of ``rows``, worded by the host's own function."""
+        columns, name = self.columns, self.name
+        codes = np.empty(len(rows), dtype=np.int32)
+        for j, (k, detail) in enumerate(
+            zip(self.requests[rows].tolist(), self.u[rows, SLOT.DETAIL].tolist(), strict=True)
+        ):
+            cap = int(columns.max_output[k])
+            refusal = structural_refusal(
+                name,
+                self.profile,
+                images=bool(columns.images[k]),
+                input_tokens=int(columns.input_tokens[k]),
+                max_output_tokens=None if cap < 0 else cap,
+                tools=bool(columns.tools[k]),
+                ends_with_assistant=bool(columns.ends_with_assistant[k]),
+                detail=detail,
+            )
+            assert refusal is not None  # the same conditions as the caller's mask
+            codes[j] = self.errors.answer(name, Reply(*refusal))
+        self._after_rejection(rows, codes)
+
+    def reject(self, rows: np.ndarray, fault: np.ndarray) -> None:
+        """The error answers of ``rows``' random faults (an HTTP error, a reset, a non-chat
+        answer, a profile's own error), after the rejection delay."""
+        n_order = len(_ORDER)
+        codes = np.asarray(
+            [
+                self.errors.code(self.name, _ORDER[k], 0)
+                if k < n_order
+                else self.errors.code(self.name, "error", k - n_order)
+                for k in fault[rows].tolist()
+            ],
+            dtype=np.int32,
+        )
+        self._after_rejection(rows, codes)
+
+    def _after_rejection(self, rows: np.ndarray, codes: np.ndarray) -> None:
+        at = self.sel[rows]
+        self.into.after[at] = quantiles(self.profile.reject_delay_s, self.u[rows, SLOT.TTFT])
+        self.into.error[at] = codes
+
+    def answer(self, rows: np.ndarray, broken: np.ndarray) -> None:
+        """The answers of ``rows`` (``broken``: 0 a whole answer, 1 a stream that will be cut,
+        2 one that will send a malformed chunk), as the host plans them: the first token, the
+        rate, the length, a spike, a stall; an answer that would end after the deadline is a
+        timeout (timed once its start is known: :class:`Timed`), a broken stream ends at its
+        break and is billed for what it produced when its request is placed."""
+        name, profile, u, into, errors = self.name, self.profile, self.u, self.into, self.errors
+        faults = profile.faults
+        timeout_s = self.timeout_s
+        picked = self.requests[rows]
+        output = _output_tokens(name, profile, self.columns, picked, u[rows, SLOT.OUTPUT_TOKENS])
+        latency = profile.latency
+        ttft = quantiles(latency.ttft, u[rows, SLOT.TTFT])
+        inputs = self.columns.input_tokens[picked].astype(np.float64)
+        if latency.prefill_tokens_per_s:
+            ttft = ttft + inputs / latency.prefill_tokens_per_s
+        tps = quantiles(latency.tokens_per_s, u[rows, SLOT.TOKENS_PER_S])
+        factor = np.ones(len(rows))
+        if faults.spike_p:
+            spiked = u[rows, SLOT.SPIKE] < faults.spike_p
+            factor[spiked] = faults.spike_factor
+            if faults.spike_factor != 1.0:
+                ttft = np.where(spiked, ttft * faults.spike_factor, ttft)
+        total = ttft + (output.astype(np.float64) / tps) * factor
+        stalled = np.zeros(len(rows), dtype=bool)
+        if faults.stall_p:
+            stalled = u[rows, SLOT.STALL] < faults.stall_p
+            total = np.where(stalled, total + faults.stall_s, total)
+        at = self.sel[rows]
+        # A malformed first chunk comes at the first token, nothing billed, if that is by the
+        # deadline; a first token after it is on time or not depending on the start's rounding.
+        first_chunk = (broken == 2) & (not faults.break_after_tokens)
+        on_time = first_chunk & (ttft <= timeout_s)
+        if first_chunk.any():
+            into.slow[at[first_chunk & ~on_time]] = True
+            if on_time.any():
+                reply = broken_reply("malformed", name, None, 0, 0.0)
+                into.after[at[on_time]] = ttft[on_time]
+                into.error[at[on_time]] = errors.answer(name, reply)
+        # An answer that would end after the deadline is stopped there. (One that ends by it
+        # does at any start: adding a start rounds monotonically.)
+        late = (total > timeout_s) & ~first_chunk
+        cut = (broken > 0) & ~late & ~first_chunk
+        timeout = errors.code(name, "timeout", 0) if late.any() else -1
+        for j in np.flatnonzero(late | cut).tolist():
+            out_j = int(output[j])
+            ttft_j, factor_j, tps_j = float(ttft[j]), float(factor[j]), float(tps[j])
+            stall_s = faults.stall_s if stalled[j] else 0.0
+            stall_after = max(1, out_j // 2) if stall_s else 0
+            after = math.nan
+            if late[j]:
+                into.error[at[j]] = timeout
+            else:  # the stream breaks after its last good token, as the host breaks it
+                limit = faults.break_after_tokens
+                produced = max(1, (2 * out_j) // 3) if limit is None else max(1, min(limit, out_j))
+                after = ttft_j + ((produced - 1) / tps_j) * factor_j
+                if stall_s and produced > stall_after:
+                    after += stall_s
+                kind = "cut_stream" if broken[j] == 1 else "malformed"
+                reply = broken_reply(kind, name, produced, out_j, 0.0)
+                into.error[at[j]] = errors.answer(name, reply)
+            into.after[at[j]] = after
+            into.timed[at[j]] = len(errors.timings)
+            timing = Timed(True, float(total[j]), ttft_j, tps_j / factor_j, out_j, stall_after,
+                           stall_s, after)  # fmt: skip
+            errors.timings.append(timing)
+        fine = ~late & (broken == 0)
+        at = at[fine]
+        into.after[at] = total[fine]
+        into.ttft[at] = ttft[fine]
+        into.output_tokens[at] = output[fine]
+        into.ok[at] = True
+        into.cost[at] = (inputs[fine] * profile.price_in + output[fine] * profile.price_out) / 1e6
 
 
 def _output_tokens(
