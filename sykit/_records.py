@@ -19,10 +19,13 @@ frames.
 
 from __future__ import annotations
 
+import functools
 import math
 from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -142,7 +145,22 @@ class Codes:
 
 
 def categorical(codes: np.ndarray, categories: Sequence[str]) -> pd.Categorical:
-    return pd.Categorical.from_codes(codes.astype(_code_dtype(len(categories))), list(categories))
+    codes = codes.astype(_code_dtype(len(categories)))
+    if (
+        len(categories) <= _SHARED_DTYPE_LIMIT
+    ):  # statuses, phases, models: one dtype, validated once
+        return pd.Categorical.from_codes(codes, dtype=_shared_dtype(tuple(categories)))
+    return pd.Categorical.from_codes(codes, list(categories))
+
+
+#: Category lists up to this long share one CategoricalDtype per list (pandas validates a new
+#: one's categories each time, a fixed cost per column that the frames pay many times over).
+_SHARED_DTYPE_LIMIT = 64
+
+
+@functools.lru_cache(maxsize=512)
+def _shared_dtype(categories: tuple[str, ...]) -> pd.CategoricalDtype:
+    return pd.CategoricalDtype(list(categories))
 
 
 def appearing(codes: np.ndarray, values: Sequence[str]) -> pd.Categorical:
@@ -1101,16 +1119,17 @@ def request_frame(
     if extras:
         position = np.empty(n, dtype=np.int64)
         position[order] = np.arange(n)
-        names: dict[str, None] = {}
-        for extra in extras.values():
-            names.update(dict.fromkeys(extra))
-        for key in names:
-            values: list[Any] = [None] * n
-            for row, extra in extras.items():
-                if key in extra:
-                    values[position[row]] = extra[key]
-            frame[key] = _column(values)
+        at = position.tolist()
+        by_position: list[Mapping[str, Any]] = [_NO_EXTRA] * n
+        for row, extra in extras.items():
+            by_position[at[row]] = extra
+        # the columns in the order their keys first appear; a row without one holds None
+        for key in dict.fromkeys(chain.from_iterable(extras.values())):
+            frame[key] = _column([extra.get(key) for extra in by_position])
     return frame
+
+
+_NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
 
 
 def _column(values: list[Any]) -> Any:
