@@ -296,7 +296,7 @@ class _Bulk:
                     )
             elif placed is not None:
                 end = placed
-            else:
+            else:  # _place_timed's sums without its settling: inline, the hot path
                 t = start
                 begin = first[i]
                 for j in range(begin, begin + count[i]):
@@ -392,7 +392,7 @@ class _Bulk:
             model = run.log.models.values[int(waves.model[j])]
             cost = run.profiles[model].cost_usd(tokens_in, tokens_out)
         if waves.billed_input is None:
-            waves.billed_input = np.where(waves.ok, columns.input_tokens[waves.request], 0)
+            waves.billed_input = waves.input_tokens(columns)
         waves.billed_input[j] = tokens_in
         waves.output_tokens[j] = tokens_out
         waves.cost[j] = cost
@@ -473,9 +473,7 @@ class _Bulk:
                 "cost_usd": waves.cost,
                 "request": waves.request + low,
                 "failure": failure_codes[error],
-                "input_tokens": np.where(ok, request_columns.input_tokens[waves.request], 0)
-                if waves.billed_input is None
-                else waves.billed_input,
+                "input_tokens": waves.input_tokens(request_columns),
                 "output_tokens": waves.output_tokens,
                 "call": waves.call if waves.call is not None else np.zeros(m, dtype=np.int16),
                 "race": np.full(m, -1, dtype=np.int16),

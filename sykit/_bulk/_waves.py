@@ -49,9 +49,9 @@ __all__ = [
     "selected",
 ]
 
-#: Faults answered after the rejection delay with an error that is no HTTP error answer (the
-#: others but the timeout and broken streams are HTTP error answers after that delay).
-_AT_ONCE_FAULTS = frozenset(("reset", "non_chat"))
+#: Faults whose error the host makes itself (:func:`~sykit._hosts.sim.fault_error`), not from an
+#: HTTP error answer.
+_RAISED_FAULTS = frozenset(("timeout", "reset", "non_chat"))
 #: Random faults listed in the order the keyed uniform is partitioned among them.
 _ORDER = (*RANDOM_FAULTS, *LATER_RANDOM_FAULTS)
 
@@ -154,8 +154,9 @@ class Waves:
     errors: list[ModelError]  # the distinct errors, each made once by the host's own code
     slow: np.ndarray  # bool per request
     failed: np.ndarray  # int32 per request: index into ``errors`` of its final error (-1: served)
-    #: int32 per attempt: index into ``timings`` of an attempt that ends at its deadline (its
-    #: ``after``, cost and tokens are NaN and 0 until its request is placed), -1 otherwise
+    #: int32 per attempt: index into ``timings`` of an attempt settled when its request is
+    #: placed (a timeout's ``after`` is NaN until then; an answer under way has cost and output
+    #: tokens 0 until it is billed), -1 otherwise
     timed: np.ndarray
     timings: list[Timed]
     #: Set when each attempt is its own call made while routing (a router that owns its retry
@@ -166,8 +167,14 @@ class Waves:
     call: np.ndarray | None = None  # int16
     moved: np.ndarray | None = None  # bool
     #: The input tokens billed per attempt, once a timed attempt was billed for its input
-    #: (None: the served attempts' input, 0 for the others).
+    #: (None: :meth:`input_tokens`' default, the served attempts' input and 0 for the others).
     billed_input: np.ndarray | None = None
+
+    def input_tokens(self, columns: Columns) -> np.ndarray:
+        """The input tokens billed per attempt (``columns``: the requests')."""
+        if self.billed_input is not None:
+            return self.billed_input
+        return np.where(self.ok, columns.input_tokens[self.request], 0)
 
 
 def selected(waves: Waves, keep: np.ndarray) -> Waves:
@@ -437,7 +444,7 @@ class _ErrorInfo:
 
 class _ErrorTable:
     """The distinct error answers of a run, each classified once with the host's own code, and
-    the answers under way that a timeout stopped (:class:`Timed`)."""
+    the attempts settled when their requests are placed (:class:`Timed`)."""
 
     def __init__(
         self, profiles: Mapping[str, ModelProfile], session: Any, policy: HostPolicy
@@ -455,9 +462,8 @@ class _ErrorTable:
         if found is not None:
             return found
         faults = self.profiles[model].faults
-        if fault == "timeout" or fault in _AT_ONCE_FAULTS:
-            status = 200 if fault == "non_chat" else None
-            return self._add(key, model, Reply(status, error=fault_error(fault, model)))
+        if fault in _RAISED_FAULTS:
+            return self._add(key, model, Reply(None, error=fault_error(fault, model)))
         if fault == "error":
             entry = faults.errors[which]
             parts: Any = (entry.status, entry.body(model), entry.headers())
