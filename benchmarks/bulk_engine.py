@@ -122,13 +122,29 @@ def sykit_comparison(
     return once
 
 
+def table_columns(
+    dataset: sy.datasets.Dataset,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
+    """The dataset's grades and answer lengths per model, and its input tokens, as arrays."""
+    frame = dataset.frame
+    quality = {m: frame[f"quality:{m}"].to_numpy(float) for m in (WEAK, STRONG)}
+    output = {m: frame[f"output_tokens:{m}"].to_numpy(float) for m in (WEAK, STRONG)}
+    return quality, output, frame["input_tokens"].to_numpy(float)
+
+
+def closed_loop_end(durations: list[float], slots: int = 32) -> float:
+    """When the last of ``durations`` ends, placed in order in a closed loop of ``slots``."""
+    free = [0.0] * slots
+    for duration in durations:
+        heapq.heappush(free, heapq.heappop(free) + duration)
+    return max(free)
+
+
 def numpy_floor(dataset: sy.datasets.Dataset, host: sy.SimHost) -> Callable[[], float]:
     """The same routing and means as array lookups: each request's model from its score (or a
     keyed draw), its grade, its cost and its latency from the dataset's columns."""
     frame = dataset.frame
-    quality = {m: frame[f"quality:{m}"].to_numpy(float) for m in (WEAK, STRONG)}
-    output = {m: frame[f"output_tokens:{m}"].to_numpy(float) for m in (WEAK, STRONG)}
-    inputs = frame["input_tokens"].to_numpy(float)
+    quality, output, inputs = table_columns(dataset)
     prices = {m: (host.profiles[m].price_in, host.profiles[m].price_out) for m in (WEAK, STRONG)}
     rng = np.random.default_rng(0)
     scores = rng.random(len(frame))
@@ -164,12 +180,9 @@ def same_work_floor(dataset: sy.datasets.Dataset, host: sy.SimHost) -> Callable[
     routing choice and each attempt's TTFT and decode rate from keyed BLAKE2b draws (turned into
     quantiles as the simulated host turns them), each strategy's requests placed in a closed loop
     of 32 in flight (a heap of end times), and the means. No records, no frames."""
-    frame = dataset.frame
-    ids = frame["id"].tolist()
+    ids = dataset.frame["id"].tolist()
     n = len(ids)
-    quality = {m: frame[f"quality:{m}"].to_numpy(float) for m in (WEAK, STRONG)}
-    output = {m: frame[f"output_tokens:{m}"].to_numpy(float) for m in (WEAK, STRONG)}
-    inputs = frame["input_tokens"].to_numpy(float)
+    quality, output, inputs = table_columns(dataset)
     profiles = {m: host.profiles[m] for m in (WEAK, STRONG)}
     seed = 0
 
@@ -202,11 +215,8 @@ def same_work_floor(dataset: sy.datasets.Dataset, host: sy.SimHost) -> Callable[
                 latency[rows] = ttft + out / rate
                 cost[rows] = (inputs[rows] * profile.price_in + out * profile.price_out) / 1e6
                 q[rows] = quality[model][rows]
-            slots = [0.0] * 32
-            for duration in latency.tolist():
-                start = heapq.heappop(slots)
-                heapq.heappush(slots, start + duration)
-            table[name] = (np.nanmean(q), cost.mean(), latency.mean(), max(slots))
+            end = closed_loop_end(latency.tolist())
+            table[name] = (np.nanmean(q), cost.mean(), latency.mean(), end)
         elapsed = time.perf_counter() - started
         assert len(table) == 5
         return elapsed
@@ -223,9 +233,7 @@ def placement_alone(n: int, strategies: int = 5, slots: int = 32) -> Callable[[]
     def once() -> float:
         started = time.perf_counter()
         for _ in range(strategies):
-            free = [0.0] * slots
-            for duration in durations:
-                heapq.heappush(free, heapq.heappop(free) + duration)
+            closed_loop_end(durations, slots)
         return time.perf_counter() - started
 
     return once
