@@ -43,8 +43,8 @@ from pathlib import Path
 import numpy as np
 
 import sykit as sy
-from sykit._bulk._draws import attempt_units, quantiles
-from sykit._rng import SLOT, uniforms
+from sykit._base.rng import SLOT, uniforms
+from sykit._run.engines.bulk._draws import attempt_units, quantiles
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sim_throughput import IN_FLIGHT, _chain_host, _requests, simpy_chain

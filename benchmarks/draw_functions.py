@@ -1,7 +1,7 @@
 """What the keyed draws cost, and what a vectorisable counter-based hash would cost instead.
 
 Every draw in sykit is keyed by ``(seed, request_id, model, n)`` and hashed with BLAKE2b
-(:mod:`sykit._rng`): one C call per attempt in the event engines, and one per attempt in the bulk
+(:mod:`sykit._base.rng`): one C call per attempt in the event engines, and one per attempt in the bulk
 engine too (hashlib has no batch form). A counter-based hash (here SplitMix64's finaliser over a
 per-request key, the model, the attempt number and the slot) can be computed for a whole column
 of attempts at once with NumPy, and element for element the same in Python; this script prints
@@ -27,8 +27,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from sykit._bulk._draws import attempt_units
-from sykit._rng import attempt_words
+from sykit._base.rng import attempt_words
+from sykit._run.engines.bulk._draws import attempt_units
 
 MASK = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15

@@ -90,7 +90,7 @@ def variant(name: str, n: int, folder: Path) -> dict:
     requests = make_requests(n)
     out: dict = {"variant": name, "requests": n, "dataset_peak_mb": peak_rss_mb()}
     if name == "dataset":
-        from sykit._plan import _run_items
+        from sykit._run.plan import _run_items
 
         items = _run_items(requests)
         out["with_copy_peak_mb"] = peak_rss_mb()

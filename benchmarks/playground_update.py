@@ -24,7 +24,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import sykit as sy
-from sykit._cli import demo_host, demo_requests
+from sykit._cli.main import demo_host, demo_requests
 from sykit._playground import ui
 
 

@@ -179,7 +179,7 @@ def live_bytes_per_attempt(n: int) -> tuple[float, float]:
     """Memory held by a run's records and state when the simulation ends (before the frames are
     built), per attempt: traced with tracemalloc, less what existed before the run; and the part
     of it the attempt log's arrays hold."""
-    from sykit import _plan
+    from sykit._run import plan as _plan
 
     host, requests = _host(), _requests(n)
     held: dict[str, int] = {}

@@ -199,7 +199,7 @@ def sykit_requests(result: Any, scale: float) -> list[dict[str, Any]]:
 
 def run_sykit(scenario: Any, router: Any, name: str, scale: float) -> dict[str, Any]:
     """``scenario.run_http(router)`` (None: the reference router) and its check."""
-    from sykit._health import AlgorithmWarning
+    from sykit._results.health import AlgorithmWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AlgorithmWarning)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._config import Faults
-from .failoverbench import Scenario, ScenarioOutcome, catalogue, run_catalogue
-from .profiles import with_faults
+from sykit._world.config import Faults
+from sykit.failoverbench import Scenario, ScenarioOutcome, catalogue, run_catalogue
+from sykit.profiles import with_faults
 
 __all__ = ["Scenario", "ScenarioOutcome", "catalogue", "realistic", "run_catalogue", "with_faults"]
 

@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import _catalog
-from ._config import Faults, Latency, ModelProfile, PromptCache
-from ._errors import ArgumentError, ArgumentTypeError
-from ._fit import compare_quantiles as compare_quantiles
-from ._fit import fit as fit
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._fitting.profile import compare_quantiles as compare_quantiles
+from sykit._fitting.profile import fit as fit
+from sykit._world import catalog as _catalog
+from sykit._world.config import Faults, Latency, ModelProfile, PromptCache
 
 __all__ = [
     "compare_quantiles",
@@ -75,7 +75,7 @@ def from_catalog(
     ``"thefastest"`` (one source, else the default), ``"default"``, or a ``sy.Latency`` used for
     every model. A model the table marks as caching prompts gets a ``sy.PromptCache`` with its
     cache-read, 5-minute and 1-hour cache-write prices and minimum cacheable prompt (1,024 tokens
-    where the table gives none), after the documented corrections of ``sykit._cache_prices``
+    where the table gives none), after the documented corrections of ``sykit._world.cache_prices``
     (``describe`` shows each in ``cache_note``). Quality and output length stay at ``ModelProfile``'s
     defaults: datasets bring their own; change them with ``profile.replace(quality=0.8)``. An unknown name raises
     ``ValueError`` listing close names.

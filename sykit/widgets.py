@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._playground.figures import PLOTS
-from ._playground.knobs import KNOBS, Knobs, apply_knobs
-from ._playground.lineup import build_lineup, default_strategies, hedge_delay
-from ._playground.scaling import scale_distribution
-from ._playground.ui import playground
+from sykit._playground.figures import PLOTS
+from sykit._playground.knobs import KNOBS, Knobs, apply_knobs
+from sykit._playground.lineup import build_lineup, default_strategies, hedge_delay
+from sykit._playground.scaling import scale_distribution
+from sykit._playground.ui import playground
 
 if TYPE_CHECKING:
-    from ._playground.ui import Playground
+    from sykit._playground.ui import Playground
 
 __all__ = [
     "KNOBS",
@@ -51,7 +51,7 @@ del _name
 def __getattr__(name: str) -> Any:
     # ``Playground`` subclasses ipywidgets.VBox: built on first use so ``import sykit`` stays light.
     if name == "Playground":
-        from ._playground.ui import playground_class
+        from sykit._playground.ui import playground_class
 
         return playground_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

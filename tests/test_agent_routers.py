@@ -9,9 +9,14 @@ from helpers import constant_profile
 
 import sykit as sy
 from sykit import strategies as st
-from sykit._agent.advisor import MAX_FAILED_CONSULTS, advisor_gate, tool_results, transcript
-from sykit._agent.classifier import _task_view, custom_classifier, task_classifier
-from sykit._agent.subagent import delegated_prompt, subagent_router
+from sykit.sessions._agent.advisor import (
+    MAX_FAILED_CONSULTS,
+    advisor_gate,
+    tool_results,
+    transcript,
+)
+from sykit.sessions._agent.classifier import _task_view, custom_classifier, task_classifier
+from sykit.sessions._agent.subagent import delegated_prompt, subagent_router
 
 DOWN = sy.Faults(unavailable=1.0)
 

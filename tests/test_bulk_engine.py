@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sykit as sy
-from sykit._bulk import _run
-from sykit._config import RANDOM_FAULTS
+from sykit._run.engines.bulk import _run
+from sykit._world.config import RANDOM_FAULTS
 
 EXAMPLES = int(os.environ.get("SYKIT_PROPERTY_EXAMPLES", "100"))
 IMAGE = "https://example.com/x.png"
@@ -307,7 +307,7 @@ def test_a_late_answer_that_its_start_brings_in_on_time_goes_the_exact_way(exact
 def test_requests_placed_a_block_at_a_time_give_the_same_frames(monkeypatch, loop):
     """The bulk engine places requests in time a block at a time; blocks that split a run's
     requests anywhere (a retry, a slow request, a fallback at a block's edge) change nothing."""
-    from sykit._bulk import _run as bulk_run
+    from sykit._run.engines.bulk import _run as bulk_run
 
     monkeypatch.setattr(bulk_run, "_BLOCK", 7)
     requests = mixed_requests(120)
@@ -437,8 +437,8 @@ def test_engine_bulk_with_a_real_host_is_refused():
 def test_a_spilling_run_stays_in_bulk_and_reads_back_the_same_frames(
     tmp_path, monkeypatch, block, router
 ):
-    from sykit import _spill
-    from sykit._bulk import _run as bulk_run
+    from sykit._run import spill as _spill
+    from sykit._run.engines.bulk import _run as bulk_run
 
     monkeypatch.setattr(_spill, "CHUNK_ROWS", 4)  # many chunks, flushed inside and across blocks
     monkeypatch.setattr(bulk_run, "_BLOCK", block)

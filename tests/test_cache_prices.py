@@ -8,8 +8,9 @@ import math
 import pytest
 
 import sykit as sy
-from sykit import _cache_prices, _catalog
-from sykit.datasets._files import read_table
+from sykit._base.files import read_table
+from sykit._world import cache_prices as _cache_prices
+from sykit._world import catalog as _catalog
 
 #: Anthropic's first-party keys whose shipped rows have no cache-write prices.
 OLD_CLAUDE = {

@@ -470,7 +470,7 @@ def test_auto_runs_a_host_with_a_capacity_on_the_kernel_and_bulk_refuses_it():
 
 
 def test_a_spilling_run_reads_back_queue_s(tmp_path, monkeypatch):
-    from sykit import _spill
+    from sykit._run import spill as _spill
 
     monkeypatch.setattr(_spill, "CHUNK_ROWS", 4)
     items = [sy.Request(f"q{i}", id=i, input_tokens=200) for i in range(30)]

@@ -1,4 +1,4 @@
-"""The numeric argument checks (sykit._checks): types, bounds, NaN, inf and bool."""
+"""The numeric argument checks (sykit._base.checks): types, bounds, NaN, inf and bool."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from sykit import ArgumentError, ArgumentTypeError
-from sykit._checks import check_int, check_probability, check_real, is_count
-from sykit._dists import check_number
+from sykit._base.checks import check_int, check_probability, check_real, is_count
+from sykit._world.dists import check_number
 
 NAN, INF = math.nan, math.inf
 

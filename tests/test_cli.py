@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 import sykit as sy
-from sykit._cli import main
-from sykit._compare_job import describe_faults
+from sykit._cli.compare_job import describe_faults
+from sykit._cli.main import main
 
 
 def test_demo_prints_one_row_per_strategy(capsys):
@@ -159,7 +159,7 @@ def test_demo_writes_its_tables_and_plots_with_out(capsys, tmp_path):
 
 
 def test_run_json_keeps_an_error_faults_class_and_its_type_field():
-    from sykit._compare_job import _plain
+    from sykit._cli.compare_job import _plain
 
     plain = _plain(sy.Faults(errors=[sy.ErrorFault(401, 0.01, type="auth_error")]))
     assert plain["class"] == "Faults"

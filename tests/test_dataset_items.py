@@ -12,7 +12,7 @@ from pandas.testing import assert_frame_equal
 
 import sykit as sy
 from sykit import strategies as st
-from sykit._inputs import DEFAULT_CONCURRENCY
+from sykit._run.inputs import DEFAULT_CONCURRENCY
 from sykit.datasets import _items
 from sykit.datasets._dataset import Dataset
 

@@ -10,8 +10,8 @@ import pytest
 import sykit as sy
 import sykit.datasets
 import sykit.profiles
-from sykit._models import IMAGE_TOKENS, truth_of
-from sykit.datasets._files import read_table
+from sykit._base.files import read_table
+from sykit._world.models import IMAGE_TOKENS, truth_of
 
 datasets = sykit.datasets
 

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 import sykit as sy
-from sykit._engines import loop as _engine
+from sykit._run.engines import loop as _engine
 
 
 def test_clock_jumps_exactly_to_each_deadline():
@@ -142,7 +142,7 @@ def test_nest_asyncio_applied_by_the_user_changes_nothing():
         import asyncio, nest_asyncio
         nest_asyncio.apply()
         import sykit as sy
-        from sykit._engines import loop as _engine
+        from sykit._run.engines import loop as _engine
 
         async def probe():
             order = []
@@ -170,7 +170,7 @@ def test_an_interrupt_stops_a_simulation_running_in_a_worker_thread():
     script = textwrap.dedent(
         """
         import asyncio, signal, threading
-        from sykit._engines import loop as _engine
+        from sykit._run.engines import loop as _engine
 
         async def forever():
             while True:

@@ -18,7 +18,7 @@ import pytest
 from helpers import constant_profile
 
 import sykit as sy
-from sykit._engines.kernel import Kernel, checkpoint
+from sykit._run.engines.kernel import Kernel, checkpoint
 
 #: A generous bound on the wall time of runs that would spin forever on a broken engine.
 HANG_S = 60.0
@@ -392,7 +392,7 @@ def test_far_future_times_stay_exact_on_both_engines(host, engine):
 
 @pytest.mark.parametrize("debug", [False, True], ids=["plain", "asyncio-debug"])
 def test_the_virtual_time_loop_fires_timers_exactly_far_in_the_future(debug):
-    from sykit._engines import loop as _engine
+    from sykit._run.engines import loop as _engine
 
     async def main():
         loop = asyncio.get_running_loop()

@@ -469,9 +469,9 @@ async def cancelled_in_its_extra_turn(engine, log, already_ended):
 def test_a_waiter_cancelled_before_its_extra_turn_wakes_on_its_next_turn_on_both_engines(
     already_ended,
 ):
-    from sykit._engines.aio import AsyncioEngine
-    from sykit._engines.kernel import Kernel, KernelEngine
-    from sykit._engines.loop import run as run_on_loop
+    from sykit._run.engines.aio import AsyncioEngine
+    from sykit._run.engines.kernel import Kernel, KernelEngine
+    from sykit._run.engines.loop import run as run_on_loop
 
     kernel = Kernel()
     on_kernel: list[str] = []

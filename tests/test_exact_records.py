@@ -270,7 +270,7 @@ def test_nested_races_on_one_model_give_identical_frames_on_both_engines():
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_run_that_lost_a_request_row_raises_instead_of_returning(engine, monkeypatch):
-    from sykit import _lifecycle
+    from sykit._run import lifecycle as _lifecycle
 
     record = _lifecycle.StrategyRun._record
 

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import sykit as sy
-from sykit._fastpath import fixed_chain
+from sykit._run.engines.fastpath import fixed_chain
 
 
 def general(algorithm):

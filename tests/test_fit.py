@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import sykit as sy
-from sykit._fit import compare_quantiles, fit
+from sykit._fitting.profile import compare_quantiles, fit
 from sykit._hosts.http import HttpHost
 from sykit.testing import FakeModel, FakeProvider
 

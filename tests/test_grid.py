@@ -117,7 +117,7 @@ def test_strategies_at_one_axis_value_see_the_same_arrivals():
 
 
 def test_summary_from_counts_equals_the_summary_of_the_frames(serial):
-    from sykit._metrics import summarize
+    from sykit._results.metrics import summarize
 
     table = serial.summary()
     assert len(table) == 4 + 2

@@ -7,8 +7,8 @@ import gc
 
 import pytest
 
-from sykit._engines.kernel import Kernel, NeedsAsyncio, checkpoint, sleep, wait_any
-from sykit._errors import ArgumentError, SimDeadlock
+from sykit._base.errors import ArgumentError, SimDeadlock
+from sykit._run.engines.kernel import Kernel, NeedsAsyncio, checkpoint, sleep, wait_any
 
 
 def run(main):

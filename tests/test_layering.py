@@ -6,7 +6,7 @@ not count, as it never runs. The one circle allowed is the plotting accessor's, 
 ``Result.plot`` / ``Comparison.plot`` import ``sykit._viz`` inside the accessor, and ``sykit._viz``
 names ``Result`` and ``Comparison`` for type checkers only.
 
-(b) Only the engines (``sykit/_engines/``) know which engine runs: no other module compares an
+(b) Only the engines (``sykit/_run/engines/``) know which engine runs: no other module compares an
 engine's name or refers to an engine's classes.
 """
 
@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "sykit"
-ENGINES = PACKAGE / "_engines"
+ENGINES = PACKAGE / "_run" / "engines"
 
 #: The plotting accessor's circle (see the module docstring): these modules may import one another,
-#: provided ``sykit._results`` imports ``sykit._viz`` only inside functions.
-ACCESSOR = "sykit._results"
+#: provided ``sykit._results.result`` imports ``sykit._viz`` only inside functions.
+ACCESSOR = "sykit._results.result"
 ACCESSOR_TARGET = "sykit._viz"
 
 ENGINE_NAMES = frozenset({"kernel", "asyncio"})
@@ -239,18 +239,23 @@ def test_the_plot_accessor_imports_plotting_lazily_and_plotting_types_results_on
         for module in sorted(loaded)
         for imp in graph[module].get(ACCESSOR, [])
     ]
-    assert not typed, f"what the accessor loads may import sykit._results for types only: {typed}"
+    assert not typed, (
+        f"what the accessor loads may import sykit._results.result for types only: {typed}"
+    )
 
 
 def test_the_graph_sees_imports_of_every_kind():
     """The reader itself: relative, absolute and function-level imports count; TYPE_CHECKING ones
     do not."""
     strategies = {imp.target: imp for imp in imports_of("sykit.strategies")}
-    assert "sykit._litellm" in strategies and not strategies["sykit._litellm"].lazy
-    results = {imp.target: imp for imp in imports_of("sykit._results")}
+    assert (
+        "sykit.strategies._litellm" in strategies
+        and not strategies["sykit.strategies._litellm"].lazy
+    )
+    results = {imp.target: imp for imp in imports_of("sykit._results.result")}
     assert results["sykit._viz"].lazy
     accessors = {imp.target for imp in imports_of("sykit._viz.accessors")}
-    assert "sykit._results" not in accessors  # typed under TYPE_CHECKING only
+    assert "sykit._results.result" not in accessors  # typed under TYPE_CHECKING only
     assert "sykit.strategies" in {imp.target for imp in imports_of("sykit")}
 
 
@@ -288,8 +293,8 @@ def engine_branches(source: str, where: str) -> list[str]:
             if names:
                 found.append(f"{where}:{line}: imports {sorted(names)}")
             module = (node.module or "").split(".")
-            inner = {alias.name for alias in node.names} if module[-1] == "_engines" else set()
-            if "_engines" in module[:-1] and module[-1] in ENGINE_MODULES:
+            inner = {alias.name for alias in node.names} if module[-2:] == ["_run", "engines"] else set()
+            if module[:-1][-2:] == ["_run", "engines"] and module[-1] in ENGINE_MODULES:
                 found.append(f"{where}:{line}: imports the engine module {node.module}")
             elif inner & ENGINE_MODULES:
                 found.append(f"{where}:{line}: imports the engine modules {sorted(inner)}")
@@ -303,7 +308,7 @@ def test_only_the_engines_branch_on_which_engine_runs():
         for path in outside
         for hit in engine_branches(path.read_text(), str(path.relative_to(PACKAGE.parent)))
     ]
-    assert not found, "engine-specific code outside sykit/_engines/:\n" + "\n".join(
+    assert not found, "engine-specific code outside sykit/_run/engines/:\n" + "\n".join(
         f"  {hit}" for hit in found
     )
 
@@ -314,14 +319,14 @@ def test_only_the_engines_branch_on_which_engine_runs():
         ("if backend.name == 'kernel': pass", 1),
         ("ok = isinstance(b, AsyncioBackend)", 1),
         ("ok = type(b) is sched.KernelBackend", 1),
-        ("from ._engines import Kernel", 1),
+        ("from sykit._run.engines import Kernel", 1),
         ("if engine in ('kernel', 'asyncio'): pass", 1),
         ("match engine:\n    case 'asyncio': pass\n", 1),
         ("if TYPE_CHECKING:\n    from ._kernel import Kernel\n", 0),
-        ("from ._engines.kernel import sleep", 1),
-        ("from ._engines import aio", 1),
-        ("from ._engines.base import Engine", 0),
-        ("from ._engines import Engine, simulate", 0),
+        ("from sykit._run.engines.kernel import sleep", 1),
+        ("from sykit._run.engines import aio", 1),
+        ("from sykit._run.engines.base import Engine", 0),
+        ("from sykit._run.engines import Engine, simulate", 0),
         ("anyio.run(main, backend='asyncio')", 0),
         ("if mode == 'fast': pass", 0),
     ],

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from sykit import ArgumentError
-from sykit._curve_stats import Curve, Estimate, apgr_of, bootstrap_curve, random_apgr
-from sykit._sweep import aiq, apgr
+from sykit._grid.sweep import aiq, apgr
+from sykit._results.curve_stats import Curve, Estimate, apgr_of, bootstrap_curve, random_apgr
 
 SHARES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 

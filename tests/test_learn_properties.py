@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sykit as sy
-from sykit._curve_stats import apgr, apgr_of
+from sykit._results.curve_stats import apgr, apgr_of
 
 SETTINGS = settings(max_examples=60, deadline=None)
 

@@ -29,7 +29,7 @@ import pandas as pd
 import pytest
 
 import sykit as sy
-from sykit import _litellm
+from sykit.strategies import _litellm
 from sykit.testing import FakeModel, FakeProvider
 from tests.helpers import constant_profile
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import sykit as sy
-from sykit._litellm_routing import LoadState, RoutingArgs
+from sykit.strategies._litellm_routing import LoadState, RoutingArgs
 from tests.helpers import constant_profile
 
 st = sy.strategies

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import sykit as sy
-from sykit._health import AlgorithmError, AlgorithmWarning, check_algorithms, top_errors
+from sykit._results.health import AlgorithmError, AlgorithmWarning, check_algorithms, top_errors
 
 REQUESTS = [sy.Request(f"question {i}") for i in range(6)]
 

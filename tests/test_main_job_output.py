@@ -14,8 +14,7 @@ import pandas as pd
 import pytest
 
 import sykit as sy
-from sykit._cli import main
-from sykit._compare_job import (
+from sykit._cli.compare_job import (
     ROBUSTNESS_COLUMNS,
     ROUTING_COLUMNS,
     default_outage,
@@ -26,6 +25,7 @@ from sykit._compare_job import (
     routing_finding,
     with_long_prompts,
 )
+from sykit._cli.main import main
 
 SAMPLE = 300
 

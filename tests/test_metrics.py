@@ -12,7 +12,7 @@ from helpers import weak_strong_host
 
 import sykit as sy
 from sykit import strategies as st
-from sykit._metrics import BOOTSTRAP_SEED, bootstrap_mean_ci, bootstrap_mean_cis
+from sykit._results.metrics import BOOTSTRAP_SEED, bootstrap_mean_ci, bootstrap_mean_cis
 
 
 @pytest.fixture

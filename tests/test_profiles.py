@@ -11,7 +11,7 @@ import pytest
 import sykit as sy
 import sykit.datasets
 import sykit.profiles
-from sykit.datasets._files import read_table
+from sykit._base.files import read_table
 
 profiles = sykit.profiles
 

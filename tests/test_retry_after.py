@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 import sykit as sy
-from sykit._litellm import _litellm_retry_after
-from sykit._retry_after import RetryAfter, read_retry_after
+from sykit._base.retry_after import RetryAfter, read_retry_after
+from sykit.strategies._litellm import _litellm_retry_after
 from sykit.testing import FakeModel, FakeProvider
 
 NOW = datetime(2026, 10, 21, 7, 28, 0, 300_000, tzinfo=UTC)  # 0.3 s into a second

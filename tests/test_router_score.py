@@ -15,9 +15,9 @@ from helpers import constant_profile
 
 import sykit as sy
 from sykit import strategies as st
-from sykit._models import truth_of
-from sykit._sweep import apgr
-from sykit._truth import TruthView
+from sykit._grid.sweep import apgr
+from sykit._world.models import truth_of
+from sykit._world.truth import TruthView
 
 STRONG = "gpt-4-1106-preview"
 WEAK = "mixtral-8x7b-instruct-v0.1"

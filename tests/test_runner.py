@@ -15,7 +15,7 @@ import pytest
 from helpers import rows
 
 import sykit as sy
-from sykit._health import AlgorithmWarning
+from sykit._results.health import AlgorithmWarning
 
 REQUESTS = [sy.Request(f"question {i}") for i in range(6)]
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import sykit as sy
-from sykit.datasets._files import data_dir
+from sykit._base.files import data_dir
 from sykit.sessions import (
     TaskOutcomes,
     openhands_index,

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 import sykit as sy
-from sykit._rng import uniforms
-from sykit.datasets._files import data_dir, read_table
+from sykit._base.files import data_dir, read_table
+from sykit._base.rng import uniforms
 from sykit.sessions._outcome import (
     QUADRANTS,
     TaskOutcomes,

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 import sykit as sy
-from sykit._models import truth_of
-from sykit.datasets._files import read_table
+from sykit._base.files import read_table
+from sykit._world.models import truth_of
 from sykit.sessions import (
     TaskOutcomes,
     grounded_sessions,

@@ -13,12 +13,12 @@ import pytest
 
 import sykit as sy
 from sykit import strategies as st
-from sykit._metrics import bootstrap_mean_ci
-from sykit._models import truth_of
+from sykit._results.metrics import bootstrap_mean_ci
 from sykit._viz import strategy_colors
-from sykit._viz.sessions import plot_session_cost_success, plot_session_timeline
+from sykit._world.models import truth_of
 from sykit.sessions import TaskOutcomes, swebench_pro, synthetic_sessions
 from sykit.sessions._grounded import grounded_sessions
+from sykit.sessions._plots import plot_session_cost_success, plot_session_timeline
 from sykit.sessions._summary import CachePrices, session_frame, session_summary
 
 TABLE = pd.DataFrame(

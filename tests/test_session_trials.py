@@ -14,9 +14,9 @@ import pytest
 
 import sykit as sy
 from sykit import strategies as st
-from sykit._metrics import bootstrap_mean_ci
-from sykit._rng import uniforms
-from sykit.datasets._files import data_dir
+from sykit._base.files import data_dir
+from sykit._base.rng import uniforms
+from sykit._results.metrics import bootstrap_mean_ci
 from sykit.sessions import (
     TaskOutcomes,
     pair_tasks,

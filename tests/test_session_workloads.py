@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import sykit as sy
-from sykit.datasets._files import data_dir
+from sykit._base.files import data_dir
 from sykit.sessions._synthetic import TOOLS, AgentTrace, fit_openhands, synthetic_sessions
 from sykit.sessions._transcripts import load_transcripts
 

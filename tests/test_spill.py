@@ -9,7 +9,7 @@ import pandas.testing as pdt
 import pytest
 
 import sykit as sy
-from sykit import _spill
+from sykit._run import spill as _spill
 
 
 @pytest.fixture
@@ -322,7 +322,7 @@ def test_a_run_started_again_on_asyncio_starts_its_folder_afresh(tmp_path, tiny_
 
 
 def test_handed_over_attempts_keep_the_run_wide_numbering():
-    from sykit._records import AttemptLog, decoded
+    from sykit._run.records import AttemptLog, decoded
 
     log = AttemptLog(["a", "b"])
     rows = [log.begin(k, 0, 0, 0, k % 2, 0, 0, -1, float(k)) for k in range(5)]

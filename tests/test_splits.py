@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import sykit as sy
-from sykit._errors import ArgumentError, ArgumentTypeError
+from sykit._base.errors import ArgumentError, ArgumentTypeError
 
 
 @pytest.fixture(scope="module")

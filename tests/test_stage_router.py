@@ -12,9 +12,9 @@ import pytest
 from helpers import constant_profile
 
 import sykit as sy
-from sykit._agent.calibration import StageCalibration, calibrate_stage_router
-from sykit._agent.stage import SOURCES, StageState, pick_tier, stage_router
-from sykit._agent.tool_signals import (
+from sykit.sessions._agent.calibration import StageCalibration, calibrate_stage_router
+from sykit.sessions._agent.stage import SOURCES, StageState, pick_tier, stage_router
+from sykit.sessions._agent.tool_signals import (
     ERROR_PATTERNS,
     Dimensions,
     classify_tool_call,
@@ -725,7 +725,7 @@ def test_calibration_errors_name_the_problem():
     ],
 )
 def test_openhands_tools_are_known(name, command, category):
-    from sykit._agent.tool_signals import classify_tool_call
+    from sykit.sessions._agent.tool_signals import classify_tool_call
 
     assert classify_tool_call(name, command) == category
 
@@ -754,7 +754,7 @@ def test_the_judge_reads_its_instructions_and_the_task_from_its_cache():
     # messages), in proportion to the first judged turn's tokens and the same text, so the same
     # tokens, on every later turn; the window after it is sized per turn
     prefix = math.ceil(tokens * sum(sizes[:2]) / sum(sizes)) + 60
-    from sykit._agent.stage import DEFAULT_RECENT_WINDOW, _judge_view
+    from sykit.sessions._agent.stage import DEFAULT_RECENT_WINDOW, _judge_view
 
     shown, stable = _judge_view(messages, DEFAULT_RECENT_WINDOW)
     assert stable == 2

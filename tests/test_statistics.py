@@ -13,7 +13,7 @@ from helpers import constant_profile
 
 import sykit as sy
 from sykit import strategies as st
-from sykit._metrics import UngradedWarning, paired_differences
+from sykit._results.metrics import UngradedWarning, paired_differences
 
 # Two models graded on eight prompts; three cells are empty (ungraded answers).
 TABLE = pd.DataFrame(
@@ -230,7 +230,7 @@ def test_the_paired_interval_covers_a_known_difference_about_95_percent_of_the_t
 def test_the_statistics_page_defines_every_summary_column_and_is_linked():
     from pathlib import Path
 
-    from sykit._metrics import FALLBACK_REASONS, SUMMARY_COLUMNS
+    from sykit._results.metrics import FALLBACK_REASONS, SUMMARY_COLUMNS
 
     root = Path(__file__).resolve().parents[1]
     page = (root / "docs" / "statistics.md").read_text()

@@ -222,7 +222,7 @@ def test_families_run_in_a_grid_on_workers():
 
 
 def test_the_sub_agent_router_routes_spawned_children():
-    from sykit._agent.subagent import subagent_router
+    from sykit.sessions._agent.subagent import subagent_router
 
     router = subagent_router(sy.strategies.single("weak"), target="slow")
     result = sy.run(router, _family(), host=_host(), progress=False)

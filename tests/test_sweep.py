@@ -12,8 +12,8 @@ from helpers import constant_profile, weak_strong_host
 
 import sykit as sy
 from sykit import strategies as st
-from sykit._metrics import UngradedWarning
-from sykit._sweep import aiq, apgr
+from sykit._grid.sweep import aiq, apgr
+from sykit._results.metrics import UngradedWarning
 
 
 @pytest.fixture

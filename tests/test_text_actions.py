@@ -11,9 +11,9 @@ import pytest
 from helpers import constant_profile
 
 import sykit as sy
-from sykit._agent.stage import pick_tier, stage_router
-from sykit._agent.tool_signals import tool_signals
 from sykit.sessions import load_transcripts
+from sykit.sessions._agent.stage import pick_tier, stage_router
+from sykit.sessions._agent.tool_signals import tool_signals
 from sykit.sessions._text_actions import BASH_TOOL, DEFAULT_ACTION_REGEX
 
 DATA = Path(__file__).resolve().parent / "data" / "mini-swe-agent"

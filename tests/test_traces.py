@@ -14,8 +14,8 @@ from helpers import constant_profile
 from pandas.testing import assert_frame_equal
 
 import sykit as sy
-from sykit._models import truth_of
-from sykit.datasets._files import data_dir
+from sykit._base.files import data_dir
+from sykit._world.models import truth_of
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 

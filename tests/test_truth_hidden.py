@@ -17,7 +17,7 @@ from helpers import constant_profile
 
 import sykit as sy
 from sykit import strategies as st
-from sykit._models import GroundTruth
+from sykit._world.models import GroundTruth
 
 ENGINES = ["kernel", "asyncio"]
 
@@ -196,7 +196,7 @@ def test_earlier_requests_leave_no_grades_behind(engine, spill, tmp_path, monkey
     """One request at a time: each one walks after the ones before it have been recorded (and,
     spilling in chunks of two rows, handed over)."""
     if spill:
-        monkeypatch.setattr("sykit._spill.CHUNK_ROWS", 2)
+        monkeypatch.setattr("sykit._run.spill.CHUNK_ROWS", 2)
     found: list[str] = []
 
     async def snoop(request, driver):

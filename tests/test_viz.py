@@ -14,7 +14,7 @@ from helpers import constant_profile
 from matplotlib.colors import to_hex
 
 import sykit as sy
-from sykit._metrics import pareto_frontier
+from sykit._results.metrics import pareto_frontier
 from sykit._viz import (
     CAUSE_HATCHES,
     STATUS_COLORS,
@@ -812,7 +812,7 @@ def test_every_savefig_in_sykit_crops_to_a_tight_box():
 def test_the_cli_saves_its_figures_with_their_titles_inside(host, tmp_path, monkeypatch):
     from matplotlib.figure import Figure
 
-    from sykit import _compare_job
+    from sykit._cli.main import compare_job as _compare_job
     from sykit._playground.figures import figure_output as _figure_output
 
     saved = []

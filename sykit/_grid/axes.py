@@ -22,9 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._errors import ArgumentError, ArgumentTypeError
-from .._inputs import as_algorithm
-from .._records import ATTEMPT_COLUMNS, REQUEST_COLUMNS
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._run.inputs import as_algorithm
+from sykit._run.records import ATTEMPT_COLUMNS, REQUEST_COLUMNS
 
 __all__ = ["Axis", "Binding", "Cell", "StrategyEntry", "cells_of", "check_axes", "check_strategies"]
 

@@ -21,10 +21,10 @@ from typing import Any
 
 import pandas as pd
 
-from .._health import broken_message
-from .._metrics import attempt_counts
-from .._plan import Plan, RunInterrupted, run_real
-from .axes import Axis, Binding, Cell, StrategyEntry
+from sykit._grid.axes import Axis, Binding, Cell, StrategyEntry
+from sykit._results.health import broken_message
+from sykit._results.metrics import attempt_counts
+from sykit._run.plan import Plan, RunInterrupted, run_real
 
 __all__ = ["CellOutcome", "GridSpec", "init_worker", "run_cell", "work"]
 
@@ -112,7 +112,7 @@ def _run_and_keep(
         attempts=result.attempts,
     )
     if spec.out is not None:
-        from .store import write_cell
+        from sykit._grid.store import write_cell
 
         outcome.record = write_cell(Path(spec.out), cell, outcome, spec.axes)
         outcome.requests = outcome.attempts = None

@@ -26,10 +26,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._checks import check_int
-from .._errors import ArgumentError, ArgumentTypeError
-from .axes import Cell
-from .cell import CellOutcome, GridSpec, init_worker, run_cell, work
+from sykit._base.checks import check_int
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._grid.axes import Cell
+from sykit._grid.cell import CellOutcome, GridSpec, init_worker, run_cell, work
 
 __all__ = ["Executor", "Pool", "Stopped", "check_executor"]
 

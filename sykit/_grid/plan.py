@@ -10,17 +10,17 @@ from typing import Any
 
 import pandas as pd
 
-from .._errors import ArgumentError, SykitError
-from .._inputs import as_requests, as_source, check_seeds
-from .._models import Request
-from .._progress import make_progress
-from .._types import AlgorithmLike as Algorithm
-from ..sessions._plan import flatten_sessions
-from .axes import Binding, Cell, bind, cells_of, check_axes, check_strategies
-from .cell import CellOutcome, GridSpec, plan_cell
-from .execute import Pool, check_executor
-from .result import CellFrames, Grid, axis_column
-from .store import check_out, finished_cells, open_store, requests_fingerprint
+from sykit._base.errors import ArgumentError, SykitError
+from sykit._base.types import AlgorithmLike as Algorithm
+from sykit._grid.axes import Binding, Cell, bind, cells_of, check_axes, check_strategies
+from sykit._grid.cell import CellOutcome, GridSpec, plan_cell
+from sykit._grid.execute import Pool, check_executor
+from sykit._grid.result import CellFrames, Grid, axis_column
+from sykit._grid.store import check_out, finished_cells, open_store, requests_fingerprint
+from sykit._run.inputs import as_requests, as_source, check_seeds
+from sykit._run.progress import make_progress
+from sykit._world.models import Request
+from sykit._world.sessions import flatten_sessions
 
 __all__ = ["compare_runs", "grid"]
 

@@ -11,8 +11,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._errors import ArgumentError
-from .._metrics import (
+from sykit._base.errors import ArgumentError
+from sykit._grid.axes import Axis
+from sykit._grid.store import read_cell
+from sykit._results.metrics import (
     ATTEMPT_COUNTS,
     check_percentiles,
     summarize,
@@ -21,9 +23,7 @@ from .._metrics import (
     warn_ungraded,
     with_intervals,
 )
-from .._results import Comparison, Result, concat_frames
-from .axes import Axis
-from .store import read_cell
+from sykit._results.result import Comparison, Result, concat_frames
 
 __all__ = ["CELL_STATUSES", "Grid"]
 
@@ -232,7 +232,7 @@ class Grid:
     @property
     def plot(self) -> Any:
         """Plots of this grid (``grid.plot.lines(x="threshold", col="faults")``)."""
-        from .._viz.facets import GridPlots
+        from sykit._viz.facets import GridPlots
 
         return GridPlots(self)
 

@@ -43,8 +43,8 @@ from typing import Any
 
 import pandas as pd
 
-from .._errors import ArgumentError, ArgumentTypeError
-from .axes import Axis, Cell
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._grid.axes import Axis, Cell
 
 __all__ = ["MARKER", "check_out", "finished_cells", "open_store", "read_cell", "write_cell"]
 

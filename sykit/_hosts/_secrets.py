@@ -22,7 +22,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from .._errors import ArgumentError, ArgumentTypeError
+from sykit._base.errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["LogScrubber", "Secret", "read_key", "redact_url", "scrub", "scrub_json"]
 

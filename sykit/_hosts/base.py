@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._billing import Generation
-from .._errors import ModelError
-from .._models import Answer, DecisionRequest, Request, Usage
+from sykit._base.errors import ModelError
+from sykit._world.billing import Generation
+from sykit._world.models import Answer, DecisionRequest, Request, Usage
 
 if TYPE_CHECKING:  # _config builds error bodies with the wire module, which imports this one
-    from .._config import HostPolicy, ModelProfile
+    from sykit._world.config import HostPolicy, ModelProfile
 
 __all__ = ["Attempt", "Host", "HostSession", "LiveStream", "Reply"]
 

@@ -37,9 +37,8 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import httpx
 
-from .._checks import check_int, check_real
-from .._config import HostPolicy, ModelProfile
-from .._errors import (
+from sykit._base.checks import check_int, check_real
+from sykit._base.errors import (
     ArgumentError,
     ArgumentTypeError,
     InvalidRequestError,
@@ -47,9 +46,8 @@ from .._errors import (
     ModelTimeout,
     UnavailableError,
 )
-from .._models import DecisionRequest, Request
-from .._vocab import Kind
-from ._openai_wire import (
+from sykit._base.vocab import Kind
+from sykit._hosts._openai_wire import (
     ChatStream,
     Endpoint,
     StreamBroken,
@@ -58,11 +56,13 @@ from ._openai_wire import (
     format_rejection,
     model_body,
 )
-from ._secrets import LogScrubber, Secret, read_key, redact_url, scrub, scrub_json
-from .base import Attempt, Reply
+from sykit._hosts._secrets import LogScrubber, Secret, read_key, redact_url, scrub, scrub_json
+from sykit._hosts.base import Attempt, Reply
+from sykit._world.config import HostPolicy, ModelProfile
+from sykit._world.models import DecisionRequest, Request
 
 if TYPE_CHECKING:
-    from .._types import Converted, converted
+    from sykit._base.types import Converted, converted
 
 __all__ = ["HttpHost", "HttpModel"]
 

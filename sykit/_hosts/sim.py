@@ -14,9 +14,20 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import _prompt_cache
-from .._capacity import Queues, Server
-from .._config import (
+from sykit._base.errors import (
+    ArgumentTypeError,
+    InvalidResponseError,
+    ModelError,
+    ModelTimeout,
+    UnavailableError,
+)
+from sykit._base.rng import HALF, SLOT, attempt_words, uniforms, unit
+from sykit._base.vocab import Kind
+from sykit._hosts._openai_wire import not_chat_message
+from sykit._hosts.base import _NO_HEADERS, Attempt, Reply
+from sykit._world import prompt_cache as _prompt_cache
+from sykit._world.capacity import Queues, Server
+from sykit._world.config import (
     LATER_RANDOM_FAULTS,
     RANDOM_FAULTS,
     HostPolicy,
@@ -25,14 +36,7 @@ from .._config import (
     PromptCache,
     check_profiles,
 )
-from .._errors import (
-    ArgumentTypeError,
-    InvalidResponseError,
-    ModelError,
-    ModelTimeout,
-    UnavailableError,
-)
-from .._models import (
+from sykit._world.models import (
     Answer,
     Boolean,
     Choice,
@@ -42,11 +46,7 @@ from .._models import (
     Score,
     make_usage,
 )
-from .._rng import HALF, SLOT, attempt_words, uniforms, unit
-from .._truth import TruthView
-from .._vocab import Kind
-from ._openai_wire import not_chat_message
-from .base import _NO_HEADERS, Attempt, Reply
+from sykit._world.truth import TruthView
 
 __all__ = ["SimHost", "broken_reply", "fault_error", "structural_refusal"]
 
@@ -99,7 +99,7 @@ class SimHost:
         elif isinstance(judge, Mapping):
             for name, value in judge.items():
                 if name not in self.profiles:
-                    from .._errors import UnknownModel
+                    from sykit._base.errors import UnknownModel
 
                     raise UnknownModel(name, list(self.profiles), where="judge")
                 if not isinstance(value, Judge):
@@ -219,7 +219,7 @@ class _SimSession:
         self.prompt_cache: _prompt_cache.Store = {}
         for name, card in self.cards.items():
             card.text = f"(simulated answer from {name})"
-        # the models that declare a capacity: their slots and queues (see sykit._capacity)
+        # the models that declare a capacity: their slots and queues (see sykit._world.capacity)
         self.queues = Queues.of(host.profiles)
         if self.queues is not None:
             for name, server in self.queues.servers.items():
@@ -233,7 +233,7 @@ class _SimSession:
         """What the provider answers to ``attempt`` and when (``Reply.after_s`` from its start);
         ``truth`` is the request's ground truth (answer lengths, and what the judge aims for).
         The reply carries no grade: the run writes the grades into the records itself, after
-        the request has ended (see :mod:`sykit._truth`)."""
+        the request has ended (see :mod:`sykit._world.truth`)."""
         card = self.cards[attempt.model]
         profile = card.profile
         words = attempt_words(attempt.seed, attempt.request_id, attempt.model, attempt.n)
@@ -419,7 +419,7 @@ class _SimSession:
         if server is None:
             return self._generate(attempt, card, words, now, broken, truth, 0.0, 1.0)
         # A model with a capacity: the call waits for a slot, then runs at the rate the
-        # sequences in service leave it (see sykit._capacity).
+        # sequences in service leave it (see sykit._world.capacity).
         admitted = server.admit(now)
         if admitted is None:  # the queue is full
             status, body = server.rejection(attempt.model)

@@ -8,8 +8,8 @@ import io
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._errors import ArgumentError
-from .._results import Comparison
+from sykit._base.errors import ArgumentError
+from sykit._results.result import Comparison
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,7 +58,7 @@ def draw(
     first one when None or not in the comparison). ``summary``: the comparison's, if known."""
     from matplotlib.figure import Figure
 
-    from .._viz import ComparisonPlots
+    from sykit._viz import ComparisonPlots
 
     if plot not in PLOTS:
         raise ArgumentError(f"plot must be one of {list(PLOTS)}, got {plot!r}")

@@ -6,10 +6,10 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from .._config import LATER_RANDOM_FAULTS, RANDOM_FAULTS, Faults, ModelProfile
-from .._errors import ArgumentError, ArgumentTypeError
-from .._hosts.sim import SimHost
-from .scaling import scale_distribution
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._hosts.sim import SimHost
+from sykit._playground.scaling import scale_distribution
+from sykit._world.config import LATER_RANDOM_FAULTS, RANDOM_FAULTS, Faults, ModelProfile
 
 __all__ = ["KNOBS", "Knobs", "apply_knobs"]
 

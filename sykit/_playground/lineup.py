@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import strategies as _strategies
-from .._config import Judge
-from .._errors import ArgumentError, ArgumentTypeError
-from .._hosts.sim import SimHost
-from .._types import Algorithm
-from .knobs import KNOBS, Knobs
+from sykit import strategies as _strategies
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.types import Algorithm
+from sykit._hosts.sim import SimHost
+from sykit._playground.knobs import KNOBS, Knobs
+from sykit._world.config import Judge
 
 __all__ = [
     "Algorithm",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._checks import check_real
-from .._dists import Constant, Distribution, Empirical, Exponential, LogNormal, Uniform
-from .._errors import ArgumentTypeError
+from sykit._base.checks import check_real
+from sykit._base.errors import ArgumentTypeError
+from sykit._world.dists import Constant, Distribution, Empirical, Exponential, LogNormal, Uniform
 
 __all__ = ["scale_distribution"]
 

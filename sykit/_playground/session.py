@@ -9,11 +9,11 @@ from typing import Any
 
 import pandas as pd
 
-from .._hosts.sim import SimHost
-from .._results import Comparison, Result
-from .._runner import compare
-from .knobs import KNOBS, Knobs, apply_knobs
-from .lineup import StrategySpec, _factory_knobs, _is_algorithm, build_lineup
+from sykit._grid.compare import compare
+from sykit._hosts.sim import SimHost
+from sykit._playground.knobs import KNOBS, Knobs, apply_knobs
+from sykit._playground.lineup import StrategySpec, _factory_knobs, _is_algorithm, build_lineup
+from sykit._results.result import Comparison, Result
 
 __all__ = ["CHANGE_COLUMNS", "HOST_KNOBS", "Session", "difference"]
 

@@ -10,13 +10,20 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .._errors import ArgumentError, ArgumentTypeError
-from .._hosts.sim import SimHost
-from .._results import Comparison
-from .figures import PLOTS, draw, drawable_plots, figure_output, text_output
-from .knobs import KNOBS, Knobs
-from .lineup import Algorithm, StrategySpec, _as_lineup, default_strategies, hedge_delay, roles
-from .session import Session
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._hosts.sim import SimHost
+from sykit._playground.figures import PLOTS, draw, drawable_plots, figure_output, text_output
+from sykit._playground.knobs import KNOBS, Knobs
+from sykit._playground.lineup import (
+    Algorithm,
+    StrategySpec,
+    _as_lineup,
+    default_strategies,
+    hedge_delay,
+    roles,
+)
+from sykit._playground.session import Session
+from sykit._results.result import Comparison
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -267,7 +274,7 @@ class _PlaygroundLogic:
 
 
 def _strategy_colors(names: list[str]) -> dict[str, str]:
-    from .._viz import strategy_colors
+    from sykit._viz import strategy_colors
 
     return strategy_colors(names)
 

@@ -16,25 +16,25 @@ One module per job: ``style`` (fixed colours, strategy colours, axis and legend 
 ``cmp.plot``). This file only re-exports their names.
 """
 
-from .accessors import ComparisonPlots as ComparisonPlots
-from .accessors import ResultPlots as ResultPlots
-from .cost_quality import plot_cost_quality as plot_cost_quality
-from .cost_quality import plot_cost_quality_curve as plot_cost_quality_curve
-from .latency_cdf import plot_latency_cdf as plot_latency_cdf
-from .load import offered_load as offered_load
-from .load import plot_load as plot_load
-from .outcomes import outcome_categories as outcome_categories
-from .outcomes import plot_outcomes as plot_outcomes
-from .style import CAUSE_HATCHES as CAUSE_HATCHES
-from .style import CAUSE_LABELS as CAUSE_LABELS
-from .style import EDGE_COLOR as EDGE_COLOR
-from .style import FALLBACK_COLORS as FALLBACK_COLORS
-from .style import RACE_COLOR as RACE_COLOR
-from .style import RETRIED_COLOR as RETRIED_COLOR
-from .style import STATUS_COLORS as STATUS_COLORS
-from .style import UNUSED_COLOR as UNUSED_COLOR
-from .style import strategy_colors as strategy_colors
-from .timeline import plot_timeline as plot_timeline
+from sykit._viz.accessors import ComparisonPlots as ComparisonPlots
+from sykit._viz.accessors import ResultPlots as ResultPlots
+from sykit._viz.cost_quality import plot_cost_quality as plot_cost_quality
+from sykit._viz.cost_quality import plot_cost_quality_curve as plot_cost_quality_curve
+from sykit._viz.latency_cdf import plot_latency_cdf as plot_latency_cdf
+from sykit._viz.load import offered_load as offered_load
+from sykit._viz.load import plot_load as plot_load
+from sykit._viz.outcomes import outcome_categories as outcome_categories
+from sykit._viz.outcomes import plot_outcomes as plot_outcomes
+from sykit._viz.style import CAUSE_HATCHES as CAUSE_HATCHES
+from sykit._viz.style import CAUSE_LABELS as CAUSE_LABELS
+from sykit._viz.style import EDGE_COLOR as EDGE_COLOR
+from sykit._viz.style import FALLBACK_COLORS as FALLBACK_COLORS
+from sykit._viz.style import RACE_COLOR as RACE_COLOR
+from sykit._viz.style import RETRIED_COLOR as RETRIED_COLOR
+from sykit._viz.style import STATUS_COLORS as STATUS_COLORS
+from sykit._viz.style import UNUSED_COLOR as UNUSED_COLOR
+from sykit._viz.style import strategy_colors as strategy_colors
+from sykit._viz.timeline import plot_timeline as plot_timeline
 
 __all__ = [
     "CAUSE_HATCHES",

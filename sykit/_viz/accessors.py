@@ -9,20 +9,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._errors import ArgumentError
-from .cost_quality import plot_cost_quality
-from .latency_cdf import plot_latency_cdf
-from .load import plot_load
-from .outcomes import plot_outcomes
-from .style import chosen_strategies, strategy_colors
-from .timeline import plot_timeline
+from sykit._base.errors import ArgumentError
+from sykit._viz.cost_quality import plot_cost_quality
+from sykit._viz.latency_cdf import plot_latency_cdf
+from sykit._viz.load import plot_load
+from sykit._viz.outcomes import plot_outcomes
+from sykit._viz.style import chosen_strategies, strategy_colors
+from sykit._viz.timeline import plot_timeline
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure, SubFigure
 
-    from .._results import Comparison, Result
+    from sykit._results.result import Comparison, Result
 
 
 class ResultPlots:

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .._errors import ArgumentError, ArgumentTypeError
-from .._metrics import pareto_frontier
-from .style import (
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._results.metrics import pareto_frontier
+from sykit._viz.style import (
     _axes,
     _check_frame,
     _legend_outside,

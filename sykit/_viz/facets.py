@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._errors import ArgumentError
-from .style import _legend_outside, _strategy_order, strategy_colors
+from sykit._base.errors import ArgumentError
+from sykit._viz.style import _legend_outside, _strategy_order, strategy_colors
 
 __all__ = ["GridPlots", "plot_grid_lines"]
 

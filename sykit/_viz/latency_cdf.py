@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .._vocab import RequestStatus
-from .style import (
+from sykit._base.vocab import RequestStatus
+from sykit._viz.style import (
     _axes,
     _check_frame,
     _legend_outside,

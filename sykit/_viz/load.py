@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .._checks import check_real
-from .._errors import ArgumentError, ArgumentTypeError
-from .._vocab import RequestStatus
-from .style import (
+from sykit._base.checks import check_real
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.vocab import RequestStatus
+from sykit._viz.style import (
     _check_frame,
     _legend_outside,
     _strategy_order,
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure, SubFigure
 
-    from .._results import Comparison, Result
+    from sykit._results.result import Comparison, Result
 
 __all__ = ["offered_load", "plot_load"]
 

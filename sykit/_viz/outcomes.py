@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, SupportsFloat
 import numpy as np
 import pandas as pd
 
-from .._errors import ArgumentTypeError
-from .._metrics import moved_on_by_strategy, retried_by_strategy
-from .._vocab import Kind, RequestStatus, Status
-from .cost_quality import _root
-from .latency_cdf import _percent, share_text
-from .style import (
+from sykit._base.errors import ArgumentTypeError
+from sykit._base.vocab import Kind, RequestStatus, Status
+from sykit._results.metrics import moved_on_by_strategy, retried_by_strategy
+from sykit._viz.cost_quality import _root
+from sykit._viz.latency_cdf import _percent, share_text
+from sykit._viz.style import (
     CAUSE_HATCHES,
     CAUSE_LABELS,
     EDGE_COLOR,

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import numpy as np
 import pandas as pd
 
-from .._classify import FallbackReason
-from .._errors import ArgumentError, ArgumentTypeError
-from .._vocab import CancelCause, Status
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.vocab import CancelCause, Status
+from sykit._world.classify import FallbackReason
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .._errors import ArgumentError
-from .._vocab import Kind, Phase, RequestStatus, Status
-from .style import (
+from sykit._base.errors import ArgumentError
+from sykit._base.vocab import Kind, Phase, RequestStatus, Status
+from sykit._viz.style import (
     CAUSE_HATCHES,
     CAUSE_LABELS,
     EDGE_COLOR,

@@ -14,11 +14,11 @@ tokens per model) only the simulated host sees; ``ds.frame`` shows the same rows
 See docs/datasets.md for what each dataset holds and where it comes from.
 """
 
-from ._dataset import Dataset
-from ._frame import from_frame
-from ._shipped import load, names
-from ._synthetic import SIZES, synthetic
-from ._traces import Trace, azure_trace
+from sykit.datasets._dataset import Dataset
+from sykit.datasets._frame import from_frame
+from sykit.datasets._shipped import load, names
+from sykit.datasets._synthetic import SIZES, synthetic
+from sykit.datasets._traces import Trace, azure_trace
 
 __all__ = ["SIZES", "Dataset", "Trace", "azure_trace", "from_frame", "load", "names", "synthetic"]
 

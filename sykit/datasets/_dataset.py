@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 import pandas as pd
 
-from .._checks import check_int
-from .._errors import ArgumentError, ArgumentTypeError
-from .._models import GroundTruth, Request
-from ._splits import (
+from sykit._base.checks import check_int
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._world.models import GroundTruth, Request
+from sykit.datasets._splits import (
     DATASET_GROUP,
     DatasetGroup,
     GroupBy,
@@ -32,7 +32,7 @@ from ._splits import (
 )
 
 if TYPE_CHECKING:
-    from ._items import DatasetItems
+    from sykit.datasets._items import DatasetItems
 
 __all__ = ["OUTPUT_PREFIX", "QUALITY_PREFIX", "Dataset"]
 
@@ -411,7 +411,7 @@ class Dataset:
         """The requests as a run takes them, built a block at a time as the run reaches them and
         not kept: a run over a million rows never holds a million requests (nor fills the
         dataset's cache)."""
-        from ._items import DatasetItems
+        from sykit.datasets._items import DatasetItems
 
         frame = self._frame
         ids = frame["id"]

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._checks import plain
-from .._errors import ArgumentError, ArgumentTypeError
-from .._models import Request
-from ._dataset import OUTPUT_PREFIX, QUALITY_PREFIX, Dataset
+from sykit._base.checks import plain
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._world.models import Request
+from sykit.datasets._dataset import OUTPUT_PREFIX, QUALITY_PREFIX, Dataset
 
 __all__ = ["from_frame"]
 

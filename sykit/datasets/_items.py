@@ -14,8 +14,8 @@ from typing import Any, overload
 
 import numpy as np
 
-from .._models import GroundTruth, Request
-from .._request_ids import check_ids_as_text
+from sykit._base.request_ids import check_ids_as_text
+from sykit._world.models import GroundTruth, Request
 
 __all__ = ["DatasetItems"]
 

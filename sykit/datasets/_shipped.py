@@ -13,10 +13,10 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from .._errors import ArgumentError, ArgumentTypeError
-from ._dataset import Dataset
-from ._files import read_table
-from ._frame import from_frame
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.files import read_table
+from sykit.datasets._dataset import Dataset
+from sykit.datasets._frame import from_frame
 
 __all__ = ["MMLU_PRO_MODELS", "ROUTELLM_MODELS", "load", "names"]
 

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._checks import check_int
-from .._errors import ArgumentError, ArgumentTypeError
+from sykit._base.checks import check_int
+from sykit._base.errors import ArgumentError, ArgumentTypeError
 
 __all__ = [
     "DATASET_GROUP",

@@ -14,12 +14,12 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from .._checks import check_int, check_probability, check_real
-from .._dists import Distribution, LogNormal
-from .._errors import ArgumentError, ArgumentTypeError
-from .._models import IMAGE_TOKENS
-from ._dataset import Dataset
-from ._frame import from_frame
+from sykit._base.checks import check_int, check_probability, check_real
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._world.dists import Distribution, LogNormal
+from sykit._world.models import IMAGE_TOKENS
+from sykit.datasets._dataset import Dataset
+from sykit.datasets._frame import from_frame
 
 __all__ = ["LONG_CONTEXT", "SIZES", "synthetic"]
 

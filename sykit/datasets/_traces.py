@@ -23,10 +23,10 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from .._checks import check_int, check_real, plain
-from .._errors import ArgumentError, ArgumentTypeError
-from .._models import TOKEN_LIMIT, GroundTruth, Request
-from ._files import read_table
+from sykit._base.checks import check_int, check_real, plain
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.files import read_table
+from sykit._world.models import TOKEN_LIMIT, GroundTruth, Request
 
 __all__ = ["AZURE_SERVICES", "Trace", "azure_trace"]
 

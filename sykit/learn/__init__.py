@@ -14,11 +14,18 @@ cost–quality trade-off (AIQ and the non-dominated frontier). docs/evaluating-r
 how not to fool yourself.
 """
 
-from .._curve_stats import Estimate, random_apgr
-from ._costs import DEFAULT_LAMBDAS, CostCrossFit, cost_router, cross_fit_costs
-from ._crossfit import CrossFit, cross_fit, evaluation_host
-from ._features import Column, Embed, Features, TfIdf, prompt_text
-from ._routers import CategoryPrior, Knn, Logistic, MatrixFactorization, Router, from_scores
+from sykit._results.curve_stats import Estimate, random_apgr
+from sykit.learn._costs import DEFAULT_LAMBDAS, CostCrossFit, cost_router, cross_fit_costs
+from sykit.learn._crossfit import CrossFit, cross_fit, evaluation_host
+from sykit.learn._features import Column, Embed, Features, TfIdf, prompt_text
+from sykit.learn._routers import (
+    CategoryPrior,
+    Knn,
+    Logistic,
+    MatrixFactorization,
+    Router,
+    from_scores,
+)
 
 __all__ = [
     "DEFAULT_LAMBDAS",

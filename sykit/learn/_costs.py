@@ -20,19 +20,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._checks import check_int, check_real
-from .._curve_stats import Estimate, _cluster_weights, _estimate, _weighted_means, aiq
-from .._driver import Driver
-from .._errors import ArgumentError, ArgumentTypeError
-from .._metrics import pareto_frontier, request_quality
-from .._models import Outcome, Request, route_to
-from .._results import Comparison
-from .._strategy_kit import named_algorithm
-from .._types import Algorithm
-from ..datasets import Dataset
-from ..datasets._splits import DATASET_GROUP, DatasetGroup, GroupBy
-from ..strategies import single
-from ._crossfit import _clusters, evaluation_host, run_folds
+from sykit._base.checks import check_int, check_real
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.types import Algorithm
+from sykit._results.curve_stats import Estimate, _cluster_weights, _estimate, _weighted_means, aiq
+from sykit._results.metrics import pareto_frontier, request_quality
+from sykit._results.result import Comparison
+from sykit._run.driver import Driver
+from sykit._run.strategy_kit import named_algorithm
+from sykit._world.models import Outcome, Request, route_to
+from sykit.datasets import Dataset
+from sykit.datasets._splits import DATASET_GROUP, DatasetGroup, GroupBy
+from sykit.learn._crossfit import _clusters, evaluation_host, run_folds
+from sykit.strategies import single
 
 __all__ = ["DEFAULT_LAMBDAS", "CostCrossFit", "cost_router", "cross_fit_costs"]
 

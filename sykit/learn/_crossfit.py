@@ -23,18 +23,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._checks import check_int, check_real
-from .._config import HostPolicy, ModelProfile
-from .._curve_stats import Curve, Estimate, bootstrap_curve, curve_of, random_apgr
-from .._errors import ArgumentError, ArgumentTypeError
-from .._hosts.sim import SimHost
-from .._results import Comparison, Concatenated, Result, concat_frames
-from .._router_score import SWEEP_SHARES, SimulatedScore, calibrate
-from .._runner import compare
-from .._vocab import ErrorKind
-from ..datasets import Dataset
-from ..datasets._splits import DATASET_GROUP, DatasetGroup, GroupBy
-from ..strategies import single, threshold_router
+from sykit._base.checks import check_int, check_real
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.vocab import ErrorKind
+from sykit._grid.compare import compare
+from sykit._hosts.sim import SimHost
+from sykit._results.curve_stats import Curve, Estimate, bootstrap_curve, curve_of, random_apgr
+from sykit._results.result import Comparison, Concatenated, Result, concat_frames
+from sykit._world.config import HostPolicy, ModelProfile
+from sykit.datasets import Dataset
+from sykit.datasets._splits import DATASET_GROUP, DatasetGroup, GroupBy
+from sykit.strategies import single, threshold_router
+from sykit.strategies._router_score import SWEEP_SHARES, SimulatedScore, calibrate
 
 __all__ = ["CrossFit", "cross_fit", "evaluation_host"]
 
@@ -46,7 +46,7 @@ def evaluation_host(models: Sequence[str]) -> SimHost:
     """A fault-free simulated host for ``models``: the shipped catalogue's prices and latencies
     where it knows a model, a generic profile (no price) otherwise, and no attempt deadline, so
     that nothing but the routing decides which model answers."""
-    from .. import profiles
+    from sykit import profiles
 
     known: dict[str, ModelProfile] = {}
     for name in models:

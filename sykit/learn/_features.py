@@ -20,9 +20,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .._checks import check_int
-from .._errors import ArgumentError, ArgumentTypeError
-from .._models import Request, _content_text
+from sykit._base.checks import check_int
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._world.models import Request, _content_text
 
 __all__ = ["Column", "Embed", "Features", "TfIdf", "feature_key", "prompt_text"]
 

@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._checks import check_int, check_real
-from .._errors import ArgumentError, ArgumentTypeError
-from .._models import Request
-from ..datasets import Dataset
-from ..datasets._splits import group_codes
-from ._features import Features, TfIdf, check_features, feature_key, prompt_text
+from sykit._base.checks import check_int, check_real
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._world.models import Request
+from sykit.datasets import Dataset
+from sykit.datasets._splits import group_codes
+from sykit.learn._features import Features, TfIdf, check_features, feature_key, prompt_text
 
 __all__ = [
     "CategoryPrior",

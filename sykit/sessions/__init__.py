@@ -16,11 +16,10 @@ module holds what builds, judges and summarises them (docs/session-workloads.md,
 docs/session-outcomes.md, docs/session-summaries.md, docs/stage-router.md).
 """
 
-from .._agent.calibration import StageCalibration, calibrate_stage_router
-from .._viz.sessions import plot_session_cost_success, plot_session_timeline
-from ._grounded import grounded_sessions
-from ._openhands_index import openhands_index, openhands_index_configs
-from ._outcome import (
+from sykit.sessions._agent.calibration import StageCalibration, calibrate_stage_router
+from sykit.sessions._grounded import grounded_sessions
+from sykit.sessions._openhands_index import openhands_index, openhands_index_configs
+from sykit.sessions._outcome import (
     QUADRANTS,
     TIERS,
     TaskOutcomes,
@@ -29,12 +28,13 @@ from ._outcome import (
     quadrant_of,
     quadrant_probabilities,
 )
-from ._per_task import pair_tasks
-from ._summary import CachePrices, session_frame, session_summary, task_frame
-from ._swebench import quadrant_counts, swebench_pro, swebench_pro_runs
-from ._synthetic import AgentTrace, fit_openhands, synthetic_sessions
-from ._transcripts import load_transcripts
-from ._trials import taubench_airline
+from sykit.sessions._per_task import pair_tasks
+from sykit.sessions._plots import plot_session_cost_success, plot_session_timeline
+from sykit.sessions._summary import CachePrices, session_frame, session_summary, task_frame
+from sykit.sessions._swebench import quadrant_counts, swebench_pro, swebench_pro_runs
+from sykit.sessions._synthetic import AgentTrace, fit_openhands, synthetic_sessions
+from sykit.sessions._transcripts import load_transcripts
+from sykit.sessions._trials import taubench_airline
 
 __all__ = [
     "QUADRANTS",

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .._metrics import BOOTSTRAP_RESAMPLES, bootstrap_mean_ci, resample_counts
+from sykit._results.metrics import BOOTSTRAP_RESAMPLES, bootstrap_mean_ci, resample_counts
 
 __all__ = ["clustered_mean_cis", "task_clusters"]
 

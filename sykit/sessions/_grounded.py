@@ -13,13 +13,13 @@ from dataclasses import replace
 
 import pandas as pd
 
-from .._checks import check_int
-from .._errors import ArgumentError, ArgumentTypeError
-from .._models import GroundTruth, Request, truth_of
-from .._rng import uniforms
-from ._plan import Session, Turn
-from ._swebench import swebench_pro, task_quadrants
-from ._synthetic import AgentTrace, _session, fit_openhands
+from sykit._base.checks import check_int
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.rng import uniforms
+from sykit._world.models import GroundTruth, Request, truth_of
+from sykit._world.sessions import Session, Turn
+from sykit.sessions._swebench import swebench_pro, task_quadrants
+from sykit.sessions._synthetic import AgentTrace, _session, fit_openhands
 
 __all__ = ["TASK_KEYS", "grounded_sessions"]
 

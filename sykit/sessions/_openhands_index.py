@@ -17,9 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from .._errors import ArgumentError, ArgumentTypeError
-from ..datasets._files import data_dir
-from ._per_task import EMPTY, MISSING, _cost_figures, pair_tasks
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.files import data_dir
+from sykit.sessions._per_task import EMPTY, MISSING, _cost_figures, pair_tasks
 
 __all__ = ["BENCHMARKS", "openhands_index", "openhands_index_configs"]
 

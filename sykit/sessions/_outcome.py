@@ -32,9 +32,9 @@ from numbers import Integral
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from .._checks import check_int, check_probability
-from .._errors import ArgumentError, ArgumentTypeError
-from .._rng import uniforms
+from sykit._base.checks import check_int, check_probability
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.rng import uniforms
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._checks import plain
-from .._errors import ArgumentError, ArgumentTypeError
-from .._metrics import _stacklevel_outside_package
-from ._outcome import QUADRANTS
+from sykit._base.checks import plain
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._results.metrics import _stacklevel_outside_package
+from sykit.sessions._outcome import QUADRANTS
 
 __all__ = ["EMPTY", "MISSING", "pair_tasks"]
 

@@ -25,15 +25,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._checks import check_real
-from .._config import ModelProfile
-from .._errors import ArgumentError, ArgumentTypeError
-from .._results import Comparison, Result
-from .._vocab import RequestStatus
-from ._clustered import clustered_mean_cis, task_clusters
-from ._grounded import TASK_KEYS
-from ._outcome import TaskOutcomes
-from ._tasks import fold_tasks, task_roots, task_success
+from sykit._base.checks import check_real
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.vocab import RequestStatus
+from sykit._results.result import Comparison, Result
+from sykit._world.config import ModelProfile
+from sykit.sessions._clustered import clustered_mean_cis, task_clusters
+from sykit.sessions._grounded import TASK_KEYS
+from sykit.sessions._outcome import TaskOutcomes
+from sykit.sessions._tasks import fold_tasks, task_roots, task_success
 
 __all__ = ["CACHE_COLUMNS", "CachePrices", "session_frame", "session_summary", "task_frame"]
 

@@ -13,10 +13,10 @@ import functools
 
 import pandas as pd
 
-from .._errors import ArgumentError, ArgumentTypeError
-from ..datasets._files import read_table
-from ._outcome import QUADRANTS
-from ._per_task import pair_tasks
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.files import read_table
+from sykit.sessions._outcome import QUADRANTS
+from sykit.sessions._per_task import pair_tasks
 
 __all__ = [
     "DEFAULT_STRONG",

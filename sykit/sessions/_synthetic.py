@@ -60,13 +60,13 @@ from typing import Any
 
 import pandas as pd
 
-from .._checks import check_int
-from .._dists import Empirical
-from .._errors import ArgumentError, ArgumentTypeError
-from .._models import Request
-from .._rng import uniforms
-from ..datasets._files import read_table
-from ._plan import Session, Turn
+from sykit._base.checks import check_int
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.files import read_table
+from sykit._base.rng import uniforms
+from sykit._world.dists import Empirical
+from sykit._world.models import Request
+from sykit._world.sessions import Session, Turn
 
 __all__ = ["AgentTrace", "Step", "Transition", "fit_openhands", "synthetic_sessions"]
 

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._errors import ArgumentError
-from ._outcome import TaskOutcomes
+from sykit._base.errors import ArgumentError
+from sykit.sessions._outcome import TaskOutcomes
 
 __all__ = ["fold_tasks", "task_models", "task_roots", "task_success"]
 

@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._errors import ArgumentError, ArgumentTypeError
+from sykit._base.errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["BASH_TOOL", "DEFAULT_ACTION_REGEX", "action_pattern", "trajectory_calls"]
 

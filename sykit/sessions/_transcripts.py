@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._checks import check_int, check_real
-from .._errors import ArgumentError, ArgumentTypeError
-from .._models import Request
-from ._plan import Session, Turn, _check_gap
-from ._text_actions import action_pattern, trajectory_calls
+from sykit._base.checks import check_int, check_real
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._world.models import Request
+from sykit._world.sessions import Session, Turn, _check_gap
+from sykit.sessions._text_actions import action_pattern, trajectory_calls
 
 __all__ = ["load_transcripts"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..datasets._files import read_table
+from sykit._base.files import read_table
 
 __all__ = ["TAUBENCH_MODEL", "taubench_airline"]
 

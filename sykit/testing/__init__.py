@@ -26,13 +26,13 @@ other clients. Any other model name is a healthy model with the provider's defau
 from collections.abc import Mapping, Sequence  # noqa: F401
 from typing import Any  # noqa: F401
 
-from .._capacity import Capacity  # noqa: F401
-from .._config import Flapping  # noqa: F401
-from .._dists import Distribution  # noqa: F401
-from ._faults import FAULTS
-from ._model import FakeModel
-from ._record import ServedRequest
-from ._server import FakeProvider
+from sykit._world.capacity import Capacity  # noqa: F401
+from sykit._world.config import Flapping  # noqa: F401
+from sykit._world.dists import Distribution  # noqa: F401
+from sykit.testing._faults import FAULTS
+from sykit.testing._model import FakeModel
+from sykit.testing._record import ServedRequest
+from sykit.testing._server import FakeProvider
 
 __all__ = ["FAULTS", "FakeModel", "FakeProvider", "ServedRequest"]
 

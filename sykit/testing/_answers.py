@@ -15,10 +15,10 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from ._chat import tool_call as _tool_call
-from ._chat import usage as _usage
-from ._connection import Close, Connection, head, send_raw
-from ._record import ServedRequest
+from sykit.testing._chat import tool_call as _tool_call
+from sykit.testing._chat import usage as _usage
+from sykit.testing._connection import Close, Connection, head, send_raw
+from sykit.testing._record import ServedRequest
 
 __all__ = ["complete", "stream"]
 

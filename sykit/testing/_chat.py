@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._model import FakeModel
+from sykit.testing._model import FakeModel
 
 __all__ = [
     "answer_pieces",

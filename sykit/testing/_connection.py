@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from email.utils import formatdate
 from typing import Any
 
-from ._record import ServedRequest
+from sykit.testing._record import ServedRequest
 
 __all__ = ["Close", "Connection", "Disconnected", "head", "send_json", "send_raw"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from .._errors import ArgumentError, ArgumentTypeError
+from sykit._base.errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["ERROR_FAULT", "FAULTS", "STATUS_FAULT", "fault_of_name", "parse_fault"]
 

@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from email.utils import formatdate
 from typing import TYPE_CHECKING, Any
 
-from .._capacity import Capacity
-from .._checks import check_int, check_real
-from .._config import ErrorFault, Flapping
-from .._dists import Distribution, as_distribution, check_number
-from .._errors import ArgumentError, ArgumentTypeError
-from ._faults import ERROR_FAULT, parse_fault
+from sykit._base.checks import check_int, check_real
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._world.capacity import Capacity
+from sykit._world.config import ErrorFault, Flapping
+from sykit._world.dists import Distribution, as_distribution, check_number
+from sykit.testing._faults import ERROR_FAULT, parse_fault
 
 if TYPE_CHECKING:
-    from .._types import Converted, converted
+    from sykit._base.types import Converted, converted
 
 __all__ = ["FakeModel"]
 

@@ -17,18 +17,18 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .._checks import check_real
-from .._config import ErrorFault
-from .._errors import ArgumentError, ArgumentTypeError
-from .._hosts._openai_wire import not_chat_body
-from .._rng import uniforms
-from ._answers import complete, stream
-from ._chat import answer_pieces, error_body, format_rejection, rejection
-from ._connection import Close, Connection, Disconnected, send_json, send_raw
-from ._faults import ERROR_FAULT, STATUS_FAULT, fault_of_name
-from ._model import FakeModel
-from ._record import ServedRequest
-from ._slots import Pace, Slots
+from sykit._base.checks import check_real
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.rng import uniforms
+from sykit._hosts._openai_wire import not_chat_body
+from sykit._world.config import ErrorFault
+from sykit.testing._answers import complete, stream
+from sykit.testing._chat import answer_pieces, error_body, format_rejection, rejection
+from sykit.testing._connection import Close, Connection, Disconnected, send_json, send_raw
+from sykit.testing._faults import ERROR_FAULT, STATUS_FAULT, fault_of_name
+from sykit.testing._model import FakeModel
+from sykit.testing._record import ServedRequest
+from sykit.testing._slots import Pace, Slots
 
 __all__ = ["FakeProvider"]
 

@@ -21,7 +21,7 @@ import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
 
-from .._capacity import Capacity
+from sykit._world.capacity import Capacity
 
 __all__ = ["Slots"]
 

@@ -1,0 +1,10 @@
+"""The ground floor: the words, checks and draws every other package speaks.
+
+Owns the error tree (:mod:`.errors`) and the default wording of providers' error bodies
+(:mod:`.error_bodies`), argument checks (:mod:`.checks`), the algorithm type (:mod:`.types`), keyed
+random draws (:mod:`.rng`), the records' vocabulary of statuses, phases, kinds and causes
+(:mod:`.vocab`), request-id rules (:mod:`.request_ids`), Retry-After in every spelling
+(:mod:`.retry_after`) and where the shipped tables live (:mod:`.files`).
+
+May import: nothing of sykit.
+"""

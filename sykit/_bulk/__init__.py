@@ -1,5 +1,0 @@
-"""Bulk evaluation: runs whose requests do not depend on one another, evaluated column-wise."""
-
-from ._run import evaluate, is_static, refusal
-
-__all__ = ["evaluate", "is_static", "refusal"]

@@ -1,0 +1,360 @@
+"""What a run returns: the attempt log, the request table, and summaries of both."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from sykit._base.errors import ArgumentError
+from sykit._base.vocab import RequestStatus
+from sykit._results.health import ErrorCount, shorten, top_errors
+from sykit._results.metrics import paired_differences, pareto_frontier, summarize
+
+__all__ = ["Comparison", "Concatenated", "Lazy", "Result", "concat_frames", "request_errors"]
+
+
+class Lazy(Protocol):
+    """A frame built when first used: raw columns kept in memory (a run's attempts, see
+    :class:`sykit._run.records.AttemptColumns`), or a :class:`Deferred` one."""
+
+    @property
+    def rows(self) -> int: ...
+
+    def load(self) -> pd.DataFrame: ...
+
+
+class Deferred(Lazy, Protocol):
+    """A frame kept on disk until first used (a spilling run's, see :mod:`sykit._run.spill`)."""
+
+    def errors(self) -> pd.DataFrame: ...
+
+
+class _Frame:
+    """A Result field holding a DataFrame, or a :class:`Lazy` one that is built (or read) on
+    first access and kept."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+        self.slot = "_" + name
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> pd.DataFrame:
+        if obj is None:  # no class-level default: the dataclass field stays required
+            raise AttributeError(self.name)
+        value = obj.__dict__[self.slot]
+        if not isinstance(value, pd.DataFrame) and hasattr(value, "load"):
+            value = value.load()
+            obj.__dict__[self.slot] = value
+        return value
+
+    def __set__(self, obj: Any, value: pd.DataFrame | Lazy) -> None:
+        obj.__dict__[self.slot] = value
+
+
+@dataclass(frozen=True, repr=False)
+class Result:
+    """One strategy run over a set of requests.
+
+    ``attempts`` has one row per attempt at a model or judge (retries, fallbacks, cooldown skips and
+    cancellations included); ``requests`` one row per request. Times are seconds on the host clock
+    from the start of the run (virtual seconds on a SimHost); ``wall_s`` is real time taken.
+    ``engine`` says what ran it: ``"kernel"`` (sykit's own scheduler), ``"asyncio"`` (an asyncio
+    loop: virtual time for algorithms that await asyncio/anyio primitives, real time on an
+    HttpHost). ``interrupted`` is True when Ctrl-C stopped the run: the frames then hold only the
+    requests that had finished. After a run with ``spill=folder`` the frames stay in that folder
+    until first used (``result.attempts``, ``result.requests``, ``summary()``), then are kept.
+    """
+
+    strategy: str
+    seed: int
+    if TYPE_CHECKING:  # required fields: _Frame gives no class-level default (see __get__)
+        attempts: pd.DataFrame
+        requests: pd.DataFrame
+    else:
+        attempts: pd.DataFrame = _Frame()
+        requests: pd.DataFrame = _Frame()
+    wall_s: float = field(compare=False)
+    engine: str = field(default="kernel", compare=False)
+    interrupted: bool = field(default=False, compare=False)
+
+    def summary(
+        self,
+        *,
+        percentiles: Sequence[float | str] | None = None,
+        by: str | Sequence[str] | None = None,
+    ) -> pd.DataFrame:
+        """A one-row DataFrame: success, quality, cost, latency percentiles, waste, fallbacks.
+
+        ``percentiles`` (e.g. ``[0.5, 0.99, 0.999]`` or ``["p90"]``) chooses the latency and TTFT
+        percentile columns (default: latency p50/p95/p99 and TTFT p50). ``by`` names columns of
+        ``requests`` (a dataset column, ``has_image``, …) to summarise per value, one row each.
+        docs/statistics.md defines every column."""
+        return summarize(self.requests, self.attempts, percentiles, by)
+
+    @property
+    def plot(self) -> Any:
+        """Plots of this run (``res.plot.timeline(request_id)``, …); matplotlib loads on first use."""
+        from sykit._viz import ResultPlots
+
+        return ResultPlots(self)
+
+    def __repr__(self) -> str:
+        requests = request_errors(self)
+        n = len(requests)
+        ok = int((requests["status"] == RequestStatus.OK).sum()) if n else 0
+        head = (
+            f"<sykit.Result strategy={self.strategy!r} seed={self.seed} requests={n} ok={ok} "
+            f"attempts={_rows(self, 'attempts')}"
+        )
+        errors = top_errors(requests)
+        if not errors:
+            return head + ">"
+        lines = [
+            f"  failed {e.count}× {e.kind}: {shorten(e.message, _REPR_MESSAGE)}" for e in errors
+        ]
+        return head + "\n" + "\n".join(lines) + ">"
+
+    def _repr_html_(self) -> str:
+        head = (
+            f"<p><b>sykit.Result</b> strategy <code>{html.escape(self.strategy)}</code>, "
+            f"seed {self.seed}</p>"
+        )
+        table = self.summary().to_html(index=False, float_format=lambda x: f"{x:.4g}")
+        return head + table + _errors_html(top_errors(self.requests))
+
+
+def request_errors(result: Result) -> pd.DataFrame:
+    """The result's requests, or at least their ``status``, ``error_kind`` and ``error_message``
+    (all a check of the run needs) when the frame has not been read from its spill folder yet."""
+    value: pd.DataFrame | Deferred = result.__dict__["_requests"]
+    return value if isinstance(value, pd.DataFrame) else value.errors()
+
+
+def _rows(result: Result, name: str) -> int:
+    value: pd.DataFrame | Lazy = result.__dict__["_" + name]
+    return len(value) if isinstance(value, pd.DataFrame) else value.rows
+
+
+@dataclass(frozen=True, repr=False)
+class Comparison:
+    """Several strategies run on the same requests and the same random draws (one Result per
+    strategy and seed)."""
+
+    results: Sequence[Result]
+
+    @property
+    def strategies(self) -> list[str]:
+        return list(dict.fromkeys(r.strategy for r in self.results))
+
+    @cached_property
+    def attempts(self) -> pd.DataFrame:
+        """Every run's attempts, with a ``seed`` column (built once, then kept)."""
+        return concat_frames(
+            [r.attempts.assign(seed=r.seed) for r in self.results], self.strategies
+        )
+
+    @cached_property
+    def requests(self) -> pd.DataFrame:
+        """Every run's requests, with a ``seed`` column (built once, then kept)."""
+        return concat_frames(
+            [r.requests.assign(seed=r.seed) for r in self.results], self.strategies
+        )
+
+    def summary(
+        self,
+        baseline: str | None = None,
+        *,
+        percentiles: Sequence[float | str] | None = None,
+        by: str | Sequence[str] | None = None,
+    ) -> pd.DataFrame:
+        """One row per strategy, over all seeds: ``requests`` distinct requests replayed with
+        ``seeds`` seeds; quality means and 95% intervals over requests (each request's mean over
+        seeds; failed = 0, ungraded left out and counted in ``n_ungraded``). With ``baseline``,
+        also the paired differences (strategy − baseline, same requests and seeds) of quality,
+        cost and latency with 95% CIs. ``percentiles`` chooses the latency and TTFT percentile
+        columns (e.g. ``[0.5, 0.99, 0.999]``); ``by`` summarises per value of requests columns
+        (``"seed"``, a dataset column such as ``"benchmark"``), one row each.
+        docs/statistics.md defines every column."""
+        table = summarize(self.requests, self.attempts, percentiles, by)
+        if baseline is None:
+            return table
+        if by is not None:
+            raise ArgumentError("summary(baseline=...) compares whole strategies: leave out by")
+        paired = self.paired(baseline).drop(columns=["baseline", "seeds"])
+        return table.merge(paired, on="strategy", how="left")
+
+    def paired(
+        self, baseline: str, metrics: Sequence[str] = ("quality", "cost_usd", "latency_s")
+    ) -> pd.DataFrame:
+        """Paired differences against ``baseline``: per strategy the mean over requests of
+        (strategy − baseline), each request averaged over seeds, with a 95% bootstrap interval
+        that resamples requests; ``n_requests_<metric>`` requests had a pair, over ``seeds``
+        seeds."""
+        return paired_differences(self.requests, baseline, metrics)
+
+    def pareto(self) -> pd.DataFrame:
+        """The summary rows on the cost–quality Pareto frontier (cheaper and better than the rest);
+        bounds that read the ground truth (``realizable`` False) are never on it."""
+        return pareto_frontier(self.summary())
+
+    @property
+    def plot(self) -> Any:
+        """Plots of this comparison (``cmp.plot.cost_quality()``, …); matplotlib loads on first use."""
+        from sykit._viz import ComparisonPlots
+
+        return ComparisonPlots(self)
+
+    def __getitem__(self, key: str | tuple[str, int]) -> Result:
+        """The Result of one strategy: ``cmp["name"]`` when the comparison ran one seed,
+        ``cmp["name", seed]`` (or :meth:`result`) when it ran several."""
+        if isinstance(key, tuple) and len(key) == 2:
+            return self.result(key[0], seed=key[1])
+        return self.result(key)
+
+    def result(self, strategy: str, seed: int | None = None) -> Result:
+        """The Result of ``strategy`` with ``seed``; ``seed`` may be left out when the comparison
+        ran a single seed (with several, which one is meant must be said)."""
+        found = [r for r in self.results if r.strategy == strategy]
+        if not found:
+            raise KeyError(f"no strategy {strategy!r}; this comparison has {self.strategies}")
+        seeds = [r.seed for r in found]
+        if seed is None:
+            if len(found) > 1:
+                raise KeyError(
+                    f"strategy {strategy!r} ran with {len(found)} seeds {seeds}: say which, "
+                    f"e.g. cmp[{strategy!r}, {seeds[0]}] or cmp.result({strategy!r}, seed=...)"
+                )
+            return found[0]
+        for result in found:
+            if result.seed == seed:
+                return result
+        raise KeyError(f"strategy {strategy!r} did not run with seed {seed!r}; its seeds: {seeds}")
+
+    def __repr__(self) -> str:
+        seeds = sorted({r.seed for r in self.results})
+        head = f"<sykit.Comparison strategies={self.strategies} seeds={seeds}"
+        lines = [f"  {line}" for line in self._failure_lines()]
+        return head + "".join("\n" + line for line in lines) + ">"
+
+    def _failure_lines(self) -> list[str]:
+        """One line per strategy with failed requests: how many, and the commonest error."""
+        lines = []
+        for strategy in self.strategies:
+            requests = pd.concat(
+                [request_errors(r) for r in self.results if r.strategy == strategy],
+                ignore_index=True,
+            )
+            errors = top_errors(requests, 1)
+            if errors:
+                failed = int((requests["status"] == RequestStatus.FAILED).sum())
+                top = errors[0]
+                lines.append(
+                    f"{strategy}: {failed} of {len(requests)} failed, most {top.kind} "
+                    f"({top.count}): {shorten(top.message, _REPR_MESSAGE_BRIEF)}"
+                )
+        return lines
+
+    def _repr_html_(self) -> str:
+        table = self.summary().to_html(index=False, float_format=lambda x: f"{x:.4g}")
+        lines = self._failure_lines()
+        if not lines:
+            return table
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+        return table + f"<p>Failed requests:</p><ul>{items}</ul>"
+
+
+_REPR_MESSAGE = 120
+_REPR_MESSAGE_BRIEF = 80
+
+
+def _errors_html(errors: list[ErrorCount]) -> str:
+    if not errors:
+        return ""
+    rows = "".join(
+        f"<tr><td><code>{html.escape(e.kind)}</code></td><td>{e.count}</td>"
+        f"<td>{html.escape(shorten(e.message, 200))}</td></tr>"
+        for e in errors
+    )
+    return (
+        "<p>Top errors:</p><table><thead><tr><th>error_kind</th><th>requests</th>"
+        f"<th>first message</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+class Concatenated:
+    """One frame (``"attempts"`` or ``"requests"``) of several results one under the other (see
+    :func:`concat_frames`), built when first used: pooled runs whose attempts nobody reads never
+    build them."""
+
+    __slots__ = ("parts", "rows", "strategies")
+
+    def __init__(self, results: Sequence[Result], name: str, strategies: list[str]) -> None:
+        # the frames alone (built or not), not the results: their other frames are let go
+        self.parts: list[pd.DataFrame | Lazy] = [r.__dict__["_" + name] for r in results]
+        self.strategies = strategies
+        self.rows = sum(_rows(r, name) for r in results)
+
+    def load(self) -> pd.DataFrame:
+        frames = [p if isinstance(p, pd.DataFrame) else p.load() for p in self.parts]
+        return concat_frames(frames, self.strategies)
+
+
+def concat_frames(frames: list[pd.DataFrame], strategies: list[str]) -> pd.DataFrame:
+    """The frames one under the other, with the union of their columns (a column a frame lacks,
+    such as another strategy's evidence, is missing in its rows), categorical columns kept
+    categorical: the union of their categories in order of first appearance (``strategy`` in
+    the order of ``strategies``). Column by column, on the arrays: a grid's thousands of small
+    frames would spend seconds in pandas' per-frame bookkeeping."""
+    if not frames:
+        return pd.DataFrame()
+    by_frame = [dict(frame.items()) for frame in frames]
+    names = list(dict.fromkeys(name for columns in by_frame for name in columns))
+    merged: dict[str, Any] = {}
+    for name in names:
+        parts = [
+            columns.get(name, len(frame)) for columns, frame in zip(by_frame, frames, strict=True)
+        ]
+        present = [part for part in parts if isinstance(part, pd.Series)]
+        dtypes = {part.dtype for part in present}
+        if all(isinstance(dtype, pd.CategoricalDtype) for dtype in dtypes):
+            merged[name] = _merge_categorical(parts, strategies if name == "strategy" else None)
+        elif (
+            len(present) == len(parts)
+            and len(dtypes) == 1
+            and isinstance(next(iter(dtypes)), np.dtype)
+        ):
+            merged[name] = np.concatenate([part.to_numpy() for part in present])
+        else:
+            # missing rows as a reindex would make them (float for ints, object for bools)
+            filled = [
+                part if isinstance(part, pd.Series) else present[0].iloc[:0].reindex(range(part))
+                for part in parts
+            ]
+            merged[name] = pd.concat(filled, ignore_index=True)
+    return pd.DataFrame(merged)
+
+
+def _merge_categorical(parts: list[pd.Series | int], order: list[str] | None) -> pd.Categorical:
+    """One categorical of ``parts`` (a number: that many missing rows), recoding each part's
+    codes into the union of categories (one vectorised lookup per part, not a
+    re-categorisation of its values)."""
+    union: dict[Any, None] = dict.fromkeys(order or ())
+    if order is None:
+        for part in parts:
+            if isinstance(part, pd.Series):
+                union.update(dict.fromkeys(part.cat.categories))
+    categories = pd.Index(list(union))
+    codes = []
+    for part in parts:
+        if not isinstance(part, pd.Series):
+            codes.append(np.full(part, -1, dtype=np.int64))
+            continue
+        own = part.cat.codes.to_numpy()
+        lookup = np.append(categories.get_indexer(part.cat.categories), -1)
+        codes.append(lookup[own])  # code -1 (missing) picks the appended -1
+    return pd.Categorical.from_codes(np.concatenate(codes), categories=categories)

@@ -1,0 +1,23 @@
+"""The way of one request, from ``sy.run`` to its attempt rows, top to bottom.
+
+Read in this order:
+
+1. :mod:`.api`: ``run`` / ``arun``, the door; :mod:`.inputs` checks and normalises what users pass.
+2. :mod:`.plan`: the checked plan of runs and their execution; :mod:`.progress` its bar.
+3. :mod:`.engines`: the engine contract and every engine (kernel, asyncio loop, bulk evaluator,
+   fixed-chain fast path); which one runs is decided there alone.
+4. :mod:`.lifecycle`: one strategy over its requests: the life of each request, from its arrival to
+   its outcome and the answer-phase call.
+5. :mod:`.driver`: what an algorithm talks to; :mod:`.race` and :mod:`.stream` the racing helpers
+   and streamed calls built on it.
+6. :mod:`.recorder`: the run's state and the candidate loop behind every call, which turns each
+   host reply into an attempt.
+7. :mod:`.records`: the attempt and request rows, as column arrays, and the frames built from
+   them; :mod:`.spill` writes them to Parquet while a large run goes.
+
+Beside the way: :mod:`.static` (``sy.static`` routers, which the bulk engine evaluates without
+events) and :mod:`.strategy_kit` (what the reference strategies share).
+
+May import: :mod:`sykit._base`, :mod:`sykit._world`, :mod:`sykit._hosts`, :mod:`sykit._results`,
+:mod:`sykit.datasets`.
+"""

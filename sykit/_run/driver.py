@@ -1,0 +1,265 @@
+"""The driver an algorithm talks to: calls, decisions, streams, the clock, evidence.
+
+What a call does (candidates, retries, fallback, cooldown, records) is :mod:`sykit._run.recorder`'s
+candidate loop; the driver checks an algorithm's arguments and hands the call to it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Sequence
+from typing import Any
+
+from sykit._base.checks import check_int, check_real
+from sykit._base.errors import ArgumentError, ArgumentTypeError, ModelError
+from sykit._base.vocab import Status
+from sykit._run.recorder import (
+    DECISION,
+    MODEL,
+    ROUTING,
+    RequestClosed,
+    RequestState,
+    closed_error,
+    log_skip,
+)
+from sykit._run.records import REASON_CODE, STATUS_CODE
+from sykit._run.stream import ModelStream
+from sykit._world.classify import fallback_reason
+from sykit._world.models import DecisionRequest, DecisionResponse, Request, Response
+
+__all__ = ["Driver", "RequestClosed"]
+
+_MESSAGE_LIMIT = 300
+_ERROR_CODE = STATUS_CODE[Status.ERROR]
+
+
+async def _failing_the_request(state: RequestState, call: Awaitable[Any]) -> Any:
+    """With ``recover_errors=False``: a routing-phase failure ends the request."""
+    try:
+        return await call
+    except ModelError as error:
+        state.abort(error)
+        raise  # not reached: abort raises
+
+
+class Driver:
+    """What an algorithm uses to act: model calls, decision calls, the clock, evidence.
+
+    One driver serves one request. Calls are coroutines: nothing happens until they are awaited,
+    and they stop when no longer awaited.
+    """
+
+    __slots__ = ("_state",)
+
+    def __init__(self, state: RequestState) -> None:
+        self._state = state
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The names of the models the host serves."""
+        return tuple(self._state.run.profiles)
+
+    @property
+    def session_state(self) -> dict[str, Any] | None:
+        """A dict sykit keeps for this request's agent session (:class:`sy.Session`): what the
+        algorithm stored there on the session's earlier turns is there on its later ones (a
+        latched model, tool-signal counts). ``{}`` on a session's first turn; None for a
+        request that is not part of a session."""
+        return self._state.session_state
+
+    @property
+    def seed(self) -> int:
+        """The run's seed (``sy.run(..., seed=...)``), for an algorithm's own keyed draws
+        (``sykit._base.rng.uniforms(driver.seed, driver.request_id, ...)``)."""
+        return self._state.run.seed
+
+    @property
+    def request_id(self) -> Any:
+        """The id of the request this driver serves."""
+        return self._state.request_id
+
+    def call_model(
+        self,
+        request: Request,
+        models: Sequence[str] | str,
+        *,
+        max_retries: int | None = None,
+    ) -> Awaitable[Response]:
+        """Call a model in the routing phase: ``await`` it for the Response, or a ModelError.
+
+        Only the first of ``models`` is tried unless the host policy has ``routing_fallback=True``.
+        ``max_retries`` (0–10) replaces the host policy's retries per target for this call only:
+        ``max_retries=0`` makes exactly one attempt per target, for an algorithm that owns its own
+        retry loop. With ``recover_errors=False`` a failure ends the request instead of raising
+        here. Nothing is sent until the call is awaited (or raced); a bad argument is reported at
+        once.
+        """
+        state = self._state
+        run = state.run
+        candidates = self._candidates(request, models, "call_model")
+        _check_max_retries(max_retries)
+        call = run.serve(state, request, candidates, ROUTING, MODEL, max_retries)
+        if not run.policy.recover_errors:
+            return _failing_the_request(state, call)
+        return call
+
+    def stream_model(
+        self,
+        request: Request,
+        models: Sequence[str] | str,
+        *,
+        max_retries: int | None = None,
+    ) -> ModelStream:
+        """A model call whose answer is read token by token: ``async for chunk in stream``, then
+        ``stream.response``. Candidates, retries and fallback as for :meth:`call_model`, up to the
+        first token; after it, an error ends the stream and is raised from the iteration. Leaving
+        an ``async with`` block or calling ``aclose()`` early cancels the attempt, billed for
+        the tokens produced so far. Nothing is sent until the first chunk is awaited.
+        ``max_retries`` as for :meth:`call_model`."""
+        candidates = self._candidates(request, models, "stream_model")
+        _check_max_retries(max_retries)
+        return ModelStream(self._state, request, candidates, max_retries)
+
+    def _candidates(self, request: object, models: object, method: str) -> tuple[str, ...]:
+        """The checked candidates of a routing-phase model call (only the first one unless the
+        policy has ``routing_fallback``)."""
+        state = self._state
+        if state.closed:
+            raise closed_error(state)
+        if type(request) is not Request and not isinstance(request, Request):
+            raise ArgumentTypeError(f"request must be a sy.Request, got {type(request).__name__}")
+        run = state.run
+        names = run.check_models(models, f"{method}(models=...)")
+        return names if run.policy.routing_fallback else names[:1]
+
+    def call_decision(self, request: DecisionRequest, model: str) -> Awaitable[DecisionResponse]:
+        """Ask ``model`` the questions of ``request``: ``await`` it for the answers, or a
+        ModelError. Decision errors always come back here, whatever ``recover_errors`` says."""
+        state = self._state
+        if state.closed:
+            raise closed_error(state)
+        if not isinstance(request, DecisionRequest):
+            raise ArgumentTypeError(
+                f"request must be a sy.DecisionRequest, got {type(request).__name__}"
+            )
+        if not isinstance(model, str):
+            raise ArgumentTypeError(
+                f"model must be one model name (str), got {type(model).__name__}"
+            )
+        run = state.run
+        names = run.check_models(model, "call_decision(model=...)")
+        return run.serve(state, request, names, ROUTING, DECISION)
+
+    def now(self) -> float:
+        """Seconds on the host clock since the run started (virtual time on a SimHost)."""
+        return self._state.run.clock()
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait on the host clock (a finite number of seconds ≥ 0)."""
+        if type(seconds) is not float or not 0 <= seconds < math.inf:
+            if seconds == math.inf:  # as the engines refuse a sleep of their own
+                raise ArgumentError("cannot sleep forever (seconds=inf)")
+            seconds = check_real(
+                seconds,
+                "seconds",
+                low=0.0,
+                expected="a finite number ≥ 0",
+                type_error=ArgumentError,
+            )
+        await self._state.run.engine.sleep(seconds)
+
+    def in_flight(self, model: str) -> int:
+        """How many of this run's calls to ``model`` are in flight: started before this instant
+        and not ended before it (model and decision calls, every request's, this one's included).
+
+        A count the router keeps of its own traffic, as LiteLLM's least-busy routing does, so it
+        means the same on any host: a load-aware algorithm that reads it can be deployed. It is
+        not the provider's queue, which a router cannot see: other clients' calls are not in it,
+        and a call in flight may be waiting for a slot or being served. On a simulated model with
+        a ``sy.Capacity`` that serves only this run, it is the calls at its server.
+
+        Calls that start at this very instant are not counted yet and calls that end at it still
+        are, so the count does not depend on the order in which simultaneous events run: the
+        engines give the same answer."""
+        state = self._state
+        if state.closed:
+            raise closed_error(state)
+        if not isinstance(model, str):
+            raise ArgumentTypeError(f"model must be one model name (str), got {model!r:.60}")
+        run = state.run
+        name = run.check_models(model, "in_flight(model=...)")[0]
+        return run.log.in_flight(run.model_codes[name], run.clock())
+
+    def evidence(self, **values: Any) -> None:
+        """Attach evidence to this request's outcome; it appears as ``evidence_<key>`` columns."""
+        self._state.add_evidence(values)
+
+    # -- for an algorithm that runs its own candidate loop ------------------------------------------
+    def record_fallback(self, error: BaseException) -> None:
+        """Say that the algorithm moves on to another target after ``error`` (raised by one of
+        this request's calls), as the host's candidate loop does: the attempt that failed gets
+        the error's ``fallback_reason`` (when the error is of a listed kind: context window,
+        capability, unavailable, rate limit, policy) and the request's ``n_fallbacks`` grows by
+        one. Only the log changes; the algorithm makes the next call itself. An error that no
+        call of this request raised (one the algorithm made itself, or another request's) is
+        refused: the log would count a fallback from an attempt that never failed."""
+        state = self._state
+        if state.closed:
+            raise closed_error(state)
+        if not isinstance(error, BaseException):
+            raise ArgumentTypeError(f"error must be an exception, got {type(error).__name__}")
+        log = state.run.log
+        row = getattr(error, "_sykit_row", None)
+        if row is None or log.request_of(row) != state.index:
+            raise ArgumentError(
+                f"record_fallback: {type(error).__name__} {str(error)!r:.80} was not raised by a "
+                f"call of request {state.request_id!r}; pass the error a call of this request "
+                "raised (driver.call_model, call_decision or a stream), or a skip's "
+                "(record_skip(..., error=...))"
+            )
+        reason = fallback_reason(error)
+        if reason is not None and log.status_of(row) == _ERROR_CODE:
+            log.set_fallback(row, REASON_CODE[reason])
+        state.n_fallbacks += 1
+
+    def record_skip(
+        self, request: Request, model: str, message: str, *, error: ModelError | None = None
+    ) -> None:
+        """Say that the algorithm passed over ``model`` for ``request`` without calling it (a
+        target its own cooldown holds back): a ``skipped`` attempt row, ``error_kind``
+        ``"cooldown"`` with ``message``, at this instant, as the host's candidate loop writes for
+        a cooling candidate. ``error``: the error the algorithm makes of the skip (e.g. LiteLLM's
+        "no deployments available"), which :meth:`record_fallback` then accepts as this row's."""
+        state = self._state
+        if state.closed:
+            raise closed_error(state)
+        if not isinstance(request, Request):
+            raise ArgumentTypeError(f"request must be a sy.Request, got {type(request).__name__}")
+        if not isinstance(message, str):
+            raise ArgumentTypeError(f"message must be a str, got {type(message).__name__}")
+        if not isinstance(model, str):
+            raise ArgumentTypeError(f"model must be one model name (str), got {model!r:.60}")
+        if error is not None and not isinstance(error, ModelError):
+            raise ArgumentTypeError(f"error must be a sy.ModelError, got {type(error).__name__}")
+        run = state.run
+        name = run.check_models(model, "record_skip(model=...)")[0]
+        race = run.engine.current_race()
+        row = log_skip(
+            run,
+            state,
+            state.next_call(),
+            ROUTING,
+            MODEL,
+            run.model_codes[name],
+            0,
+            -1 if race is None else race,
+            message[:_MESSAGE_LIMIT],
+        )
+        if error is not None:
+            error._sykit_row = row
+
+
+def _check_max_retries(max_retries: object) -> None:
+    if max_retries is None:
+        return
+    check_int(max_retries, "max_retries", low=0, high=10, expected="in [0, 10]")

@@ -1,0 +1,55 @@
+"""The keyed draws of many attempts at once, equal bit for bit to the ones the simulated host
+makes one attempt at a time (:mod:`sykit._base.rng`, :mod:`sykit._world.dists`).
+
+The words come from the same BLAKE2b digests; a uniform is ``((w >> 10) | 1) * 2**-54`` in both
+(one rounding of an integer to a float, the same in NumPy as in Python). Quantiles use NumPy for
+arithmetic (elementwise IEEE operations give the same results as Python's) and the scalar
+``math`` functions for the transcendental steps, so no ulp differs from the scalar path.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from hashlib import blake2b
+from typing import Any
+
+import numpy as np
+
+from sykit._base.rng import HALF
+from sykit._world.dists import Constant, Exponential, LogNormal, Uniform, _inv_cdf
+
+__all__ = ["attempt_units", "quantiles"]
+
+
+def attempt_units(
+    seed: int, request_ids: Sequence[Any], model: str, ns: Sequence[int]
+) -> np.ndarray:
+    """The eight uniforms of each attempt ``(seed, request_ids[k], model, ns[k])``: an (m, 8)
+    array equal to :func:`sykit._base.rng.uniforms` of each key."""
+    prefix = f"{seed}|"
+    suffix = f"|{model}|"
+    digest = b"".join(
+        blake2b(f"{prefix}{rid}{suffix}{n}".encode(), digest_size=64).digest()
+        for rid, n in zip(request_ids, ns, strict=True)
+    )
+    words = np.frombuffer(digest, dtype="<u8").reshape(-1, 8)
+    return ((words >> np.uint64(10)) | np.uint64(1)).astype(np.float64) * HALF
+
+
+def quantiles(dist: Any, u: np.ndarray) -> np.ndarray:
+    """``dist.quantile`` of each uniform in ``u``, as the scalar path computes it."""
+    kind = type(dist)
+    if kind is Constant:
+        return np.full(len(u), dist.value, dtype=np.float64)
+    if kind is LogNormal:
+        z = np.fromiter(map(_inv_cdf, u.tolist()), dtype=np.float64, count=len(u))
+        exponent = dist._mu + dist.sigma * z
+        return np.fromiter(map(math.exp, exponent.tolist()), dtype=np.float64, count=len(u))
+    if kind is Uniform:
+        return dist.low + (dist.high - dist.low) * u
+    if kind is Exponential:
+        logs = np.fromiter(map(math.log1p, (-u).tolist()), dtype=np.float64, count=len(u))
+        return -dist.mean_value * logs
+    quantile = dist.quantile
+    return np.fromiter((float(quantile(x)) for x in u.tolist()), dtype=np.float64, count=len(u))

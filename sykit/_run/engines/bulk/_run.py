@@ -1,0 +1,666 @@
+"""A run evaluated in bulk: route every request, plan every attempt column-wise, place the requests
+in time, write the records as the event engines would.
+
+It takes a run when each request's course depends on nothing but the request: a fixed chain, a
+static router, or a router that owns its retry loop and declares the path its requests follow
+(``litellm_like`` in a setting where no deployment can cool, see :mod:`._litellm_waves`), on a
+simulated host with no state shared between requests (no rate-limit buckets,
+scripted outages, fail-first counters or prompt caches, and no cooldown that a later request could
+see), without sessions; :meth:`BulkRun.evaluate` says why not otherwise
+(:class:`~sykit._run.engines.NeedsEvents`), and the run goes to the event engines. A spilling run's
+request log writes its chunks a block of requests at a time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from functools import partial
+from types import CoroutineType
+from typing import Any
+
+import numpy as np
+
+from sykit._base.errors import ModelError
+from sykit._base.vocab import Status
+from sykit._hosts.sim import _SimSession
+from sykit._run.driver import Driver
+from sykit._run.engines import NeedsEvents
+from sykit._run.engines.base import SLEEP
+from sykit._run.engines.bulk._litellm_waves import OwnsRetries, run_litellm_waves
+from sykit._run.engines.bulk._waves import Columns, NotSimple, Timed, Waves, run_waves, selected
+from sykit._run.engines.columnwise import BulkEngine
+from sykit._run.engines.fastpath import fixed_chain
+from sykit._run.lifecycle import StrategyRun, _outcome_error, failure_of, row_extra
+from sykit._run.recorder import ANSWER, MODEL, ROUTING, RequestState, serve_steps
+from sykit._run.records import STATUS_CODE
+from sykit._world.billing import Generation, unserved_tokens
+from sykit._world.models import Outcome
+from sykit._world.truth import TruthTable
+
+__all__ = ["evaluate", "is_static", "refusal"]
+
+_OK = STATUS_CODE[Status.OK]
+_ERROR = STATUS_CODE[Status.ERROR]
+#: Requests placed in time per block (see _place_and_record).
+_BLOCK = 16384
+
+
+def is_static(fn: Any) -> bool:
+    """Whether ``fn`` is declared static: its outcome is a pure function of the request, made
+    without waiting for anything (``sy.static``, and the library's static routers)."""
+    return getattr(fn, "static", False) is True or fixed_chain(fn) is not None
+
+
+def retry_router(fn: Any) -> tuple[OwnsRetries, tuple[str, ...]] | None:
+    """The router behind ``fn`` and its path, when it owns its retry loop and its requests cannot
+    change one another's course (see :class:`OwnsRetries`); None otherwise."""
+    owner = getattr(fn, "__self__", None)
+    if not isinstance(owner, OwnsRetries):
+        return None
+    path = owner.bulk_path()
+    return None if path is None else (owner, path)
+
+
+def refusal(runner: StrategyRun) -> str | None:
+    """Why ``runner`` cannot be evaluated in bulk before it starts (None: it may be)."""
+    if runner.sessions is not None:
+        return "agent sessions' turns depend on one another"
+    if not getattr(runner.run.host, "virtual", False):
+        return "its host is not simulated"
+    if not is_static(runner.fn) and retry_router(runner.fn) is None:
+        if isinstance(getattr(runner.fn, "__self__", None), OwnsRetries):
+            return (
+                f"strategy {runner.run.strategy!r} is a router whose requests can change one "
+                "another's course in this setting (a deployment that can cool, a pick that reads "
+                "the load, streams, or a group falling back to several)"
+            )
+        return (
+            f"strategy {runner.run.strategy!r} is neither a fixed chain nor declared static "
+            "(sy.static)"
+        )
+    return None
+
+
+def evaluate(runner: StrategyRun) -> None:
+    """Evaluate ``runner``'s whole run column-wise; raises NeedsEvents (before recording anything,
+    but for a request the plan sends the exact way that finds it needs events: the run is then
+    built again on the event engines) if it cannot."""
+    why = refusal(runner)
+    if why is not None:
+        raise NeedsEvents(why)
+    _Bulk(runner, fixed_chain(runner.fn), retry_router(runner.fn)).evaluate()
+
+
+class _Bulk:
+    """One run evaluated in bulk (see the module docstring)."""
+
+    def __init__(
+        self,
+        runner: StrategyRun,
+        chain: tuple[str, ...] | None,
+        router: tuple[OwnsRetries, tuple[str, ...]] | None = None,
+    ) -> None:
+        self.runner = runner
+        self.run = runner.run
+        self.fn = runner.fn
+        self.items = runner.items
+        self.arrivals = runner.arrivals
+        self.concurrency = runner.concurrency
+        # a router that owns its retry loop: every request follows its path, one call an attempt
+        self.router = router
+        self.chain = chain if router is None else router[1]
+
+    def evaluate(self) -> None:
+        runner = self.runner
+        run = self.run
+        engine = run.engine
+        assert isinstance(engine, BulkEngine)
+        session = run.host.open(run.seed)
+        if not isinstance(session, _SimSession):
+            raise NeedsEvents("its host is not sykit's SimHost")
+        run.open(session, TruthTable(self.items, run.profiles, run.seed))
+        run.cooling_until = _Watched()
+        engine.start_clock()
+        routes, chains, outcomes, states = self._route_all(engine)
+        self._check_profiles(chains)
+        n = len(self.items)
+        # a model twice in one chain: its attempts count on; such requests go the exact way
+        repeated = np.asarray([len(set(chain)) < len(chain) for chain in chains])
+        # a cooldown is read by a call with fallbacks; a router's own calls have none
+        cooling_matters = (
+            run.policy.cooldown_s > 0 and self.router is None and any(len(c) > 1 for c in chains)
+        )
+        clock = _Slots(self.arrivals, self.concurrency, n)
+        # A block of requests at a time, start to records: what a run holds beyond its records
+        # stays the size of a block, however many requests it has.
+        items = self.items
+        # the host's candidate loop, or a router's own retry loop along its path
+        plan = (
+            run_waves if self.router is None else partial(run_litellm_waves, router=self.router[0])
+        )
+        for low in range(0, n, _BLOCK):
+            high = min(n, low + _BLOCK)
+            block_routes = routes[low:high]
+            routed = None if outcomes is None else [o.request for o in outcomes[low:high]]
+            columns = Columns.of(
+                (items[k] for k in range(low, high)),
+                high - low,
+                routed,  # type: ignore[arg-type]  # a static router's: never None, see _route_all
+            )
+            todo = np.arange(high - low)
+            if repeated.any():
+                todo = todo[~repeated[block_routes]]
+            try:
+                waves = plan(
+                    columns,
+                    block_routes,
+                    chains,
+                    todo,
+                    run.profiles,
+                    run.model_codes,
+                    run.policy,
+                    run.seed,
+                    session,
+                )
+            except NotSimple as why:
+                raise NeedsEvents(str(why)) from None
+            if repeated.any():
+                waves.slow[~np.isin(np.arange(high - low), todo)] = True
+            self._place_and_record(
+                low, waves, columns, block_routes, chains, outcomes, states, cooling_matters, clock
+            )
+            runner.started = runner.finished = high
+            if runner.progress is not None:
+                runner.progress.update(high - low)
+        engine.time = clock.last_end
+
+    def _route_all(
+        self, engine: BulkEngine
+    ) -> tuple[np.ndarray, list[tuple[str, ...]], list[Outcome] | None, dict[int, RequestState]]:
+        """Each request's chain (as an index into the distinct chains), the outcomes of a static
+        router (None for a fixed chain) and the states of requests whose routing left evidence."""
+        n = len(self.items)
+        if self.chain is not None:
+            return np.zeros(n, dtype=np.int64), [self.chain], None, {}
+        run = self.run
+        routes = np.empty(n, dtype=np.int64)
+        chains: dict[tuple[str, ...], int] = {}
+        outcomes: list[Outcome] = []
+        states: dict[int, RequestState] = {}
+        engine.routing = True
+        try:
+            for index, (request_id, request, _) in enumerate(self.items):
+                state = RequestState(run, index, request, request_id, math.nan)
+                outcome = _route_statically(self.fn, state)
+                if _outcome_error(outcome, run) is not None or outcome.request is None:
+                    raise NeedsEvents(
+                        f"request {request_id!r} got an outcome that cannot be served (the event "
+                        "engines record why)"
+                    )
+                routes[index] = chains.setdefault(outcome.models, len(chains))
+                outcomes.append(outcome)
+                if state.evidence or state.reads_truth:
+                    states[index] = state
+        finally:
+            engine.routing = False
+        return routes, list(chains), outcomes, states
+
+    def _check_profiles(self, chains: list[tuple[str, ...]]) -> None:
+        for model in sorted({m for chain in chains for m in chain}):
+            profile = self.run.profiles.get(model)
+            if profile is None:
+                raise NeedsEvents(f"it names model {model!r}, which the host does not have")
+            if profile.faults.scripted:
+                raise NeedsEvents(
+                    f"model {model!r} has scripted faults (outages, flapping or fail-first), "
+                    "which depend on time and on other requests"
+                )
+            if profile.rate_limit is not None:
+                raise NeedsEvents(f"model {model!r} has a rate limit shared by all requests")
+            if profile.cache is not None:
+                raise NeedsEvents(f"model {model!r} has a prompt cache shared across requests")
+            if profile.capacity is not None:
+                raise NeedsEvents(f"model {model!r} has a capacity shared by all requests")
+
+    # -- placing requests in time, and their records ------------------------------------------------
+    def _place_and_record(
+        self,
+        low: int,
+        waves: Waves,
+        columns: Columns,
+        routes: np.ndarray,
+        chains: list[tuple[str, ...]],
+        outcomes: list[Outcome] | None,
+        states: dict[int, RequestState],
+        cooling_matters: bool,
+        clock: _Slots,
+    ) -> None:
+        """Place the block of requests from position ``low`` in time and record them (``waves``,
+        ``columns`` and ``routes`` are the block's: position 0 is request ``low``)."""
+        run = self.run
+        n = len(columns.ids)
+        requests = waves.request
+        first_all = np.searchsorted(requests, np.arange(n + 1))  # request i's: [i, i + 1)
+        m = len(requests)
+        arrivals = clock.arrivals
+        feed = clock.feed
+        heap = clock.heap
+        # As Python numbers (the loop's fast form) for one block, written back as arrays.
+        first = first_all[:n].tolist()
+        count = np.diff(first_all).tolist()
+        after = waves.after.tolist()
+        backoff = waves.backoff.tolist()
+        slow = waves.slow.tolist()
+        # the requests with an attempt that ends at its deadline, timed as they are placed
+        timed: list[int] = []
+        has_timed = None
+        if (waves.timed >= 0).any():
+            timed = waves.timed.tolist()
+            has_timed = np.bincount(requests[waves.timed >= 0], minlength=n).astype(bool).tolist()
+        switched: list[int] = []  # requests the placing sent the exact way after all
+        starts = [0.0] * m
+        ends = [0.0] * m
+        block_arrival = [0.0] * n
+        block_start = [0.0] * n
+        block_end = [0.0] * n
+        for i in range(n):
+            k = low + i
+            if feed is None:
+                start = heapq.heappop(heap)  # type: ignore[arg-type]
+                arrival = start
+            else:
+                arrival = arrivals[k]  # type: ignore[index]
+                start = feed[k]
+                if heap is not None:
+                    free = heapq.heappop(heap)
+                    if free > start:
+                        start = free
+            block_arrival[i] = arrival
+            block_start[i] = start
+            exact = slow[i]
+            placed = None
+            if not exact and has_timed is not None and has_timed[i]:
+                placed = self._place_timed(
+                    waves, columns, first[i], count[i], start, starts, ends, after, backoff, timed
+                )
+                if placed is None:  # a late answer on time at this start: the exact way
+                    switched.append(i)
+                    exact = True
+            if exact:
+                end = self._exact(k, arrival, start, chains[routes[i]], outcomes, states)
+                if cooling_matters and run.cooling_until.started:  # type: ignore[attr-defined]
+                    raise NeedsEvents(
+                        "a transient failure started a cooldown (HostPolicy.cooldown_s > 0) "
+                        "that later requests' fallback chains would see"
+                    )
+            elif placed is not None:
+                end = placed
+            else:  # _place_timed's sums without its settling: inline, the hot path
+                t = start
+                begin = first[i]
+                for j in range(begin, begin + count[i]):
+                    starts[j] = t
+                    t = t + after[j]
+                    ends[j] = t
+                    wait = backoff[j]
+                    if wait == wait:  # not NaN: a retry follows
+                        t = t + wait
+                end = t
+            block_end[i] = end
+            if heap is not None:
+                heapq.heappush(heap, end)
+        a_start, a_end = np.asarray(starts), np.asarray(ends)
+        if switched:  # their records are the exact way's: drop the planned attempts
+            waves.slow[switched] = True
+            keep = ~waves.slow[requests]
+            waves = selected(waves, keep)
+            a_start, a_end = a_start[keep], a_end[keep]
+        arrival_s, start_s = np.asarray(block_arrival), np.asarray(block_start)
+        end_s = np.asarray(block_end)
+        if n:
+            clock.last_end = max(clock.last_end, float(end_s.max()))
+        self._record_simple(
+            low, waves, columns, routes, chains, states, a_start, a_end, arrival_s, start_s, end_s
+        )
+
+    def _place_timed(
+        self,
+        waves: Waves,
+        columns: Columns,
+        begin: int,
+        count: int,
+        t: float,
+        starts: list[float],
+        ends: list[float],
+        after: list[float],
+        backoff: list[float],
+        timed: list[int],
+    ) -> float | None:
+        """Place the attempts ``begin`` to ``begin + count`` of a request that starts at ``t``
+        and has an attempt whose end or bill depends on its start (:class:`~._waves.Timed`), as
+        the event engines settle it: at a deadline, ``start + timeout_s``, the reply comes
+        ``deadline - start`` after the start; a broken stream ends at its break; an answer under
+        way is billed for what it produced by its end. Return the request's end, or None when a
+        late answer ends on time at this start after all (the rounding of the sums): the request
+        then goes the exact way."""
+        policy = self.run.policy
+        timeout_s = policy.timeout_s
+        for j in range(begin, begin + count):
+            starts[j] = t
+            x = timed[j]
+            if x < 0:
+                t = t + after[j]
+            else:
+                timing = waves.timings[x]
+                if timing.after == timing.after:  # a broken stream: ends at its break
+                    now = t + timing.after
+                else:
+                    deadline = t + timeout_s
+                    if timing.accepted and not t + timing.total > deadline:
+                        return None
+                    now = t + (deadline - t)
+                if timing.accepted:
+                    self._bill_timed(waves, columns, j, timing, t, now)
+                t = now
+            ends[j] = t
+            wait = backoff[j]
+            if wait == wait:  # not NaN: a retry follows
+                t = t + wait
+        return t
+
+    def _bill_timed(
+        self, waves: Waves, columns: Columns, j: int, timing: Timed, start: float, now: float
+    ) -> None:
+        """Bill attempt ``j``, an answer under way that ended unserved at ``now`` (its deadline,
+        or its stream's break), for the tokens it produced by then, as the event engines bill
+        it (:func:`unserved_tokens`; a broken stream only once it produced a token)."""
+        run = self.run
+        generation = Generation()
+        generation.plan(start + timing.ttft, timing.tokens_per_s, timing.planned)
+        if timing.stall_s:
+            generation.stall_after = timing.stall_after
+            generation.stall_s = timing.stall_s
+        if timing.after == timing.after and generation.tokens_at(now) <= 0:
+            return  # a broken stream with nothing produced: nothing billed
+        request = int(waves.request[j])
+        tokens_in, tokens_out = unserved_tokens(
+            run.policy.bill_cancelled, generation, int(columns.input_tokens[request]), now
+        )
+        cost = 0.0
+        if tokens_in or tokens_out:
+            model = run.log.models.values[int(waves.model[j])]
+            cost = run.profiles[model].cost_usd(tokens_in, tokens_out)
+        if waves.billed_input is None:
+            waves.billed_input = waves.input_tokens(columns)
+        waves.billed_input[j] = tokens_in
+        waves.output_tokens[j] = tokens_out
+        waves.cost[j] = cost
+
+    def _exact(
+        self,
+        index: int,
+        arrival: float,
+        start: float,
+        chain: tuple[str, ...],
+        outcomes: list[Outcome] | None,
+        states: dict[int, RequestState],
+    ) -> float:
+        """One request the exact way: the candidate loop of the event engines, on this clock."""
+        run = self.run
+        engine = run.engine
+        assert isinstance(engine, BulkEngine)
+        if self.router is not None:
+            return self._exact_routing(index, arrival, start)
+        request_id, request, _ = self.items[index]
+        state = states.get(index)
+        if state is None:
+            state = RequestState(run, index, request, request_id, arrival)
+        state.arrival_s = arrival
+        state.start_s = start
+        state.closed = True
+        engine.time = start
+        outcome = (
+            outcomes[index] if outcomes is not None else Outcome(models=chain, request=request)
+        )
+        call_request = outcome.request if outcome.request is not None else request
+        steps = serve_steps(run, state, call_request, chain, ANSWER, MODEL)
+        response = None
+        failure = None
+        try:
+            response = _on_clock(engine, steps, request_id)
+        except ModelError as error:
+            failure = failure_of(error)
+        self.runner._record(state, outcome, response, failure, start)
+        return engine.time
+
+    def _record_simple(
+        self,
+        low: int,
+        waves: Waves,
+        request_columns: Columns,
+        routes: np.ndarray,
+        chains: list[tuple[str, ...]],
+        states: dict[int, RequestState],
+        a_start: np.ndarray,
+        a_end: np.ndarray,
+        arrival_s: np.ndarray,
+        start_s: np.ndarray,
+        end_s: np.ndarray,
+    ) -> None:
+        """The attempt rows and request rows of the block's requests the waves planned, written
+        at once (the block starts at request ``low``)."""
+        run = self.run
+        log = run.log
+        n = len(request_columns.ids)
+        m = len(waves.request)
+        ok = waves.ok
+        errors = waves.errors
+        failure_codes = np.asarray(
+            [log.failure_code(e.kind, (e.message or "")[:300]) for e in errors] + [-1],
+            dtype=np.int32,
+        )
+        http_codes = np.asarray([e.http_status or 0 for e in errors] + [200], dtype=np.int16)
+        error = waves.error  # -1 (answered) picks the last entry of each table
+        # a router's own calls (one an attempt, made while routing) or the host's one call
+        routing = self.router is not None
+        retried = np.zeros(m, dtype=bool) if routing else ~np.isnan(waves.backoff)
+        log.extend(
+            {
+                "start_s": a_start,
+                "end_s": a_end,
+                "ttft_s": waves.ttft,
+                "cost_usd": waves.cost,
+                "request": waves.request + low,
+                "failure": failure_codes[error],
+                "input_tokens": waves.input_tokens(request_columns),
+                "output_tokens": waves.output_tokens,
+                "call": waves.call if waves.call is not None else np.zeros(m, dtype=np.int16),
+                "race": np.full(m, -1, dtype=np.int16),
+                "model": waves.model,
+                "http_status": http_codes[error],
+                "candidate_index": waves.candidate,
+                "retry_index": waves.retry,
+                "status": np.where(ok, _OK, _ERROR),
+                "fallback_reason": waves.fallback,
+                "cancel_cause": np.full(m, -1, dtype=np.int8),
+                "phase": np.full(m, ROUTING if routing else ANSWER, dtype=np.int8),
+                "kind": np.full(m, MODEL, dtype=np.int8),
+                "retried": retried,
+                "served": ok,
+            }
+        )
+
+        # the request rows, in request order
+        planned = np.flatnonzero(~waves.slow)
+        requests = waves.request
+        attempts = np.bincount(requests, minlength=n)[planned]
+        moved = waves.fallback >= 0 if waves.moved is None else waves.moved
+        fallbacks = np.bincount(requests[moved], minlength=n)[planned]
+        retries = np.bincount(requests[retried], minlength=n)[planned]
+        served_row = np.full(n, -1, dtype=np.int64)
+        served_row[requests[ok]] = np.flatnonzero(ok)
+        served_row = served_row[planned]
+        answered = served_row >= 0
+        at = np.where(answered, served_row, 0)
+        model_codes = np.asarray([run.model_codes[c[0]] for c in chains], dtype=np.int32)
+        served_cost = np.where(answered, waves.cost[at], 0.0)
+        # every attempt's cost, in the order they were billed (a timed-out answer's too)
+        cost = np.bincount(requests, weights=waves.cost, minlength=n)[planned]
+        final_error = waves.failed[planned]
+        request_log = run.requests
+        kinds = np.asarray(
+            [request_log.kinds.code(failure_of(e)[0]) for e in errors] + [-1], dtype=np.int16
+        )
+        messages = np.asarray(
+            [request_log.messages.code(failure_of(e)[1]) for e in errors] + [-1], dtype=np.int32
+        )
+        start = start_s[planned]
+        ttft = np.where(answered, (a_start[at] + waves.ttft[at]) - start, np.nan)
+        columns = {
+            "index": planned + low,
+            "status": np.where(answered, 0, 1),
+            "error_kind": kinds[final_error],
+            "message": messages[final_error],
+            # a router's outcome names the model that answered it (none when it failed)
+            "selected": np.where(answered, waves.model[at], -1)
+            if routing
+            else model_codes[routes[planned]],
+            "served": np.where(answered, waves.model[at], -1),
+            "arrival": arrival_s[planned],
+            "start": start,
+            "end": end_s[planned],
+            "ttft": ttft,
+            "routing": (end_s[planned] - start) if routing else start - start,
+            "n_attempts": attempts,
+            "n_cancelled": np.zeros(len(planned)),
+            "n_fallbacks": fallbacks,
+            "n_retries": retries,
+            "cost": cost + 0.0,
+            "wasted": cost - served_cost,
+            "routing_usd": np.zeros(len(planned)),
+            "quality": np.full(len(planned), np.nan),
+            "reads_truth": np.zeros(len(planned)),
+        }
+        extras: dict[int, dict[str, Any]] = {}
+        base = len(request_log)
+        truth_rows = run.note_truth is not None
+        names = list(run.log.models.values)
+        served_models = columns["served"].tolist()
+        if not (truth_rows or states or getattr(self.items, "has_metadata", True)):
+            request_log.extend(columns, extras)  # nothing to add to any row: no request to read
+            return
+        for position, index in enumerate((planned + low).tolist()):
+            request = self.items[index][1]
+            state = states.get(index)
+            evidence = state.evidence if state is not None else None
+            if state is not None and state.reads_truth:
+                columns["reads_truth"][position] = 1
+            if request.metadata or evidence or truth_rows:
+                code = served_models[position]
+                extra = row_extra(
+                    run,
+                    index,
+                    request.metadata,
+                    evidence,
+                    names[code] if code >= 0 else None,
+                    base + position,
+                )
+                if extra:
+                    extras[position] = extra
+        request_log.extend(columns, extras)
+
+    def _exact_routing(self, index: int, arrival: float, start: float) -> float:
+        """One request of a router that owns its retry loop, the exact way: the request's whole
+        course, as the event engines run it (its algorithm, its calls and its sleeps), alone on
+        this clock. Anything else it awaits raises NeedsEvents."""
+        run = self.run
+        engine = run.engine
+        assert isinstance(engine, BulkEngine)
+        request_id, request, _ = self.items[index]
+        state = RequestState(run, index, request, request_id, arrival)
+        state.start_s = start
+        engine.time = start
+        engine.exact = True
+        try:
+            _on_clock(engine, self.runner._route(state), request_id)  # it records the request
+        finally:
+            engine.exact = False
+        return engine.time
+
+
+def _on_clock(engine: BulkEngine, course: Any, request_id: Any) -> Any:
+    """Run ``course`` (a candidate loop's steps, or a request's whole course) to its end on the
+    bulk engine's clock, each sleep it yields moving the clock on; return what it returns. Any
+    other trap raises NeedsEvents."""
+    try:
+        trap = course.send(None)
+        while True:
+            if type(trap) is not tuple or trap[0] != SLEEP:
+                course.close()
+                raise NeedsEvents(
+                    f"request {request_id!r} awaited something other than its calls and sleeps"
+                )
+            engine.time = engine.time + trap[1]
+            trap = course.send(None)
+    except StopIteration as stop:
+        return stop.value
+
+
+class _Slots:
+    """The run's clock across blocks: the closed loop's free slots (a heap of the times they
+    free up), the arrivals and when the feeder reaches them, and the latest end so far."""
+
+    def __init__(self, arrivals: list[float] | None, limit: int | None, n: int) -> None:
+        self.arrivals = arrivals
+        self.feed = None if arrivals is None else _feed_times(arrivals)
+        self.heap: list[float] | None = None
+        if arrivals is None:
+            self.heap = [0.0] * min(n, limit if limit is not None else n)
+        elif limit is not None:
+            self.heap = [-math.inf] * min(n, limit)
+        self.last_end = 0.0
+
+
+class _Watched(dict[str, float]):
+    """The run's cooldowns, remembering whether one ever started (a success ends it at once)."""
+
+    started = False
+
+    def __setitem__(self, model: str, until: float) -> None:
+        self.started = True
+        super().__setitem__(model, until)
+
+
+def _feed_times(arrivals: list[float]) -> list[float]:
+    """When the run's clock reaches each arrival: the feeder sleeps ``arrival - now`` from the
+    previous arrival, as the event engines' feeder does (the sum may differ from the arrival in its
+    last bit)."""
+    now = 0.0
+    out = []
+    for arrival in arrivals:
+        delay = arrival - now
+        if delay > 0:
+            now = now + delay
+        out.append(now)
+    return out
+
+
+def _route_statically(fn: Any, state: RequestState) -> Any:
+    """Run a static algorithm on one request: it must return its outcome without waiting."""
+    pending = fn(state.request, Driver(state))
+    if type(pending) is not CoroutineType:
+        raise NeedsEvents("the algorithm did not return a coroutine")
+    try:
+        pending.send(None)
+    except StopIteration as stop:
+        return stop.value
+    except (NeedsEvents, KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:
+        raise NeedsEvents(
+            f"the algorithm raised {type(error).__name__} while routing request "
+            f"{state.request_id!r} (the event engines record it)"
+        ) from None
+    pending.close()
+    raise NeedsEvents(f"the algorithm awaited something while routing request {state.request_id!r}")

@@ -1,0 +1,70 @@
+"""``sy.static``: declare a router whose choice is a pure function of the request.
+
+Such a router needs no events: every request's course can be planned at once, so a run of it goes
+to the bulk engine (see docs/engines.md). Declaring it is a promise sykit cannot fully check: the
+choice must depend on the request alone (not on time, on other requests, or on state the
+function keeps), and the router makes no calls. What sykit can check, it does: a declared router
+that awaits anything or reads the clock while routing is run on the event engines instead.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sykit._base.errors import ArgumentTypeError
+from sykit._base.types import Algorithm
+from sykit._run.driver import Driver
+from sykit._world.models import Outcome, Request, route_to
+
+__all__ = ["static"]
+
+
+def static(route: Callable[..., Any], *, name: str | None = None) -> Algorithm:
+    """A static router from ``route``, which is either
+
+    * a plain function of the request returning a model name or a list of names (the first is
+      served, the rest are its fallbacks in order): ``sy.static(lambda r: "big" if r.images else
+      "small")``; or
+    * an ``async def algorithm(request, driver)`` that returns its outcome without awaiting
+      anything (it may record ``driver.evidence``), declared static as it is.
+
+    The strategy is named ``name`` (default: the function's name)."""
+    if not callable(route):
+        raise ArgumentTypeError(
+            f"sy.static needs a function of the request, got {type(route).__name__}"
+        )
+    label = name if name is not None else getattr(route, "__name__", None) or "static"
+    if not isinstance(label, str):
+        raise ArgumentTypeError(f"name must be a str, got {type(label).__name__}")
+    if inspect.iscoroutinefunction(route):
+
+        async def declared(request: Request, driver: Driver) -> Any:
+            return await route(request, driver)
+
+        algorithm = declared
+    else:
+
+        async def chosen(request: Request, driver: Driver) -> Outcome:
+            model, fallbacks = _models(route(request), label)
+            return route_to(model, request, fallbacks)
+
+        algorithm = chosen
+    algorithm.__name__ = algorithm.__qualname__ = label
+    algorithm.__doc__ = getattr(route, "__doc__", None)
+    algorithm.__dict__["name"] = label
+    algorithm.__dict__["static"] = True
+    return algorithm
+
+
+def _models(chosen: object, label: str) -> tuple[str, Sequence[str]]:
+    """The served model and its fallbacks from what a static route returned."""
+    if isinstance(chosen, str):
+        return chosen, ()
+    if isinstance(chosen, Sequence) and chosen and all(isinstance(m, str) for m in chosen):
+        return chosen[0], tuple(chosen[1:])
+    raise ArgumentTypeError(
+        f"static router {label!r} must return a model name or a non-empty list of names, "
+        f"got {chosen!r:.80}"
+    )

@@ -1,0 +1,11 @@
+"""What is simulated: the data an algorithm sees and the world the simulated host plays.
+
+Owns requests, responses, decisions and outcomes (:mod:`.models`); model profiles, faults, the
+judge, host policy and arrivals (:mod:`.config`); distributions (:mod:`.dists`); capacity under
+load (:mod:`.capacity`); prompt caching (:mod:`.prompt_cache`); what an attempt costs
+(:mod:`.billing`); the price and latency catalogue (:mod:`.catalog`, :mod:`.cache_prices`); the one
+classifier from HTTP status and body to an error kind (:mod:`.classify`); hidden ground truth
+(:mod:`.truth`); and agent sessions as inputs to a run (:mod:`.sessions`).
+
+May import: :mod:`sykit._base`.
+"""

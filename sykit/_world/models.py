@@ -1,0 +1,601 @@
+"""The data an algorithm sees and returns: requests, responses, decisions and outcomes.
+
+All of it is immutable, so an algorithm can share a request between concurrent calls safely and a
+rewritten request is always a new object (``dataclasses.replace(request, max_output_tokens=64)``).
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+import inspect
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from sykit._base.checks import check_int
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._world.prompt_cache import check_prefix, check_ttl
+
+__all__ = [
+    "IMAGE_TOKENS",
+    "Answer",
+    "Boolean",
+    "Choice",
+    "DecisionRequest",
+    "DecisionResponse",
+    "GroundTruth",
+    "Outcome",
+    "Question",
+    "Request",
+    "Response",
+    "Score",
+    "Usage",
+    "answered",
+    "ask_good_enough",
+    "route_to",
+]
+
+#: Input tokens counted for one image when a request does not say (OpenAI's high-detail estimate
+#: for a 1024×1024 image: 85 base tokens plus 4 tiles of 170).
+IMAGE_TOKENS = 765
+#: The most tokens a request may count (input, or its output cap), and the most candidates one
+#: call may have: the records store tokens as 32-bit and candidate positions as 16-bit integers,
+#: so larger values are refused where they are written, not lost in a finished run.
+TOKEN_LIMIT = 2**31 - 1
+CANDIDATE_LIMIT = 2**15 - 1
+#: Integer request ids must fit in 64 bits (the frames' request_id column).
+_ID_RANGE = range(-(2**63), 2**63)
+_CHARS_PER_TOKEN = 4
+_MESSAGE_OVERHEAD_TOKENS = 4
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _estimate_tokens(text: str) -> int:
+    return math.ceil(len(text) / _CHARS_PER_TOKEN)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        parts = []
+        for block in content:
+            if isinstance(block, Mapping) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+            elif isinstance(block, str):
+                parts.append(block)
+        return "\n".join(parts)
+    return "" if content is None else str(content)
+
+
+def _freeze_messages(messages: object) -> tuple[Mapping[str, Any], ...]:
+    if isinstance(messages, str):
+        return (MappingProxyType({"role": "user", "content": messages}),)
+    if isinstance(messages, Mapping) or not isinstance(messages, Iterable):
+        raise ArgumentTypeError(
+            "messages must be a prompt string or a list of {'role': ..., 'content': ...} dicts, "
+            f"got {type(messages).__name__}"
+        )
+    frozen = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping) or "role" not in message or "content" not in message:
+            raise ArgumentTypeError(
+                f"messages[{i}] must be a dict with 'role' and 'content', got {message!r}"
+            )
+        frozen.append(MappingProxyType(dict(message)))
+    if not frozen:
+        raise ArgumentError("messages must not be empty")
+    return tuple(frozen)
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """What a dataset knows about a request and an algorithm must not see.
+
+    ``quality[model]`` is the score the model's answer earned (e.g. 1.0 correct, 0.0 wrong; NaN
+    when the dataset has the model but no grade for this request); ``output_tokens[model]`` the
+    length of that answer; ``columns`` the dataset's other columns for this row, which reach the
+    ``requests`` frame for analysis but not the algorithm. The simulated host uses the truth for
+    answers and its judge; algorithms never see it (see :func:`sykit.peek_truth` for the
+    simulation-only exception).
+    """
+
+    quality: Mapping[str, float] = field(default_factory=dict)
+    output_tokens: Mapping[str, int] = field(default_factory=dict)
+    columns: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for model, tokens in self.output_tokens.items():
+            if tokens > TOKEN_LIMIT:  # stored as 32-bit ints: refused here, not after a run
+                raise ArgumentError(
+                    f"output_tokens[{model!r}] must be ≤ 2**31 - 1 ({TOKEN_LIMIT:,}), got {tokens!r}"
+                )
+
+
+@dataclass(frozen=True, init=False)
+class Request:
+    """One request to route.
+
+        sy.Request("What is 41 + 1?")
+        sy.Request([{"role": "user", "content": "Describe this."}], images=["https://…/cat.png"])
+        sy.Request("Summarise…", input_tokens=30_000, max_output_tokens=256, metadata={"tier": "pro"})
+
+    ``input_tokens`` is estimated when not given: about 4 characters a token, plus
+    :data:`IMAGE_TOKENS` per image and the size of the tool schemas. Token counts are at most
+    2**31 − 1 and an int ``id`` fits in 64 bits (the sizes the result tables store).
+    """
+
+    messages: tuple[Mapping[str, Any], ...]
+    id: str | int | None
+    images: tuple[str, ...]
+    tools: tuple[Mapping[str, Any], ...]
+    input_tokens: int
+    max_output_tokens: int | None
+    metadata: Mapping[str, Any]
+
+    def __init__(
+        self,
+        messages: str | Sequence[Mapping[str, Any]],
+        *,
+        id: str | int | None = None,
+        images: Sequence[str] = (),
+        tools: Sequence[Mapping[str, Any]] = (),
+        input_tokens: int | None = None,
+        max_output_tokens: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        frozen = _freeze_messages(messages)
+        if id is not None and (isinstance(id, bool) or not isinstance(id, str | int)):
+            raise ArgumentTypeError(f"id must be a str or int, got {type(id).__name__}")
+        if type(id) is int and id not in _ID_RANGE:
+            raise ArgumentError(
+                f"id {id} does not fit in 64 bits (the request tables store int ids as int64); "
+                "use a smaller int or a str id"
+            )
+        if isinstance(images, str) or not isinstance(images, Sequence):
+            raise ArgumentTypeError("images must be a list of image URLs or data URIs")
+        if not all(isinstance(x, str) for x in images):
+            raise ArgumentTypeError("images must contain only strings (image URLs or data URIs)")
+        if isinstance(tools, str | Mapping) or not isinstance(tools, Sequence):
+            raise ArgumentTypeError("tools must be a list of tool definitions (dicts)")
+        tools_frozen = tuple(
+            MappingProxyType(dict(t))
+            if isinstance(t, Mapping)
+            else MappingProxyType({"name": str(t)})
+            for t in tools
+        )
+        if input_tokens is None:
+            text_tokens = sum(
+                _estimate_tokens(_content_text(m["content"])) + _MESSAGE_OVERHEAD_TOKENS
+                for m in frozen
+            )
+            tool_tokens = _estimate_tokens(json.dumps([dict(t) for t in tools_frozen], default=str))
+            input_tokens = text_tokens + IMAGE_TOKENS * len(images) + (tool_tokens if tools else 0)
+        else:
+            input_tokens = check_int(
+                input_tokens, "input_tokens", low=0, expected="an int ≥ 0", type_error=ArgumentError
+            )
+        # stored as 32-bit ints: refused here, not after a run
+        input_tokens = check_int(
+            input_tokens,
+            "input_tokens",
+            high=TOKEN_LIMIT,
+            expected=f"≤ 2**31 - 1 ({TOKEN_LIMIT:,})",
+        )
+        if max_output_tokens is not None:
+            max_output_tokens = check_int(
+                max_output_tokens,
+                "max_output_tokens",
+                low=1,
+                high=TOKEN_LIMIT,
+                expected=f"a positive int ≤ 2**31 - 1 ({TOKEN_LIMIT:,}) or None",
+                type_error=ArgumentError,
+            )
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise ArgumentTypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+        setattr_ = object.__setattr__
+        setattr_(self, "messages", frozen)
+        setattr_(self, "id", id)
+        setattr_(self, "images", tuple(images))
+        setattr_(self, "tools", tools_frozen)
+        setattr_(self, "input_tokens", input_tokens)
+        setattr_(self, "max_output_tokens", max_output_tokens)
+        setattr_(self, "metadata", MappingProxyType(dict(metadata)) if metadata else _EMPTY)
+
+    @property
+    def prompt(self) -> str:
+        """The text of the last user message (the question, for single-turn requests)."""
+        for message in reversed(self.messages):
+            if message["role"] == "user":
+                return _content_text(message["content"])
+        return _content_text(self.messages[-1]["content"])
+
+    def __repr__(self) -> str:
+        text = self.prompt
+        short = text if len(text) <= 40 else text[:37] + "..."
+        extras = []
+        if self.images:
+            extras.append(f"images={len(self.images)}")
+        if self.tools:
+            extras.append(f"tools={len(self.tools)}")
+        if self.max_output_tokens is not None:
+            extras.append(f"max_output_tokens={self.max_output_tokens}")
+        tail = "".join(", " + e for e in extras)
+        return f"Request({short!r}, id={self.id!r}, input_tokens={self.input_tokens}{tail})"
+
+    def with_truth(self, truth: GroundTruth | None) -> Request:
+        """A copy that carries hidden ground truth (used by datasets; algorithms never see it)."""
+        copy = _copy.copy(self)
+        object.__setattr__(copy, "_truth", truth)
+        return copy
+
+    def without_truth(self) -> Request:
+        """A copy without hidden ground truth: what the algorithm receives."""
+        if "_truth" not in self.__dict__:
+            return self
+        copy = _copy.copy(self)
+        del copy.__dict__["_truth"]
+        return copy
+
+
+def truth_of(request: Request) -> GroundTruth | None:
+    """The hidden ground truth a dataset attached to a request, if any."""
+    return getattr(request, "_truth", None)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens billed for one call."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    #: Of ``input_tokens``: read from the model's prompt cache, and written to it.
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    #: Of ``cache_write_tokens``: written to the cache's 1-hour tier.
+    cache_write_1h_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True)
+class Response:
+    """A model's answer.
+
+    ``ttft_s`` and ``latency_s`` are measured from the start of the attempt that answered. A
+    response carries no grade: how good the answer was is ground truth, which reaches the results
+    (the ``quality`` columns) but never the algorithm.
+    """
+
+    model: str
+    text: str = ""
+    usage: Usage = field(default_factory=Usage)
+    ttft_s: float | None = None
+    latency_s: float | None = None
+    call_id: int | None = field(default=None, repr=False, compare=False)
+
+
+_new = object.__new__
+
+
+def make_usage(
+    input_tokens: int, output_tokens: int, cached: int = 0, written: int = 0, written_1h: int = 0
+) -> Usage:
+    """A :class:`Usage`, built without the frozen dataclass's per-field ``__setattr__`` calls
+    (the simulated host makes one per attempt)."""
+    usage = _new(Usage)
+    fields = usage.__dict__
+    fields["input_tokens"] = input_tokens
+    fields["output_tokens"] = output_tokens
+    fields["cached_input_tokens"] = cached
+    fields["cache_write_tokens"] = written
+    fields["cache_write_1h_tokens"] = written_1h
+    return usage
+
+
+def make_response(
+    model: str,
+    text: str,
+    usage: Usage,
+    ttft_s: float | None,
+    latency_s: float | None,
+    call_id: int | None,
+) -> Response:
+    """A :class:`Response`, built as fast as :func:`make_usage` (one per successful attempt)."""
+    response = _new(Response)
+    fields = response.__dict__
+    fields["model"] = model
+    fields["text"] = text
+    fields["usage"] = usage
+    fields["ttft_s"] = ttft_s
+    fields["latency_s"] = latency_s
+    fields["call_id"] = call_id
+    return response
+
+
+# --------------------------------------------------------------------------------------------
+# Decisions (shapes of Switchyard's decision protocol)
+
+_Oracle = object | Callable[[Any], object]
+
+
+@dataclass(frozen=True)
+class Boolean:
+    """A yes/no question. ``oracle`` is the right answer a *simulated* judge aims for: a value, or a
+    function of the request's truth view (``view.quality(model)``, ``view.output_tokens(model)``);
+    real hosts ignore it."""
+
+    instructions: str | None = None
+    true_description: str | None = None
+    false_description: str | None = None
+    oracle: _Oracle = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True, init=False)
+class Choice:
+    """Pick one of ``options`` (ids, non-empty, unique, order kept)."""
+
+    options: tuple[str, ...]
+    instructions: str | None = None
+    oracle: _Oracle = field(default=None, repr=False, compare=False)
+
+    def __init__(
+        self, options: Sequence[str], instructions: str | None = None, *, oracle: _Oracle = None
+    ) -> None:
+        if isinstance(options, str) or not isinstance(options, Sequence) or not options:
+            raise ArgumentError("Choice options must be a non-empty list of option ids")
+        opts = tuple(str(o) for o in options)
+        if len(set(opts)) != len(opts):
+            raise ArgumentError(f"Choice options must be unique, got {list(opts)}")
+        object.__setattr__(self, "options", opts)
+        object.__setattr__(self, "instructions", instructions)
+        object.__setattr__(self, "oracle", oracle)
+
+
+@dataclass(frozen=True, init=False)
+class Score:
+    """A score on ordered ``levels`` (at least two, low to high, answered as an index from 0)."""
+
+    levels: tuple[Any, ...]
+    instructions: str | None = None
+    oracle: _Oracle = field(default=None, repr=False, compare=False)
+
+    def __init__(
+        self, levels: Sequence[Any], instructions: str | None = None, *, oracle: _Oracle = None
+    ) -> None:
+        if isinstance(levels, str) or not isinstance(levels, Sequence) or len(levels) < 2:
+            raise ArgumentError("Score needs at least two levels, ordered low to high")
+        object.__setattr__(self, "levels", tuple(levels))
+        object.__setattr__(self, "instructions", instructions)
+        object.__setattr__(self, "oracle", oracle)
+
+
+Question = Boolean | Choice | Score
+
+
+@dataclass(frozen=True, init=False)
+class DecisionRequest:
+    """Questions for a judge or classifier model, with the context it should judge.
+
+    sy.DecisionRequest({"hard": sy.Boolean("Is this question hard?")}, context=request.prompt)
+
+    ``cache_prefix_tokens``: the first tokens of the prompt that repeat on every such decision of
+    a session (the judge's instructions, the task); with the judge's ``sy.PromptCache`` and a
+    ``session_id`` they are cached as a model call's prompt is (see :mod:`sykit._world.prompt_cache`),
+    ``cache_ttl`` (``"5m"``, ``"1h"``; None: the cache's own tier) choosing the tier.
+    """
+
+    questions: Mapping[str, Question]
+    context: Any
+    input_tokens: int
+    cache_prefix_tokens: int
+    session_id: Any
+    cache_ttl: str | None
+
+    def __init__(
+        self,
+        questions: Mapping[str, Question],
+        context: Any = None,
+        *,
+        input_tokens: int | None = None,
+        cache_prefix_tokens: int = 0,
+        session_id: Any = None,
+        cache_ttl: str | None = None,
+    ) -> None:
+        if not isinstance(questions, Mapping) or not questions:
+            raise ArgumentError(
+                "questions must be a non-empty mapping of question id to sy.Boolean/Choice/Score"
+            )
+        for qid, question in questions.items():
+            if not isinstance(question, Boolean | Choice | Score):
+                raise ArgumentTypeError(
+                    f"questions[{qid!r}] must be sy.Boolean, sy.Choice or sy.Score, got {type(question).__name__}"
+                )
+        if input_tokens is None:
+            text = json.dumps(context, default=str) if context is not None else ""
+            instructions = sum(
+                len(getattr(q, "instructions", None) or "") for q in questions.values()
+            )
+            input_tokens = (
+                _estimate_tokens(text)
+                + math.ceil(instructions / _CHARS_PER_TOKEN)
+                + 20 * len(questions)
+            )
+        object.__setattr__(self, "questions", MappingProxyType(dict(questions)))
+        object.__setattr__(self, "context", context)
+        object.__setattr__(self, "input_tokens", int(input_tokens))
+        object.__setattr__(
+            self, "cache_prefix_tokens", check_prefix(cache_prefix_tokens, self.input_tokens)
+        )
+        object.__setattr__(self, "session_id", session_id)
+        object.__setattr__(self, "cache_ttl", check_ttl(cache_ttl))
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer: ``value`` is a bool (Boolean), an option id (Choice) or a level index (Score);
+    ``probabilities`` maps each possible value to the judge's probability, when it gives them."""
+
+    value: bool | str | float
+    probabilities: Mapping[Any, float] | None = None
+    confidence: float | None = None
+
+
+@dataclass(frozen=True)
+class DecisionResponse:
+    """A judge's answers by question id."""
+
+    answers: Mapping[str, Answer]
+    model: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    call_id: int | None = field(default=None, repr=False, compare=False)
+
+    def __getitem__(self, question_id: str) -> Answer:
+        return self.answers[question_id]
+
+    def yes(self, question_id: str) -> bool:
+        """The answer to a Boolean question."""
+        return bool(self.answers[question_id].value)
+
+    def choice(self, question_id: str) -> str:
+        """The option id chosen for a Choice question."""
+        return str(self.answers[question_id].value)
+
+    def score(self, question_id: str) -> float:
+        """The level index given for a Score question."""
+        return float(self.answers[question_id].value)
+
+
+def ask_good_enough(
+    request: Request, response: Response, *, threshold: float = 0.5
+) -> DecisionRequest:
+    """Ask a judge whether ``response`` answers ``request`` well enough to serve it.
+
+    The question id is ``"good_enough"``. A simulated judge aims for the truth (the dataset's grade
+    of ``response.model``'s answer is at least ``threshold``) and errs as often as its accuracy
+    says; an ungraded answer gets a coin flip.
+    """
+    if not isinstance(response, Response):
+        raise ArgumentTypeError(
+            f"response must be a sy.Response, got {type(response).__name__}" + _await_hint(response)
+        )
+    model = response.model
+
+    def oracle(view: Any) -> bool | None:
+        quality = view.quality(model)
+        return None if quality is None or math.isnan(quality) else bool(quality >= threshold)
+
+    return DecisionRequest(
+        {
+            "good_enough": Boolean(
+                "Does the candidate answer fully and correctly answer the user's request?",
+                oracle=oracle,
+            )
+        },
+        context={"prompt": request.prompt, "answer": response.text},
+        input_tokens=request.input_tokens + response.usage.output_tokens + 60,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Outcomes
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an algorithm decided: serve ``models[0]`` (then the fallbacks), or an answer already made."""
+
+    models: tuple[str, ...]
+    request: Request | None = None
+    response: Response | None = None
+
+    @property
+    def model(self) -> str:
+        """The selected model."""
+        return self.models[0]
+
+    @property
+    def fallbacks(self) -> tuple[str, ...]:
+        """Models the answer-phase call may fall back to, in order."""
+        return self.models[1:]
+
+
+def _model_name(value: object, name: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ArgumentTypeError(f"{name} must be a non-empty model name (str), got {value!r}")
+    return value
+
+
+def _outcome(
+    models: tuple[str, ...], request: Request | None, response: Response | None
+) -> Outcome:
+    """An :class:`Outcome` without the frozen dataclass's per-field ``__setattr__`` calls (one is
+    made per request)."""
+    outcome = _new(Outcome)
+    fields = outcome.__dict__
+    fields["models"] = models
+    fields["request"] = request
+    fields["response"] = response
+    return outcome
+
+
+def _await_hint(value: object) -> str:
+    """A hint for the commonest slip: a call passed on without ``await``. The coroutine is closed
+    so Python does not also warn that it was never awaited."""
+    if inspect.isawaitable(value):
+        close = getattr(value, "close", None)
+        if close is not None:
+            close()
+        return " (did you forget `await`? e.g. `response = await driver.call_model(...)`)"
+    return ""
+
+
+def route_to(model: str, request: Request, fallbacks: Sequence[str] = ()) -> Outcome:
+    """Serve ``request`` from ``model``; on an eligible failure the runner tries ``fallbacks`` in order."""
+    if not isinstance(request, Request):
+        raise ArgumentTypeError(f"request must be a sy.Request, got {type(request).__name__}")
+    if isinstance(fallbacks, str):
+        fallbacks = [fallbacks]
+    models = (_model_name(model, "model"), *(_model_name(f, "fallbacks[]") for f in fallbacks))
+    check_candidate_count(len(models), "route_to(model, fallbacks)")
+    return _outcome(models, request, None)
+
+
+def check_candidate_count(n: int, name: str) -> None:
+    """Refuse a call with more candidates than the records can number."""
+    if n > CANDIDATE_LIMIT:
+        raise ArgumentError(
+            f"{name} has {n:,} candidate models; a call may have at most {CANDIDATE_LIMIT:,} "
+            "(the attempt table stores candidate positions as 16-bit integers)"
+        )
+
+
+def answered(model: str, response: Response) -> Outcome:
+    """The algorithm already has the answer (e.g. from a routing-phase call): serve it as is.
+
+    ``model`` must be the model that gave it (``response.model``): the records report it as
+    both selected and served, so another name is refused rather than misreported."""
+    if not isinstance(response, Response):
+        raise ArgumentTypeError(
+            f"response must be a sy.Response, got {type(response).__name__}" + _await_hint(response)
+        )
+    model = _model_name(model, "model")
+    if response.model != model:
+        raise ArgumentError(_not_its_answer(model, response.model))
+    return _outcome((model,), None, response)
+
+
+def _not_its_answer(model: str, answered_by: object) -> str:
+    """Why ``answered`` refuses another model's response: the results would report ``model`` as
+    selected and the other as served, a routing decision the algorithm never made."""
+    return (
+        f"answered({model!r}, response): the response came from {answered_by!r}, not {model!r}; "
+        "an answer can only be served as the model that gave it: "
+        "`sy.answered(response.model, response)`, or `sy.route_to(model, request)` to have "
+        f"{model!r} answer"
+    )

@@ -1,0 +1,648 @@
+"""A stand-in for a learned router's score, and the calibration of a threshold on it.
+
+RouteLLM-style routers compute a score per request ("how much does the strong model help here?") and
+send the request to the strong model when the score passes a threshold. In simulation the score is
+built from the ground truth (the real quality gain) blurred by noise, so it reads the truth through
+:func:`sykit.peek_truth` and every strategy using it is marked as not realizable.
+
+How good the stand-in is must not depend on the grading scale (a 1/0 grade, a grade out of 10), so
+by default its quality is set in APGR, RouteLLM's scale-free measure: a preset reproduces a published
+router's APGR on each benchmark, or ``apgr=`` asks for any target. The score is fitted to the
+traffic it is calibrated on; docs/router-score.md explains the model and the presets' source.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import warnings
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from statistics import NormalDist, fmean
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sykit._base.checks import check_int, check_probability, check_real
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.rng import uniforms
+from sykit._run.driver import Driver
+from sykit._world.models import Request, truth_of
+from sykit._world.truth import TruthView, graded, peek_truth
+from sykit.strategies._router_presets import BENCHMARKS, DEFAULT_PRESET, PRESETS
+
+__all__ = [
+    "SWEEP_SHARES",
+    "SimulatedScore",
+    "Threshold",
+    "calibrate",
+    "score_of",
+    "simulated_score",
+    "tie_draw",
+]
+
+_inv_cdf = NormalDist().inv_cdf
+
+SWEEP_SHARES = tuple(i / 10 for i in range(1, 10))
+"""The strong-model shares of RouteLLM's evaluation sweep: thresholds at the deciles of the score
+(plus the weak model alone at 0 and the strong model alone at 1). A fit targets the APGR of this
+sweep, so sweep these shares to measure what the paper measured."""
+
+
+@dataclass(frozen=True)
+class _GroupFit:
+    """The fitted score on one benchmark: the population of gains its normal scores come from, the
+    correlation ``rho`` and the APGR it reaches there."""
+
+    gains: tuple[float, ...]  # sorted gains of the requests graded for both models
+    rho: float
+    target: float
+    apgr: float
+    requests: int
+
+
+@dataclass(frozen=True)
+class SimulatedScore:
+    """A stand-in for a learned router (RouteLLM's matrix factorisation, a BERT classifier):
+    higher means "the strong model is needed". It reads the simulation's truth view, so it only
+    works on a SimHost and marks its strategies as not realizable.
+
+    **Quality in APGR (the default).** The score is
+    ``rho · z(gain) + sqrt(1 − rho²) · ε``: ``z(gain)`` is the normal score of the request's true
+    quality gain (strong − weak) among the gains of the traffic it was fitted on (ties share a
+    score, so 1/0 grades and grades out of 10 behave alike), ``ε`` standard normal noise. ``rho``
+    in [−1, 1] is found by bisection so that RouteLLM's threshold sweep (:data:`SWEEP_SHARES`)
+    on that traffic recovers the target APGR: ``preset`` (a published router, see
+    :attr:`PRESETS`; default ``"mf_augmented"``) or ``apgr`` (any target; below 0.5 means worse
+    than random, as RouteLLM's Arena-only BERT router on MT-Bench).
+
+    The fit is per benchmark: requests are grouped by their ``benchmark`` metadata (the shipped
+    datasets have that column), and a preset targets its published figure on ``mt_bench``,
+    ``mmlu`` and ``gsm8k``, and the mean of the three on other traffic. ``benchmark=`` fits all
+    traffic as one group with that benchmark's figure. :func:`calibrate` fits the score on the
+    traffic it calibrates on (each benchmark not fitted yet); :meth:`fit` refits explicitly. A
+    fitted score is a fixed function of the request: on other requests of a fitted benchmark it
+    ranks the gain against the fitted population with the same ``rho``; a request of a benchmark
+    never fitted raises. A request without a grade for both models has no known gain: its score
+    is pure noise, and it is left out of the fit.
+
+    **Legacy: ``noise=``.** The true gain plus Gaussian noise of standard deviation ``noise`` in
+    quality units, no fit. Its meaning depends on the grading scale: ``noise=0.4`` is about the best
+    published router on MT-Bench (grades / 10), but on 1/0 grades the same quality needs about 3
+    (GSM8K) or 6 (MMLU), and ``noise=0.5`` there is a better router than GPT-4 alone.
+
+    The noise is keyed by ``seed`` and the request id, not by the run's seed: a trained router is a
+    fixed function of the request, so the same request gets the same score in every run and every
+    strategy, and run seeds change only the simulation (latencies, faults). Change ``seed`` for
+    another router of the same quality. docs/router-score.md has the presets' source and the
+    figures they reproduce on the shipped RouteLLM table.
+    """
+
+    weak: str
+    strong: str
+    preset: str | None = None
+    apgr: float | None = None
+    noise: float | None = None
+    benchmark: str | None = None
+    seed: int = 0
+    _fits: dict[str | None, _GroupFit] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    PRESETS = PRESETS
+    """Published APGR per preset and benchmark (Ong et al. 2024, arXiv 2406.18665, Tables 1–3)."""
+
+    SWEEP_SHARES = SWEEP_SHARES
+    """The strong-model shares of RouteLLM's sweep (0.1, 0.2, …, 0.9), which a fit targets."""
+
+    def __post_init__(self) -> None:
+        for name in ("weak", "strong"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise ArgumentTypeError(f"{name} must be a model name, got {value!r}")
+        if self.weak == self.strong:
+            raise ArgumentError(f"weak and strong must be different models, got {self.weak!r}")
+        given = [n for n in ("preset", "apgr", "noise") if getattr(self, n) is not None]
+        if len(given) > 1:
+            raise ArgumentError(
+                f"give one of preset=, apgr= or noise=, not {' and '.join(n + '=' for n in given)}"
+            )
+        if not given:
+            object.__setattr__(self, "preset", DEFAULT_PRESET)
+        if self.preset is not None:
+            if not isinstance(self.preset, str):
+                raise ArgumentTypeError(f"preset must be a string, got {self.preset!r}")
+            if self.preset not in PRESETS:
+                raise ArgumentError(
+                    f"unknown preset {self.preset!r}; the presets are {', '.join(PRESETS)}"
+                )
+        if self.apgr is not None:
+            apgr = check_real(self.apgr, "apgr", expected="a finite number (0.5: random)")
+            object.__setattr__(self, "apgr", apgr)
+        if self.noise is not None:
+            noise = check_real(self.noise, "noise", low=0, expected="a number ≥ 0")
+            object.__setattr__(self, "noise", noise)
+        if self.benchmark is not None:
+            if self.preset is None:
+                raise ArgumentError(
+                    "benchmark= picks a preset's published figure; it needs preset=, not apgr= "
+                    "or noise="
+                )
+            if self.benchmark not in BENCHMARKS:
+                raise ArgumentError(
+                    f"benchmark must be one of {', '.join(BENCHMARKS)}, got {self.benchmark!r}"
+                )
+        object.__setattr__(self, "seed", check_int(self.seed, "seed", expected="an integer"))
+
+    # -- fitting ----------------------------------------------------------------------------------
+
+    def _target(self, benchmark: str | None) -> float:
+        """The APGR this score aims for on ``benchmark`` (None: traffic without a benchmark)."""
+        if self.apgr is not None:
+            return float(self.apgr)
+        if self.preset is None:
+            raise ArgumentError("a noise= score has no target APGR")
+        row = PRESETS[self.preset]
+        return row[benchmark] if benchmark is not None and benchmark in row else fmean(row.values())
+
+    def fit(
+        self, requests: Iterable[Request], *, host: Any = None, seed: int = 0
+    ) -> SimulatedScore:
+        """Fit on ``requests`` per benchmark, replacing any earlier fit, and return the score.
+
+        ``host`` and ``seed`` are needed only for synthetic requests whose quality comes from the
+        host's profiles (as in :func:`calibrate`). A ``noise=`` score has nothing to fit."""
+        fits = self._fit_groups(_requests(requests), host, seed, skip=())
+        self._fits.clear()
+        self._fits.update(fits)
+        return self
+
+    def _fit_new_groups(self, requests: Sequence[Request], host: Any, seed: int) -> None:
+        self._fits.update(self._fit_groups(requests, host, seed, skip=tuple(self._fits)))
+
+    def _fit_groups(
+        self, requests: Sequence[Request], host: Any, seed: int, *, skip: tuple[Any, ...]
+    ) -> dict[str | None, _GroupFit]:
+        if self.noise is not None:
+            return {}
+        columns: dict[str | None, list[tuple[float, float, float, float]]] = {}
+        profiles = getattr(host, "profiles", {}) if host is not None else {}
+        for index, request in enumerate(requests):
+            group = self._group(request)
+            if group in skip:
+                continue
+            request_id = _request_id(request, index)
+            view = TruthView(truth_of(request), profiles, seed, request_id)
+            eps, tie = self._noise(request_id)
+            columns.setdefault(group, []).append(
+                (_grade(view, self.weak), _grade(view, self.strong), eps, tie)
+            )
+        return {
+            group: _fit_group(np.array(rows), self._target(group), group)
+            for group, rows in columns.items()
+        }
+
+    @property
+    def fitted(self) -> pd.DataFrame:
+        """Per fitted benchmark: requests, target_apgr, rho and the apgr reached there.
+
+        ``apgr`` is what RouteLLM's threshold sweep gets on the fitted traffic (NaN where the two
+        models tie on average, so that APGR is undefined)."""
+        return pd.DataFrame(
+            [
+                {
+                    "benchmark": group,
+                    "requests": fit.requests,
+                    "target_apgr": fit.target,
+                    "rho": fit.rho,
+                    "apgr": fit.apgr,
+                }
+                for group, fit in self._fits.items()
+            ],
+            columns=["benchmark", "requests", "target_apgr", "rho", "apgr"],
+        )
+
+    # -- values -----------------------------------------------------------------------------------
+
+    def _group(self, request: Request | None) -> str | None:
+        if self.benchmark is not None:
+            return self.benchmark
+        metadata = getattr(request, "metadata", None)
+        value = metadata.get("benchmark") if isinstance(metadata, Mapping) else None
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return None
+        return str(value)
+
+    def _noise(self, request_id: Any) -> tuple[float, float]:
+        return _keyed_noise(self.seed, request_id)
+
+    def value(self, view: TruthView, request_id: Any, request: Request | None = None) -> float:
+        """The score of one request, from its truth view (``request`` gives its benchmark)."""
+        eps, tie = self._noise(request_id)
+        strong_q, weak_q = _grade(view, self.strong), _grade(view, self.weak)
+        known = not (math.isnan(strong_q) or math.isnan(weak_q))
+        if self.noise is not None:
+            gain = strong_q - weak_q if known else 0.0
+            return gain + self.noise * eps + tie
+        group = self._group(request)
+        fit = self._fits.get(group)
+        if fit is None:
+            where = "traffic without a benchmark" if group is None else f"benchmark {group!r}"
+            raise ArgumentError(
+                f"this simulated score has not been fitted on {where}: calibrate it on traffic "
+                "that includes it first (sy.strategies.calibrate(score, requests, share)) or call "
+                "score.fit(requests)"
+            )
+        if not known or not fit.gains:
+            return eps + tie
+        z = _normal_score(fit.gains, _gain(weak_q, strong_q))
+        return fit.rho * z + math.sqrt(1.0 - fit.rho * fit.rho) * eps + tie
+
+
+def simulated_score(
+    weak: str,
+    strong: str,
+    *,
+    preset: str | None = None,
+    apgr: float | None = None,
+    noise: float | None = None,
+    benchmark: str | None = None,
+    seed: int = 0,
+) -> SimulatedScore:
+    """A simulated router score (see :class:`SimulatedScore`): by default RouteLLM's matrix
+    factorisation router trained on augmented data, at its published APGR on each benchmark.
+
+        score = sy.strategies.simulated_score("weak", "strong")                        # mf_augmented
+        score = sy.strategies.simulated_score("weak", "strong", preset="bert_arena")   # a weaker one
+        score = sy.strategies.simulated_score("weak", "strong", apgr=0.7)              # any target
+        threshold = sy.strategies.calibrate(score, requests, 0.3)   # fits the score, then calibrates
+
+    Give at most one of ``preset`` (a name in ``SimulatedScore.PRESETS``), ``apgr`` (a target
+    APGR) or ``noise`` (legacy: Gaussian noise in quality units, scale-dependent).
+
+    It is a bound, not a router: it reads the ground truth of the traffic it is fitted to, and its
+    APGR holds on that traffic only (fitted on one half of MT-Bench, it scores 0.91 on the other,
+    not 0.80). For routers you could deploy, judged on held-out traffic, see
+    :func:`sykit.learn.cross_fit`.
+    """
+    return SimulatedScore(
+        weak, strong, preset=preset, apgr=apgr, noise=noise, benchmark=benchmark, seed=seed
+    )
+
+
+def tie_draw(seed: int, request_id: Any) -> float:
+    """The keyed uniform that decides a request tied at a :class:`Threshold`: a function of the
+    seed and the request id only, so calibration and every run agree on it."""
+    return uniforms(seed, "tie", request_id)[0]
+
+
+class Threshold(float):
+    """A calibrated threshold: the number itself, plus how to break ties at it.
+
+    With a coarse score (0/1, a grade out of 10) many requests share the threshold's value, so
+    "score ≥ threshold" sends all of them one way and misses the target share by the size of the
+    tie. A ``Threshold`` from :func:`calibrate` remembers how many calibration requests tie there
+    (:attr:`tied`), how many of them must go to the strong model to hit the share exactly
+    (:attr:`tied_strong`), and a :attr:`cut` on a seeded hash of the request id
+    (:func:`tie_draw`) below which exactly that many of them fall. :func:`threshold_router` sends
+    a tied request to the strong model only when its hash is below the cut. :attr:`note` says
+    what was done. It is a ``float``, so code that uses the number keeps working; without a
+    :attr:`cut` it routes exactly as the plain number."""
+
+    __slots__ = ("_cut", "_requests", "_seed", "_share", "_strong", "_tied", "_tied_strong")
+
+    _cut: float | None
+    _requests: int
+    _seed: int
+    _share: float
+    _strong: int
+    _tied: int
+    _tied_strong: int
+
+    def __new__(
+        cls,
+        value: float,
+        *,
+        tied: int = 0,
+        tied_strong: int = 0,
+        seed: int = 0,
+        cut: float | None = None,
+        requests: int = 0,
+        strong: int = 0,
+        share: float = math.nan,
+    ) -> Threshold:
+        self = super().__new__(cls, value)
+        self._tied, self._tied_strong, self._seed, self._cut = tied, tied_strong, seed, cut
+        self._requests, self._strong, self._share = requests, strong, share
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_threshold, (float(self), self._fields()))
+
+    def _fields(self) -> dict[str, Any]:
+        return {name.lstrip("_"): getattr(self, name) for name in self.__slots__}
+
+    @property
+    def tied(self) -> int:
+        """Calibration requests whose score equals the threshold."""
+        return self._tied
+
+    @property
+    def tied_strong(self) -> int:
+        """How many of the tied requests go to the strong model (those hashing below the cut)."""
+        return self._tied_strong
+
+    @property
+    def seed(self) -> int:
+        """The seed of the tie-breaking hash (:func:`tie_draw`)."""
+        return self._seed
+
+    @property
+    def cut(self) -> float | None:
+        """A request tied at the threshold goes strong when ``tie_draw(seed, id) < cut``; None
+        when no tie needs breaking (every tied request goes strong, as with a plain float)."""
+        return self._cut
+
+    @property
+    def requests(self) -> int:
+        """Requests calibrated on."""
+        return self._requests
+
+    @property
+    def strong(self) -> int:
+        """Calibration requests this threshold sends to the strong model."""
+        return self._strong
+
+    @property
+    def share(self) -> float:
+        """The target share of strong calls it was calibrated for."""
+        return self._share
+
+    def goes_strong(self, value: float, request_id: Any) -> bool:
+        """Whether a request with score ``value`` and id ``request_id`` goes to the strong model."""
+        if value != self:
+            return value > self
+        return self._cut is None or tie_draw(self._seed, request_id) < self._cut
+
+    @property
+    def note(self) -> str:
+        """What the calibration did, in one sentence."""
+        n, value = self._requests, f"{float(self):.6g}"
+        if n == 0:
+            return ""
+        if math.isinf(self):
+            return f"target share 0: the threshold is infinite, so none of {n} requests goes strong"
+        reached = f"{100 * self._strong / n:.1f} %"
+        if self._cut is None:
+            if self._tied > 1:
+                return (
+                    f"{self._tied} requests tie at {value} and all go to the strong model, so "
+                    f"{reached} of {n} do"
+                )
+            return f"no ties at {value}: {reached} of {n} requests go to the strong model"
+        go = "goes" if self._tied_strong == 1 else "go"
+        return (
+            f"{self._tied} requests tie at {value}; {self._tied_strong} of them, chosen by a "
+            f"seeded hash of their ids (seed {self._seed}), {go} to the strong model so that "
+            f"{reached} of {n} do"
+        )
+
+    def __repr__(self) -> str:
+        note = self.note
+        return f"Threshold({float(self)!r}{': ' + note if note else ''})"
+
+    __str__ = float.__repr__
+
+
+def _threshold(value: float, fields: dict[str, Any]) -> Threshold:
+    return Threshold(value, **fields)
+
+
+def calibrate(
+    score: Any, requests: Iterable[Request], target_share: float, *, host: Any = None, seed: int = 0
+) -> Threshold:
+    """The threshold at which ``score`` sends ``target_share`` of ``requests`` to the strong model
+    (RouteLLM's calibration on a sample of traffic): exactly ``round(target_share · n)`` of them
+    (at least one for a share above 0), even when scores tie at the threshold. A simulated score
+    is first fitted on each benchmark of ``requests`` it has not been fitted on; it needs the
+    requests' ground truth (dataset requests carry it) or, for synthetic requests, the
+    ``host``'s profiles and the run ``seed``.
+
+    The result is a :class:`Threshold`, a float that also says how to break ties: of the requests
+    tied at it, those whose hash of ``seed`` and request id falls below a cut go strong, as many
+    as the share needs. ``threshold.note`` says what was done; nothing is printed or warned."""
+    target_share = check_probability(
+        target_share, "target_share", expected="between 0 and 1", type_error=ArgumentError
+    )
+    if not (isinstance(score, SimulatedScore) or callable(score)):
+        raise ArgumentTypeError(
+            "score must be a function of the request or sy.strategies.simulated_score(...)"
+        )
+    seed = check_int(seed, "seed", expected="an integer")
+    items = _requests(requests)
+    if not items:
+        raise ArgumentError("requests is empty")
+    ids = [_request_id(request, index) for index, request in enumerate(items)]
+    values: list[float] = []
+    if isinstance(score, SimulatedScore):
+        score._fit_new_groups(items, host, seed)
+        profiles = getattr(host, "profiles", {}) if host is not None else {}
+        for index, request in enumerate(items):
+            request_id = _request_id(request, index)
+            view = TruthView(truth_of(request), profiles, seed, request_id)
+            values.append(score.value(view, request_id, request))
+    else:
+        for index, request in enumerate(items):
+            try:
+                value = score(request)
+            except Exception as error:  # the user's function: say which request, keep the cause
+                raise ArgumentError(
+                    f"calibrate(): the score function raised on request "
+                    f"{_request_id(request, index)!r}: {type(error).__name__}: {error}"
+                ) from error
+            if inspect.isawaitable(value):
+                if inspect.iscoroutine(value):
+                    value.close()
+                raise ArgumentTypeError("calibrate() needs a synchronous score function")
+            try:
+                values.append(float(value))
+            except (TypeError, ValueError):
+                raise ArgumentTypeError(
+                    f"calibrate(): the score function must return a number, got "
+                    f"{type(value).__name__} for request {_request_id(request, index)!r}"
+                ) from None
+    return _tie_broken(values, ids, target_share, seed)
+
+
+def _tie_broken(values: list[float], ids: list[Any], share: float, seed: int) -> Threshold:
+    """The threshold sending ``round(share · n)`` (at least 1) of ``values`` strong, with the cut
+    that splits the requests tied at it exactly."""
+    n = len(values)
+    if share <= 0:
+        return Threshold(math.inf, requests=n, share=share, seed=seed)
+    wanted = min(max(round(share * n), 1), n)  # as before: a positive share sends at least one
+    ordered = sorted(values)
+    threshold = ordered[n - wanted]
+    above = n - bisect_right(ordered, threshold)
+    tied = [ids[i] for i, v in enumerate(values) if v == threshold]
+    need = wanted - above  # 1 ≤ need ≤ len(tied): ordered[n - wanted] is tied and not above
+    if need >= len(tied):
+        return Threshold(
+            threshold,
+            tied=len(tied),
+            tied_strong=len(tied),
+            seed=seed,
+            requests=n,
+            strong=above + len(tied),
+            share=share,
+        )
+    draws = sorted(tie_draw(seed, i) for i in tied)
+    cut = (draws[need - 1] + draws[need]) / 2
+    chosen = sum(d < cut for d in draws)  # == need unless two tied requests share an id
+    return Threshold(
+        threshold,
+        tied=len(tied),
+        tied_strong=chosen,
+        seed=seed,
+        cut=cut,
+        requests=n,
+        strong=above + chosen,
+        share=share,
+    )
+
+
+async def score_of(score: Any, request: Request, driver: Driver) -> float:
+    """The value of ``score`` for ``request``: a simulated score reads the truth (marking the
+    request as not realizable); a user's function of the request is called, and awaited if async."""
+    if isinstance(score, SimulatedScore):
+        return score.value(peek_truth(driver), driver.request_id, request)
+    value = score(request)
+    if inspect.isawaitable(value):
+        value = await value
+    return float(value)
+
+
+# -- helpers -----------------------------------------------------------------------------------------
+
+
+def _requests(requests: Iterable[Request]) -> list[Request]:
+    if isinstance(requests, str | bytes) or not isinstance(requests, Iterable):
+        raise ArgumentTypeError(
+            f"requests must be an iterable of sy.Request, got {type(requests).__name__}"
+        )
+    items = list(requests)
+    for item in items:
+        if not isinstance(item, Request):
+            raise ArgumentTypeError(
+                f"requests must hold sy.Request objects, got {type(item).__name__}"
+            )
+    return items
+
+
+def _request_id(request: Request, index: int) -> Any:
+    return index if request.id is None else request.id
+
+
+def _grade(view: TruthView, model: str) -> float:
+    quality = view.quality(model)
+    return float(quality) if graded(quality) else math.nan
+
+
+@lru_cache(maxsize=1 << 16)  # a sweep asks for the same requests' noise at every setting
+def _keyed_noise(seed: int, request_id: Any) -> tuple[float, float]:
+    """The score's standard normal noise for a request and a tiny tie-break, keyed by the score's
+    seed and the request id."""
+    u_noise, u_tie = uniforms(seed, request_id, "router_score")[:2]
+    return _inv_cdf(u_noise), 1e-9 * u_tie
+
+
+def _gain(weak_q: float, strong_q: float) -> float:
+    """The quality gain, rounded so that equal gains from different grade pairs (0.3 − 0.2 and
+    1.0 − 0.9 differ in the last bit) are ties."""
+    return round(strong_q - weak_q, 9)
+
+
+def _normal_score(gains: Sequence[float], gain: float) -> float:
+    """The normal score of ``gain`` among ``gains`` (sorted): Φ⁻¹ of its mid-rank fraction, so that
+    ties share a score; clipped inside the population's range for gains outside it."""
+    m = len(gains)
+    below = bisect_left(gains, gain)
+    equal = bisect_right(gains, gain) - below
+    p = (below + equal / 2) / m
+    return _inv_cdf(min(max(p, 0.5 / m), 1 - 0.5 / m))
+
+
+def _fit_group(rows: np.ndarray, target: float, group: str | None) -> _GroupFit:
+    """Find ``rho`` so that the threshold sweep over these requests recovers ``target``.
+
+    ``rows`` holds per request (weak grade, strong grade, noise, tie-break). The sweep's APGR is
+    computed exactly as :func:`calibrate` and :func:`sykit.sweep` would measure it: at each share
+    of :data:`SWEEP_SHARES` the ``round(share · n)`` highest scores go to the strong model, and
+    the mean quality over graded answers is compared with each model alone.
+    """
+    weak_q, strong_q, eps, tie = rows.T
+    n = len(rows)
+    known = ~(np.isnan(weak_q) | np.isnan(strong_q))
+    known_gains = [
+        _gain(w, s) for w, s in zip(weak_q[known].tolist(), strong_q[known].tolist(), strict=True)
+    ]
+    gains = sorted(known_gains)
+    z = np.zeros(n)
+    if gains:
+        z[known] = [_normal_score(gains, g) for g in known_gains]
+    weak_mean = float(np.nanmean(weak_q)) if (~np.isnan(weak_q)).any() else math.nan
+    strong_mean = float(np.nanmean(strong_q)) if (~np.isnan(strong_q)).any() else math.nan
+    gap = strong_mean - weak_mean
+    population = tuple(float(g) for g in gains)
+    if len(gains) < 2 or not math.isfinite(gap) or gap == 0:
+        return _GroupFit(population, 0.0, target, math.nan, n)  # no APGR to aim at: pure noise
+
+    ks = np.array([n - min(max(n - round(s * n), 0), n - 1) for s in SWEEP_SHARES])
+    weak_sum, weak_count = float(np.nansum(weak_q)), float((~np.isnan(weak_q)).sum())
+    delta_sum = np.nan_to_num(strong_q) - np.nan_to_num(weak_q)
+    delta_count = (~np.isnan(strong_q)).astype(float) - (~np.isnan(weak_q)).astype(float)
+    xs = np.concatenate([[0.0], ks / n, [1.0]])
+
+    def sweep_apgr(rho: float) -> float:
+        values = np.where(known, rho * z + math.sqrt(1.0 - rho * rho) * eps, eps) + tie
+        order = np.argsort(-values, kind="stable")
+        sums = weak_sum + np.cumsum(delta_sum[order])[ks - 1]
+        counts = weak_count + np.cumsum(delta_count[order])[ks - 1]
+        recovered = (sums / counts - weak_mean) / gap
+        # rounded so that the last bits of the grading scale never steer the search
+        return round(float(np.trapezoid(np.concatenate([[0.0], recovered, [1.0]]), xs)), 12)
+
+    rhos = list(np.linspace(-1.0, 1.0, 41))
+    reached = [sweep_apgr(r) for r in rhos]
+    low, high = min(reached), max(reached)
+    if not low - 1e-9 <= target <= high + 1e-9:
+        where = "traffic without a benchmark" if group is None else f"benchmark {group!r}"
+        closest = min(range(len(rhos)), key=lambda i: abs(reached[i] - target))
+        warnings.warn(
+            f"APGR {target:.3f} is out of reach on {where} ({n} requests): a score recovers "
+            f"between {low:.3f} and {high:.3f} there, so the simulated score gets "
+            f"{reached[closest]:.3f}. Fit on more traffic, or pick another apgr=, preset= or "
+            "benchmark=",
+            UserWarning,
+            stacklevel=5,
+        )
+        return _GroupFit(population, float(rhos[closest]), target, reached[closest], n)
+    best = min(range(len(rhos)), key=lambda i: abs(reached[i] - target))
+    # bracket the target next to the closest grid point, then bisect
+    lo, hi = max(best - 1, 0), min(best + 1, len(rhos) - 1)
+    a, b = (lo, best) if (reached[lo] - target) * (reached[best] - target) <= 0 else (best, hi)
+    r_a, r_b, f_a = rhos[a], rhos[b], reached[a] - target
+    candidates = [(abs(reached[best] - target), rhos[best], reached[best])]
+    for _ in range(40):
+        mid = (r_a + r_b) / 2
+        value = sweep_apgr(mid)
+        candidates.append((abs(value - target), mid, value))
+        if (value - target) * f_a <= 0:
+            r_b = mid
+        else:
+            r_a, f_a = mid, value - target
+    _, rho, achieved = min(candidates)
+    return _GroupFit(population, float(rho), target, achieved, n)
