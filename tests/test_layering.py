@@ -70,49 +70,61 @@ class Import:
     target: str
     line: int
     lazy: bool  # inside a function: runs when the function does
+    typed: bool = False  # under ``if TYPE_CHECKING:``: never runs
 
 
-def _walk(node: ast.AST, *, lazy: bool = False) -> Iterator[tuple[ast.AST, bool]]:
-    """Every node under ``node`` that runs, with whether it runs only inside a function; the bodies
-    of ``if TYPE_CHECKING:`` are left out (their ``else`` runs)."""
+def _walk(
+    node: ast.AST, *, lazy: bool = False, typed: bool = False, typing_blocks: bool = False
+) -> Iterator[tuple[ast.AST, bool, bool]]:
+    """Every node under ``node`` with whether it runs only inside a function and whether it sits
+    under ``if TYPE_CHECKING:``; those bodies are left out unless ``typing_blocks`` (their ``else``
+    runs)."""
     for child in ast.iter_child_nodes(node):
         if isinstance(child, ast.If) and _is_type_checking(child.test):
+            if typing_blocks:
+                for other in child.body:
+                    yield other, lazy, True
+                    yield from _walk(other, lazy=lazy, typed=True, typing_blocks=True)
             for other in child.orelse:
-                yield other, lazy
-                yield from _walk(other, lazy=lazy)
+                yield other, lazy, typed
+                yield from _walk(other, lazy=lazy, typed=typed, typing_blocks=typing_blocks)
             continue
         inner = lazy or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        yield child, lazy
-        yield from _walk(child, lazy=inner)
+        yield child, lazy, typed
+        yield from _walk(child, lazy=inner, typed=typed, typing_blocks=typing_blocks)
 
 
-def _resolve(module: str, node: ast.ImportFrom) -> str:
+def _resolve(module: str, node: ast.ImportFrom, modules: dict[str, Path]) -> str:
     """The absolute module a ``from ... import`` reads from."""
     if not node.level:
         return node.module or ""
-    is_package = MODULES[module].name == "__init__.py"
+    is_package = modules[module].name == "__init__.py"
     base = module.split(".")
     base = base if is_package else base[:-1]
     base = base[: len(base) - (node.level - 1)]
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def imports_of(module: str) -> list[Import]:
-    """The sykit modules ``module`` imports (``from x import y`` counts y when y is a module)."""
-    tree = ast.parse(MODULES[module].read_text(), filename=str(MODULES[module]))
+def imports_of(
+    module: str, modules: dict[str, Path] | None = None, *, typing_blocks: bool = False
+) -> list[Import]:
+    """The sykit modules ``module`` imports (``from x import y`` counts y when y is a module);
+    with ``typing_blocks``, the imports under ``if TYPE_CHECKING:`` too (marked ``typed``)."""
+    modules = MODULES if modules is None else modules
+    tree = ast.parse(modules[module].read_text(), filename=str(modules[module]))
     found: list[Import] = []
-    for node, lazy in _walk(tree):
+    for node, lazy, typed in _walk(tree, typing_blocks=typing_blocks):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            source = _resolve(module, node)
+            source = _resolve(module, node, modules)
             for alias in node.names:
                 submodule = f"{source}.{alias.name}"
-                targets.append(submodule if submodule in MODULES else source)
+                targets.append(submodule if submodule in modules else source)
         for target in dict.fromkeys(targets):
-            if target in MODULES and target != module:
-                found.append(Import(target, node.lineno, lazy))  # type: ignore[attr-defined]
+            if target in modules and target != module:
+                found.append(Import(target, node.lineno, lazy, typed))  # type: ignore[attr-defined]
     return found
 
 
@@ -274,7 +286,7 @@ def engine_branches(source: str, where: str) -> list[str]:
     """Where ``source`` compares against an engine's name or refers to an engine's class."""
     tree = ast.parse(source, filename=where)
     found = []
-    for node, _ in _walk(tree):
+    for node, _, _ in _walk(tree):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Compare):
             names = set().union(*map(_string_constants, [node.left, *node.comparators]))
@@ -293,7 +305,11 @@ def engine_branches(source: str, where: str) -> list[str]:
             if names:
                 found.append(f"{where}:{line}: imports {sorted(names)}")
             module = (node.module or "").split(".")
-            inner = {alias.name for alias in node.names} if module[-2:] == ["_run", "engines"] else set()
+            inner = (
+                {alias.name for alias in node.names}
+                if module[-2:] == ["_run", "engines"]
+                else set()
+            )
             if module[:-1][-2:] == ["_run", "engines"] and module[-1] in ENGINE_MODULES:
                 found.append(f"{where}:{line}: imports the engine module {node.module}")
             elif inner & ENGINE_MODULES:
@@ -334,3 +350,218 @@ def test_only_the_engines_branch_on_which_engine_runs():
 def test_the_engine_check_sees_what_it_should(source, hits):
     found = engine_branches(source, "probe.py")
     assert len(found) == hits, found
+
+
+# -- (c) the packages: one way down ----------------------------------------------------------------
+#
+# Each top-level module or package of sykit is one room. A room imports only the rooms listed for
+# it here (imports inside functions count; imports for type checkers only do not, and may point
+# anywhere). The one exception is the plot accessor's circle above: ``_results`` reaches ``_viz``
+# inside the accessor. Lowest first; a package's docstring says the same.
+MAY_IMPORT: dict[str, set[str]] = {
+    "_base": set(),
+    "_world": {"_base"},
+    "_hosts": {"_base", "_world"},
+    "datasets": {"_base", "_world"},
+    "_results": {"_base", "_world"},  # and _viz in the plot accessor
+    "_viz": {"_base", "_world", "_results"},
+    "_run": {"_base", "_world", "_hosts", "_results", "datasets"},
+    "testing": {"_base", "_world", "_hosts"},
+    "sessions": {"_base", "_world", "_results", "_run", "_viz"},
+    "failoverbench": {"_base", "_world", "_hosts", "_results", "_run", "testing"},
+    "strategies": {"_base", "_world", "_run", "sessions"},
+    "_grid": {"_base", "_world", "_hosts", "_results", "_run", "_viz", "strategies"},
+    "_fitting": {"_base", "_world", "_hosts", "_run", "_grid", "strategies"},
+    "profiles": {"_base", "_world", "_fitting"},
+    "_playground": {"_base", "_world", "_hosts", "_results", "_viz", "_grid", "strategies"},
+    "learn": {
+        "_base",
+        "_world",
+        "_hosts",
+        "_results",
+        "_run",
+        "_grid",
+        "datasets",
+        "profiles",
+        "strategies",
+    },  # fmt: skip
+    "widgets": {"_playground"},
+    "faults": {"_world", "failoverbench", "profiles"},
+    "_cli": {
+        "_base",
+        "_world",
+        "_hosts",
+        "_results",
+        "_run",
+        "_grid",
+        "_viz",
+        "datasets",
+        "learn",
+        "profiles",
+        "strategies",
+    },  # fmt: skip
+    "__main__": {"_cli"},
+}
+#: The top-level ``sykit/__init__.py`` gathers the public names: it may import any room.
+TOP = "__init__"
+#: Bars on the shape of the house.
+MAX_TOP_MODULES = 15
+MAX_LEVELS = 12
+MAX_EDGES = 150
+
+
+def room_of(module: str) -> str:
+    """The room a module sits in: its top-level module or package under ``sykit``."""
+    parts = module.split(".")
+    return TOP if len(parts) == 1 else parts[1]
+
+
+@dataclass
+class Layout:
+    """The package graph: rooms, the imports between them, and each room's level."""
+
+    rooms: list[str]
+    top_modules: list[str]
+    runtime: dict[tuple[str, str], list[tuple[str, Import]]]
+    typed: dict[tuple[str, str], list[tuple[str, Import]]]
+    levels: dict[str, int]
+    cycles: list[list[str]]
+
+    @property
+    def edges(self) -> set[tuple[str, str]]:
+        """Every pair of rooms with an import between them, of any kind."""
+        return set(self.runtime) | set(self.typed)
+
+    def upward(self) -> list[tuple[str, str, str]]:
+        """Edges from a lower level to a higher one (or within one level), with their kind."""
+        found = []
+        for (a, b), imps in sorted({**self.typed, **self.runtime}.items()):
+            if self.levels[b] >= self.levels[a] and not any(a in c and b in c for c in self.cycles):
+                kinds = {"type-only" if i.typed else "accessor" for _, i in imps}
+                found.append((a, b, "/".join(sorted(kinds))))
+        return found
+
+
+def _is_accessor_edge(module: str, imp: Import) -> bool:
+    return (
+        module == ACCESSOR
+        and imp.lazy
+        and (imp.target == ACCESSOR_TARGET or imp.target.startswith(ACCESSOR_TARGET + "."))
+    )
+
+
+def package_layout(package: Path = PACKAGE) -> Layout:
+    """Read the package graph of the sykit package at ``package`` (no import is run)."""
+    modules = {
+        ".".join(
+            [p for p in path.relative_to(package.parent).with_suffix("").parts if p != "__init__"]
+        ): path
+        for path in sorted(package.rglob("*.py"))
+    }
+    runtime: dict[tuple[str, str], list[tuple[str, Import]]] = {}
+    typed: dict[tuple[str, str], list[tuple[str, Import]]] = {}
+    for module in modules:
+        for imp in imports_of(module, modules, typing_blocks=True):
+            a, b = room_of(module), room_of(imp.target)
+            if a == b:
+                continue
+            kind = typed if imp.typed or _is_accessor_edge(module, imp) else runtime
+            kind.setdefault((a, b), []).append((module, imp))
+    rooms = sorted({room_of(m) for m in modules})
+    graph = {r: {b: [] for (a, b) in runtime if a == r} for r in rooms}
+    cycles = strongly_connected(graph)  # type: ignore[arg-type]
+    # a circle of rooms counts as one floor, so a tangled house can be measured too
+    floor = {r: r for r in rooms} | {r: c[0] for c in cycles for r in c}
+    below = {
+        f: {floor[b] for r in rooms if floor[r] == f for b in graph[r]} - {f}
+        for f in floor.values()
+    }
+    memo: dict[str, int] = {}
+
+    def level(f: str) -> int:
+        if f not in memo:
+            memo[f] = 1 + max((level(b) for b in below[f]), default=0)
+        return memo[f]
+
+    levels = {r: level(floor[r]) for r in rooms}
+    top_modules = sorted(p.name for p in package.glob("*.py") if p.name != "__init__.py")
+    return Layout(rooms, top_modules, runtime, typed, levels, cycles)
+
+
+def figures(layout: Layout) -> str:
+    """The figures the layout's bars are about, as text."""
+    lines = [
+        f"rooms: {len(layout.rooms)} ({len(layout.top_modules)} top-level modules beside the "
+        f"packages: {', '.join(layout.top_modules)})",
+        f"levels: {max(layout.levels.values())}"
+        + "".join(f"; circle of rooms (one level): {', '.join(c)}" for c in layout.cycles),
+        f"import edges between rooms: {len(layout.edges)} ({len(layout.runtime)} that run, "
+        f"{len(set(layout.typed) - set(layout.runtime))} for type checkers or the plot accessor "
+        "only)",
+    ]
+    for lv in sorted(set(layout.levels.values())):
+        rooms = [r for r in layout.rooms if layout.levels[r] == lv]
+        lines.append(f"  level {lv:2}: {', '.join(rooms)}")
+    upward = layout.upward()
+    lines.append(f"edges that do not run downward: {len(upward)}")
+    lines += [f"  {a} -> {b} ({kind})" for a, b, kind in upward]
+    return "\n".join(lines)
+
+
+LAYOUT = package_layout()
+
+
+def test_every_room_has_its_rules():
+    unknown = sorted(set(LAYOUT.rooms) - set(MAY_IMPORT) - {TOP})
+    assert not unknown, f"rooms without a line in MAY_IMPORT (say what they may import): {unknown}"
+
+
+def test_each_room_imports_only_the_rooms_below_it():
+    broken = [
+        f"{module} imports {imp.target} (line {imp.line}): {a} may import only "
+        f"{sorted(MAY_IMPORT[a])}"
+        for (a, b), imps in sorted(LAYOUT.runtime.items())
+        if a != TOP and b not in MAY_IMPORT.get(a, set())
+        for module, imp in imps[:1]
+    ]
+    assert not broken, "\n".join(broken)
+
+
+def test_the_rules_themselves_run_one_way():
+    graph = {room: {b: [] for b in MAY_IMPORT[room]} for room in MAY_IMPORT}
+    assert not strongly_connected(graph)  # type: ignore[arg-type]
+
+
+def test_the_house_keeps_its_bars():
+    assert not LAYOUT.cycles, figures(LAYOUT)
+    assert len(LAYOUT.top_modules) <= MAX_TOP_MODULES, figures(LAYOUT)
+    assert max(LAYOUT.levels.values()) <= MAX_LEVELS, figures(LAYOUT)
+    assert len(LAYOUT.edges) <= MAX_EDGES, figures(LAYOUT)
+    assert all(kind in {"type-only", "accessor"} for *_, kind in LAYOUT.upward()), figures(LAYOUT)
+
+
+def test_the_package_graph_sees_what_it_should(tmp_path):
+    """A made-up package: a room cycle across modules, a type-only edge up, a lazy accessor."""
+    root = tmp_path / "sykit"
+    for rel, text in {
+        "__init__.py": "from sykit import a\n",
+        "a/__init__.py": "",
+        "a/x.py": "from sykit.b.y import f\n",
+        "b/__init__.py": "",
+        "b/y.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from sykit.c import z\n",
+        "c.py": "from sykit.a import x\n",
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    layout = package_layout(root)
+    assert layout.levels == {"b": 1, "a": 2, "c": 3, TOP: 3}
+    assert layout.upward() == [("b", "c", "type-only")]
+    assert len(layout.edges) == 4
+    (root / "b" / "y.py").write_text("from sykit.c import z\n")
+    assert package_layout(root).cycles == [["a", "b", "c"]]
+
+
+if __name__ == "__main__":  # python tests/test_layering.py [path/to/sykit]: print the figures
+    import sys
+
+    print(figures(package_layout(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else PACKAGE)))

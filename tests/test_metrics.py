@@ -12,7 +12,12 @@ from helpers import weak_strong_host
 
 import sykit as sy
 from sykit import strategies as st
-from sykit._results.metrics import BOOTSTRAP_SEED, bootstrap_mean_ci, bootstrap_mean_cis
+from sykit._results.metrics import (
+    BOOTSTRAP_SEED,
+    bootstrap_mean_ci,
+    bootstrap_mean_cis,
+    pareto_frontier,
+)
 
 
 @pytest.fixture
@@ -111,7 +116,7 @@ def test_pareto_frontier_keeps_only_undominated_points():
             "mean_quality": [0.5, 0.7, 0.6, 0.65, 0.4],
         }
     )
-    frontier = sy._metrics.pareto_frontier(points)
+    frontier = pareto_frontier(points)
     assert frontier["strategy"].tolist() == ["e", "a", "b"]
 
 
@@ -125,7 +130,7 @@ def test_a_bound_is_never_on_the_pareto_frontier():
         }
     )
     # the oracle beats "mid" on both, but it read the truth: it neither joins nor shapes the frontier
-    frontier = sy._metrics.pareto_frontier(points)
+    frontier = pareto_frontier(points)
     assert frontier["strategy"].tolist() == ["cheap", "mid", "good"]
 
 
