@@ -13,7 +13,7 @@ from helpers import constant_profile
 import sykit as sy
 from sykit import strategies as st
 from sykit._base.rng import uniforms
-from sykit.strategies._router_score import Threshold, tie_draw
+from sykit.strategies._calibration import Threshold, tie_draw
 
 N = 600
 REQUESTS = [sy.Request(f"question {i}", id=f"r{i}") for i in range(N)]

@@ -14,14 +14,8 @@ import sykit as sy
 from sykit import ArgumentError, ArgumentTypeError
 from sykit.datasets import Dataset, from_frame
 from sykit.learn._features import Column, Embed, TfIdf, prompt_text
-from sykit.learn._routers import (
-    CategoryPrior,
-    Knn,
-    Logistic,
-    MatrixFactorization,
-    Router,
-    from_scores,
-)
+from sykit.learn._learners import CategoryPrior, Knn, Logistic, MatrixFactorization
+from sykit.learn._routers import Router, from_scores
 
 WEAK, STRONG = "weak", "strong"
 

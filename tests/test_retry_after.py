@@ -11,7 +11,7 @@ import pytest
 
 import sykit as sy
 from sykit._base.retry_after import RetryAfter, read_retry_after
-from sykit.strategies._litellm import _litellm_retry_after
+from sykit.strategies._litellm_errors import _litellm_retry_after
 from sykit.testing import FakeModel, FakeProvider
 
 NOW = datetime(2026, 10, 21, 7, 28, 0, 300_000, tzinfo=UTC)  # 0.3 s into a second
@@ -82,10 +82,10 @@ def test_a_date_in_the_past_is_no_wait_and_retry_after_ms_still_wins():
 @pytest.mark.parametrize("status", [429, 503, 529])
 def test_classify_keeps_the_headers_as_sent_beside_the_reading(status):
     headers = {"retry-after-ms": "3000", "Retry-After": "1"}
-    error = sy.classify(status, {"error": {"message": "slow down"}}, headers)
+    error = sy.errors.classify(status, {"error": {"message": "slow down"}}, headers)
     assert error is not None and error.retry_after_s == 3.0
     assert error.retry_after == RetryAfter(seconds=3.0, header="1", ms="3000")
-    assert sy.classify(status, "x").retry_after is None
+    assert sy.errors.classify(status, "x").retry_after is None
 
 
 # -- the FakeProvider sends each spelling ----------------------------------------------------------

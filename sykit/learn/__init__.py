@@ -18,14 +18,8 @@ from sykit._results.curve_stats import Estimate, random_apgr
 from sykit.learn._costs import DEFAULT_LAMBDAS, CostCrossFit, cost_router, cross_fit_costs
 from sykit.learn._crossfit import CrossFit, cross_fit, evaluation_host
 from sykit.learn._features import Column, Embed, Features, TfIdf, prompt_text
-from sykit.learn._routers import (
-    CategoryPrior,
-    Knn,
-    Logistic,
-    MatrixFactorization,
-    Router,
-    from_scores,
-)
+from sykit.learn._learners import CategoryPrior, Knn, Logistic, MatrixFactorization
+from sykit.learn._routers import Router, from_scores
 
 __all__ = [
     "DEFAULT_LAMBDAS",

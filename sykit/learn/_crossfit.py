@@ -34,7 +34,8 @@ from sykit._world.config import HostPolicy, ModelProfile
 from sykit.datasets import Dataset
 from sykit.datasets._splits import DATASET_GROUP, DatasetGroup, GroupBy
 from sykit.strategies import single, threshold_router
-from sykit.strategies._router_score import SWEEP_SHARES, SimulatedScore, calibrate
+from sykit.strategies._calibration import calibrate
+from sykit.strategies._router_score import SWEEP_SHARES, SimulatedScore
 
 __all__ = ["CrossFit", "cross_fit", "evaluation_host"]
 

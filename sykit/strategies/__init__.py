@@ -24,6 +24,11 @@ example of the technique it names.
     sy.strategies.oracle(["small", "large"])               # the upper bound (simulation only)
     sy.strategies.cheapest_good_enough(["small", "large"]) # a perfect "good enough?" router (simulation only)
 
+Two tools for writing your own: ``sy.strategies.static(lambda r: "large" if r.images else "small")``
+declares a router whose choice is a pure function of the request (the bulk engine evaluates it
+without an event loop), and ``sy.strategies.peek_truth(driver)``, inside an algorithm, reads the
+request's ground truth on a SimHost (such a strategy is a bound, marked not realizable).
+
 A strategy object with state across requests (``hedge(after="p95")``, ``litellm_like``) also has
 ``start_run()``, which the runner calls before every run so that runs stay independent.
 """
@@ -44,6 +49,7 @@ from sykit._run.driver import Driver
 from sykit._run.race import first, first_ok, start, wait_first
 from sykit._run.race import hedge as _hedge
 from sykit._run.race import timeout as _timeout
+from sykit._run.static import static
 from sykit._run.strategy_kit import AFFINITY_TRIGGERS as AFFINITY_TRIGGERS
 from sykit._run.strategy_kit import affinity, checked_models, named_algorithm
 from sykit._run.stream import ModelStream
@@ -64,15 +70,10 @@ from sykit.sessions._agent.advisor import (
 from sykit.sessions._agent.classifier import custom_classifier, task_classifier
 from sykit.sessions._agent.stage import stage_router
 from sykit.sessions._agent.subagent import subagent_router
+from sykit.strategies._calibration import Threshold, calibrate
 from sykit.strategies._litellm import LITELLM_VERSION as LITELLM_VERSION
-from sykit.strategies._litellm import litellm_like
-from sykit.strategies._router_score import (
-    SimulatedScore,
-    Threshold,
-    calibrate,
-    score_of,
-    simulated_score,
-)
+from sykit.strategies._litellm_settings import litellm_like
+from sykit.strategies._router_score import SimulatedScore, score_of, simulated_score
 
 __all__ = [
     "SimulatedScore",
@@ -90,11 +91,13 @@ __all__ = [
     "hedge_first_token",
     "litellm_like",
     "oracle",
+    "peek_truth",
     "race",
     "simulated_score",
     "single",
     "speculative",
     "stage_router",
+    "static",
     "stream_race",
     "subagent_router",
     "task_classifier",
@@ -559,7 +562,7 @@ def oracle(models: Sequence[str]) -> Algorithm:
 
     No strategy choosing among ``models`` can earn a higher grade on a request it serves, so on the
     same requests and faults the oracle's mean quality bounds every router's. It reads the ground
-    truth (:func:`sykit.peek_truth`), so it runs only on a SimHost and is marked not realizable.
+    truth (:func:`peek_truth`), so it runs only on a SimHost and is marked not realizable.
     """
     names = checked_models(models, "oracle()")
 

@@ -1,0 +1,105 @@
+"""What a learner's fit reads, checked: the training requests, models and grades of a
+:class:`~sykit.datasets.Dataset`, and the feature matrix of its prompts."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+
+from sykit._base.checks import check_int
+from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._world.models import Request
+from sykit.datasets import Dataset
+from sykit.datasets._splits import group_codes
+from sykit.learn._features import Features, TfIdf, check_features
+from sykit.learn._routers import _model_names
+
+
+@dataclass(frozen=True)
+class _Training:
+    """What a fit reads: the training requests, the models, and their grades (NaN: ungraded)."""
+
+    requests: list[Request]
+    models: tuple[str, ...]
+    quality: np.ndarray  # (n, m) float64
+    groups: np.ndarray  # (n,) int: rows sharing a code stay in one inner-CV fold
+
+
+def _training(train: object, models: object, where: str) -> _Training:
+    if not isinstance(train, Dataset):
+        raise ArgumentTypeError(
+            f"{where}.fit takes a sykit Dataset (sy.datasets.load(...), from_frame(...)), got "
+            f"{type(train).__name__}"
+        )
+    if models is None:
+        if not train.models:
+            raise ArgumentError(f"{where}.fit: the dataset has no models with ground truth")
+        names = train.models
+    else:
+        names = _model_names(models, f"{where}.fit")
+        unknown = [m for m in names if m not in train.models]
+        if unknown:
+            raise ArgumentError(
+                f"{where}.fit: {', '.join(map(repr, unknown))} not among the dataset's models "
+                f"{list(train.models)}"
+            )
+    table = train.quality
+    quality = np.column_stack(
+        [
+            table[m].to_numpy(dtype=np.float64, na_value=np.nan)
+            if m in table.columns
+            else np.full(len(train), np.nan)
+            for m in names
+        ]
+    ).reshape(len(train), len(names))
+    graded = np.isfinite(quality).sum(axis=0)
+    few = [f"{m!r} ({int(c)})" for m, c in zip(names, graded, strict=True) if c < 2]
+    if few:
+        raise ArgumentError(
+            f"{where}.fit: a model needs at least 2 graded requests in the training set to be "
+            f"fitted; graded requests: {', '.join(few)}"
+        )
+    requests = list(train)
+    # rows of one group stay in one inner fold, grouped as the dataset's own folds group them
+    codes = group_codes(train.frame, train.group_column, f"{where}.fit")
+    return _Training(requests, tuple(names), quality, codes)
+
+
+def _fresh(features: Features | None, where: str) -> Features:
+    """The features a fit may change: TF-IDF by default, else a shallow copy of the given ones (an
+    ``Embed``'s cache stays shared, a refit never changes an earlier router)."""
+    if features is None:
+        return TfIdf()
+    check_features(features, where)
+    return copy.copy(features)
+
+
+def _matrix(features: Features, requests: list[Request], where: str, dim: int | None) -> np.ndarray:
+    """``features.transform(requests)`` checked: float32, one finite row per request."""
+    result = features.transform(requests)
+    try:
+        rows = np.asarray(result, dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise ArgumentError(
+            f"{where}: {type(features).__name__}.transform gave {type(result).__name__}, not an "
+            f"array of numbers: {e}"
+        ) from e
+    if rows.ndim != 2 or rows.shape[0] != len(requests) or rows.shape[1] == 0:
+        raise ArgumentError(
+            f"{where}: {type(features).__name__}.transform gave shape {rows.shape} for "
+            f"{len(requests)} request(s); expected one row (of at least one number) per request"
+        )
+    if dim is not None and rows.shape[1] != dim:
+        raise ArgumentError(
+            f"{where}: {type(features).__name__}.transform gave {rows.shape[1]} columns, "
+            f"{dim} when fitted"
+        )
+    if not np.isfinite(rows).all():
+        raise ArgumentError(f"{where}: {type(features).__name__}.transform gave NaN or inf")
+    return np.ascontiguousarray(rows)
+
+
+def _seed(seed: object, where: str) -> int:
+    return check_int(seed, f"{where} seed", low=0)
