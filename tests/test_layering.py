@@ -384,7 +384,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "datasets",
         "profiles",
         "strategies",
-    },  # fmt: skip
+    },
     "widgets": {"_playground"},
     "faults": {"_world", "failoverbench", "profiles"},
     "_cli": {
@@ -399,8 +399,12 @@ MAY_IMPORT: dict[str, set[str]] = {
         "learn",
         "profiles",
         "strategies",
-    },  # fmt: skip
+    },
     "__main__": {"_cli"},
+    # the public tiers: each re-exports names from the rooms below
+    "dists": {"_world"},
+    "errors": {"_base", "_world", "_results", "_run"},
+    "traffic": {"_world", "_viz", "datasets"},
 }
 #: The top-level ``sykit/__init__.py`` gathers the public names: it may import any room.
 TOP = "__init__"
