@@ -1,7 +1,7 @@
 """How a run's attempt records are held: 63 bytes an attempt, nothing derivable stored.
 
-The layout is private (``sykit._run.records.AttemptLog``); these tests pin what it promises: the
-size, that codes narrowed to 8 or 16 bits still number everything a run can produce, and that
+The layout is private (``sykit._run.attempt_log.AttemptLog``); these tests pin what it promises:
+the size, that codes narrowed to 8 or 16 bits still number everything a run can produce, and that
 a request past the 16-bit limits fails by name instead of writing wrong records.
 """
 
@@ -13,7 +13,8 @@ import pytest
 from helpers import constant_profile
 
 import sykit as sy
-from sykit._run.records import PER_REQUEST_LIMIT, AttemptLog, decoded
+from sykit._run.attempt_log import AttemptLog
+from sykit._run.records import PER_REQUEST_LIMIT, decoded
 
 
 def held_bytes(log: AttemptLog) -> int:

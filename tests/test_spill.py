@@ -20,7 +20,9 @@ def tiny_chunks(monkeypatch):
 
 def busy_host() -> sy.SimHost:
     """Random latencies; "flaky" fails often (retries, fallbacks, cooldown skips, timeouts)."""
-    latency = sy.Latency(ttft=sy.LogNormal(0.6, sigma=0.7), tokens_per_s=sy.Uniform(30, 90))
+    latency = sy.Latency(
+        ttft=sy.dists.LogNormal(0.6, sigma=0.7), tokens_per_s=sy.dists.Uniform(30, 90)
+    )
     base = sy.ModelProfile(latency=latency, output_tokens=20, price_in=1.0, price_out=2.0)
     faults = sy.Faults(unavailable=0.15, rate_limit=0.1, timeout=0.05, invalid=0.03)
     return sy.SimHost(
@@ -117,7 +119,12 @@ def test_open_loop_arrivals_and_the_asyncio_engine_spill_identically(tmp_path, t
     requests = dataset(120, text_ids=True)
     host = busy_host()
     for engine in ("kernel", "asyncio"):
-        kwargs = {"host": host, "arrivals": sy.Poisson(4.0), "concurrency": 12, "engine": engine}
+        kwargs = {
+            "host": host,
+            "arrivals": sy.traffic.Poisson(4.0),
+            "concurrency": 12,
+            "engine": engine,
+        }
         plain = sy.run(mixed, requests, **kwargs)
         spilled = sy.run(mixed, requests, spill=tmp_path / engine, **kwargs)
         assert spilled.engine == engine
@@ -322,7 +329,8 @@ def test_a_run_started_again_on_asyncio_starts_its_folder_afresh(tmp_path, tiny_
 
 
 def test_handed_over_attempts_keep_the_run_wide_numbering():
-    from sykit._run.records import AttemptLog, decoded
+    from sykit._run.attempt_log import AttemptLog
+    from sykit._run.records import decoded
 
     log = AttemptLog(["a", "b"])
     rows = [log.begin(k, 0, 0, 0, k % 2, 0, 0, -1, float(k)) for k in range(5)]

@@ -21,7 +21,7 @@ __all__ = ["Comparison", "Concatenated", "Lazy", "Result", "concat_frames", "req
 
 class Lazy(Protocol):
     """A frame built when first used: raw columns kept in memory (a run's attempts, see
-    :class:`sykit._run.records.AttemptColumns`), or a :class:`Deferred` one."""
+    :class:`sykit._run.frames.AttemptColumns`), or a :class:`Deferred` one."""
 
     @property
     def rows(self) -> int: ...

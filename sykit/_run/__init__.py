@@ -10,13 +10,18 @@ Read in this order:
    its outcome and the answer-phase call.
 5. :mod:`.driver`: what an algorithm talks to; :mod:`.race` and :mod:`.stream` the racing helpers
    and streamed calls built on it.
-6. :mod:`.recorder`: the run's state and the candidate loop behind every call, which turns each
-   host reply into an attempt.
-7. :mod:`.records`: the attempt and request rows, as column arrays, and the frames built from
-   them; :mod:`.spill` writes them to Parquet while a large run goes.
+6. :mod:`.state`: what a run shares and what a request in flight holds; each call goes from here
+   to the candidate loop on the run's engine.
+7. :mod:`.candidates`: the candidate loop behind every call: retries, fallbacks, cooldowns.
+8. :mod:`.attempts`: a host reply turned into an attempt row, and the attempt priced.
+9. :mod:`.records`: what the records hold (the frames' columns, the codes, the raw columns);
+   :mod:`.attempt_log` and :mod:`.request_log` the attempt and request rows, as column arrays;
+   :mod:`.sealed_logs` the run's logs, which take in the ground truth only when read;
+   :mod:`.frames` the frames built from them; :mod:`.spill` writes them to Parquet while a large
+   run goes.
 
-Beside the way: :mod:`.static` (``sy.static`` routers, which the bulk engine evaluates without
-events) and :mod:`.strategy_kit` (what the reference strategies share).
+Beside the way: :mod:`.static` (``sy.strategies.static`` routers, which the bulk engine evaluates
+without events) and :mod:`.strategy_kit` (what the reference strategies share).
 
 May import: :mod:`sykit._base`, :mod:`sykit._world`, :mod:`sykit._hosts`, :mod:`sykit._results`,
 :mod:`sykit.datasets`.

@@ -57,8 +57,8 @@ def run(
     """Run ``algorithm`` over ``requests`` on ``host`` and return the records.
 
     Closed loop by default: ``concurrency`` requests in flight (32 when not given). With
-    ``arrivals=sy.Poisson(rate_per_s)`` (or a list of arrival times, or a recorded ``sy.Trace``)
-    requests arrive on their own, limited by ``concurrency`` only if it is given. ``seed`` keys every random draw. A progress bar
+    ``arrivals=sy.traffic.Poisson(rate_per_s)`` (or a list of arrival times, or a recorded
+    ``sy.traffic.Trace``) requests arrive on their own, limited by ``concurrency`` only if it is given. ``seed`` keys every random draw. A progress bar
     appears for runs longer than a second (``progress=False`` silences it, ``True`` forces it; the
     ``SYKIT_PROGRESS=0`` environment variable turns the automatic one off). An algorithm's
     exception fails only its request unless ``strict=True``, which re-raises it. When more than
@@ -69,8 +69,8 @@ def run(
 
     Works in scripts and in notebook cells. On a SimHost it runs in the calling thread;
     ``engine`` chooses: ``"auto"`` (the bulk engine when every request's course depends on the
-    request alone: a fixed chain or a static router (``sy.static``) on a host with no state shared
-    between requests; else sykit's kernel; an algorithm that awaits an asyncio or anyio primitive
+    request alone: a fixed chain or a static router (``sy.strategies.static``) on a host with no
+    state shared between requests; else sykit's kernel; an algorithm that awaits an asyncio or anyio primitive
     is run again from the start on an asyncio loop in virtual time; the records are the same on
     each, but an algorithm's own side effects happen again when a run moves on),
     ``"bulk"`` (the bulk engine or an error saying why not), ``"kernel"`` (no fallback to asyncio),

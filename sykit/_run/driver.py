@@ -1,7 +1,7 @@
 """The driver an algorithm talks to: calls, decisions, streams, the clock, evidence.
 
-What a call does (candidates, retries, fallback, cooldown, records) is :mod:`sykit._run.recorder`'s
-candidate loop; the driver checks an algorithm's arguments and hands the call to it.
+What a call does (candidates, retries, fallback, cooldown, records) is the candidate loop of
+:mod:`sykit._run.candidates`; the driver checks an algorithm's arguments and hands the call to it.
 """
 
 from __future__ import annotations
@@ -13,16 +13,9 @@ from typing import Any
 from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError, ModelError
 from sykit._base.vocab import Status
-from sykit._run.recorder import (
-    DECISION,
-    MODEL,
-    ROUTING,
-    RequestClosed,
-    RequestState,
-    closed_error,
-    log_skip,
-)
-from sykit._run.records import REASON_CODE, STATUS_CODE
+from sykit._run.attempts import log_skip
+from sykit._run.records import DECISION, MODEL, REASON_CODE, ROUTING, STATUS_CODE
+from sykit._run.state import RequestClosed, RequestState, closed_error
 from sykit._run.stream import ModelStream
 from sykit._world.classify import fallback_reason
 from sykit._world.models import DecisionRequest, DecisionResponse, Request, Response
@@ -61,9 +54,9 @@ class Driver:
 
     @property
     def session_state(self) -> dict[str, Any] | None:
-        """A dict sykit keeps for this request's agent session (:class:`sy.Session`): what the
-        algorithm stored there on the session's earlier turns is there on its later ones (a
-        latched model, tool-signal counts). ``{}`` on a session's first turn; None for a
+        """A dict sykit keeps for this request's agent session (:class:`sy.sessions.Session`):
+        what the algorithm stored there on the session's earlier turns is there on its later ones
+        (a latched model, tool-signal counts). ``{}`` on a session's first turn; None for a
         request that is not part of a session."""
         return self._state.session_state
 

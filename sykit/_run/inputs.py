@@ -261,7 +261,7 @@ def check_seeds(seeds: object) -> list[int]:
 def check_arrivals(arrivals: object, n: int) -> Poisson | list[float] | None:
     """``None``, a :class:`Poisson`, or a list of ``n`` finite, non-decreasing times ≥ 0 (any
     iterable of numbers, a numpy array or a pandas Series included); a recorded trace
-    (``sy.Trace``, anything with ``arrivals_for(n)``) gives its first ``n`` times."""
+    (``sy.traffic.Trace``, anything with ``arrivals_for(n)``) gives its first ``n`` times."""
     if arrivals is None or isinstance(arrivals, Poisson):
         return arrivals
     recorded = getattr(arrivals, "arrivals_for", None)
@@ -271,8 +271,8 @@ def check_arrivals(arrivals: object, n: int) -> Poisson | list[float] | None:
         arrivals, Iterable
     ):
         raise ArgumentTypeError(
-            "arrivals must be sy.Poisson(rate_per_s), a list of arrival times in seconds, a "
-            "sy.Trace, or None; "
+            "arrivals must be sy.traffic.Poisson(rate_per_s), a list of arrival times in "
+            "seconds, a sy.traffic.Trace, or None; "
             f"got {type(arrivals).__name__} {arrivals!r:.40}"
         )
     times = [check_number(x, f"arrivals[{i}]") for i, x in enumerate(arrivals)]

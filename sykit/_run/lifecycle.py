@@ -27,7 +27,8 @@ from sykit._results.health import await_hint
 from sykit._run.driver import Driver
 from sykit._run.engines.base import EngineExit
 from sykit._run.engines.columnwise import NeedsEvents
-from sykit._run.recorder import MODEL, RESERVED, RequestState, RunState
+from sykit._run.records import MODEL, RESERVED
+from sykit._run.state import RequestState, RunState
 from sykit._world.models import GroundTruth, Outcome, Request, Response
 from sykit._world.sessions import SessionPlan, with_input_tokens
 from sykit._world.truth import TruthTable

@@ -31,8 +31,8 @@ from sykit._run.inputs import (
 )
 from sykit._run.lifecycle import StrategyRun
 from sykit._run.progress import label, make_progress
-from sykit._run.recorder import RunState
 from sykit._run.spill import Spill
+from sykit._run.state import RunState
 from sykit._world.models import GroundTruth, Request
 from sykit._world.sessions import SessionPlan, flatten_sessions
 

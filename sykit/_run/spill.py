@@ -11,14 +11,14 @@ Result reads them back when its frames are first used.
   those since the oldest unfinished request's first attempt (a request that runs for the whole
   run keeps everything after it in memory).
 
-Each chunk holds the raw columns of :class:`~sykit._run.records.AttemptLog` /
-:class:`~sykit._run.records.RequestLog`: integer codes, per-request call and race numbers, request
-positions. The code tables (models, error kinds, messages), which grow during the run, and the
-request ids are written once at the end (``run.json``, ``ids.parquet``). Reading concatenates the
-chunks in the order they were written — the run's own order — and builds the frames with the same
-functions an in-memory run uses (:func:`~sykit._run.records.attempt_frame`,
-:func:`~sykit._run.records.request_frame`), so the frames are identical, ids renumbered over the whole
-run, dtypes included. Metadata and evidence values (any Python object) are stored pickled.
+Each chunk holds the raw columns of :class:`~sykit._run.attempt_log.AttemptLog` /
+:class:`~sykit._run.request_log.RequestLog`: integer codes, per-request call and race numbers,
+request positions. The code tables (models, error kinds, messages), which grow during the run, and
+the request ids are written once at the end (``run.json``, ``ids.parquet``). Reading concatenates
+the chunks in the order they were written — the run's own order — and builds the frames with the
+same functions an in-memory run uses (:func:`~sykit._run.frames.attempt_frame`,
+:func:`~sykit._run.frames.request_frame`), so the frames are identical, ids renumbered over the
+whole run, dtypes included. Metadata and evidence values (any Python object) are stored pickled.
 
 A folder sykit writes carries a ``sykit-spill.json`` marker. A spill folder must be new, empty,
 or one sykit wrote (holding nothing else): that one is cleared first. With ``compare`` each
@@ -43,17 +43,13 @@ import pandas as pd
 
 from sykit._base.errors import ArgumentError, ArgumentTypeError, SykitError
 from sykit._base.vocab import RequestStatus
-from sykit._run.records import (
-    AttemptLog,
-    RequestLog,
-    appearing,
-    attempt_frame,
-    categorical,
-    request_frame,
-)
+from sykit._run.attempt_log import AttemptLog
+from sykit._run.frames import appearing, attempt_frame, categorical, request_frame
+from sykit._run.records import SERVICE_FIELD
+from sykit._run.request_log import RequestLog
 
 if TYPE_CHECKING:
-    from sykit._run.recorder import RunState
+    from sykit._run.state import RunState
 
 __all__ = ["CHUNK_ROWS", "MARKER", "Spill", "SpilledFrame", "SpilledRun", "check_spill"]
 
@@ -419,7 +415,7 @@ class SpilledRun:
         meta = self._meta()
         fields = list(_ATTEMPT_DTYPES.items())
         if meta.get("queues"):  # a model declared a capacity: the frame has queue_s
-            fields.append((AttemptLog.SERVICE_FIELD, "d"))
+            fields.append((SERVICE_FIELD, "d"))
         raw = self._raw(meta["attempt_files"], fields)
         ids = self._ids()
         # Only the attempts of requests that have a row, as in memory (all of them unless the

@@ -1,4 +1,4 @@
-"""``sy.static``: declare a router whose choice is a pure function of the request.
+"""``sy.strategies.static``: declare a router whose choice is a pure function of the request.
 
 Such a router needs no events: every request's course can be planned at once, so a run of it goes
 to the bulk engine (see docs/engines.md). Declaring it is a promise sykit cannot fully check: the
@@ -25,15 +25,15 @@ def static(route: Callable[..., Any], *, name: str | None = None) -> Algorithm:
     """A static router from ``route``, which is either
 
     * a plain function of the request returning a model name or a list of names (the first is
-      served, the rest are its fallbacks in order): ``sy.static(lambda r: "big" if r.images else
-      "small")``; or
+      served, the rest are its fallbacks in order):
+      ``sy.strategies.static(lambda r: "big" if r.images else "small")``; or
     * an ``async def algorithm(request, driver)`` that returns its outcome without awaiting
       anything (it may record ``driver.evidence``), declared static as it is.
 
     The strategy is named ``name`` (default: the function's name)."""
     if not callable(route):
         raise ArgumentTypeError(
-            f"sy.static needs a function of the request, got {type(route).__name__}"
+            f"sy.strategies.static needs a function of the request, got {type(route).__name__}"
         )
     label = name if name is not None else getattr(route, "__name__", None) or "static"
     if not isinstance(label, str):

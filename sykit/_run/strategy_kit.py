@@ -40,8 +40,8 @@ def affinity(
     latch_only: Sequence[str] | None = None,
 ) -> AlgorithmLike:
     """Session affinity (Switchyard's ``AffinityRouter``, reference §C.8): the first model
-    ``inner`` picks in an agent session (:class:`sy.Session`) is latched, and the session's later
-    turns go to it with no routing work (no judge, no classifier call).
+    ``inner`` picks in an agent session (:class:`sy.sessions.Session`) is latched, and the
+    session's later turns go to it with no routing work (no judge, no classifier call).
 
     ``trigger="new_session"`` decides once per session (the first assignment wins);
     ``"user_turn"`` decides again on each real user turn (the last message is the user's own

@@ -23,20 +23,17 @@ from typing import Any
 from sykit._base.errors import ModelError
 from sykit._base.vocab import CancelCause
 from sykit._hosts.base import Reply
-from sykit._run.engines.base import NEXT, SLEEP
-from sykit._run.recorder import (
-    MODEL,
-    ROUTING,
-    RequestState,
-    StreamHead,
+from sykit._run.attempts import (
     bill_unserved,
     cancel_attempt,
-    closed_error,
     log_failure,
     reply_error,
-    serve_steps,
     succeed,
 )
+from sykit._run.candidates import StreamHead, serve_steps
+from sykit._run.engines.base import NEXT, SLEEP
+from sykit._run.records import MODEL, ROUTING
+from sykit._run.state import RequestState, closed_error
 from sykit._world.models import Request, Response
 
 __all__ = ["Chunk", "ModelStream"]

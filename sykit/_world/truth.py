@@ -10,7 +10,7 @@ of the summary say so, and plots draw such strategies as bounds.
 
 Nothing an algorithm holds leads to the truth. A run keeps it in a :class:`TruthTable` (by request
 index) that no attribute of the driver, the request state, the run, the host session or the records
-refers to: the run reaches it only through closures (:meth:`sykit._run.recorder.RunState.open`): the
+refers to: the run reaches it only through closures (:meth:`sykit._run.state.RunState.open`): the
 simulated host's planning function, the accessor :func:`peek_truth` calls (which marks the request
 first), and the records' fill-in, which writes the grades and the dataset's analysis columns into
 the records when they are handed over or framed — after the request ended, never while an algorithm
@@ -137,7 +137,7 @@ def peek_truth(driver: Any) -> TruthView:
     rows get ``reads_truth=True``, its summary ``realizable=False``, and plots draw it as a bound,
     not as a strategy you could deploy. On an ``HttpHost`` there is no truth and it raises.
 
-        view = sy.peek_truth(driver)
+        view = sy.strategies.peek_truth(driver)
         view.quality("large")      # 1.0, 0.0, a grade in [0, 1], NaN (ungraded) or None
     """
     state = getattr(driver, "_state", None)

@@ -15,7 +15,7 @@ from typing import Any
 from sykit._run.engines import bulk
 from sykit._run.engines.fastpath import FixedChainRun, fixed_chain
 from sykit._run.lifecycle import StrategyRun
-from sykit._run.recorder import RunState
+from sykit._run.state import RunState
 from sykit._world.sessions import SessionPlan
 
 __all__ = ["request_machinery"]

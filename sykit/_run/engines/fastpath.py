@@ -2,7 +2,7 @@
 
 These strategies decide nothing per request: every request goes to the same candidates. On a
 simulated host their requests need no task, no driver and no algorithm coroutine: the candidate
-loop (the same :func:`~sykit._run.recorder.serve_steps` generator every call uses) is advanced from the
+loop (the same :func:`~sykit._run.candidates.serve_steps` generator every call uses) is advanced from the
 engine's timer callbacks, and the request is recorded as the general path records it. Same draws, same order of
 events, the same frames (a test compares them); only the per-request machinery is gone.
 """
@@ -13,8 +13,10 @@ from collections.abc import Generator
 from typing import Any
 
 from sykit._base.errors import ModelError
+from sykit._run.candidates import serve_steps
 from sykit._run.lifecycle import StrategyRun, failure_of
-from sykit._run.recorder import ANSWER, MODEL, RequestState, serve_steps
+from sykit._run.records import ANSWER, MODEL
+from sykit._run.state import RequestState
 from sykit._world.models import Outcome
 
 __all__ = ["FixedChainRun", "fixed_chain"]

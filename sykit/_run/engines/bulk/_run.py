@@ -24,6 +24,7 @@ import numpy as np
 from sykit._base.errors import ModelError
 from sykit._base.vocab import Status
 from sykit._hosts.sim import _SimSession
+from sykit._run.candidates import serve_steps
 from sykit._run.driver import Driver
 from sykit._run.engines import NeedsEvents
 from sykit._run.engines.base import SLEEP
@@ -32,8 +33,8 @@ from sykit._run.engines.bulk._waves import Columns, NotSimple, Timed, Waves, run
 from sykit._run.engines.columnwise import BulkEngine
 from sykit._run.engines.fastpath import fixed_chain
 from sykit._run.lifecycle import StrategyRun, _outcome_error, failure_of, row_extra
-from sykit._run.recorder import ANSWER, MODEL, ROUTING, RequestState, serve_steps
-from sykit._run.records import STATUS_CODE
+from sykit._run.records import ANSWER, MODEL, ROUTING, STATUS_CODE
+from sykit._run.state import RequestState
 from sykit._world.billing import Generation, unserved_tokens
 from sykit._world.models import Outcome
 from sykit._world.truth import TruthTable
@@ -48,7 +49,7 @@ _BLOCK = 16384
 
 def is_static(fn: Any) -> bool:
     """Whether ``fn`` is declared static: its outcome is a pure function of the request, made
-    without waiting for anything (``sy.static``, and the library's static routers)."""
+    without waiting for anything (``sy.strategies.static``, and the library's static routers)."""
     return getattr(fn, "static", False) is True or fixed_chain(fn) is not None
 
 
@@ -77,7 +78,7 @@ def refusal(runner: StrategyRun) -> str | None:
             )
         return (
             f"strategy {runner.run.strategy!r} is neither a fixed chain nor declared static "
-            "(sy.static)"
+            "(sy.strategies.static)"
         )
     return None
 

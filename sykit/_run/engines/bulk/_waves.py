@@ -12,7 +12,7 @@ when the request is placed: a timeout ends at ``start + timeout_s``, and an answ
 billed for what it produced by its end, which depends on the start's rounding (:class:`Timed`).
 What only the start can decide (a late answer that the placed start brings in on time, a
 malformed first chunk due after the deadline) sends the whole request to the exact path, which
-runs the very candidate loop the event engines run (:func:`sykit._run.recorder.serve_steps`) on the
+runs the very candidate loop the event engines run (:func:`sykit._run.candidates.serve_steps`) on the
 bulk engine's clock.
 """
 
@@ -29,8 +29,8 @@ from sykit._base.errors import ModelError
 from sykit._base.rng import SLOT
 from sykit._hosts.base import Reply
 from sykit._hosts.sim import broken_reply, fault_error, structural_refusal
+from sykit._run.attempts import reply_error
 from sykit._run.engines.bulk._draws import attempt_units, quantiles
-from sykit._run.recorder import reply_error
 from sykit._run.records import REASON_CODE
 from sykit._world.classify import fallback_reason, is_retryable
 from sykit._world.config import LATER_RANDOM_FAULTS, RANDOM_FAULTS, HostPolicy, ModelProfile
