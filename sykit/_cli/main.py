@@ -18,15 +18,9 @@ import pandas as pd
 
 from sykit import strategies
 from sykit._base.errors import SykitError
-from sykit._cli.compare_job import (
-    add_arguments,
-    fit_table,
-    fmt_number,
-    fmt_percent,
-    run_job,
-    say,
-    terminal_width,
-)
+from sykit._cli.compare_job import add_arguments, run_job
+from sykit._cli.layout import fit_table, fmt_number, fmt_percent, say, terminal_width
+from sykit._cli.writers import save_figures
 from sykit._grid.compare import compare
 from sykit._hosts.sim import SimHost
 from sykit._results.result import Comparison
@@ -161,8 +155,6 @@ def demo_cells(summary: pd.DataFrame) -> pd.DataFrame:
 
 def write_demo_outputs(out: Path, comparison: Comparison, summary: pd.DataFrame) -> list[str]:
     """The demo's tables as CSV and its plots as PNG in ``out``, to read or share after the run."""
-    from sykit._cli.compare_job import save_figures
-
     out.mkdir(parents=True, exist_ok=True)
     summary.to_csv(out / "summary.csv", index=False)
     comparison.requests.to_csv(out / "requests.csv", index=False)

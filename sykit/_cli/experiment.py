@@ -1,0 +1,392 @@
+"""What ``sykit compare`` runs: the dataset cut as asked, the weak, strong and judge models and
+their hosts (a fault-free one for routing quality, a faulty one for robustness), the strategies
+set up for the pair, and every comparison behind the printed tables (the routing run, the
+threshold and random sweeps, the cascade at other judge accuracies, the learned routers of
+:mod:`.compare_learned`, the robustness run over requests with their share of long prompts).
+
+:func:`run` returns all of it as one :class:`Results`; this module prints nothing and writes
+nothing (:mod:`.report` and :mod:`.writers` do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sykit import strategies
+from sykit._cli.compare_learned import learned_routers, per_benchmark_apgr
+from sykit._cli.prose import (
+    NO_OUTAGE_NOTE,
+    against_fault_free,
+    causes,
+    default_outage_note,
+    describe_faults,
+    quality_and_cost,
+    workload_note,
+)
+from sykit._grid.compare import compare
+from sykit._hosts.sim import SimHost
+from sykit._results.curve_stats import curve_of, random_apgr
+from sykit._world.config import Faults, Judge, ModelProfile
+from sykit.learn._crossfit import NO_DEADLINE
+from sykit.strategies._router_score import SWEEP_SHARES
+
+__all__ = [
+    "JUDGE",
+    "JUDGE_ACCURACY",
+    "LONG_PROMPT_SHARE",
+    "Results",
+    "Robustness",
+    "default_outage",
+    "parse_outage",
+    "routellm_lineup",
+    "run",
+    "with_long_prompts",
+]
+
+STRONG = "gpt-4-1106-preview"
+WEAK = "mixtral-8x7b-instruct-v0.1"
+JUDGE = "gpt-4o-mini"
+JUDGE_ACCURACY = 0.85
+#: The judge accuracies the cascade is also shown at (its edge depends on it).
+JUDGE_ACCURACIES = (0.75, 0.85, 0.95)
+#: Share of the robustness run's requests given a context longer than the weak model's window.
+LONG_PROMPT_SHARE = 0.01
+#: Key of the random stream that picks the long prompts (next to the job's seed).
+LONG_PROMPT_STREAM = 0x10C
+#: The default outage of the weak model: from 25 % to 35 % of its fault-free run.
+DEFAULT_OUTAGE = (0.25, 0.35)
+
+
+@dataclasses.dataclass
+class Robustness:
+    """What part 2 ran on and found."""
+
+    host: SimHost
+    injected: dict[str, str]
+    outage_note: str
+    workload_note: str
+    long_ids: list[str]
+    causes: str = "the faults"
+    comparison: Any = None
+    summary: pd.DataFrame | None = None
+
+
+@dataclasses.dataclass
+class Results:
+    """Everything one ``sykit compare`` job ran, for :mod:`.report` to print and :mod:`.writers`
+    to write."""
+
+    args: argparse.Namespace
+    #: The requests, and the words saying how the dataset was cut to them.
+    data: Any
+    filters: list[str]
+    weak: str
+    strong: str
+    #: Part 1: the fault-free host and the routing comparison on it, its summary against strong
+    #: only (with the strong model's share of answers and costs per 1,000 requests).
+    routing_host: SimHost
+    routing: Any
+    routing_summary: pd.DataFrame
+    #: The simulated router score behind the threshold sweep, the threshold and random sweeps,
+    #: the threshold sweep's APGR/AIQ intervals and the random router's expected APGR.
+    score: Any
+    thresholds: Any
+    randoms: Any
+    bounds: Any
+    random: Any
+    #: The judge cascade's (quality, cost per 1,000 requests) by the judge's accuracy.
+    judged: dict[float, tuple[float, float]]
+    #: The learned routers' table, the long table behind it, the benchmarks too small to
+    #: cross-fit, and the simulated score's APGR per benchmark (a bound).
+    learned: pd.DataFrame
+    learned_long: pd.DataFrame
+    too_small: list[str]
+    bound: dict[str, float]
+    #: Part 2.
+    robust: Robustness
+
+
+def run(args: argparse.Namespace) -> Results:
+    """Run everything ``sykit compare`` shows, with parsed arguments: a bad setting is refused
+    before anything runs."""
+    from sykit import profiles
+    from sykit._grid.sweep import sweep
+
+    _checked_share(args.long_prompts)
+    data, filters = _load(args)
+    models = list(data.models)
+    if len(models) < 2:
+        raise SystemExit(f"dataset {args.dataset!r} needs at least two models with ground truth")
+    weak, strong = (WEAK, STRONG) if {WEAK, STRONG} <= set(models) else (models[-1], models[0])
+    names = {"weak": weak, "strong": strong, "judge": JUDGE}
+    _asked_outages(args.outage, names)  # a bad --outage is refused before anything runs
+
+    clean = profiles.from_catalog([weak, strong, JUDGE])
+    judge = Judge(accuracy=JUDGE_ACCURACY)
+    # No deadline on the routing host: a slow answer must not turn into a timeout and a
+    # cooldown re-route in the part that measures routing alone.
+    routing_host = SimHost(clean, judge=judge, policy=NO_DEADLINE)
+    runs: dict[str, Any] = {
+        "seeds": [args.seed],
+        "concurrency": args.concurrency,
+        "progress": False if args.quiet else None,
+    }
+    lineup = routellm_lineup(weak, strong, JUDGE, data)
+    routing = compare(lineup, data, host=routing_host, **runs)
+    routing_summary = routing.summary(baseline="strong only")
+    share = _strong_share(routing, strong)
+    routing_summary.insert(
+        routing_summary.columns.get_loc("cost_per_1k_requests_usd") + 1,
+        "strong_share",
+        routing_summary["strategy"].map(share),
+    )
+    routing_summary["d_cost_per_1k_requests_usd"] = routing_summary["d_cost_usd"] * 1000
+    score = strategies.simulated_score(weak, strong)
+    thresholds = sweep(
+        lambda target: strategies.threshold_router(
+            weak, strong, score=score, threshold=strategies.calibrate(score, data, target)
+        ),
+        [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
+        data,
+        host=routing_host,
+        weak=weak,
+        strong=strong,
+        value_name="target_share",
+        **runs,
+    )
+    randoms = sweep(
+        lambda target: strategies.weighted_random({weak: 1 - target, strong: target}),
+        [0.1, 0.3, 0.5, 0.7, 0.9],
+        data,
+        host=routing_host,
+        weak=weak,
+        strong=strong,
+        value_name="target_share",
+        **runs,
+    )
+    random = random_baseline(routing, weak, strong, seed=args.seed)
+    group = data.group_column if data.group_column in routing.requests.columns else None
+    bounds = thresholds.intervals(seed=args.seed, group=group)
+    judged = _cascade_by_judge_accuracy(clean, data, weak, strong, runs, routing_summary)
+    benchmarks = (
+        sorted(data.frame["benchmark"].unique()) if "benchmark" in data.frame.columns else []
+    )
+    bound = per_benchmark_apgr(thresholds, benchmarks) if benchmarks else {}
+    learned, learned_long, too_small = learned_routers(data, weak, strong, routing_host, args.seed)
+    robust = _robustness(args, clean, judge, data, lineup, names, routing, routing_summary, runs)
+    return Results(
+        args=args,
+        data=data,
+        filters=filters,
+        weak=weak,
+        strong=strong,
+        routing_host=routing_host,
+        routing=routing,
+        routing_summary=routing_summary,
+        score=score,
+        thresholds=thresholds,
+        randoms=randoms,
+        bounds=bounds,
+        random=random,
+        judged=judged,
+        learned=learned,
+        learned_long=learned_long,
+        too_small=too_small,
+        bound=bound,
+        robust=robust,
+    )
+
+
+def routellm_lineup(weak: str, strong: str, judge: str, requests: Any) -> dict[str, Any]:
+    """The library's strategies set up for a weak/strong pair."""
+    score = strategies.simulated_score(weak, strong)
+    threshold = strategies.calibrate(score, requests, 0.3)
+    return {
+        "weak only": strategies.single(weak),
+        "strong only": strategies.single(strong),
+        "random 30% strong": strategies.weighted_random({weak: 0.7, strong: 0.3}),
+        "fallback weak>strong": strategies.fallback_chain([weak, strong]),
+        "cascade (judge)": strategies.cascade(weak, strong, judge=judge, judge_timeout_s=5.0),
+        "threshold 30% strong": strategies.threshold_router(
+            weak, strong, score=score, threshold=threshold
+        ),
+        "speculative (judge)": strategies.speculative(weak, strong, judge=judge),
+        "race weak|strong": strategies.race([weak, strong]),
+        "hedge strong @p95": strategies.hedge(strong, after="p95"),
+        "litellm-like": strategies.litellm_like([weak, strong]),
+        "oracle": strategies.oracle([weak, strong]),
+    }
+
+
+def parse_outage(text: str, names: Mapping[str, str]) -> tuple[str, float, float]:
+    """``MODEL:START-END`` → (model, start, end); ``names`` maps aliases (weak, strong, judge)."""
+    match = re.fullmatch(r"\s*([^:]+):\s*([0-9.]+)\s*-\s*([0-9.]+)\s*", text)
+    if match is None:
+        raise SystemExit(f"--outage {text!r}: expected MODEL:START-END, e.g. weak:120-180")
+    model = names.get(match.group(1).strip(), match.group(1).strip())
+    if model not in names.values():
+        raise SystemExit(
+            f"--outage {text!r}: unknown model {model!r}; use weak, strong, judge or one of "
+            f"{sorted(set(names.values()))}"
+        )
+    start, end = float(match.group(2)), float(match.group(3))
+    if not (math.isfinite(start) and math.isfinite(end) and 0 <= start < end):
+        raise SystemExit(f"--outage {text!r}: START must be ≥ 0 and before END")
+    return model, start, end
+
+
+def _strong_share(comparison: Any, strong: str) -> pd.Series:
+    requests = comparison.requests
+    served = requests["served_model"].astype(str) == strong
+    return served.groupby(requests["strategy"].astype(str), sort=False).mean()
+
+
+def with_long_prompts(data: Any, share: float, window: int, seed: int) -> tuple[Any, list[str]]:
+    """The requests with ``share`` of them (drawn with ``seed``) given a long context of
+    1.1–1.5 × ``window`` tokens (a pasted document), as real traffic has: a model with that window
+    must refuse them, which is what fallbacks are for. Also their ids."""
+    frame = data.frame
+    count = round(share * len(frame))
+    rng = np.random.default_rng([seed, LONG_PROMPT_STREAM])
+    rows = np.sort(rng.choice(len(frame), size=count, replace=False))
+    frame["long_context"] = False
+    frame.loc[rows, "input_tokens"] = rng.integers(
+        int(window * 1.1), int(window * 1.5), count, endpoint=True
+    )
+    frame.loc[rows, "long_context"] = True
+    workload = data._derive(frame, same_rows=False)
+    return workload, [str(i) for i in frame.loc[rows, "id"]]
+
+
+def default_outage(requests: pd.DataFrame, strategy: str) -> tuple[float, float]:
+    """A 503 window over :data:`DEFAULT_OUTAGE` of the time ``strategy`` took to start all its
+    requests in its fault-free run (``requests`` is that run's table), so a sample and the full
+    table both meet an outage of the same relative size."""
+    span = float(requests.loc[requests["strategy"].astype(str) == strategy, "start_s"].max())
+    start, end = (round(share * span, 1) for share in DEFAULT_OUTAGE)
+    return start, max(end, start + 0.1)
+
+
+def _asked_outages(
+    texts: list[str], names: Mapping[str, str]
+) -> list[tuple[str, float, float]] | None:
+    """The outages asked with ``--outage`` (``none``: no outage), or None for the default one."""
+    if not texts:
+        return None
+    if [t.strip().lower() for t in texts] == ["none"]:
+        return []
+    return [parse_outage(text, names) for text in texts]
+
+
+def _checked_share(share: float) -> float:
+    if not (math.isfinite(share) and 0 <= share <= 1):
+        raise SystemExit(f"--long-prompts must be a share between 0 and 1, got {share}")
+    return share
+
+
+def _load(args: argparse.Namespace) -> tuple[Any, list[str]]:
+    """The dataset the job runs on and the words saying how it was cut."""
+    from sykit import datasets
+
+    data = datasets.load(args.dataset)
+    filters = []
+    if args.benchmark:
+        data = data.filter(benchmark=args.benchmark)
+        filters.append(f"benchmark={args.benchmark}")
+    if "contaminated" in data.frame.columns:
+        data = data.filter(contaminated=False)
+        filters.append("contaminated prompts left out")
+    if args.sample is not None and args.sample < 1:
+        raise SystemExit(f"--sample must be a number of requests ≥ 1, got {args.sample}")
+    if args.sample and args.sample < len(data):
+        by_benchmark = "benchmark" in data.frame.columns and not args.benchmark
+        data = data.sample(
+            args.sample, seed=args.seed, stratify="benchmark" if by_benchmark else None
+        )
+        filters.append(f"a {'stratified ' if by_benchmark else ''}sample of {args.sample}")
+    return data, filters
+
+
+def _robustness(
+    args: argparse.Namespace,
+    clean: Mapping[str, ModelProfile],
+    judge: Judge,
+    data: Any,
+    lineup: Mapping[str, Any],
+    names: Mapping[str, str],
+    routing: Any,
+    routing_summary: pd.DataFrame,
+    runs: Mapping[str, Any],
+) -> Robustness:
+    """Part 2: the same strategies on the faulty host, over the requests with their share of
+    long prompts."""
+    weak = names["weak"]
+    outages, outage_note = _outages(args, names, routing.requests)
+    random_faults = Faults.realistic() if args.faults == "realistic" else Faults()
+    faulty: dict[str, ModelProfile] = {}
+    for name, profile in clean.items():
+        windows = tuple((start, end) for model, start, end in outages if model == name)
+        faulty[name] = profile.replace(faults=random_faults.replace(outages=windows))
+    host = SimHost(faulty, judge=judge)
+    injected = {name: describe_faults(p.faults) for name, p in faulty.items()}
+    window = clean[weak].context_window
+    workload, long_ids = with_long_prompts(data, args.long_prompts, window, args.seed)
+    note = workload_note(len(data), len(long_ids), args.long_prompts, args.seed, weak, window)
+    found = Robustness(host, injected, outage_note, note, long_ids)
+    found.causes = causes(random_faults, len(outages), len(long_ids))
+    if any(injected.values()):
+        found.comparison = compare(lineup, workload, host=host, **runs)
+        found.summary = against_fault_free(found.comparison.summary(), routing_summary)
+    return found
+
+
+def _outages(
+    args: argparse.Namespace, names: Mapping[str, str], requests: pd.DataFrame
+) -> tuple[list[tuple[str, float, float]], str]:
+    """The robustness run's outages (those asked, else the default one with realistic faults)
+    and the line that says where they come from (empty when the fault lines say it all)."""
+    asked = _asked_outages(args.outage, names)
+    if asked is not None or args.faults != "realistic":
+        note = "" if asked else NO_OUTAGE_NOTE
+        return asked or [], note
+    weak = names["weak"]
+    start, end = default_outage(requests, "weak only")
+    return [(weak, start, end)], default_outage_note(weak, DEFAULT_OUTAGE, start, end)
+
+
+def random_baseline(routing: Any, weak: str, strong: str, seed: int) -> Any:
+    """The random router's APGR on these requests: expected value and spread over random
+    rankings, from the weak-only and strong-only runs."""
+    only = curve_of(routing.requests, ["strong only"], "weak only", "strong only", strong)
+    return random_apgr(only.weak, only.strong_only, SWEEP_SHARES, seed=seed)
+
+
+def _cascade_by_judge_accuracy(
+    clean: Mapping[str, ModelProfile],
+    data: Any,
+    weak: str,
+    strong: str,
+    runs: Mapping[str, Any],
+    routing_summary: pd.DataFrame,
+) -> dict[float, tuple[float, float]]:
+    """The judge cascade's mean quality and cost per 1,000 requests with a simulated judge right
+    75 %, 85 % and 95 % of the time: its edge over the strong model rests on that accuracy. The
+    routing table's own run gives the job's judge accuracy; the others are run here."""
+    found = {}
+    cascade = strategies.cascade(weak, strong, judge=JUDGE, judge_timeout_s=5.0)
+    for accuracy in JUDGE_ACCURACIES:
+        if accuracy == JUDGE_ACCURACY:
+            found[accuracy] = quality_and_cost(routing_summary, "cascade (judge)")
+            continue
+        host = SimHost(clean, judge=Judge(accuracy=accuracy), policy=NO_DEADLINE)
+        summary = compare({"cascade": cascade}, data, host=host, **runs).summary()
+        found[accuracy] = quality_and_cost(summary, "cascade")
+    return found

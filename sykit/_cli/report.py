@@ -1,0 +1,168 @@
+"""What ``sykit compare`` prints, in order: the header (requests, models), part 1 (its finding, the
+routing table and its legend, the threshold and random routers' APGR, the cascade by judge
+accuracy), the learned routers' table, and part 2 (its finding, the faults, outage and workload
+of the robustness run, its table and the legend of the columns that fitted).
+
+It reads an experiment's :class:`~sykit._cli.experiment.Results`: the sentences computed from them
+come from :mod:`.prose`, the fitting to the terminal from :mod:`.layout`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from sykit._cli.experiment import JUDGE, JUDGE_ACCURACY, Results, Robustness
+from sykit._cli.layout import fit_table, fmt_number, fmt_percent, say
+from sykit._cli.prose import (
+    D_COST,
+    D_P99,
+    D_QUALITY,
+    quality_and_cost,
+    robustness_finding,
+    routing_finding,
+)
+
+__all__ = ["print_report", "robustness_cells", "routing_cells"]
+
+
+def print_report(results: Results, width: int) -> None:
+    """Print both parts of the job, each led by its finding, fitted to ``width`` columns."""
+    args, data, routing_summary = results.args, results.data, results.routing_summary
+    scope = ", ".join(results.filters) if results.filters else "all rows"
+    say(
+        f"sykit compare: {len(data)} requests from {data.name!r} ({scope}), seed {args.seed}, "
+        f"{args.concurrency} in flight, simulated host (virtual time)",
+        width,
+    )
+    say(
+        f"models: weak={results.weak}, strong={results.strong}, judge={JUDGE} (simulated, right "
+        f"{JUDGE_ACCURACY:.0%} of the time); prices and latencies from the shipped catalogue",
+        width,
+    )
+    print("\n1. Routing quality: no faults injected")
+    say(routing_finding(routing_summary), width)
+    print(fit_table(routing_cells(routing_summary), width))
+    say(
+        "$/1k req = USD per 1,000 requests; Δ = paired difference against 'strong only' on the "
+        "same requests; realizable no: reads the ground truth (a bound, not a router you can "
+        "deploy).",
+        width,
+    )
+    bounds, random = results.bounds, results.random
+    say(
+        f"threshold router on a simulated router score ({_score_label(results.score)}; reads the "
+        f"ground truth): APGR {bounds.apgr:.3f}, AIQ {bounds.aiq:.3f} (95 % bootstrap); "
+        f"random router: APGR {results.randoms.apgr():.3f} in this run (expected "
+        f"{random.value:.3f} ± {random.sd:.3f} over random rankings of these requests)",
+        width,
+    )
+    say(
+        "cascade (judge) by the simulated judge's accuracy: "
+        + "; ".join(
+            f"{accuracy:.0%}: quality {q:.3f} at ${c:.2f}/1k"
+            for accuracy, (q, c) in results.judged.items()
+        )
+        + " (strong only: {:.3f} at ${:.2f}/1k)".format(
+            *quality_and_cost(routing_summary, "strong only")
+        ),
+        width,
+    )
+    _print_learned(results.learned, results.bound, results.too_small, width)
+    _print_robustness(results.robust, routing_summary, width)
+
+
+def routing_cells(summary: pd.DataFrame) -> pd.DataFrame:
+    """The routing table as printed: short columns, units in the headers, costs per 1,000
+    requests (the CSV keeps every column of the summary)."""
+    low, high = summary["quality_ci_low"], summary["quality_ci_high"]
+    return pd.DataFrame(
+        {
+            "strategy": summary["strategy"],
+            "realizable": summary["realizable"].map(lambda x: "yes" if x else "no"),
+            "quality [95% CI]": [
+                f"{fmt_number(q, 3)} [{fmt_number(a, 3)}, {fmt_number(b, 3)}]"
+                for q, a, b in zip(summary["mean_quality"], low, high, strict=True)
+            ],
+            "$/1k req": summary["cost_per_1k_requests_usd"].map(lambda x: fmt_number(x, 2)),
+            "strong %": summary["strong_share"].map(fmt_percent),
+            "Δ quality": summary["d_quality"].map(lambda x: fmt_number(x, 3, sign=True)),
+            "Δ $/1k req": (summary["d_cost_usd"] * 1000).map(lambda x: fmt_number(x, 2, sign=True)),
+        }
+    )
+
+
+def robustness_cells(summary: pd.DataFrame) -> pd.DataFrame:
+    """The robustness table as printed; Δ columns against the same strategy's fault-free run."""
+    return pd.DataFrame(
+        {
+            "strategy": summary["strategy"],
+            "ok %": summary["success_rate"].map(fmt_percent),
+            "quality": summary["mean_quality"].map(lambda x: fmt_number(x, 3)),
+            "Δ qual": summary[D_QUALITY].map(lambda x: fmt_number(x, 3, sign=True)),
+            "$/1k": summary["cost_per_1k_requests_usd"].map(lambda x: fmt_number(x, 2)),
+            "Δ $/1k": summary[D_COST].map(lambda x: fmt_number(x, 2, sign=True)),
+            "p50 s": summary["latency_p50_s"].map(lambda x: fmt_number(x, 1)),
+            "p99 s": summary["latency_p99_s"].map(lambda x: fmt_number(x, 1)),
+            "Δ p99 s": summary[D_P99].map(lambda x: fmt_number(x, 1, sign=True)),
+            "retries": summary["retries"].map(lambda x: fmt_number(x, 0)),
+            "fallbacks": summary["fallbacks"].map(lambda x: fmt_number(x, 0)),
+            "att/req": summary["attempts_per_request"].map(lambda x: fmt_number(x, 2)),
+            "waste %": summary["wasted_share"].map(fmt_percent),
+        }
+    )
+
+
+def _print_learned(
+    learned: pd.DataFrame, bound: Mapping[str, float], too_small: list[str], width: int
+) -> None:
+    if not learned.empty:
+        print()
+        say(
+            "Learned routers you could deploy: APGR per benchmark, cross-fitted over 5 folds "
+            "(fitted without the fold they route), 95 % bootstrap interval",
+            width,
+        )
+        if bound:
+            bound_row = {"router": "simulated score (bound, reads the truth)"}
+            bound_row.update({b: f"{v:.3f}" for b, v in bound.items()})
+            learned = pd.concat([learned, pd.DataFrame([bound_row])], ignore_index=True)
+        print(fit_table(learned.fillna("–"), width))
+    for note in too_small:
+        say(f"learned routers left out {note}", width)
+
+
+def _print_robustness(robust: Robustness, fault_free: pd.DataFrame, width: int) -> None:
+    print("\n2. Robustness: the same strategies under injected faults")
+    if robust.summary is None:
+        say("no faults injected (--faults none and no --outage): nothing to show", width)
+        return
+    say(robustness_finding(robust.summary, fault_free, robust.causes), width)
+    for name, words in robust.injected.items():
+        say(f"{name}: {words or 'no faults'}", width, indent="  ")
+    for note in (robust.outage_note, robust.workload_note):
+        if note:
+            say(note, width, indent="  ")
+    table = fit_table(robustness_cells(robust.summary), width)
+    print(table)
+    header = table.splitlines()[0]  # the columns that fitted: explain only those
+    legend = {
+        "ok %": "ok % = requests answered",
+        "$/1k": "$/1k = USD per 1,000 requests",
+        "p50 s": "p50/p99 = latency of the answered requests",
+        "Δ qual": "Δ = change against the same strategy's fault-free run in part 1 "
+        f"({robust.causes} together)",
+        "retries": "retries = new calls to the same model after a failure",
+        "fallbacks": "fallbacks = switches to another model",
+        "waste %": "waste % = share of the spend on answers nobody served",
+    }
+    say("; ".join(text for column, text in legend.items() if column in header) + ".", width)
+
+
+def _score_label(score: Any) -> str:
+    preset = getattr(score, "preset", None)
+    if preset:
+        return f"preset {preset!r}"
+    return repr(score)

@@ -1,0 +1,193 @@
+"""The files ``sykit compare --out`` writes: the summaries and per-request tables as CSV (every
+column, where the printed tables keep a few), the figures as PNG, the sweeps' curves, the learned
+routers' long table, and ``run.json``: everything needed to reproduce the run (settings, seeds,
+hosts, faults, the long prompts' ids, package versions).
+
+:func:`save_figures` also writes ``sykit demo``'s figures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import platform
+import sys
+import time
+from collections.abc import Callable, Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from sykit._cli.experiment import JUDGE, Results
+
+__all__ = [
+    "ROBUSTNESS_COLUMNS",
+    "ROUTING_COLUMNS",
+    "save_figures",
+    "write_comparisons",
+    "write_files",
+    "write_sweeps",
+]
+
+#: Columns ``routing_summary.csv`` holds among the rest of the summary (fault-free run).
+ROUTING_COLUMNS = (
+    "strategy",
+    "realizable",
+    "mean_quality",
+    "quality_ci_low",
+    "quality_ci_high",
+    "cost_per_1k_requests_usd",
+    "strong_share",
+    "d_quality",
+    "d_cost_usd",
+)
+#: Columns ``robustness_summary.csv`` holds among the rest of the summary (run under faults).
+ROBUSTNESS_COLUMNS = (
+    "strategy",
+    "success_rate",
+    "mean_quality",
+    "cost_per_1k_requests_usd",
+    "latency_p50_s",
+    "latency_p99_s",
+    "attempts_per_request",
+    "retries",
+    "fallbacks",
+    "wasted_share",
+)
+
+
+def write_files(out: Path, results: Results, started: float) -> list[str]:
+    """Write every file of the job in ``out`` (``started``: its :func:`time.perf_counter` at the
+    start, for the wall time in ``run.json``); return the names written, in order."""
+    robust = results.robust
+    written = write_comparisons(
+        out, results.routing, results.routing_summary, robust.comparison, robust.summary
+    )
+    written += write_sweeps(out, results.thresholds, results.randoms)
+    if not results.learned_long.empty:
+        results.learned_long.to_csv(out / "learned_routers.csv", index=False)
+        written.append("learned_routers.csv")
+    _write_run_json(out, results, started)
+    written.append("run.json")
+    return written
+
+
+def write_comparisons(
+    out: Path,
+    routing: Any,
+    routing_summary: pd.DataFrame,
+    robustness: Any,
+    robustness_summary: pd.DataFrame | None,
+) -> list[str]:
+    """The routing and robustness runs' tables as CSV and their figures as PNG."""
+    out.mkdir(parents=True, exist_ok=True)
+    routing_summary.to_csv(out / "routing_summary.csv", index=False)
+    routing.requests.to_csv(out / "routing_requests.csv", index=False)
+    written = ["routing_summary.csv", "routing_requests.csv"]
+    figures = {"cost_quality.png": lambda: routing.plot.cost_quality().figure}
+    if robustness is not None and robustness_summary is not None:
+        robustness_summary.to_csv(out / "robustness_summary.csv", index=False)
+        robustness.requests.to_csv(out / "robustness_requests.csv", index=False)
+        robustness.attempts.to_csv(out / "robustness_attempts.csv", index=False)
+        written += ["robustness_summary.csv", "robustness_requests.csv", "robustness_attempts.csv"]
+        figures["latency_cdf.png"] = lambda: robustness.plot.latency_cdf().figure
+        figures["outcomes.png"] = lambda: robustness.plot.outcomes()
+        figures["race_timeline.png"] = lambda: robustness.plot.timeline("race weak|strong").figure
+    return written + save_figures(out, figures)
+
+
+def save_figures(out: Path, figures: Mapping[str, Callable[[], Any]]) -> list[str]:
+    """Draw each figure, save it as ``out/<name>`` (a tight box: titles and labels inside) and
+    close it; return the names written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for name, draw in figures.items():
+        figure = draw()
+        figure.savefig(out / name, dpi=110, bbox_inches="tight")
+        plt.close(figure)
+    return list(figures)
+
+
+def write_sweeps(out: Path, thresholds: Any, randoms: Any) -> list[str]:
+    """The threshold and random sweeps' curves as CSV, and the threshold curve as PNG."""
+    import matplotlib.pyplot as plt
+
+    curves = pd.concat(
+        [thresholds.curve.assign(router="threshold"), randoms.curve.assign(router="random")]
+    )
+    curves.to_csv(out / "sweeps.csv", index=False)
+    figure = thresholds.plot().figure
+    figure.savefig(out / "threshold_curve.png", dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return ["sweeps.csv", "threshold_curve.png"]
+
+
+def _plain(value: Any) -> Any:
+    """Configuration objects as JSON-friendly values; a dataclass names its class under
+    ``"class"`` (a key no field can have: ``sy.ErrorFault`` has a field ``type``)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {"class": type(value).__name__, **fields}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for package in ("sykit", "pandas", "numpy", "anyio", "httpx", "matplotlib"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+def _write_run_json(out: Path, results: Results, started: float) -> None:
+    args, data, robust, routing_host = (
+        results.args,
+        results.data,
+        results.robust,
+        results.routing_host,
+    )
+    record = {
+        "command": ["sykit", *sys.argv[1:]] if sys.argv and "sykit" in sys.argv[0] else None,
+        "arguments": {k: v for k, v in vars(args).items() if k != "handler"},
+        "dataset": {
+            "name": data.name,
+            "requests": len(data),
+            "request_ids": [str(r.id) for r in data],
+        },
+        "weak": results.weak,
+        "strong": results.strong,
+        "judge": JUDGE,
+        "seeds": [args.seed],
+        "routing_host": {
+            "models": _plain(routing_host.profiles),
+            "policy": _plain(routing_host.policy),
+            "judges": _plain(routing_host.judges),
+        },
+        "robustness_host": {
+            "models": _plain(robust.host.profiles),
+            "policy": _plain(robust.host.policy),
+        },
+        "robustness_workload": {
+            "long_prompt_share": args.long_prompts,
+            "long_prompt_request_ids": robust.long_ids,
+        },
+        "versions": _versions(),
+        "wall_s": round(time.perf_counter() - started, 3),
+    }
+    (out / "run.json").write_text(json.dumps(record, indent=2) + "\n")
