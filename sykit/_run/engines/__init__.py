@@ -4,13 +4,21 @@
 * :mod:`.aio` on :mod:`.loop`'s virtual-time asyncio loop: simulations whose algorithms await
   asyncio or anyio primitives;
 * :mod:`.aio` on the caller's real loop: runs against real endpoints (``HttpHost``);
-* :mod:`.bulk`: runs whose requests do not depend on one another, evaluated column-wise with no
-  events (the run says whether it can: it has an ``evaluate()`` that raises :class:`NeedsEvents`
-  when it cannot).
+* :mod:`.columnwise`: the engine of runs whose requests do not depend on one another, evaluated
+  column-wise with no events by the bulk evaluator (:mod:`.bulk`; the run says whether it can: its
+  ``evaluate()`` raises :class:`NeedsEvents` when it cannot);
+* :mod:`.fastpath`: fixed chains of models (``single``, ``fallback_chain``) with no coroutine.
 
 Only this package knows which engine runs. A run gives :func:`simulate` or :func:`run_real` a
-function that builds its request machinery (a :class:`Run`) on the engine it is handed; the choice,
-the fallback from the kernel to the asyncio loop, deadlocks and Ctrl-C are dealt with here.
+function that builds its request machinery (a :class:`Run`) on the engine it is handed;
+:mod:`.choice` builds that machinery (the fast path or the general lifecycle, the bulk evaluator
+offered); the fallback from the kernel to the asyncio loop, deadlocks and Ctrl-C are dealt with
+here. This ``__init__`` imports the event engines and their contract only: the request lifecycle
+(:mod:`sykit._run.lifecycle`) is written against the contract, and the bulk evaluator, the fast path
+and the choice are built on the lifecycle, so they are imported from their own modules.
+
+May import: :mod:`sykit._base`; the bulk evaluator, the fast path and the choice also the rest of
+:mod:`sykit._run` below :mod:`sykit._run.plan`.
 """
 
 from __future__ import annotations
