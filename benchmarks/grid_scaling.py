@@ -45,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def _host(outage: float) -> sy.SimHost:
-    latency = sy.Latency(ttft=sy.LogNormal(0.8, sigma=0.6), tokens_per_s=80)
+    latency = sy.Latency(ttft=sy.dists.LogNormal(0.8, sigma=0.6), tokens_per_s=80)
     weak = sy.ModelProfile(
         latency=latency, price_in=1e-6, price_out=2e-6, faults=sy.Faults(unavailable=outage)
     )

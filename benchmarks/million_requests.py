@@ -50,7 +50,7 @@ SAMPLE_EVERY = 1_000
 
 
 def make_host() -> sy.SimHost:
-    latency = sy.Latency(ttft=sy.LogNormal(0.5, sigma=0.5), tokens_per_s=80)
+    latency = sy.Latency(ttft=sy.dists.LogNormal(0.5, sigma=0.5), tokens_per_s=80)
     profile = sy.ModelProfile(latency=latency, output_tokens=200, price_in=1.0, price_out=4.0)
     faults = sy.Faults(unavailable=0.03, rate_limit=0.01, retry_after_s=0.5)
     policy = sy.HostPolicy(max_retries=0, cooldown_s=0)

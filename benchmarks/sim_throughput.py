@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _host() -> sy.SimHost:
-    latency = sy.Latency(ttft=sy.LogNormal(MEDIAN_S, sigma=SIGMA), tokens_per_s=1e9)
+    latency = sy.Latency(ttft=sy.dists.LogNormal(MEDIAN_S, sigma=SIGMA), tokens_per_s=1e9)
     profile = sy.ModelProfile(latency=latency, output_tokens=1, price_in=1.0, price_out=1.0)
     return sy.SimHost({"A": profile, "B": profile, "C": profile})
 
@@ -107,7 +107,7 @@ def simpy_workload(n: int) -> tuple[float, float]:
 
 
 def _chain_host() -> sy.SimHost:
-    latency = sy.Latency(ttft=sy.LogNormal(MEDIAN_S, sigma=SIGMA), tokens_per_s=1e9)
+    latency = sy.Latency(ttft=sy.dists.LogNormal(MEDIAN_S, sigma=SIGMA), tokens_per_s=1e9)
     flaky = sy.ModelProfile(
         latency=latency,
         output_tokens=1,

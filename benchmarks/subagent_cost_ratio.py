@@ -78,7 +78,7 @@ def profile_of(meta: dict, *, cache: bool = True) -> sy.ModelProfile:
     answer lengths; with its prompt cache when the metadata prices one."""
     read = meta.get("cache_read_price")
     prompt_cache = (
-        sy.PromptCache(read_price=read, write_price=meta.get("cache_write_price"))
+        sy.profiles.PromptCache(read_price=read, write_price=meta.get("cache_write_price"))
         if cache and read is not None
         else None
     )

@@ -78,30 +78,30 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     },
     "503": {"a": FakeModel(fault="fail-503"), "what": "503 on every attempt"},
     "400-capability": {
-        "a": FakeModel(fault=sy.ErrorFault.capability(1.0)),
+        "a": FakeModel(fault=sy.faults.ErrorFault.capability(1.0)),
         "what": "400: the model does not support image input",
     },
-    "401": {"a": FakeModel(fault=sy.ErrorFault(401, 1.0)), "what": "401 invalid_api_key"},
-    "404": {"a": FakeModel(fault=sy.ErrorFault(404, 1.0)), "what": "404 model_not_found"},
-    "422": {"a": FakeModel(fault=sy.ErrorFault(422, 1.0)), "what": "422 unprocessable"},
+    "401": {"a": FakeModel(fault=sy.faults.ErrorFault(401, 1.0)), "what": "401 invalid_api_key"},
+    "404": {"a": FakeModel(fault=sy.faults.ErrorFault(404, 1.0)), "what": "404 model_not_found"},
+    "422": {"a": FakeModel(fault=sy.faults.ErrorFault(422, 1.0)), "what": "422 unprocessable"},
     "non-chat-200": {
         "a": FakeModel(fault="not-chat"),
         "what": "200 whose JSON body is not a chat completion",
     },
     "malformed-200": {"a": FakeModel(fault="malformed-json"), "what": "200 with truncated JSON"},
     "context-window-400": {
-        "a": FakeModel(fault=sy.ErrorFault.context_window(1.0)),
+        "a": FakeModel(fault=sy.faults.ErrorFault.context_window(1.0)),
         "router": {"context_window_fallbacks": [{"a": ["c"]}]},
         "what": "400 context_length_exceeded, with context_window_fallbacks a -> c",
     },
     "content-policy-400": {
-        "a": FakeModel(fault=sy.ErrorFault.policy(1.0)),
+        "a": FakeModel(fault=sy.faults.ErrorFault.policy(1.0)),
         "router": {"content_policy_fallbacks": [{"a": ["c"]}]},
         "what": "400 content_policy_violation in the FakeProvider's wording ('Your request was "
         "rejected as a result of our safety system.'), with content_policy_fallbacks a -> c",
     },
     "content-policy-400-usage-wording": {
-        "a": FakeModel(fault=sy.ErrorFault.policy(1.0, message=USAGE_POLICY)),
+        "a": FakeModel(fault=sy.faults.ErrorFault.policy(1.0, message=USAGE_POLICY)),
         "router": {"content_policy_fallbacks": [{"a": ["c"]}]},
         "what": "400 content_policy_violation worded as LiteLLM recognises it ('Invalid prompt' "
         "... 'violating our usage policy'), with content_policy_fallbacks a -> c",
@@ -156,7 +156,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     },
     "order-400": {
         "deployments": {
-            "a1": (FakeModel(fault=sy.ErrorFault.capability(1.0)), {"order": 1}),
+            "a1": (FakeModel(fault=sy.faults.ErrorFault.capability(1.0)), {"order": 1}),
             "a2": (FakeModel(), {"order": 2}),
         },
         "what": "group a = a1 (order 1, 400: no image input) + a2 (order 2, healthy)",
@@ -183,16 +183,16 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     # max_fallbacks limits how deep fallbacks of fallbacks go, not how many groups one list
     # names: "b" and "c" fail too here (a FakeModel under their names replaces the healthy one).
     "max-fallbacks-1-list": {
-        "a": FakeModel(fault=sy.ErrorFault(401, 1.0)),
-        "b": FakeModel(fault=sy.ErrorFault(401, 1.0)),
-        "c": FakeModel(fault=sy.ErrorFault(401, 1.0)),
+        "a": FakeModel(fault=sy.faults.ErrorFault(401, 1.0)),
+        "b": FakeModel(fault=sy.faults.ErrorFault(401, 1.0)),
+        "c": FakeModel(fault=sy.faults.ErrorFault(401, 1.0)),
         "router": {"fallbacks": [{"a": ["b", "c"]}], "max_fallbacks": 1, "num_retries": 0},
         "what": "a, b and c answer 401; fallbacks a -> [b, c], max_fallbacks=1",
     },
     "max-fallbacks-1-chain": {
-        "a": FakeModel(fault=sy.ErrorFault(401, 1.0)),
-        "b": FakeModel(fault=sy.ErrorFault(401, 1.0)),
-        "c": FakeModel(fault=sy.ErrorFault(401, 1.0)),
+        "a": FakeModel(fault=sy.faults.ErrorFault(401, 1.0)),
+        "b": FakeModel(fault=sy.faults.ErrorFault(401, 1.0)),
+        "c": FakeModel(fault=sy.faults.ErrorFault(401, 1.0)),
         "router": {"fallbacks": [{"a": ["b"]}, {"b": ["c"]}], "max_fallbacks": 1, "num_retries": 0},
         "what": "a, b and c answer 401; fallbacks a -> b -> c, max_fallbacks=1",
     },

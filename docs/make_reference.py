@@ -1,8 +1,11 @@
-"""Write docs/reference.md from the docstrings of everything sykit exports.
+"""Write docs/reference.md from the docstrings of everything sykit exports, tier by tier.
 
     python docs/make_reference.py
 
-The test suite checks that the file is current, so the reference cannot drift from the code.
+First the core (``sy.X``: ``sykit/__init__.py``'s ``__all__``), then one section per public
+sub-module (``sy.traffic.X``, ``sy.dists.X``, ...), each listing its ``__all__``. A table at the
+top says which tier holds what, and another gives the old top-level spellings with their new
+homes. The test suite checks that the file is current, so the reference cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ import sykit as sy
 
 OUT = Path(__file__).with_name("reference.md")
 
-SECTIONS = [
+#: The core, by topic: every name of ``sy.__all__`` once.
+CORE_SECTIONS = [
     ("Running", ["run", "arun", "compare", "acompare", "sweep", "Result", "Comparison", "Sweep"]),
     ("Grids", ["grid", "Grid"]),
-    ("Agent sessions", ["Session", "Turn"]),
     (
         "Writing algorithms",
         [
@@ -35,6 +38,11 @@ SECTIONS = [
             "first_ok",
             "timeout",
             "hedge",
+            "start",
+            "Started",
+            "wait_first",
+            "ModelStream",
+            "Chunk",
         ],
     ),
     (
@@ -47,7 +55,6 @@ SECTIONS = [
             "Score",
             "Answer",
             "ask_good_enough",
-            "GroundTruth",
         ],
     ),
     (
@@ -55,23 +62,18 @@ SECTIONS = [
         [
             "SimHost",
             "HttpHost",
+            "HttpModel",
             "ModelProfile",
             "Latency",
             "Faults",
-            "Flapping",
-            "RateLimit",
+            "Capacity",
             "Judge",
             "HostPolicy",
-            "Poisson",
         ],
     ),
-    ("Distributions", ["Constant", "LogNormal", "Uniform", "Exponential", "Empirical"]),
     (
-        "Errors and classification",
+        "Errors",
         [
-            "classify",
-            "fallback_reason",
-            "FallbackReason",
             "SykitError",
             "ModelError",
             "ContextWindowError",
@@ -82,13 +84,32 @@ SECTIONS = [
             "UnavailableError",
             "ModelTimeout",
             "InvalidResponseError",
+            "ArgumentError",
+            "ArgumentTypeError",
             "NoTargets",
             "UnknownModel",
             "RequestClosed",
             "SimDeadlock",
-            "RealIOError",
+            "AlgorithmError",
+            "AlgorithmWarning",
         ],
     ),
+]
+
+#: The public sub-modules, in the order the reference lists them.
+TIERS = [
+    "traffic",
+    "dists",
+    "errors",
+    "faults",
+    "profiles",
+    "strategies",
+    "sessions",
+    "datasets",
+    "learn",
+    "testing",
+    "failoverbench",
+    "widgets",
 ]
 
 
@@ -137,38 +158,106 @@ def _entry(name: str, obj: object, prefix: str = "sy.") -> list[str]:
     return lines
 
 
-def _module(name: str, module: types.ModuleType) -> list[str]:
-    lines = [f"## `sy.{name}`", "", _doc(module), ""]
-    for member in getattr(module, "__all__", []):
-        lines += _entry(member, getattr(module, member), prefix=f"sy.{name}.")
+def _first_sentence(module: types.ModuleType) -> str:
+    text = " ".join(_doc(module).split("\n\n")[0].split())
+    return text.split(". ")[0].rstrip(".")
+
+
+def _spellings() -> dict[int, str]:
+    """Each class or function exported under more than one spelling, by id, with the one its
+    entry is under: the one its ``__module__`` names (``sy.ModelError`` for the errors also in
+    ``sy.errors``), else the package it comes from, else the first in the reference's order."""
+    places: dict[int, list[tuple[str, str]]] = {}
+    objects: dict[int, object] = {}
+    owners = [(sy, "sy.")] + [(getattr(sy, tier), f"sy.{tier}.") for tier in TIERS]
+    for owner, prefix in owners:
+        for name in owner.__all__:
+            obj = getattr(owner, name)
+            if callable(obj):
+                objects[id(obj)] = obj
+                places.setdefault(id(obj), []).append((owner.__name__, f"{prefix}{name}"))
+    chosen: dict[int, str] = {}
+    for key, spelt in places.items():
+        if len(spelt) < 2:
+            continue
+        home = getattr(objects[key], "__module__", "")
+        exact = [s for m, s in spelt if m == home]
+        package = [s for m, s in spelt if home.startswith(m + ".")]
+        chosen[key] = (exact or package or [spelt[0][1]])[0]
+    return chosen
+
+
+def _entries(prefix: str, names: list[str], owner: object, canonical: dict[int, str]) -> list[str]:
+    lines: list[str] = []
+    for name in names:
+        obj = getattr(owner, name)
+        home = canonical.get(id(obj))
+        if home is not None and home != f"{prefix}{name}":
+            lines += [f"### `{prefix}{name}`", "", f"The same object as `{home}`.", ""]
+        else:
+            lines += _entry(name, obj, prefix=prefix)
     return lines
+
+
+def _tier_table() -> list[str]:
+    lines = [
+        "| Tier | Spelling | What it holds |",
+        "| --- | --- | --- |",
+        "| core | `sy.X` | The loop a notebook needs: requests and outcomes, the driver and its "
+        "race helpers, hosts and profiles, running and comparing, the errors an algorithm "
+        f"catches ({len(sy.__all__)} names). |",
+    ]
+    for tier in TIERS:
+        module = getattr(sy, tier)
+        lines.append(
+            f"| [`sy.{tier}`](#sy{tier}) | `sy.{tier}.X` | {_first_sentence(module)} "
+            f"({len(module.__all__)} names). |"
+        )
+    return [*lines, ""]
+
+
+def _moved_table() -> list[str]:
+    lines = [
+        "Old spellings: these names left the top level. Each still works for one release, as the",
+        "same object, with a `DeprecationWarning` naming its new home.",
+        "",
+        "| Old spelling | New home |",
+        "| --- | --- |",
+    ]
+    for name, tier in sorted(sy._MOVED.items(), key=lambda item: (item[1], item[0].lower())):
+        lines.append(f"| `sy.{name}` | `sy.{tier}.{name}` |")
+    return [*lines, ""]
 
 
 def render() -> str:
     lines = [
         "# API reference",
         "",
-        "Everything `sykit/__init__.py` exports (`import sykit as sy`). Generated from the",
-        "docstrings by `docs/make_reference.py`.",
+        "Everything sykit exports (`import sykit as sy`), tier by tier: the core at the top level",
+        "(`sy.run`, `sy.Request`, ...), then each public sub-module (`sy.traffic.Poisson`,",
+        "`sy.dists.LogNormal`, ...). Generated from the docstrings by `docs/make_reference.py`.",
         "",
+        *_tier_table(),
+        *_moved_table(),
     ]
-    done: set[str] = set()
-    for title, names in SECTIONS:
-        present = [n for n in names if n in sy.__all__]
-        if not present:
-            continue
-        lines += [f"## {title}", ""]
-        for name in present:
-            lines += _entry(name, getattr(sy, name))
-            done.add(name)
-    modules = [n for n in sy.__all__ if isinstance(getattr(sy, n), types.ModuleType)]
-    rest = [n for n in sy.__all__ if n not in done and n not in modules]
-    if rest:
-        lines += ["## Other", ""]
-        for name in rest:
-            lines += _entry(name, getattr(sy, name))
-    for name in modules:
-        lines += _module(name, getattr(sy, name))
+    canonical = _spellings()
+    listed = [name for _, names in CORE_SECTIONS for name in names]
+    if sorted(listed) != sorted(sy.__all__):
+        raise SystemExit(
+            "CORE_SECTIONS must list every name of sy.__all__ once: "
+            f"missing {sorted(set(sy.__all__) - set(listed))}, "
+            f"not core {sorted(set(listed) - set(sy.__all__))}"
+        )
+    public = {n for n, v in vars(sy).items() if isinstance(v, types.ModuleType) and n[0] != "_"}
+    if set(TIERS) != public:
+        raise SystemExit(f"TIERS must list every public sub-module: {sorted(public)}")
+    for title, names in CORE_SECTIONS:
+        lines += [f"## Core: {title}", ""]
+        lines += _entries("sy.", names, sy, canonical)
+    for tier in TIERS:
+        module = getattr(sy, tier)
+        lines += [f"## `sy.{tier}`", "", _doc(module), ""]
+        lines += _entries(f"sy.{tier}.", list(module.__all__), module, canonical)
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -3,17 +3,32 @@
 Write a routing algorithm as ``async def algo(request, driver) -> Outcome``, run it on a simulated
 host with ``sy.run`` (thousands of requests a second, same seed, same result), and read every
 attempt it caused from ``result.attempts`` and every request from ``result.requests``.
+
+The top level holds the core loop a notebook needs: requests and outcomes, the driver and its
+race helpers, hosts and profiles, running, comparing and grids, and the errors an algorithm
+catches. The rest lives in named sub-modules: ``sy.traffic`` (arrivals, traces, offered load),
+``sy.dists`` (distributions), ``sy.errors`` (the whole error tree and the classifier),
+``sy.faults`` (fault pieces beside ``sy.Faults``), ``sy.profiles``, ``sy.strategies``,
+``sy.sessions``, ``sy.datasets``, ``sy.learn``, ``sy.testing``, ``sy.failoverbench`` and
+``sy.widgets``.
 """
 
+import sys as _sys
+import warnings as _warnings
 from contextlib import suppress as _suppress
+from typing import Any as _Any
 
 from sykit import datasets as datasets
-from sykit import failoverbench, strategies
-from sykit import faults as _faults  # sy.faults: the presets' and the catalogue's former home
+from sykit import dists as dists
+from sykit import errors as errors
+from sykit import failoverbench as failoverbench
+from sykit import faults as faults
 from sykit import learn as learn
 from sykit import profiles as profiles
 from sykit import sessions as sessions
+from sykit import strategies as strategies
 from sykit import testing as testing
+from sykit import traffic as traffic
 from sykit import widgets as widgets
 from sykit._base.errors import ArgumentError as ArgumentError
 from sykit._base.errors import ArgumentTypeError as ArgumentTypeError
@@ -26,14 +41,10 @@ from sykit._base.errors import ModelTimeout as ModelTimeout
 from sykit._base.errors import NoTargets as NoTargets
 from sykit._base.errors import PolicyError as PolicyError
 from sykit._base.errors import RateLimitError as RateLimitError
-from sykit._base.errors import RealIOError as RealIOError
-from sykit._base.errors import RecordLimit as RecordLimit
 from sykit._base.errors import SimDeadlock as SimDeadlock
 from sykit._base.errors import SykitError as SykitError
 from sykit._base.errors import UnavailableError as UnavailableError
 from sykit._base.errors import UnknownModel as UnknownModel
-from sykit._fitting.capacity import CapacityFit as CapacityFit
-from sykit._fitting.capacity import fit_capacity as fit_capacity
 from sykit._grid import Grid as Grid
 from sykit._grid import grid as grid
 from sykit._grid.compare import acompare as acompare
@@ -45,7 +56,6 @@ from sykit._hosts.http import HttpModel as HttpModel
 from sykit._hosts.sim import SimHost as SimHost
 from sykit._results.health import AlgorithmError as AlgorithmError
 from sykit._results.health import AlgorithmWarning as AlgorithmWarning
-from sykit._results.metrics import UngradedWarning as UngradedWarning
 from sykit._results.result import Comparison as Comparison
 from sykit._results.result import Result as Result
 from sykit._run.api import arun as arun
@@ -59,36 +69,19 @@ from sykit._run.race import hedge as hedge
 from sykit._run.race import start as start
 from sykit._run.race import timeout as timeout
 from sykit._run.race import wait_first as wait_first
-from sykit._run.static import static as static
 from sykit._run.stream import Chunk as Chunk
 from sykit._run.stream import ModelStream as ModelStream
-from sykit._viz.load import offered_load as offered_load
-from sykit._viz.load import plot_load as plot_load
 from sykit._world.capacity import Capacity as Capacity
-from sykit._world.classify import FallbackReason as FallbackReason
-from sykit._world.classify import classify as classify
-from sykit._world.classify import fallback_reason as fallback_reason
-from sykit._world.config import ErrorFault as ErrorFault
 from sykit._world.config import Faults as Faults
-from sykit._world.config import Flapping as Flapping
 from sykit._world.config import HostPolicy as HostPolicy
 from sykit._world.config import Judge as Judge
 from sykit._world.config import Latency as Latency
 from sykit._world.config import ModelProfile as ModelProfile
-from sykit._world.config import Poisson as Poisson
-from sykit._world.config import PromptCache as PromptCache
-from sykit._world.config import RateLimit as RateLimit
-from sykit._world.dists import Constant as Constant
-from sykit._world.dists import Empirical as Empirical
-from sykit._world.dists import Exponential as Exponential
-from sykit._world.dists import LogNormal as LogNormal
-from sykit._world.dists import Uniform as Uniform
 from sykit._world.models import Answer as Answer
 from sykit._world.models import Boolean as Boolean
 from sykit._world.models import Choice as Choice
 from sykit._world.models import DecisionRequest as DecisionRequest
 from sykit._world.models import DecisionResponse as DecisionResponse
-from sykit._world.models import GroundTruth as GroundTruth
 from sykit._world.models import Outcome as Outcome
 from sykit._world.models import Request as Request
 from sykit._world.models import Response as Response
@@ -97,10 +90,6 @@ from sykit._world.models import Usage as Usage
 from sykit._world.models import answered as answered
 from sykit._world.models import ask_good_enough as ask_good_enough
 from sykit._world.models import route_to as route_to
-from sykit._world.sessions import Session as Session
-from sykit._world.sessions import Turn as Turn
-from sykit._world.truth import peek_truth as peek_truth
-from sykit.datasets._traces import Trace as Trace
 
 __version__ = "0.1.0"
 
@@ -113,23 +102,15 @@ __all__ = [
     "Boolean",
     "CapabilityError",
     "Capacity",
-    "CapacityFit",
     "Choice",
     "Chunk",
     "Comparison",
-    "Constant",
     "ContextWindowError",
     "DecisionRequest",
     "DecisionResponse",
     "Driver",
-    "Empirical",
-    "ErrorFault",
-    "Exponential",
-    "FallbackReason",
     "Faults",
-    "Flapping",
     "Grid",
-    "GroundTruth",
     "HostPolicy",
     "HttpHost",
     "HttpModel",
@@ -137,69 +118,94 @@ __all__ = [
     "InvalidResponseError",
     "Judge",
     "Latency",
-    "LogNormal",
     "ModelError",
     "ModelProfile",
     "ModelStream",
     "ModelTimeout",
     "NoTargets",
     "Outcome",
-    "Poisson",
     "PolicyError",
-    "PromptCache",
-    "RateLimit",
     "RateLimitError",
-    "RealIOError",
-    "RecordLimit",
     "Request",
     "RequestClosed",
     "Response",
     "Result",
     "Score",
-    "Session",
     "SimDeadlock",
     "SimHost",
     "Started",
     "Sweep",
     "SykitError",
-    "Trace",
-    "Turn",
     "UnavailableError",
-    "UngradedWarning",
-    "Uniform",
     "UnknownModel",
     "Usage",
     "acompare",
     "answered",
     "arun",
     "ask_good_enough",
-    "classify",
     "compare",
-    "datasets",
-    "failoverbench",
-    "fallback_reason",
     "first",
     "first_ok",
-    "fit_capacity",
     "grid",
     "hedge",
-    "learn",
-    "offered_load",
-    "peek_truth",
-    "plot_load",
-    "profiles",
     "route_to",
     "run",
-    "sessions",
     "start",
-    "static",
-    "strategies",
     "sweep",
-    "testing",
     "timeout",
     "wait_first",
-    "widgets",
 ]
+
+#: The names that left the top level, each with its new home: ``sy.Poisson`` still works for one
+#: release (with a DeprecationWarning), as the same object as ``sy.traffic.Poisson``.
+_MOVED = {
+    "CapacityFit": "profiles",
+    "Constant": "dists",
+    "Empirical": "dists",
+    "ErrorFault": "faults",
+    "Exponential": "dists",
+    "FallbackReason": "errors",
+    "Flapping": "faults",
+    "GroundTruth": "datasets",
+    "LogNormal": "dists",
+    "Poisson": "traffic",
+    "PromptCache": "profiles",
+    "RateLimit": "faults",
+    "RealIOError": "errors",
+    "RecordLimit": "errors",
+    "Session": "sessions",
+    "Trace": "traffic",
+    "Turn": "sessions",
+    "UngradedWarning": "errors",
+    "Uniform": "dists",
+    "classify": "errors",
+    "fallback_reason": "errors",
+    "fit_capacity": "profiles",
+    "offered_load": "traffic",
+    "peek_truth": "strategies",
+    "plot_load": "traffic",
+    "static": "strategies",
+}
+
+
+def __getattr__(name: str) -> _Any:
+    """The old spellings of the names that moved to a sub-module: the same object, with a
+    DeprecationWarning naming its new home."""
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module 'sykit' has no attribute {name!r}")
+    value = getattr(globals()[home], name)
+    caller = _sys._getframe(1)
+    if caller.f_code.co_name == "_handle_fromlist" and "importlib" in caller.f_code.co_filename:
+        return value  # ``from sykit import X`` asks twice: its import statement warns next, once
+    _warnings.warn(
+        f"sy.{name} moved to sy.{home}.{name}; the old spelling will be removed in the next "
+        "release",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return value
+
 
 # Reprs and tracebacks say sykit.SimHost, not sykit._hosts.sim.SimHost.
 for _name in __all__:
@@ -207,4 +213,4 @@ for _name in __all__:
     if getattr(_obj, "__module__", "").startswith("sykit."):
         with _suppress(AttributeError, TypeError):
             _obj.__module__ = "sykit"
-del _name, _obj, _faults
+del _name, _obj

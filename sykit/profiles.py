@@ -5,6 +5,8 @@
     sy.profiles.describe(["gpt-4-1106-preview", "llama-2-70b"])   # where every number came from
     sy.profiles.search("mixtral")                                  # catalogue names containing a text
     sy.profiles.fit(result.attempts)                               # profiles from a measured run
+    sy.profiles.fit_capacity(host, "my-model")                     # slots and slowdown, measured
+    sy.ModelProfile(cache=sy.profiles.PromptCache(read_price=0.3))  # a prompt cache's prices
 
 Prices (USD per 1M tokens), context window, vision and tool support come from the shipped LiteLLM
 price tables. Latency is fitted from two public benchmarks, LLMPerf and TheFastest.ai, when the
@@ -22,15 +24,20 @@ import numpy as np
 import pandas as pd
 
 from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._fitting.capacity import CapacityFit as CapacityFit
+from sykit._fitting.capacity import fit_capacity as fit_capacity
 from sykit._fitting.profile import compare_quantiles as compare_quantiles
 from sykit._fitting.profile import fit as fit
 from sykit._world import catalog as _catalog
 from sykit._world.config import Faults, Latency, ModelProfile, PromptCache
 
 __all__ = [
+    "CapacityFit",
+    "PromptCache",
     "compare_quantiles",
     "describe",
     "fit",
+    "fit_capacity",
     "fit_latency",
     "from_catalog",
     "measurements",
@@ -73,12 +80,12 @@ def from_catalog(
 
     ``latency`` is ``"auto"`` (LLMPerf, then TheFastest.ai, then the default), ``"llmperf"`` or
     ``"thefastest"`` (one source, else the default), ``"default"``, or a ``sy.Latency`` used for
-    every model. A model the table marks as caching prompts gets a ``sy.PromptCache`` with its
-    cache-read, 5-minute and 1-hour cache-write prices and minimum cacheable prompt (1,024 tokens
-    where the table gives none), after the documented corrections of ``sykit._world.cache_prices``
-    (``describe`` shows each in ``cache_note``). Quality and output length stay at ``ModelProfile``'s
-    defaults: datasets bring their own; change them with ``profile.replace(quality=0.8)``. An unknown name raises
-    ``ValueError`` listing close names.
+    every model. A model the table marks as caching prompts gets a ``sy.profiles.PromptCache`` with
+    its cache-read, 5-minute and 1-hour cache-write prices and minimum cacheable prompt (1,024
+    tokens where the table gives none), after the documented corrections of
+    ``sykit._world.cache_prices`` (``describe`` shows each in ``cache_note``). Quality and output
+    length stay at ``ModelProfile``'s defaults: datasets bring their own; change them with
+    ``profile.replace(quality=0.8)``. An unknown name raises ``ValueError`` listing close names.
     """
     pairs = _pairs(names)
     if isinstance(latency, str):
@@ -224,3 +231,9 @@ def with_faults(profiles: Mapping[str, ModelProfile], faults: Faults) -> dict[st
     if not isinstance(faults, Faults):
         raise ArgumentTypeError(f"faults must be a sy.Faults, got {type(faults).__name__}")
     return {name: profile.replace(faults=faults) for name, profile in profiles.items()}
+
+
+# Reprs, pickles and tracebacks say sykit.profiles.PromptCache.
+for _obj in (CapacityFit, PromptCache, fit_capacity):
+    _obj.__module__ = __name__
+del _obj

@@ -48,7 +48,7 @@ def _session(
     user_turns: tuple[int, ...] = (),
     parent: str | None = None,
     task: str | None = None,
-) -> sy.Session:
+) -> sy.sessions.Session:
     """Turn k carries the task and k (assistant tool call, tool result) pairs, then a user
     follow-up when k is in ``user_turns``."""
     history: list[dict] = [
@@ -63,8 +63,10 @@ def _session(
             history.append({"role": "tool", "tool_call_id": f"c{k}", "content": "ok"})
             if k in user_turns:
                 history.append({"role": "user", "content": f"now also do step {k}"})
-        made.append(sy.Turn(sy.Request(list(history), input_tokens=1000 * (k + 1)), gap_s=1.0))
-    return sy.Session(made, id=sid, parent=parent)
+        made.append(
+            sy.sessions.Turn(sy.Request(list(history), input_tokens=1000 * (k + 1)), gap_s=1.0)
+        )
+    return sy.sessions.Session(made, id=sid, parent=parent)
 
 
 def _run(algorithm, items, host, **kwargs) -> sy.Result:
@@ -87,7 +89,7 @@ def _decision_calls(result: sy.Result) -> list[int]:
 
 
 def _graded(weak: float, strong: float, i: int) -> sy.Request:
-    truth = sy.GroundTruth(quality={"weak": weak, "strong": strong})
+    truth = sy.datasets.GroundTruth(quality={"weak": weak, "strong": strong})
     return sy.Request(f"question {i}", id=i).with_truth(truth)
 
 
@@ -148,7 +150,7 @@ def test_new_session_decides_once_and_holds_the_choice():
     assert _column(result, "evidence_affinity") == ["decided", "held", "held", "held"] * 2
 
 
-def _session_where(differs, host: sy.SimHost, turns: tuple[int, ...]) -> sy.Session:
+def _session_where(differs, host: sy.SimHost, turns: tuple[int, ...]) -> sy.sessions.Session:
     """The first of the sessions s0, s1, ... whose weak answers at ``turns`` satisfy
     ``differs``, read through the truth the simulated classifier reads."""
     for n in range(50):
@@ -156,7 +158,7 @@ def _session_where(differs, host: sy.SimHost, turns: tuple[int, ...]) -> sy.Sess
         seen: dict[int, float] = {}
 
         async def probe(request, driver, seen=seen):
-            seen[request.metadata["turn"]] = sy.peek_truth(driver).quality("weak")
+            seen[request.metadata["turn"]] = sy.strategies.peek_truth(driver).quality("weak")
             return sy.route_to("weak", request)
 
         _run(probe, [session], host)
@@ -427,7 +429,7 @@ def test_advisor_options_are_checked(kwargs, match):
 # -- the sub-agent router (§C.8) ------------------------------------------------------------------
 
 
-def _family() -> list[sy.Session]:
+def _family() -> list[sy.sessions.Session]:
     return [
         _session("p", 3),
         _session("p/refactor", 2, parent="p", task="refactor the parser"),
@@ -553,7 +555,7 @@ def test_smoke_over_synthetic_sessions_the_counts_add_up():
     sessions = sy.sessions.synthetic_sessions(20, seed=0)
     # half of them as sub-agents of the other half
     family = [
-        s if i % 2 == 0 else sy.Session(s.turns, id=s.id, parent=sessions[i - 1].id)
+        s if i % 2 == 0 else sy.sessions.Session(s.turns, id=s.id, parent=sessions[i - 1].id)
         for i, s in enumerate(sessions)
     ]
     turns = sum(len(s.turns) for s in sessions)

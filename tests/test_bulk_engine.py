@@ -38,7 +38,9 @@ def run(algorithm: Any, requests: Any, **kwargs: Any) -> sy.Result:
 def faulty_host(**policy: Any) -> sy.SimHost:
     """Every random fault (HTTP errors, timeouts, resets, cut and malformed streams, non-chat
     answers, a profile's own errors), with spikes and stalls, and structural refusals."""
-    latency = sy.Latency(ttft=sy.LogNormal(0.4, sigma=0.6), tokens_per_s=sy.Uniform(40, 160))
+    latency = sy.Latency(
+        ttft=sy.dists.LogNormal(0.4, sigma=0.6), tokens_per_s=sy.dists.Uniform(40, 160)
+    )
     faults = sy.Faults(
         rate_limit=0.05,
         unavailable=0.05,
@@ -52,15 +54,18 @@ def faulty_host(**policy: Any) -> sy.SimHost:
         retry_after_s=0.7,
         spike_p=0.1,
         stall_p=0.05,
-        errors=[sy.ErrorFault.capability(0.03), sy.ErrorFault(503, 0.02, retry_after_s=0.3)],
+        errors=[
+            sy.faults.ErrorFault.capability(0.03),
+            sy.faults.ErrorFault(503, 0.02, retry_after_s=0.3),
+        ],
     )
     weak = sy.ModelProfile(
         latency=latency,
-        output_tokens=sy.LogNormal(80, p95=400),
+        output_tokens=sy.dists.LogNormal(80, p95=400),
         price_in=0.2,
         price_out=0.8,
         faults=faults,
-        reject_delay_s=sy.Uniform(0.01, 0.2),
+        reject_delay_s=sy.dists.Uniform(0.01, 0.2),
         context_window=2_000,
         tools=False,
     )
@@ -111,8 +116,10 @@ STRATEGIES = {
     "threshold": sy.strategies.threshold_router(
         "weak", "strong", score=lambda r: (r.input_tokens % 7) / 7, threshold=0.5
     ),
-    "static fn": sy.static(lambda r: ["strong", "weak"] if r.tools else "weak", name="static fn"),
-    "static async": sy.static(static_with_evidence),
+    "static fn": sy.strategies.static(
+        lambda r: ["strong", "weak"] if r.tools else "weak", name="static fn"
+    ),
+    "static async": sy.strategies.static(static_with_evidence),
     "capability": sy.strategies.capability_aware(["weak", "strong"], vision=["strong"]),
     "litellm": sy.strategies.litellm_like(["weak", "strong"]),
     "litellm, no retries": sy.strategies.litellm_like(
@@ -122,8 +129,8 @@ STRATEGIES = {
 
 LOOPS = {
     "closed": {"concurrency": 7},
-    "poisson": {"arrivals": sy.Poisson(20.0)},
-    "poisson, 3 slots": {"arrivals": sy.Poisson(20.0), "concurrency": 3},
+    "poisson": {"arrivals": sy.traffic.Poisson(20.0)},
+    "poisson, 3 slots": {"arrivals": sy.traffic.Poisson(20.0), "concurrency": 3},
     "same instant": {"arrivals": [0.0] * 60 + [1.5] * 60, "concurrency": 5},
 }
 
@@ -184,10 +191,12 @@ def test_timeouts_are_planned_column_wise_and_billed_as_the_events_bill_them(
     long) both end at ``start + timeout_s``; the answer under way is billed for what it produced
     by then. Planned with the waves and timed as each request is placed: no request goes the
     exact way, and the frames are the kernel's."""
-    latency = sy.Latency(ttft=sy.LogNormal(0.5, sigma=0.9), tokens_per_s=sy.Uniform(20, 90))
+    latency = sy.Latency(
+        ttft=sy.dists.LogNormal(0.5, sigma=0.9), tokens_per_s=sy.dists.Uniform(20, 90)
+    )
     faults = sy.Faults(timeout=0.1, unavailable=0.05, spike_p=0.2, stall_p=0.2, stall_s=1.5)
     weak = sy.ModelProfile(
-        latency=latency, output_tokens=sy.LogNormal(60, p95=300), faults=faults, price_out=2.0
+        latency=latency, output_tokens=sy.dists.LogNormal(60, p95=300), faults=faults, price_out=2.0
     )
     strong = sy.ModelProfile(latency=latency, output_tokens=90, faults=sy.Faults(timeout=0.05))
     policy = sy.HostPolicy(
@@ -195,7 +204,7 @@ def test_timeouts_are_planned_column_wise_and_billed_as_the_events_bill_them(
     )
     host = sy.SimHost({"weak": weak, "strong": strong}, policy=policy)
     requests = [sy.Request(f"q{i}", id=i, input_tokens=50 + i % 40) for i in range(200)]
-    kwargs = {"host": host, "seed": 3, "strategy": name, "arrivals": sy.Poisson(30.0)}
+    kwargs = {"host": host, "seed": 3, "strategy": name, "arrivals": sy.traffic.Poisson(30.0)}
     bulk = run(STRATEGIES[name], requests, concurrency=6, **kwargs)
     kernel = run(STRATEGIES[name], requests, concurrency=6, engine="kernel", **kwargs)
     assert bulk.engine == "bulk" and exact_calls == []
@@ -213,7 +222,7 @@ def test_resets_and_non_chat_answers_are_planned_column_wise(exact_calls, name):
     delay, as error answers do: planned with the waves, recorded as the event engines record
     them."""
     faults = sy.Faults(reset=0.15, non_chat=0.1, unavailable=0.05)
-    weak = sy.ModelProfile(faults=faults, reject_delay_s=sy.Uniform(0.05, 0.3))
+    weak = sy.ModelProfile(faults=faults, reject_delay_s=sy.dists.Uniform(0.05, 0.3))
     strong = sy.ModelProfile(faults=sy.Faults(reset=0.1))
     host = sy.SimHost({"weak": weak, "strong": strong}, policy=sy.HostPolicy(cooldown_s=0))
     requests = [sy.Request(f"q{i}", id=i) for i in range(150)]
@@ -236,7 +245,9 @@ def test_broken_streams_are_planned_column_wise_and_billed_for_what_they_produce
     """A stream cut part-way (a 502) or sending a malformed chunk ends at its break and is billed
     for the tokens it produced, a malformed first chunk at the first token with nothing billed:
     planned with the waves and billed as each request is placed, as the event engines bill."""
-    latency = sy.Latency(ttft=sy.LogNormal(0.4, sigma=0.5), tokens_per_s=sy.Uniform(30, 90))
+    latency = sy.Latency(
+        ttft=sy.dists.LogNormal(0.4, sigma=0.5), tokens_per_s=sy.dists.Uniform(30, 90)
+    )
     faults = sy.Faults(
         cut_stream=0.15,
         malformed=0.15,
@@ -247,7 +258,7 @@ def test_broken_streams_are_planned_column_wise_and_billed_for_what_they_produce
         break_after_tokens=break_after,
     )
     weak = sy.ModelProfile(
-        latency=latency, output_tokens=sy.LogNormal(50, p95=200), faults=faults, price_out=2.0
+        latency=latency, output_tokens=sy.dists.LogNormal(50, p95=200), faults=faults, price_out=2.0
     )
     strong = sy.ModelProfile(
         latency=latency, output_tokens=40, faults=sy.Faults(cut_stream=0.1), price_out=5.0
@@ -273,7 +284,7 @@ def test_a_malformed_first_chunk_after_the_deadline_goes_the_exact_way(exact_cal
     """A malformed first chunk that would come after the deadline is a timeout or the chunk's
     error depending on how the start rounds: that request goes the exact way, with the same
     records."""
-    latency = sy.Latency(ttft=sy.Constant(1.5), tokens_per_s=50.0)
+    latency = sy.Latency(ttft=sy.dists.Constant(1.5), tokens_per_s=50.0)
     profile = sy.ModelProfile(latency=latency, faults=sy.Faults(malformed=0.5), price_in=1.0)
     policy = sy.HostPolicy(timeout_s=1.0, max_retries=0, cooldown_s=0)
     host = sy.SimHost({"a": profile, "b": sy.ModelProfile()}, policy=policy)
@@ -289,7 +300,7 @@ def test_a_late_answer_that_its_start_brings_in_on_time_goes_the_exact_way(exact
     """An answer that ends 2**-52 s after ``timeout_s`` from its start is late at start 0 but on
     time at start 2 (``2 + total`` rounds to ``2 + timeout_s``): the event engines compare the
     sums, and so does the bulk engine, sending that request the exact way."""
-    latency = sy.Latency(ttft=sy.Constant(1.0000000000000002), tokens_per_s=1e300)
+    latency = sy.Latency(ttft=sy.dists.Constant(1.0000000000000002), tokens_per_s=1e300)
     profile = sy.ModelProfile(latency=latency, output_tokens=1, price_in=1.0, price_out=1.0)
     policy = sy.HostPolicy(timeout_s=1.0, max_retries=0, cooldown_s=0)
     host = sy.SimHost({"a": profile}, policy=policy)
@@ -411,16 +422,16 @@ def test_engine_bulk_refuses_what_it_cannot_take_and_says_why():
     outage = sy.SimHost({"a": sy.ModelProfile(faults=sy.Faults(outages=[(0, 1)]))})
     with pytest.raises(sy.ArgumentError, match="scripted faults"):
         run(sy.strategies.single("a"), ["x"], host=outage, engine="bulk")
-    limited = sy.SimHost({"a": sy.ModelProfile(rate_limit=sy.RateLimit(requests_per_min=5))})
+    limited = sy.SimHost({"a": sy.ModelProfile(rate_limit=sy.faults.RateLimit(requests_per_min=5))})
     with pytest.raises(sy.ArgumentError, match="rate limit"):
         run(sy.strategies.single("a"), ["x"], host=limited, engine="bulk")
-    cached = sy.SimHost({"a": sy.ModelProfile(cache=sy.PromptCache(read_price=0.1))})
+    cached = sy.SimHost({"a": sy.ModelProfile(cache=sy.profiles.PromptCache(read_price=0.1))})
     with pytest.raises(sy.ArgumentError, match="prompt cache"):
         run(sy.strategies.single("a"), ["x"], host=cached, engine="bulk")
     with pytest.raises(sy.ArgumentError, match="sessions"):
         run(
             sy.strategies.single("a"),
-            [sy.Session([sy.Request("x"), sy.Request("y")])],
+            [sy.sessions.Session([sy.Request("x"), sy.Request("y")])],
             host=HOST,
             engine="bulk",
         )
@@ -452,7 +463,9 @@ def test_a_spilling_run_stays_in_bulk_and_reads_back_the_same_frames(
     # a chain that returns to a model goes the exact way: every fourth request's records are
     # written a request at a time, inside a block
     chain = (
-        sy.static(lambda r: ["a", "b", "a"] if r.metadata["n"] % 4 == 0 else ["a", "b"], name="c")
+        sy.strategies.static(
+            lambda r: ["a", "b", "a"] if r.metadata["n"] % 4 == 0 else ["a", "b"], name="c"
+        )
         if router == "chain"
         else sy.strategies.litellm_like(["a", "b"])
     )
@@ -499,8 +512,8 @@ def test_a_cooldown_that_a_retry_ended_still_sends_the_run_to_the_events():
     )
     chain = sy.strategies.fallback_chain(["a", "b"])
     requests = [f"q{i}" for i in range(200)]
-    auto = run(chain, requests, host=host, arrivals=sy.Poisson(20.0))
-    kernel = run(chain, requests, host=host, arrivals=sy.Poisson(20.0), engine="kernel")
+    auto = run(chain, requests, host=host, arrivals=sy.traffic.Poisson(20.0))
+    kernel = run(chain, requests, host=host, arrivals=sy.traffic.Poisson(20.0), engine="kernel")
     attempts = kernel.attempts
     assert kernel.requests["status"].eq("ok").all()  # every cooldown ended with a success
     assert auto.engine == "kernel" and attempts["status"].eq("skipped").any()
@@ -515,7 +528,7 @@ def test_a_static_router_that_awaits_or_reads_the_clock_runs_on_the_events():
     async def reads_the_clock(request, driver):
         return sy.route_to("a" if driver.now < 1 else "b", request)
 
-    for algorithm in (sy.static(awaits), sy.static(reads_the_clock)):
+    for algorithm in (sy.strategies.static(awaits), sy.strategies.static(reads_the_clock)):
         assert run(algorithm, ["x", "y"], host=HOST).engine == "kernel"
         with pytest.raises(sy.ArgumentError, match="cannot run on the bulk engine"):
             run(algorithm, ["x"], host=HOST, engine="bulk")
@@ -530,7 +543,7 @@ def test_a_static_router_whose_routing_fails_is_recorded_by_the_events():
             raise ValueError("no route")
         return "nope" if request.prompt == "unknown" else "a"
 
-    result = run(sy.static(route), ["x", "bad", "unknown"], host=HOST)
+    result = run(sy.strategies.static(route), ["x", "bad", "unknown"], host=HOST)
     assert result.engine == "kernel"
     kinds = result.requests["error_kind"]
     assert kinds.isna().tolist() == [True, False, False]
@@ -541,12 +554,12 @@ def test_a_static_router_whose_routing_fails_is_recorded_by_the_events():
 
 def test_sy_static_checks_what_it_is_given():
     with pytest.raises(sy.ArgumentTypeError, match="function of the request"):
-        sy.static("a")  # type: ignore[arg-type]
+        sy.strategies.static("a")  # type: ignore[arg-type]
     with pytest.raises(sy.ArgumentTypeError, match="name must be a str"):
-        sy.static(lambda r: "a", name=3)  # type: ignore[arg-type]
-    bad = run(sy.static(lambda r: 42, name="bad"), ["x"], host=HOST)
+        sy.strategies.static(lambda r: "a", name=3)  # type: ignore[arg-type]
+    bad = run(sy.strategies.static(lambda r: 42, name="bad"), ["x"], host=HOST)
     assert "must return a model name" in str(bad.requests["error_message"].iloc[0])
-    named = sy.static(lambda r: ["a", "b"], name="mine")
+    named = sy.strategies.static(lambda r: ["a", "b"], name="mine")
     result = run(named, ["x"], host=HOST)
     assert result.strategy == "mine" and result.engine == "bulk"
     assert result.requests["selected_model"].tolist() == ["a"]
@@ -575,10 +588,10 @@ def test_the_failover_catalogue_scenarios_the_bulk_engine_takes_give_the_same_fr
 # -- property: any host, policy, chain or static router, loop and seed ----------------------------
 
 error_faults = st.one_of(
-    st.builds(sy.ErrorFault, st.sampled_from([400, 404, 408, 429, 500, 503]), st.just(0.05)),
-    st.builds(sy.ErrorFault.capability, st.just(0.05)),
-    st.builds(sy.ErrorFault.context_window, st.just(0.05)),
-    st.builds(lambda p: sy.ErrorFault(503, p, retry_after_s=0.3), st.just(0.05)),
+    st.builds(sy.faults.ErrorFault, st.sampled_from([400, 404, 408, 429, 500, 503]), st.just(0.05)),
+    st.builds(sy.faults.ErrorFault.capability, st.just(0.05)),
+    st.builds(sy.faults.ErrorFault.context_window, st.just(0.05)),
+    st.builds(lambda p: sy.faults.ErrorFault(503, p, retry_after_s=0.3), st.just(0.05)),
 )
 
 
@@ -597,14 +610,16 @@ def profiles(draw: st.DrawFn) -> sy.ModelProfile:
         errors=draw(st.lists(error_faults, max_size=2)),
     )
     continuous = draw(st.booleans())
-    ttft: Any = sy.LogNormal(0.5, sigma=0.7) if continuous else draw(st.sampled_from([0.25, 1.0]))
+    ttft: Any = (
+        sy.dists.LogNormal(0.5, sigma=0.7) if continuous else draw(st.sampled_from([0.25, 1.0]))
+    )
     return sy.ModelProfile(
         latency=sy.Latency(
             ttft=ttft,
-            tokens_per_s=sy.Uniform(30, 150) if continuous else 100.0,
+            tokens_per_s=sy.dists.Uniform(30, 150) if continuous else 100.0,
             prefill_tokens_per_s=draw(st.sampled_from([None, 5_000.0])),
         ),
-        output_tokens=sy.Exponential(60) if continuous else draw(st.sampled_from([1, 50])),
+        output_tokens=sy.dists.Exponential(60) if continuous else draw(st.sampled_from([1, 50])),
         reject_delay_s=draw(st.sampled_from([0.0, 0.125])),
         price_in=1.0,
         price_out=draw(st.sampled_from([0.0, 3.0])),
@@ -648,7 +663,7 @@ def algorithms(draw: st.DrawFn) -> Any:
     routes = draw(
         st.lists(st.lists(st.sampled_from("abc"), min_size=1, max_size=3), min_size=1, max_size=3)
     )
-    return sy.static(lambda r: routes[len(r.prompt) % len(routes)], name="static")
+    return sy.strategies.static(lambda r: routes[len(r.prompt) % len(routes)], name="static")
 
 
 @st.composite
@@ -674,7 +689,7 @@ def workloads(draw: st.DrawFn) -> dict[str, Any]:
         kwargs["arrivals"] = [sum(gaps[: i + 1]) for i in range(n)]
         kwargs["concurrency"] = draw(st.none() | st.integers(1, 2))
     else:
-        kwargs["arrivals"] = sy.Poisson(draw(st.sampled_from([0.5, 4.0])))
+        kwargs["arrivals"] = sy.traffic.Poisson(draw(st.sampled_from([0.5, 4.0])))
     return {"requests": requests, **kwargs}
 
 
@@ -697,12 +712,17 @@ def test_the_bulk_engine_agrees_with_the_kernel_whenever_it_runs(algorithm, host
 def litellm_host(**policy: Any) -> sy.SimHost:
     """Rate limits with whole-second Retry-After (LiteLLM honours them), 503s with a fractional
     one (it does not), capability refusals (no retry), and timeouts (the exact way)."""
-    latency = sy.Latency(ttft=sy.LogNormal(0.4, sigma=0.6), tokens_per_s=sy.Uniform(40, 160))
+    latency = sy.Latency(
+        ttft=sy.dists.LogNormal(0.4, sigma=0.6), tokens_per_s=sy.dists.Uniform(40, 160)
+    )
     faults = sy.Faults(
         rate_limit=0.15,
         retry_after_s=2.0,
         timeout=0.05,
-        errors=[sy.ErrorFault(503, 0.1, retry_after_s=0.3), sy.ErrorFault.capability(0.05)],
+        errors=[
+            sy.faults.ErrorFault(503, 0.1, retry_after_s=0.3),
+            sy.faults.ErrorFault.capability(0.05),
+        ],
     )
     profile = sy.ModelProfile(latency=latency, output_tokens=60, faults=faults)
     return sy.SimHost(

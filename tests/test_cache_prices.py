@@ -36,7 +36,7 @@ OLD_CLAUDE = {
 }
 
 
-def _cache(name: str) -> sy.PromptCache:
+def _cache(name: str) -> sy.profiles.PromptCache:
     cache = sy.profiles.from_catalog([name])[name].cache
     assert cache is not None
     return cache
@@ -119,7 +119,7 @@ def test_implicit_caches_bill_the_uncached_prompt_at_the_input_price(name):
 
 def test_a_deepseek_session_pays_for_its_cold_prefix():
     profiles = sy.profiles.from_catalog({"ds": "deepseek-v4-pro"}, latency="default")
-    session = sy.Session([sy.Turn(sy.Request("a", input_tokens=4000))], id="s")
+    session = sy.sessions.Session([sy.sessions.Turn(sy.Request("a", input_tokens=4000))], id="s")
     result = sy.run(
         sy.strategies.single("ds"), [session], host=sy.SimHost(profiles), progress=False
     )
@@ -135,12 +135,12 @@ def test_sonnet_4_and_4_5_bill_identical_sessions_alike():
         {"s4": "claude-sonnet-4", "s45": "claude-sonnet-4-5"}, latency="default"
     )
     profiles = {k: p.replace(output_tokens=100) for k, p in profiles.items()}
-    turns = [sy.Turn(sy.Request(f"t{k}", input_tokens=3000 + 1000 * k)) for k in range(4)]
+    turns = [sy.sessions.Turn(sy.Request(f"t{k}", input_tokens=3000 + 1000 * k)) for k in range(4)]
     costs = {}
     for model in profiles:
         result = sy.run(
             sy.strategies.single(model),
-            [sy.Session(turns, id="s")],
+            [sy.sessions.Session(turns, id="s")],
             host=sy.SimHost(profiles),
             progress=False,
         )

@@ -337,7 +337,7 @@ def test_under_poisson_load_near_saturation_a_hedge_raises_p50_but_not_when_idle
             ("single", sy.strategies.single("m")),
             ("hedge", sy.strategies.hedge("m", after=1.5)),
         ):
-            result = sy.run(strategy, items, host=host, arrivals=sy.Poisson(rho), seed=3)
+            result = sy.run(strategy, items, host=host, arrivals=sy.traffic.Poisson(rho), seed=3)
             assert (result.requests["status"] == "ok").all()
             p50[rho, name] = result.requests["latency_s"].median()
     assert p50[0.05, "single"] == p50[0.05, "hedge"] == 1.0
@@ -370,12 +370,12 @@ def test_at_low_load_a_hedge_cuts_p99_latency():
 def jittery(capacity: sy.Capacity, **kwargs) -> sy.ModelProfile:
     settings = {
         "latency": sy.Latency(
-            ttft=sy.LogNormal(0.4, sigma=0.5),
-            tokens_per_s=sy.Uniform(40, 120),
+            ttft=sy.dists.LogNormal(0.4, sigma=0.5),
+            tokens_per_s=sy.dists.Uniform(40, 120),
             prefill_tokens_per_s=4_000,
         ),
-        "output_tokens": sy.LogNormal(80, p95=300),
-        "reject_delay_s": sy.Uniform(0.02, 0.2),
+        "output_tokens": sy.dists.LogNormal(80, p95=300),
+        "reject_delay_s": sy.dists.Uniform(0.02, 0.2),
         "price_in": 1.0,
         "price_out": 3.0,
         "capacity": capacity,
@@ -438,7 +438,9 @@ async def judged_with_timeout(request, driver):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_both_engines_give_the_same_frames_with_capacities(algorithm, seed):
     items = [sy.Request(f"q{i}", id=i, input_tokens=200 + 40 * i) for i in range(40)]
-    result = run_both(algorithm, items, host=ENGINE_HOST, arrivals=sy.Poisson(6.0), seed=seed)
+    result = run_both(
+        algorithm, items, host=ENGINE_HOST, arrivals=sy.traffic.Poisson(6.0), seed=seed
+    )
     attempts = result.attempts
     assert (attempts["queue_s"] > 0).any()  # the load was felt
     at_free = attempts["model"] == "free"
@@ -449,7 +451,9 @@ def test_the_engine_comparison_meets_rejections_queue_timeouts_and_cancellations
     """The frames compared above are not trivially equal: they hold every way a queue ends."""
     items = [sy.Request(f"q{i}", id=i, input_tokens=200 + 40 * i) for i in range(40)]
     seen = [
-        run_both(algorithm, items, host=ENGINE_HOST, arrivals=sy.Poisson(6.0), seed=seed).attempts
+        run_both(
+            algorithm, items, host=ENGINE_HOST, arrivals=sy.traffic.Poisson(6.0), seed=seed
+        ).attempts
         for algorithm in (hedged, raced)
         for seed in (0, 1)
     ]
@@ -474,7 +478,7 @@ def test_a_spilling_run_reads_back_queue_s(tmp_path, monkeypatch):
 
     monkeypatch.setattr(_spill, "CHUNK_ROWS", 4)
     items = [sy.Request(f"q{i}", id=i, input_tokens=200) for i in range(30)]
-    kwargs = {"host": ENGINE_HOST, "arrivals": sy.Poisson(6.0), "seed": 2}
+    kwargs = {"host": ENGINE_HOST, "arrivals": sy.traffic.Poisson(6.0), "seed": 2}
     plain = sy.run(hedged, items, **kwargs)
     spilled = sy.run(hedged, items, spill=tmp_path / "s", **kwargs)
     pdt.assert_frame_equal(plain.attempts, spilled.attempts)

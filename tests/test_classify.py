@@ -181,54 +181,59 @@ CASES = [
     ("case", "status", "body", "kind", "reason"), CASES, ids=[c[0] for c in CASES]
 )
 def test_classification_table(case, status, body, kind, reason):
-    error = sy.classify(status, body)
+    error = sy.errors.classify(status, body)
     assert error is not None
     assert error.kind == kind
     assert error.http_status == status
-    found = sy.fallback_reason(error)
+    found = sy.errors.fallback_reason(error)
     assert (found.value if found else None) == reason
 
 
 def test_success_is_not_an_error():
-    assert sy.classify(200, {"choices": []}) is None
-    assert sy.classify(204) is None
+    assert sy.errors.classify(200, {"choices": []}) is None
+    assert sy.errors.classify(204) is None
 
 
 def test_retry_after_in_seconds_milliseconds_and_http_dates():
-    assert sy.classify(429, None, {"Retry-After": "7"}).retry_after_s == 7.0
-    assert sy.classify(429, None, {"retry-after-ms": "1500"}).retry_after_s == 1.5
+    assert sy.errors.classify(429, None, {"Retry-After": "7"}).retry_after_s == 7.0
+    assert sy.errors.classify(429, None, {"retry-after-ms": "1500"}).retry_after_s == 1.5
     now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
     date = "Thu, 01 Jan 2026 12:00:30 GMT"
-    assert sy.classify(429, None, {"retry-after": date}, now=now).retry_after_s == 30.0
-    assert sy.classify(429, None, {"retry-after": "soon"}).retry_after_s is None
-    assert sy.classify(429, None, None).retry_after_s is None
+    assert sy.errors.classify(429, None, {"retry-after": date}, now=now).retry_after_s == 30.0
+    assert sy.errors.classify(429, None, {"retry-after": "soon"}).retry_after_s is None
+    assert sy.errors.classify(429, None, None).retry_after_s is None
 
 
 @pytest.mark.parametrize("status", [403, 408, 500, 502, 503, 504, 529])
 def test_every_unavailable_status_carries_its_retry_after(status):
-    assert sy.classify(status, None, {"Retry-After": "1"}).retry_after_s == 1.0
-    assert sy.classify(status, None, {"retry-after-ms": "250"}).retry_after_s == 0.25
-    assert sy.classify(status, None, None).retry_after_s is None
+    assert sy.errors.classify(status, None, {"Retry-After": "1"}).retry_after_s == 1.0
+    assert sy.errors.classify(status, None, {"retry-after-ms": "250"}).retry_after_s == 0.25
+    assert sy.errors.classify(status, None, None).retry_after_s is None
 
 
 def test_a_retry_waits_the_retry_after_of_a_503_capped_like_a_429s():
     policy = sy.HostPolicy(backoff_initial_s=0.25)
-    overloaded = sy.classify(503, None, {"Retry-After": "1"})
+    overloaded = sy.errors.classify(503, None, {"Retry-After": "1"})
     assert policy.backoff_s(0, overloaded.retry_after_s) == 1.0
-    assert policy.backoff_s(0, sy.classify(503, None, {"Retry-After": "600"}).retry_after_s) == 60
-    assert policy.backoff_s(1, sy.classify(503).retry_after_s) == 0.5
+    assert (
+        policy.backoff_s(0, sy.errors.classify(503, None, {"Retry-After": "600"}).retry_after_s)
+        == 60
+    )
+    assert policy.backoff_s(1, sy.errors.classify(503).retry_after_s) == 0.5
 
 
 def test_timeouts_and_transport_failures():
     timeout = sy.ModelTimeout("no answer", model="m")
-    assert sy.fallback_reason(timeout) is None  # retried, but not a fallback reason
+    assert sy.errors.fallback_reason(timeout) is None  # retried, but not a fallback reason
     transport = sy.UnavailableError("connection reset", model="m")
-    assert sy.fallback_reason(transport) is sy.FallbackReason.UNAVAILABLE
-    assert sy.fallback_reason(ValueError("not a model error")) is None
+    assert sy.errors.fallback_reason(transport) is sy.errors.FallbackReason.UNAVAILABLE
+    assert sy.errors.fallback_reason(ValueError("not a model error")) is None
 
 
 def test_the_model_and_message_are_kept():
-    error = sy.classify(400, openai_error("x does not support image input"), model="text-only")
+    error = sy.errors.classify(
+        400, openai_error("x does not support image input"), model="text-only"
+    )
     assert isinstance(error, sy.CapabilityError)
     assert error.model == "text-only" and "image input" in error.message
     assert "capability from 'text-only' (HTTP 400)" in str(error)
@@ -236,4 +241,4 @@ def test_the_model_and_message_are_kept():
 
 def test_bad_status_type_is_a_type_error():
     with pytest.raises(TypeError, match="status"):
-        sy.classify("400", None)
+        sy.errors.classify("400", None)

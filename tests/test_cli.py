@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 import sykit as sy
-from sykit._cli.compare_job import describe_faults
 from sykit._cli.main import main
+from sykit._cli.prose import describe_faults
 
 
 def test_demo_prints_one_row_per_strategy(capsys):
@@ -98,11 +98,13 @@ def test_compare_names_non_chat_bodies_and_every_error_fault():
         rate_limit=0.02,
         non_chat=0.01,
         errors=[
-            sy.ErrorFault(401, 0.01),
-            sy.ErrorFault.capability(0.05),
-            sy.ErrorFault(503, 0.02, retry_after_s=3.0),
-            sy.ErrorFault(404, 0.01, message="No endpoints found for {model} in this region."),
-            sy.ErrorFault(500, 0.0),
+            sy.faults.ErrorFault(401, 0.01),
+            sy.faults.ErrorFault.capability(0.05),
+            sy.faults.ErrorFault(503, 0.02, retry_after_s=3.0),
+            sy.faults.ErrorFault(
+                404, 0.01, message="No endpoints found for {model} in this region."
+            ),
+            sy.faults.ErrorFault(500, 0.0),
         ],
     )
     assert describe_faults(faults).split("; ") == [
@@ -113,7 +115,7 @@ def test_compare_names_non_chat_bodies_and_every_error_fault():
         "2.0% HTTP 503, Retry-After 3 s",
         '1.0% HTTP 404 ("No endpoints found for {model} in this…")',
     ]
-    assert describe_faults(sy.Faults(errors=[sy.ErrorFault(401, 0.0)])) == ""
+    assert describe_faults(sy.Faults(errors=[sy.faults.ErrorFault(401, 0.0)])) == ""
 
 
 def test_describe_faults_names_stalls_and_where_streams_break():
@@ -159,9 +161,9 @@ def test_demo_writes_its_tables_and_plots_with_out(capsys, tmp_path):
 
 
 def test_run_json_keeps_an_error_faults_class_and_its_type_field():
-    from sykit._cli.compare_job import _plain
+    from sykit._cli.writers import _plain
 
-    plain = _plain(sy.Faults(errors=[sy.ErrorFault(401, 0.01, type="auth_error")]))
+    plain = _plain(sy.Faults(errors=[sy.faults.ErrorFault(401, 0.01, type="auth_error")]))
     assert plain["class"] == "Faults"
     (error,) = plain["errors"]
     assert (error["class"], error["status"], error["type"]) == ("ErrorFault", 401, "auth_error")

@@ -410,7 +410,7 @@ def test_synthetic_shares_are_exact():
 
 
 def test_synthetic_custom_sizes():
-    ds = datasets.synthetic(200, seed=1, sizes={"tiny": (1.0, sy.Constant(7))})
+    ds = datasets.synthetic(200, seed=1, sizes={"tiny": (1.0, sy.dists.Constant(7))})
     assert set(ds.frame["input_tokens"]) == {7} and set(ds.frame["size"]) == {"tiny"}
     ds = datasets.synthetic(100, sizes={"short": 1, "long": 1})
     assert ds.frame["size"].value_counts().to_dict() == {"short": 50, "long": 50}

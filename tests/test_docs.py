@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import re
+import types
 from pathlib import Path
 
 import sykit as sy
@@ -24,9 +26,40 @@ def test_reference_is_current():
 
 
 def test_reference_names_every_export():
+    """Every name of every tier has its entry: the core as ``sy.X``, each public sub-module's as
+    ``sy.module.X``; and every old top-level spelling is listed with its new home."""
     text = (DOCS / "reference.md").read_text()
-    missing = [name for name in sy.__all__ if f"sy.{name}" not in text]
+    missing = [name for name in sy.__all__ if f"### `sy.{name}" not in text]
+    tiers = sorted(
+        name
+        for name, value in vars(sy).items()
+        if isinstance(value, types.ModuleType) and not name.startswith("_")
+    )
+    for tier in tiers:
+        assert f"## `sy.{tier}`" in text, tier
+        missing += [
+            f"{tier}.{name}"
+            for name in getattr(sy, tier).__all__
+            if f"### `sy.{tier}.{name}" not in text
+        ]
     assert missing == []
+    for name, tier in sy._MOVED.items():
+        assert f"| `sy.{name}` | `sy.{tier}.{name}` |" in text, name
+
+
+def test_the_guides_use_no_old_spelling():
+    """The docs, README and notebooks write ``sy.traffic.Poisson``, not the old ``sy.Poisson``
+    (which warns); only the reference's table of old spellings names them."""
+    root = DOCS.parent
+    old = re.compile(r"(?<![\w.])(?:sy|sykit)\.(" + "|".join(sy._MOVED) + r")\b")
+    pages = [*DOCS.glob("*.md"), root / "README.md", *(root / "notebooks").glob("*.ipynb")]
+    found = []
+    for page in pages:
+        text = page.read_text()
+        if page.name == "reference.md":
+            text = text.split("## Core: ", 1)[1]  # past the table of old spellings
+        found += [f"{page.name}: {m.group(0)}" for m in old.finditer(text)]
+    assert found == []
 
 
 def test_guides_exist():

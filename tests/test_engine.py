@@ -86,7 +86,7 @@ def test_real_network_io_is_refused_with_a_clear_error():
     async def connect():
         await asyncio.open_connection("127.0.0.1", 9)
 
-    with pytest.raises(sy.RealIOError, match="virtual-time loop"):
+    with pytest.raises(sy.errors.RealIOError, match="virtual-time loop"):
         _engine.run(connect)
 
 

@@ -462,7 +462,7 @@ def test_infinite_arrivals_are_refused_before_the_run(host, arrivals):
         (lambda: sy.Request("x", input_tokens=2**33), r"input_tokens must be ≤ 2\*\*31 - 1"),
         (lambda: sy.Request("x", max_output_tokens=2**40), r"max_output_tokens .* ≤ 2\*\*31 - 1"),
         (
-            lambda: sy.GroundTruth(output_tokens={"fast": 2**31}),
+            lambda: sy.datasets.GroundTruth(output_tokens={"fast": 2**31}),
             r"output_tokens\['fast'\] must be ≤ 2\*\*31 - 1",
         ),
     ],
@@ -489,7 +489,7 @@ def test_a_profile_that_can_draw_too_many_output_tokens_is_refused_before_the_ru
         return sy.route_to("huge", request)
 
     # A log-normal whose far tail passes 2**31 tokens: refused, not an OverflowError mid-run.
-    host = sy.SimHost({"huge": sy.ModelProfile(output_tokens=sy.LogNormal(1e6, sigma=2.0))})
+    host = sy.SimHost({"huge": sy.ModelProfile(output_tokens=sy.dists.LogNormal(1e6, sigma=2.0))})
     with pytest.raises(sy.ArgumentError, match=r"model 'huge': output_tokens .* more than the 2"):
         sy.run(algorithm, requests(3), host=host)
     assert called == []
@@ -555,7 +555,7 @@ def test_a_call_cancelled_during_its_retry_backoff_claims_no_retry(engine, helpe
 
 
 def test_a_kernel_run_leaves_no_cyclic_garbage_per_request():
-    latency = sy.Latency(ttft=sy.LogNormal(0.8, sigma=0.6), tokens_per_s=1e9)
+    latency = sy.Latency(ttft=sy.dists.LogNormal(0.8, sigma=0.6), tokens_per_s=1e9)
     profile = sy.ModelProfile(latency=latency, output_tokens=1, price_in=1.0, price_out=1.0)
     host = sy.SimHost({"A": profile, "B": profile, "C": profile})
 

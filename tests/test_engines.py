@@ -20,9 +20,11 @@ import sykit as sy
 
 def jittery(**kwargs) -> sy.ModelProfile:
     settings = {
-        "latency": sy.Latency(ttft=sy.LogNormal(0.6, sigma=0.5), tokens_per_s=sy.Uniform(40, 120)),
-        "output_tokens": sy.LogNormal(80, p95=300),
-        "reject_delay_s": sy.Uniform(0.02, 0.2),
+        "latency": sy.Latency(
+            ttft=sy.dists.LogNormal(0.6, sigma=0.5), tokens_per_s=sy.dists.Uniform(40, 120)
+        ),
+        "output_tokens": sy.dists.LogNormal(80, p95=300),
+        "reject_delay_s": sy.dists.Uniform(0.02, 0.2),
         "price_in": 1.0,
         "price_out": 3.0,
         "quality": 0.6,
@@ -34,7 +36,9 @@ def jittery(**kwargs) -> sy.ModelProfile:
 PROFILES = {
     "fast": jittery(),
     "strong": jittery(
-        latency=sy.Latency(ttft=sy.LogNormal(1.2, sigma=0.4), tokens_per_s=sy.Uniform(30, 60)),
+        latency=sy.Latency(
+            ttft=sy.dists.LogNormal(1.2, sigma=0.4), tokens_per_s=sy.dists.Uniform(30, 60)
+        ),
         price_in=10.0,
         price_out=30.0,
         vision=True,
@@ -64,10 +68,10 @@ PROFILES = {
             outages=[(3.0, 6.5)],
             fail_first=4,
             fail_first_status=500,
-            flapping=sy.Flapping(up_s=2.5, down_s=1.5, until_s=20.0),
+            flapping=sy.faults.Flapping(up_s=2.5, down_s=1.5, until_s=20.0),
         )
     ),
-    "limited": jittery(rate_limit=sy.RateLimit(requests_per_min=20, tokens_per_min=2_500)),
+    "limited": jittery(rate_limit=sy.faults.RateLimit(requests_per_min=20, tokens_per_min=2_500)),
     "small": jittery(context_window=2_000),
 }
 
@@ -222,8 +226,8 @@ ALGORITHMS = {
 LOOPS = {
     "closed_4": {"concurrency": 4},
     "closed_32": {},
-    "poisson": {"arrivals": sy.Poisson(3.0)},
-    "poisson_limited": {"arrivals": sy.Poisson(8.0), "concurrency": 3},
+    "poisson": {"arrivals": sy.traffic.Poisson(3.0)},
+    "poisson_limited": {"arrivals": sy.traffic.Poisson(8.0), "concurrency": 3},
 }
 
 
@@ -306,7 +310,7 @@ def test_every_catalogue_scenario_gives_the_same_frames(scenario_id):
 
 def test_a_comparison_over_seeds_is_the_same_on_both_engines():
     strategies = {"race": race, "fallbacks": fallbacks, "hedged": hedged}
-    kwargs = {"host": HOSTS["default"], "seeds": [3, 4], "arrivals": sy.Poisson(4.0)}
+    kwargs = {"host": HOSTS["default"], "seeds": [3, 4], "arrivals": sy.traffic.Poisson(4.0)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sy.AlgorithmWarning)
         kernel = sy.compare(strategies, REQUESTS, engine="kernel", **kwargs)

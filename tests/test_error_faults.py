@@ -1,5 +1,6 @@
-"""Any error status with its text (sy.ErrorFault) and a non-chat 200 (Faults(non_chat=...)), on a
-SimHost and on the FakeProvider: the same bodies, the same error kinds, the same fallback reasons."""
+"""Any error status with its text (sy.faults.ErrorFault) and a non-chat 200 (Faults(non_chat=...)),
+on a SimHost and on the FakeProvider: the same bodies, the same error kinds, the same fallback
+reasons."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from helpers import rows
 import sykit as sy
 from sykit.testing import FakeModel, FakeProvider
 
-ErrorFault = sy.ErrorFault
+ErrorFault = sy.faults.ErrorFault
 PRICES = sy.ModelProfile(price_in=1.0, price_out=2.0)
 POLICY = sy.HostPolicy(max_retries=0, cooldown_s=0, timeout_s=2.0)
 
@@ -189,22 +190,22 @@ def test_given_text_replaces_the_defaults_and_names_the_model():
         (ErrorFault(401, 1), "invalid_request", None),
         (ErrorFault(402, 1), "invalid_request", None),
         (ErrorFault(404, 1), "invalid_request", None),
-        (ErrorFault(408, 1), "unavailable", sy.FallbackReason.UNAVAILABLE),
+        (ErrorFault(408, 1), "unavailable", sy.errors.FallbackReason.UNAVAILABLE),
         (ErrorFault(422, 1), "invalid_request", None),
-        (ErrorFault.policy(1), "policy", sy.FallbackReason.POLICY),
-        (ErrorFault.capability(1), "capability", sy.FallbackReason.CAPABILITY),
-        (ErrorFault.context_window(1), "context_window", sy.FallbackReason.CONTEXT_WINDOW),
+        (ErrorFault.policy(1), "policy", sy.errors.FallbackReason.POLICY),
+        (ErrorFault.capability(1), "capability", sy.errors.FallbackReason.CAPABILITY),
+        (ErrorFault.context_window(1), "context_window", sy.errors.FallbackReason.CONTEXT_WINDOW),
     ],
 )
 def test_sy_classify_reads_each_body_as_the_host_does(fault, kind, reason):
-    error = sy.classify(fault.status, fault.body("m"), fault.headers(), model="m")
+    error = sy.errors.classify(fault.status, fault.body("m"), fault.headers(), model="m")
     assert error.kind == kind
-    assert sy.fallback_reason(error) == reason
+    assert sy.errors.fallback_reason(error) == reason
 
 
 def test_retry_after_of_an_error_fault_is_honoured():
     fault = ErrorFault(503, 1, retry_after_s=3.0)
-    assert sy.classify(503, fault.body("m"), fault.headers()).retry_after_s == 3.0
+    assert sy.errors.classify(503, fault.body("m"), fault.headers()).retry_after_s == 3.0
     policy = sy.HostPolicy(max_retries=1, cooldown_s=0, backoff_initial_s=0.01)
     host = sy.SimHost({"m": profile(faults=sy.Faults(fail_first=0, errors=[fault]))}, policy=policy)
     res = sy.run(sy.strategies.single("m"), ["q"], host=host)
@@ -277,10 +278,10 @@ def test_shares_follow_the_probabilities():
         (
             lambda: sy.Faults(errors=ErrorFault(401, 0.1)),
             sy.ArgumentTypeError,
-            "list of sy.ErrorFault",
+            "list of sy.faults.ErrorFault",
         ),
         (lambda: sy.Faults(errors=[(401, 0.1)]), sy.ArgumentTypeError, r"errors\[0\]"),
-        (lambda: sy.Faults(errors=401), sy.ArgumentTypeError, "list of sy.ErrorFault"),
+        (lambda: sy.Faults(errors=401), sy.ArgumentTypeError, "list of sy.faults.ErrorFault"),
         (lambda: FakeModel(fault="error-600"), sy.ArgumentError, "unknown fault"),
     ],
 )

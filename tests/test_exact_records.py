@@ -247,7 +247,11 @@ def test_a_hedge_whose_copy_raises_at_once_reports_the_algorithms_error(engine):
 
 def test_nested_races_on_one_model_give_identical_frames_on_both_engines():
     host = sy.SimHost(
-        {"m": sy.ModelProfile(latency=sy.Latency(ttft=sy.LogNormal(0.5, p95=2.0), tokens_per_s=80))}
+        {
+            "m": sy.ModelProfile(
+                latency=sy.Latency(ttft=sy.dists.LogNormal(0.5, p95=2.0), tokens_per_s=80)
+            )
+        }
     )
 
     async def nested(request, driver):

@@ -112,12 +112,12 @@ def _primary_with(faults: sy.Faults) -> sy.ModelProfile:
 def test_non_chat_bodies_and_error_faults_at_probability_one_become_the_fake_models_fault():
     non_chat = _fake_model("primary", _primary_with(sy.Faults(non_chat=1.0)), 0.1, None)
     assert non_chat.fault == "not-chat"
-    revoked = sy.ErrorFault(401, 1.0, code="invalid_api_key", retry_after_s=4.0)
+    revoked = sy.faults.ErrorFault(401, 1.0, code="invalid_api_key", retry_after_s=4.0)
     error = _fake_model("primary", _primary_with(sy.Faults(errors=[revoked])), 0.1, None)
     # The FakeProvider sends an ErrorFault's own Retry-After: it is scaled like every duration.
     assert error.fault.retry_after_s == pytest.approx(0.4)
     assert error.fault == revoked.replace(retry_after_s=error.fault.retry_after_s)
-    spared = sy.Faults(errors=[sy.ErrorFault(404, 0.0)], non_chat=0.0)
+    spared = sy.Faults(errors=[sy.faults.ErrorFault(404, 0.0)], non_chat=0.0)
     assert _fake_model("primary", _primary_with(spared), 0.1, None).fault is None
 
 
@@ -125,13 +125,16 @@ def test_non_chat_bodies_and_error_faults_at_probability_one_become_the_fake_mod
     ("faults", "named"),
     [
         (sy.Faults(non_chat=0.5), r"cannot reproduce non_chat=0.5"),
-        (sy.Faults(errors=[sy.ErrorFault(401, 0.2)]), r"cannot reproduce errors\[0\]=.*p=0.2"),
+        (
+            sy.Faults(errors=[sy.faults.ErrorFault(401, 0.2)]),
+            r"cannot reproduce errors\[0\]=.*p=0.2",
+        ),
         (
             sy.Faults(non_chat=1.0, fail_first=1, fail_first_status=500),
             r"takes one fault, this profile has \['not-chat', 'fail-500-once'\]",
         ),
         (
-            sy.Faults(errors=[sy.ErrorFault(402, 1.0)], fail_first=2),
+            sy.Faults(errors=[sy.faults.ErrorFault(402, 1.0)], fail_first=2),
             r"takes one fault, this profile has \['error-402', 'fail-429-x2'\]",
         ),
     ],
@@ -148,7 +151,7 @@ def test_a_capacity_the_fake_provider_would_time_differently_is_named():
 
 
 def test_a_persistent_error_fault_with_retry_after_runs_over_http_as_in_simulation():
-    overloaded = sy.Faults(errors=[sy.ErrorFault(503, 1.0, retry_after_s=2.0)])
+    overloaded = sy.Faults(errors=[sy.faults.ErrorFault(503, 1.0, retry_after_s=2.0)])
     host = SCENARIOS["S04"].host
     primary = host.profiles["primary"].replace(faults=overloaded)
     scenario = dataclasses.replace(

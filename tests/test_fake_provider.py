@@ -90,7 +90,11 @@ def test_a_stream_sends_a_role_chunk_content_chunks_usage_and_done(client):
 
 
 def test_latency_draws_from_distributions_repeat_with_the_seed():
-    model = {"m": FakeModel(ttft_s=sy.LogNormal(0.01, p95=0.03), output_tokens=sy.Uniform(2, 30))}
+    model = {
+        "m": FakeModel(
+            ttft_s=sy.dists.LogNormal(0.01, p95=0.03), output_tokens=sy.dists.Uniform(2, 30)
+        )
+    }
     lengths = []
     for _ in range(2):
         with FakeProvider(model, seed=7) as provider, httpx.Client(base_url=provider.base_url) as c:
@@ -203,7 +207,9 @@ def test_a_model_without_prefill_refuses_a_conversation_ending_with_the_assistan
 def test_outages_and_flapping_follow_the_run_clock():
     models = {
         "outage": FakeModel(outages=[(0.2, 0.4)], retry_after_s=0.5, retry_after_statuses=(503,)),
-        "flapping": FakeModel(flapping=sy.Flapping(up_s=0.2, down_s=0.2, until_s=0.8, status=429)),
+        "flapping": FakeModel(
+            flapping=sy.faults.Flapping(up_s=0.2, down_s=0.2, until_s=0.8, status=429)
+        ),
     }
     with FakeProvider(models) as fake, httpx.Client(base_url=fake.base_url, timeout=5) as client:
         start = time.monotonic()

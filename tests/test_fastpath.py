@@ -22,7 +22,9 @@ def host() -> sy.SimHost:
     flaky = sy.ModelProfile(
         price_in=1.0,
         price_out=2.0,
-        latency=sy.Latency(ttft=sy.LogNormal(0.5, p95=2.0), tokens_per_s=sy.Uniform(40, 90)),
+        latency=sy.Latency(
+            ttft=sy.dists.LogNormal(0.5, p95=2.0), tokens_per_s=sy.dists.Uniform(40, 90)
+        ),
         faults=sy.Faults(
             rate_limit=0.08,
             retry_after_s=0.5,
@@ -35,7 +37,7 @@ def host() -> sy.SimHost:
             spike_p=0.05,
             outages=[(20.0, 35.0)],
         ),
-        rate_limit=sy.RateLimit(requests_per_min=400),
+        rate_limit=sy.faults.RateLimit(requests_per_min=400),
         context_window=2_000,
     )
     steady = sy.ModelProfile(price_in=3.0, price_out=9.0, vision=True, context_window=100_000)
@@ -63,7 +65,7 @@ def requests(n: int) -> list[sy.Request]:
     ],
     ids=["single", "fallback", "fallback-reversed"],
 )
-@pytest.mark.parametrize("arrivals", [None, sy.Poisson(12.0)], ids=["closed", "open"])
+@pytest.mark.parametrize("arrivals", [None, sy.traffic.Poisson(12.0)], ids=["closed", "open"])
 def test_the_fast_path_gives_the_general_paths_frames(strategy, arrivals):
     assert fixed_chain(strategy) is not None and fixed_chain(general(strategy)) is None
     reqs = requests(400)

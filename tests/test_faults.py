@@ -154,7 +154,7 @@ def test_outage_windows_answer_503_inside_and_nothing_outside():
 
 
 def test_flapping_alternates_up_and_down():
-    flap = sy.Flapping(up_s=10.0, down_s=5.0, until_s=30.0)
+    flap = sy.faults.Flapping(up_s=10.0, down_s=5.0, until_s=30.0)
     h = sy.SimHost({"m": model(faults=sy.Faults(flapping=flap))}, policy=no_retries())
     times = [1.0, 11.0, 14.0, 16.0, 26.0, 31.0]
     res = sy.run(to_m, many(len(times)), host=h, arrivals=times)
@@ -162,7 +162,7 @@ def test_flapping_alternates_up_and_down():
 
 
 def test_requests_per_minute_limit_answers_429_with_a_truthful_retry_after():
-    limited = model(rate_limit=sy.RateLimit(requests_per_min=2))
+    limited = model(rate_limit=sy.faults.RateLimit(requests_per_min=2))
     h = sy.SimHost({"m": limited}, policy=sy.HostPolicy(max_retries=1, cooldown_s=0))
     res = sy.run(to_m, many(3), host=h, concurrency=3)
     third = rows(res, request_id=2)
@@ -174,7 +174,7 @@ def test_requests_per_minute_limit_answers_429_with_a_truthful_retry_after():
 
 
 def test_tokens_per_minute_limit_counts_input_and_requested_output():
-    limited = model(rate_limit=sy.RateLimit(tokens_per_min=10_000))
+    limited = model(rate_limit=sy.faults.RateLimit(tokens_per_min=10_000))
     h = sy.SimHost({"m": limited}, policy=no_retries())
     reqs = [sy.Request("x", id=i, input_tokens=3_000, max_output_tokens=1_000) for i in range(4)]
     res = sy.run(to_m, reqs, host=h, concurrency=4)
@@ -183,7 +183,7 @@ def test_tokens_per_minute_limit_counts_input_and_requested_output():
 
 
 def test_load_matters_for_rate_limits():
-    limited = model(rate_limit=sy.RateLimit(requests_per_min=60))
+    limited = model(rate_limit=sy.faults.RateLimit(requests_per_min=60))
     h = sy.SimHost({"m": limited}, policy=no_retries())
     slow = sy.run(to_m, many(30), host=h, arrivals=[i * 1.0 for i in range(30)])
     burst = sy.run(to_m, many(120), host=h, arrivals=[i * 0.1 for i in range(120)])
@@ -212,13 +212,13 @@ def test_load_matters_for_rate_limits():
         (lambda: sy.Faults(fail_first_status=404), ValueError, "fail_first_status"),
         (lambda: sy.Latency(ttft=-1), ValueError, "ttft"),
         (lambda: sy.Latency(tokens_per_s="fast"), TypeError, "tokens_per_s"),
-        (lambda: sy.LogNormal(1.0, p95=0.5), ValueError, "p95"),
-        (lambda: sy.RateLimit(), ValueError, "RateLimit"),
+        (lambda: sy.dists.LogNormal(1.0, p95=0.5), ValueError, "p95"),
+        (lambda: sy.faults.RateLimit(), ValueError, "RateLimit"),
         (lambda: sy.Judge(accuracy=2), ValueError, "accuracy"),
         (lambda: sy.HostPolicy(max_retries=11), ValueError, "max_retries"),
         (lambda: sy.HostPolicy(bill_cancelled="half"), ValueError, "bill_cancelled"),
         (lambda: sy.HostPolicy(fallback_reasons={"teapot"}), ValueError, "fallback_reasons"),
-        (lambda: sy.Flapping(up_s=0, down_s=1), ValueError, "up_s"),
+        (lambda: sy.faults.Flapping(up_s=0, down_s=1), ValueError, "up_s"),
         (lambda: sy.SimHost({}), ValueError, "models"),
         (lambda: sy.SimHost({"m": "cheap"}), TypeError, "models"),
         (lambda: sy.SimHost({"m": sy.ModelProfile()}, judge={"x": sy.Judge()}), ValueError, "'x'"),

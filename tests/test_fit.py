@@ -59,7 +59,7 @@ def test_a_csv_path_and_empirical_distributions_work_too(tmp_path):
     path = tmp_path / "latencies.csv"
     measured_table(seed=1).drop(columns=["tokens_per_s"]).to_csv(path, index=False)
     profiles = fit(path, ttft="empirical", tokens_per_s="empirical", output_tokens="empirical")
-    assert isinstance(profiles["m"].latency.ttft, sy.Empirical)
+    assert isinstance(profiles["m"].latency.ttft, sy.dists.Empirical)
     sim = simulate(profiles, "m")
     check = compare_quantiles(path, sim, quantiles=np.linspace(0.05, 0.95, 19))
     assert len(check) == 19
@@ -69,7 +69,9 @@ def test_a_csv_path_and_empirical_distributions_work_too(tmp_path):
 def test_an_http_run_against_the_fault_server_is_reproduced_in_simulation():
     models = {
         "jittery": FakeModel(
-            ttft_s=sy.LogNormal(0.03, p95=0.08), tokens_per_s=4000, output_tokens=sy.Uniform(8, 16)
+            ttft_s=sy.dists.LogNormal(0.03, p95=0.08),
+            tokens_per_s=4000,
+            output_tokens=sy.dists.Uniform(8, 16),
         )
     }
     with FakeProvider(models) as fake:
@@ -111,9 +113,9 @@ def test_failure_rates_by_kind_come_from_error_rows():
     assert faults.timeout == pytest.approx(2 / answered)
     assert faults.unavailable_status == 502
     assert (faults.retry_after_s, faults.outages) == (3.0, ((10.0, 20.0),))  # kept from base
-    assert profile.latency.ttft == sy.Constant(0.2)
-    assert profile.latency.tokens_per_s == sy.Constant(100.0)
-    assert profile.output_tokens == sy.Constant(100.0)
+    assert profile.latency.ttft == sy.dists.Constant(0.2)
+    assert profile.latency.tokens_per_s == sy.dists.Constant(100.0)
+    assert profile.output_tokens == sy.dists.Constant(100.0)
     assert 0.01 <= profile.reject_delay_s.quantile(0.5) <= 0.03
     kept = fit(data, base=base, faults=False)["m"]
     assert kept.faults == base.faults
@@ -127,7 +129,9 @@ def test_the_bases_other_random_faults_are_measured_not_added():
     frame += [{"status": "error", "error_kind": "invalid_response", "http_status": 200}] * 10
     data = pd.DataFrame(frame).assign(model="m", kind="model", latency_s=0.5)
     base = PRICES.replace(
-        faults=sy.Faults(errors=[sy.ErrorFault(503, 0.4)], reset=0.1, cut_stream=0.05, non_chat=0.1)
+        faults=sy.Faults(
+            errors=[sy.faults.ErrorFault(503, 0.4)], reset=0.1, cut_stream=0.05, non_chat=0.1
+        )
     )
     faults = fit(data, base=base)["m"].faults  # adding them up would pass 1 and be refused
     assert (faults.unavailable, faults.malformed) == (pytest.approx(0.4), pytest.approx(0.1))
@@ -164,7 +168,9 @@ def test_decisions_and_too_few_samples():
     assert profiles["m"].latency == PRICES.latency
     profiles = fit(data, min_samples=1)
     assert profiles["m"].latency.ttft.quantile(0.5) == pytest.approx(0.6)  # decisions left out
-    assert profiles["j"].latency.ttft == sy.Constant(0.02)  # a judge fitted from its decisions
+    assert profiles["j"].latency.ttft == sy.dists.Constant(
+        0.02
+    )  # a judge fitted from its decisions
 
 
 def test_bad_inputs_name_themselves():

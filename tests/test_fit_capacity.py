@@ -36,7 +36,7 @@ def test_the_fake_servers_slots_and_sharing_rule_are_recovered_over_http():
     model = FakeModel(ttft_s=0.02, tokens_per_s=500, output_tokens=30, capacity=truth)
     with FakeProvider({"m": model}) as fake:
         host = sy.HttpHost(fake.base_url, models=["m"], policy=NO_RETRY, timeout_s=10)
-        fitted = sy.fit_capacity(host, "m", levels=(1, 2, 4, 8), max_tokens=30)
+        fitted = sy.profiles.fit_capacity(host, "m", levels=(1, 2, 4, 8), max_tokens=30)
         fake.wait_idle()
         served = fake.requests
     capacity = fitted.capacity
@@ -109,7 +109,9 @@ def test_a_fake_model_refuses_a_capacity_it_cannot_serve():
 
 
 def test_a_simulated_servers_capacity_is_recovered_exactly():
-    fitted = sy.fit_capacity(sim_host(sy.Capacity(slots=3, slowdown=2)), "m", levels=(1, 2, 4, 8))
+    fitted = sy.profiles.fit_capacity(
+        sim_host(sy.Capacity(slots=3, slowdown=2)), "m", levels=(1, 2, 4, 8)
+    )
     assert fitted.capacity == sy.Capacity(slots=3, slowdown=[(1, 1.0), (2, 1.0), (3, 0.6667)])
     assert (fitted.k, fitted.k_error) == (2.0, pytest.approx(0.0, abs=1e-4))
     table = fitted.measurements
@@ -121,23 +123,27 @@ def test_a_simulated_servers_capacity_is_recovered_exactly():
     assert table["fitted_factor"].tolist() == pytest.approx([1, 1, 0.6667, 0.6667])
     assert table["sim_ttft_s"].tolist() == pytest.approx(table["ttft_s"].tolist(), rel=1e-3)
     assert set(fitted.attempts["level"]) == {1, 2, 4, 8}
-    again = sy.fit_capacity(sim_host(sy.Capacity(slots=3, slowdown=2)), "m", levels=(1, 2, 4, 8))
+    again = sy.profiles.fit_capacity(
+        sim_host(sy.Capacity(slots=3, slowdown=2)), "m", levels=(1, 2, 4, 8)
+    )
     pd.testing.assert_frame_equal(again.measurements, table)
 
 
 def test_an_earlier_fits_attempts_are_fitted_again_without_measuring():
-    fitted = sy.fit_capacity(sim_host(sy.Capacity(slots=3, slowdown=2)), "m", levels=(1, 2, 4, 8))
-    again = sy.fit_capacity(fitted.attempts)  # at the frame's levels
+    fitted = sy.profiles.fit_capacity(
+        sim_host(sy.Capacity(slots=3, slowdown=2)), "m", levels=(1, 2, 4, 8)
+    )
+    again = sy.profiles.fit_capacity(fitted.attempts)  # at the frame's levels
     assert again.capacity == fitted.capacity
     pd.testing.assert_frame_equal(again.measurements, fitted.measurements)
-    fewer = sy.fit_capacity(fitted.attempts, "m", levels=(1, 2, 4))
+    fewer = sy.profiles.fit_capacity(fitted.attempts, "m", levels=(1, 2, 4))
     assert (fewer.capacity.slots, fewer.slots_measured) == (3, True)
 
 
 def test_refusals_give_the_queue_limit():
     """Two slots and one place in the queue: a closed loop of 3 fills them, one of 4 is refused."""
     capacity = sy.Capacity(slots=2, queue_limit=1)
-    fitted = sy.fit_capacity(sim_host(capacity), "m", levels=(1, 2, 3, 4, 6))
+    fitted = sy.profiles.fit_capacity(sim_host(capacity), "m", levels=(1, 2, 3, 4, 6))
     assert fitted.capacity == capacity.replace(slowdown=[(1, 1.0), (2, 0.5)])
     assert fitted.k == 1.0
     refused = fitted.measurements.set_index("level")["refused"]
@@ -147,7 +153,7 @@ def test_refusals_give_the_queue_limit():
 
 def test_a_curve_no_k_fits_keeps_its_points():
     curve = [(1, 1.0), (2, 1.0), (4, 1.0), (6, 0.3)]  # flat, then a cliff
-    fitted = sy.fit_capacity(
+    fitted = sy.profiles.fit_capacity(
         sim_host(sy.Capacity(slots=6, slowdown=curve)), "m", levels=(1, 2, 4, 8)
     )
     assert fitted.capacity == sy.Capacity(slots=6, slowdown=curve)
@@ -156,7 +162,9 @@ def test_a_curve_no_k_fits_keeps_its_points():
 
 
 def test_without_queueing_the_slots_are_a_lower_bound():
-    fitted = sy.fit_capacity(sim_host(sy.Capacity(slots=32, slowdown=2)), "m", levels=(1, 2, 4))
+    fitted = sy.profiles.fit_capacity(
+        sim_host(sy.Capacity(slots=32, slowdown=2)), "m", levels=(1, 2, 4)
+    )
     assert (fitted.capacity.slots, fitted.slots_measured) == (4, False)
     assert fitted.capacity.factors() == pytest.approx((1.0, 1.0, 0.75, 0.5))
     assert "slots: at least 4 (no level queued" in str(fitted)
@@ -166,7 +174,9 @@ def test_the_report_and_the_plot_show_measured_against_fitted():
     import matplotlib
 
     matplotlib.use("Agg")
-    fitted = sy.fit_capacity(sim_host(sy.Capacity(slots=3, slowdown=2)), "m", levels=(1, 2, 4, 8))
+    fitted = sy.profiles.fit_capacity(
+        sim_host(sy.Capacity(slots=3, slowdown=2)), "m", levels=(1, 2, 4, 8)
+    )
     text = fitted.text()
     assert "level  in_flight  ttft_s  sim_ttft_s  tokens/s/seq  factor  fitted  queueing" in text
     assert "slots: 3 (the time to first token grows from 4 concurrent requests" in text
@@ -186,14 +196,14 @@ def test_the_report_and_the_plot_show_measured_against_fitted():
 def test_bad_input_is_refused_with_the_fix():
     host = sim_host(sy.Capacity(slots=2))
     with pytest.raises(sy.ArgumentError, match="levels must include 1"):
-        sy.fit_capacity(host, "m", levels=(2, 4))
+        sy.profiles.fit_capacity(host, "m", levels=(2, 4))
     with pytest.raises(sy.ArgumentError, match="at least the highest level"):
-        sy.fit_capacity(host, "m", levels=(1, 8), requests_per_level=4)
+        sy.profiles.fit_capacity(host, "m", levels=(1, 8), requests_per_level=4)
     with pytest.raises(sy.UnknownModel):
-        sy.fit_capacity(host, "nope")
+        sy.profiles.fit_capacity(host, "nope")
     with pytest.raises(sy.ArgumentTypeError, match="a host"):
-        sy.fit_capacity("http://localhost:8000/v1", "m")
+        sy.profiles.fit_capacity("http://localhost:8000/v1", "m")
     with pytest.raises(sy.ArgumentError, match="columns"):
-        sy.fit_capacity(pd.DataFrame({"model": ["m"]}))
+        sy.profiles.fit_capacity(pd.DataFrame({"model": ["m"]}))
     with pytest.raises(sy.ArgumentError, match="max_tokens"):
-        sy.fit_capacity(host, "m", max_tokens=1)
+        sy.profiles.fit_capacity(host, "m", max_tokens=1)

@@ -30,7 +30,7 @@ def _requests() -> list[sy.Request]:
 
 
 def _host(failure: float = 0.0) -> sy.SimHost:
-    latency = sy.Latency(ttft=sy.LogNormal(0.4, sigma=0.5), tokens_per_s=200)
+    latency = sy.Latency(ttft=sy.dists.LogNormal(0.4, sigma=0.5), tokens_per_s=200)
     weak = sy.ModelProfile(
         latency=latency, price_in=1e-6, price_out=2e-6, faults=sy.Faults(unavailable=failure)
     )
@@ -103,7 +103,7 @@ def test_a_cells_frames_are_those_of_sy_run(serial):
 def test_strategies_at_one_axis_value_see_the_same_arrivals():
     """Common random numbers, as in sy.compare: one seed and host axis value, the same arrivals
     for every strategy; another seed, other arrivals."""
-    grid = _grid(arrivals=sy.Poisson(20.0))
+    grid = _grid(arrivals=sy.traffic.Poisson(20.0))
     requests = grid.requests
     at = requests[requests["failure"] == 0.3]
     arrivals = {

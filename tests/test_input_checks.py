@@ -36,34 +36,34 @@ def host() -> sy.SimHost:
         (lambda: sy.ModelProfile(price_in=-INF), "price_in"),
         (lambda: sy.ModelProfile(output_tokens=INF), "output_tokens"),
         (lambda: sy.ModelProfile(reject_delay_s=INF), "reject_delay_s"),
-        (lambda: sy.LogNormal(1, p95=INF), "p95"),
-        (lambda: sy.LogNormal(INF), "median"),
-        (lambda: sy.LogNormal(1, sigma=INF), "sigma"),
-        (lambda: sy.LogNormal(1, sigma=NAN), "sigma"),
-        (lambda: sy.LogNormal(1, sigma=200), "LogNormal"),  # its upper draws overflow
-        (lambda: sy.Empirical([1, INF]), r"samples\[1\]"),
-        (lambda: sy.Empirical([NAN, 1]), r"samples\[0\]"),
-        (lambda: sy.Uniform(0, INF), "high"),
-        (lambda: sy.Constant(INF), "value"),
-        (lambda: sy.Exponential(INF), "mean"),
-        (lambda: sy.Poisson(INF), "rate_per_s"),
-        (lambda: sy.Poisson(NAN), "rate_per_s"),
-        (lambda: sy.Poisson(0), "rate_per_s"),
+        (lambda: sy.dists.LogNormal(1, p95=INF), "p95"),
+        (lambda: sy.dists.LogNormal(INF), "median"),
+        (lambda: sy.dists.LogNormal(1, sigma=INF), "sigma"),
+        (lambda: sy.dists.LogNormal(1, sigma=NAN), "sigma"),
+        (lambda: sy.dists.LogNormal(1, sigma=200), "LogNormal"),  # its upper draws overflow
+        (lambda: sy.dists.Empirical([1, INF]), r"samples\[1\]"),
+        (lambda: sy.dists.Empirical([NAN, 1]), r"samples\[0\]"),
+        (lambda: sy.dists.Uniform(0, INF), "high"),
+        (lambda: sy.dists.Constant(INF), "value"),
+        (lambda: sy.dists.Exponential(INF), "mean"),
+        (lambda: sy.traffic.Poisson(INF), "rate_per_s"),
+        (lambda: sy.traffic.Poisson(NAN), "rate_per_s"),
+        (lambda: sy.traffic.Poisson(0), "rate_per_s"),
         (lambda: sy.Latency(ttft=INF), "ttft"),
         (lambda: sy.Latency(tokens_per_s=INF), "tokens_per_s"),
         (lambda: sy.Faults(retry_after_s=INF), "retry_after_s"),
         (lambda: sy.Faults(spike_factor=INF), "spike_factor"),
         (lambda: sy.Faults(outages=[(INF, INF)]), r"outages\[0\] start"),
         (lambda: sy.Faults(outages=[(0, NAN)]), r"outages\[0\] end"),
-        (lambda: sy.Flapping(up_s=INF, down_s=1), "up_s"),
-        (lambda: sy.Flapping(up_s=1, down_s=1, start_s=INF), "start_s"),
+        (lambda: sy.faults.Flapping(up_s=INF, down_s=1), "up_s"),
+        (lambda: sy.faults.Flapping(up_s=1, down_s=1, start_s=INF), "start_s"),
         (lambda: sy.HostPolicy(timeout_s=INF), "timeout_s"),
         (lambda: sy.HostPolicy(backoff_initial_s=INF), "backoff_initial_s"),
         (lambda: sy.HostPolicy(backoff_max_s=INF), "backoff_max_s"),
         (lambda: sy.HostPolicy(retry_after_cap_s=INF), "retry_after_cap_s"),
         (lambda: sy.HostPolicy(cooldown_s=INF), "cooldown_s"),
-        (lambda: sy.RateLimit(requests_per_min=INF), "requests_per_min"),
-        (lambda: sy.RateLimit(tokens_per_min=INF), "tokens_per_min"),
+        (lambda: sy.faults.RateLimit(requests_per_min=INF), "requests_per_min"),
+        (lambda: sy.faults.RateLimit(tokens_per_min=INF), "tokens_per_min"),
     ],
 )
 def test_non_finite_numbers_are_refused_and_named(build, name):
@@ -72,7 +72,7 @@ def test_non_finite_numbers_are_refused_and_named(build, name):
 
 
 def test_infinity_is_kept_where_it_means_forever():
-    assert sy.Flapping(up_s=1, down_s=1).until_s == INF  # flaps for the whole run
+    assert sy.faults.Flapping(up_s=1, down_s=1).until_s == INF  # flaps for the whole run
     assert sy.Faults(outages=[(60, INF)]).in_outage(1e9)  # an outage that never ends
 
 
@@ -83,8 +83,10 @@ def test_an_infinite_price_message_says_finite():
 
 def test_tokens_per_s_must_be_positive_at_every_draw():
     with pytest.raises(sy.ArgumentError, match="tokens_per_s must be > 0 at every draw"):
-        sy.Latency(tokens_per_s=sy.Empirical([0, 0, 50]))  # the slowest draws would divide by 0
-    assert sy.Latency(tokens_per_s=sy.Uniform(20, 60)).tokens_per_s.quantile(0.5) == 40
+        sy.Latency(
+            tokens_per_s=sy.dists.Empirical([0, 0, 50])
+        )  # the slowest draws would divide by 0
+    assert sy.Latency(tokens_per_s=sy.dists.Uniform(20, 60)).tokens_per_s.quantile(0.5) == 40
 
 
 def test_a_custom_distribution_with_infinite_draws_is_refused():
@@ -116,7 +118,7 @@ def test_a_custom_distribution_with_infinite_draws_is_refused():
         (lambda: sy.Faults(outages="0,10"), "outages must be a list"),
         (lambda: sy.Faults(outages=["ab"]), r"outages\[0\]"),
         (lambda: sy.Faults(rate_limit="0.1"), "rate_limit"),
-        (lambda: sy.Flapping(up_s=1, down_s=1, status="503"), "status"),
+        (lambda: sy.faults.Flapping(up_s=1, down_s=1, status="503"), "status"),
         (lambda: sy.ModelProfile(price_in="1"), "price_in"),
         (lambda: sy.ModelProfile(price_in=True), "price_in"),
         (lambda: sy.ModelProfile(context_window=1e5), "context_window"),
@@ -132,13 +134,13 @@ def test_a_custom_distribution_with_infinite_draws_is_refused():
         (lambda: sy.HostPolicy(cooldown_s="5"), "cooldown_s"),
         (lambda: sy.HostPolicy(recover_errors=None), "recover_errors"),
         (lambda: sy.HostPolicy(bill_cancelled=["full"]), "bill_cancelled"),
-        (lambda: sy.Poisson("2"), "rate_per_s"),
-        (lambda: sy.RateLimit(requests_per_min="60"), "requests_per_min"),
-        (lambda: sy.LogNormal("1"), "median"),
-        (lambda: sy.Uniform(0, "1"), "high"),
-        (lambda: sy.Empirical("123"), "Empirical samples must be a list"),
-        (lambda: sy.Empirical(["1", 2]), r"samples\[0\]"),
-        (lambda: sy.Empirical([True, 2]), r"samples\[0\]"),
+        (lambda: sy.traffic.Poisson("2"), "rate_per_s"),
+        (lambda: sy.faults.RateLimit(requests_per_min="60"), "requests_per_min"),
+        (lambda: sy.dists.LogNormal("1"), "median"),
+        (lambda: sy.dists.Uniform(0, "1"), "high"),
+        (lambda: sy.dists.Empirical("123"), "Empirical samples must be a list"),
+        (lambda: sy.dists.Empirical(["1", 2]), r"samples\[0\]"),
+        (lambda: sy.dists.Empirical([True, 2]), r"samples\[0\]"),
         (lambda: sy.Latency(ttft="0.5"), "ttft"),
     ],
 )
@@ -154,18 +156,18 @@ def test_an_http_status_given_as_a_string_says_what_it_must_be():
         "unavailable_status must be an int HTTP status (5xx, 403 or 408), got str '503'"
     )
     with pytest.raises(sy.ArgumentError, match=r"status \(429, 403, 408 or 5xx\), got 200"):
-        sy.Flapping(up_s=1, down_s=1, status=200)
+        sy.faults.Flapping(up_s=1, down_s=1, status=200)
 
 
 def test_numpy_numbers_are_numbers():
     profile = sy.ModelProfile(price_in=np.float64(0.5), price_out=np.int64(2))
     assert profile.cost_usd(1_000_000, 1_000_000) == 2.5
-    assert sy.Empirical(np.array([3, 1, 2])).samples == (1.0, 2.0, 3.0)
+    assert sy.dists.Empirical(np.array([3, 1, 2])).samples == (1.0, 2.0, 3.0)
 
 
 def test_one_fallback_reason_may_be_a_single_string():
     assert sy.HostPolicy(fallback_reasons="capability").fallback_reasons == (
-        sy.FallbackReason.CAPABILITY,
+        sy.errors.FallbackReason.CAPABILITY,
     )
 
 
@@ -190,7 +192,7 @@ _ANYTHING = st.one_of(
     st.text(max_size=4),
     st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=3),
     st.tuples(st.floats(), st.floats()),
-    st.sampled_from([sy.Constant(1.0), sy.LogNormal(1, p95=2), sy.Uniform(0, 1)]),
+    st.sampled_from([sy.dists.Constant(1.0), sy.dists.LogNormal(1, p95=2), sy.dists.Uniform(0, 1)]),
 )
 
 _FIELDS = {
@@ -235,8 +237,8 @@ _FIELDS = {
         "bill_cancelled",
     ),
     sy.Judge: ("accuracy", "output_tokens"),
-    sy.Flapping: ("up_s", "down_s", "start_s", "until_s", "status"),
-    sy.RateLimit: ("requests_per_min", "tokens_per_min"),
+    sy.faults.Flapping: ("up_s", "down_s", "start_s", "until_s", "status"),
+    sy.faults.RateLimit: ("requests_per_min", "tokens_per_min"),
 }
 
 
@@ -268,9 +270,9 @@ def _check_built(obj) -> None:
 def test_configuration_builds_a_valid_object_or_raises_a_sykit_error(cls, data):
     fields = data.draw(st.lists(st.sampled_from(_FIELDS[cls]), min_size=1, max_size=3, unique=True))
     kwargs = {name: data.draw(_ANYTHING, label=name) for name in fields}
-    if cls is sy.RateLimit and all(kwargs.get(k) is None for k in _FIELDS[cls]):
+    if cls is sy.faults.RateLimit and all(kwargs.get(k) is None for k in _FIELDS[cls]):
         kwargs["requests_per_min"] = 60
-    if cls is sy.Flapping:
+    if cls is sy.faults.Flapping:
         kwargs = {"up_s": 1.0, "down_s": 1.0, **kwargs}
     try:
         obj = cls(**kwargs)
@@ -281,7 +283,15 @@ def test_configuration_builds_a_valid_object_or_raises_a_sykit_error(cls, data):
 
 @settings(max_examples=300, deadline=None)
 @given(
-    cls=st.sampled_from([sy.Constant, sy.Exponential, sy.Poisson, sy.LogNormal, sy.Uniform]),
+    cls=st.sampled_from(
+        [
+            sy.dists.Constant,
+            sy.dists.Exponential,
+            sy.traffic.Poisson,
+            sy.dists.LogNormal,
+            sy.dists.Uniform,
+        ]
+    ),
     args=st.lists(_ANYTHING, min_size=1, max_size=2),
 )
 def test_distributions_build_or_raise_a_sykit_error(cls, args):
@@ -292,7 +302,7 @@ def test_distributions_build_or_raise_a_sykit_error(cls, args):
     except TypeError as error:  # too many positional arguments: Python's own error
         assert "positional argument" in str(error)
         return
-    if isinstance(dist, sy.Poisson):
+    if isinstance(dist, sy.traffic.Poisson):
         assert math.isfinite(dist.rate_per_s) and dist.rate_per_s > 0
         return
     for u in (2.0**-54, 0.5, 1 - 2.0**-53):
@@ -304,7 +314,7 @@ def test_distributions_build_or_raise_a_sykit_error(cls, args):
 @given(st.lists(_ANYTHING.filter(lambda v: not isinstance(v, list | tuple)), max_size=4))
 def test_empirical_builds_or_raises_a_sykit_error(samples):
     try:
-        dist = sy.Empirical(samples)
+        dist = sy.dists.Empirical(samples)
     except sy.SykitError:
         return
     assert all(_is_finite_number(x) and x >= 0 for x in dist.samples)
@@ -322,9 +332,9 @@ def test_empirical_builds_or_raises_a_sykit_error(samples):
         ([1.0, 0.5], sy.ArgumentError, r"arrivals\[1\] = 0.5 comes before arrivals\[0\] = 1"),
         (["0", "1"], sy.ArgumentTypeError, r"arrivals\[0\] must be a number, got str"),
         ([0, True], sy.ArgumentTypeError, r"arrivals\[1\] must be a number, got bool"),
-        ("01", sy.ArgumentTypeError, "arrivals must be sy.Poisson.*got str '01'"),
-        (b"01", sy.ArgumentTypeError, "arrivals must be sy.Poisson"),
-        ({0.0, 1.0}, sy.ArgumentTypeError, "arrivals must be sy.Poisson"),
+        ("01", sy.ArgumentTypeError, "arrivals must be sy.traffic.Poisson.*got str '01'"),
+        (b"01", sy.ArgumentTypeError, "arrivals must be sy.traffic.Poisson"),
+        ({0.0, 1.0}, sy.ArgumentTypeError, "arrivals must be sy.traffic.Poisson"),
         ([0.0], sy.ArgumentError, "arrivals has 1 times for 2 requests"),
     ],
 )

@@ -42,7 +42,7 @@ USAGE_POLICY = "Invalid prompt: your prompt was flagged as potentially violating
 RATE_LIMITED = sy.Faults(rate_limit=1.0, retry_after_s=1.0)
 DOWN = sy.Faults(unavailable=1.0)
 HEALTHY = sy.Faults()
-AUTH = sy.Faults(errors=[sy.ErrorFault(401, 1.0)])
+AUTH = sy.Faults(errors=[sy.faults.ErrorFault(401, 1.0)])
 
 # name -> (the faults of the primary "a", or of each deployment of the group "a"; litellm_like
 # settings beyond the common ones; arrivals). The deployments and their orders come from the
@@ -56,24 +56,24 @@ SCENARIOS: dict[str, tuple[sy.Faults | dict[str, sy.Faults], dict, list[float]]]
         [0.0, 3.0],
     ),
     "503": (sy.Faults(unavailable=1.0), {}, [0.0]),
-    "400-capability": (sy.Faults(errors=[sy.ErrorFault.capability(1.0)]), {}, [0.0]),
-    "401": (sy.Faults(errors=[sy.ErrorFault(401, 1.0)]), {}, [0.0]),
-    "404": (sy.Faults(errors=[sy.ErrorFault(404, 1.0)]), {}, [0.0]),
-    "422": (sy.Faults(errors=[sy.ErrorFault(422, 1.0)]), {}, [0.0]),
+    "400-capability": (sy.Faults(errors=[sy.faults.ErrorFault.capability(1.0)]), {}, [0.0]),
+    "401": (sy.Faults(errors=[sy.faults.ErrorFault(401, 1.0)]), {}, [0.0]),
+    "404": (sy.Faults(errors=[sy.faults.ErrorFault(404, 1.0)]), {}, [0.0]),
+    "422": (sy.Faults(errors=[sy.faults.ErrorFault(422, 1.0)]), {}, [0.0]),
     "non-chat-200": (sy.Faults(non_chat=1.0), {}, [0.0]),
     "malformed-200": (sy.Faults(malformed=1.0), {}, [0.0]),
     "context-window-400": (
-        sy.Faults(errors=[sy.ErrorFault.context_window(1.0)]),
+        sy.Faults(errors=[sy.faults.ErrorFault.context_window(1.0)]),
         {"context_window_fallbacks": {"a": ["c"]}},
         [0.0],
     ),
     "content-policy-400": (
-        sy.Faults(errors=[sy.ErrorFault.policy(1.0)]),
+        sy.Faults(errors=[sy.faults.ErrorFault.policy(1.0)]),
         {"content_policy_fallbacks": {"a": ["c"]}},
         [0.0],
     ),
     "content-policy-400-usage-wording": (
-        sy.Faults(errors=[sy.ErrorFault.policy(1.0, message=USAGE_POLICY)]),
+        sy.Faults(errors=[sy.faults.ErrorFault.policy(1.0, message=USAGE_POLICY)]),
         {"content_policy_fallbacks": {"a": ["c"]}},
         [0.0],
     ),
@@ -93,7 +93,7 @@ SCENARIOS: dict[str, tuple[sy.Faults | dict[str, sy.Faults], dict, list[float]]]
     "order-503": ({"a1": DOWN, "a2": HEALTHY}, {}, [0.0]),
     "order-both-503": ({"a1": DOWN, "a2": DOWN}, {}, [0.0]),
     "order-400": (
-        {"a1": sy.Faults(errors=[sy.ErrorFault.capability(1.0)]), "a2": HEALTHY},
+        {"a1": sy.Faults(errors=[sy.faults.ErrorFault.capability(1.0)]), "a2": HEALTHY},
         {},
         [0.0],
     ),

@@ -156,13 +156,13 @@ def fallback_reasons(result):
 @pytest.mark.parametrize(
     "fault",
     [
-        sy.ErrorFault.capability(1.0),
-        sy.ErrorFault(400, 1.0),
-        sy.ErrorFault(401, 1.0),
-        sy.ErrorFault(404, 1.0),
-        sy.ErrorFault(422, 1.0),
-        sy.ErrorFault.policy(1.0),
-        sy.ErrorFault.context_window(1.0),
+        sy.faults.ErrorFault.capability(1.0),
+        sy.faults.ErrorFault(400, 1.0),
+        sy.faults.ErrorFault(401, 1.0),
+        sy.faults.ErrorFault(404, 1.0),
+        sy.faults.ErrorFault(422, 1.0),
+        sy.faults.ErrorFault.policy(1.0),
+        sy.faults.ErrorFault.context_window(1.0),
     ],
     ids=["capability", "400", "401", "404", "422", "policy", "context_window"],
 )
@@ -181,13 +181,18 @@ def test_every_error_class_falls_back_without_retries(fault):
 @pytest.mark.parametrize(
     ("fault", "expected"),
     [
-        (sy.ErrorFault.context_window(1.0), "big"),
-        (sy.ErrorFault.policy(1.0, message=USAGE_POLICY), "safe"),
+        (sy.faults.ErrorFault.context_window(1.0), "big"),
+        (sy.faults.ErrorFault.policy(1.0, message=USAGE_POLICY), "safe"),
         # OpenAI's own wording ("... our safety system") is not one LiteLLM recognises
-        (sy.ErrorFault.policy(1.0), "mid"),
-        (sy.ErrorFault(400, 1.0, message="Prompt is too long: 300000 tokens"), "big"),
-        (sy.ErrorFault(400, 1.0, code="context_length_exceeded", message="Too many tokens"), "mid"),
-        (sy.ErrorFault(401, 1.0), "mid"),
+        (sy.faults.ErrorFault.policy(1.0), "mid"),
+        (sy.faults.ErrorFault(400, 1.0, message="Prompt is too long: 300000 tokens"), "big"),
+        (
+            sy.faults.ErrorFault(
+                400, 1.0, code="context_length_exceeded", message="Too many tokens"
+            ),
+            "mid",
+        ),
+        (sy.faults.ErrorFault(401, 1.0), "mid"),
     ],
     ids=[
         "context_window",
@@ -211,14 +216,14 @@ def test_context_window_and_content_policy_errors_use_their_own_fallbacks(fault,
 
 
 def test_without_their_own_lists_they_use_the_ordinary_fallbacks():
-    h = host(small=sy.Faults(errors=[sy.ErrorFault.context_window(1.0)]), mid=None)
+    h = host(small=sy.Faults(errors=[sy.faults.ErrorFault.context_window(1.0)]), mid=None)
     result = sy.run(st.litellm_like(["small", "mid"]), REQUEST, host=h)
     assert result.attempts["model"].tolist() == ["small", "mid"]
 
 
 def test_at_most_five_fallbacks():
     names = [f"m{i}" for i in range(8)]
-    h = host(**{n: sy.Faults(errors=[sy.ErrorFault(400, 1.0)]) for n in names})
+    h = host(**{n: sy.Faults(errors=[sy.faults.ErrorFault(400, 1.0)]) for n in names})
     result = sy.run(st.litellm_like(names), REQUEST, host=h)
     assert result.attempts["model"].tolist() == names[:6]  # the first group and 5 fallbacks
     assert result.requests["status"].tolist() == ["failed"]
@@ -604,14 +609,14 @@ def test_a_group_of_deployments_over_http_matches_the_simulated_host():
     prices = sy.ModelProfile(price_in=1.0, price_out=2.0)
     sim = sy.SimHost(
         {
-            "east": prices.replace(faults=sy.Faults(errors=[sy.ErrorFault(503, 1.0)])),
+            "east": prices.replace(faults=sy.Faults(errors=[sy.faults.ErrorFault(503, 1.0)])),
             "west": prices,
             "mini": prices,
         },
         policy=policy,
     )
     wire = {
-        "east": FakeModel(fault=sy.ErrorFault(503, 1.0)),
+        "east": FakeModel(fault=sy.faults.ErrorFault(503, 1.0)),
         "west": FakeModel(ttft_s=0.01),
         "mini": FakeModel(ttft_s=0.01),
     }
@@ -699,7 +704,7 @@ def test_both_engines_give_the_same_frames(stream):
 def test_an_error_message_decides_what_litellm_sees_as_it_does():
     """LiteLLM maps an error by its message before its status: a 500 saying the prompt is too
     long is its ContextWindowExceededError (a 400: not retried, context_window_fallbacks)."""
-    h = host(small=sy.Faults(errors=[sy.ErrorFault(500, 1.0, message="Prompt is too long")]))
+    h = host(small=sy.Faults(errors=[sy.faults.ErrorFault(500, 1.0, message="Prompt is too long")]))
     h = sy.SimHost({**h.profiles, "big": profile(), "mid": profile()})
     router = st.litellm_like(
         ["small", "mid", "big"],
@@ -724,7 +729,7 @@ def test_a_503_that_speaks_of_a_rate_limit_is_a_429_to_litellm(
 ):
     # a 429 cools a deployment of a group at once (no allowed_fails); a plain 503 only once
     # more than half of at least 5 requests in the minute failed
-    h = host(a1=sy.Faults(errors=[sy.ErrorFault(503, 1.0, message=message)]), a2=None)
+    h = host(a1=sy.Faults(errors=[sy.faults.ErrorFault(503, 1.0, message=message)]), a2=None)
     router = st.litellm_like(
         model_list=[deployment("a", "a1", order=1), deployment("a", "a2", order=2)]
     )

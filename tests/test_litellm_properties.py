@@ -46,12 +46,12 @@ FAULTS = {
     "policy": sy.Faults(policy=0.3),
     "invalid": sy.Faults(invalid=0.3),
     "non_chat": sy.Faults(non_chat=0.3),
-    "auth": sy.Faults(errors=[sy.ErrorFault(401, 0.3), sy.ErrorFault(404, 0.1)]),
-    "capability": sy.Faults(errors=[sy.ErrorFault.capability(0.5)]),
-    "context": sy.Faults(errors=[sy.ErrorFault.context_window(0.5)]),
+    "auth": sy.Faults(errors=[sy.faults.ErrorFault(401, 0.3), sy.faults.ErrorFault(404, 0.1)]),
+    "capability": sy.Faults(errors=[sy.faults.ErrorFault.capability(0.5)]),
+    "context": sy.Faults(errors=[sy.faults.ErrorFault.context_window(0.5)]),
     "cut": sy.Faults(cut_stream=0.3),
     "malformed": sy.Faults(malformed=0.3),
-    "flapping": sy.Faults(flapping=sy.Flapping(up_s=3.0, down_s=2.0)),
+    "flapping": sy.Faults(flapping=sy.faults.Flapping(up_s=3.0, down_s=2.0)),
 }
 
 
@@ -98,9 +98,11 @@ def routers(draw):
 def profile(faults: sy.Faults) -> sy.ModelProfile:
     # continuous latencies: no two events at one instant, so both engines order them alike
     return sy.ModelProfile(
-        latency=sy.Latency(ttft=sy.LogNormal(0.2, p95=0.6), tokens_per_s=sy.LogNormal(80, p95=160)),
-        output_tokens=sy.LogNormal(20, p95=60),
-        reject_delay_s=sy.LogNormal(0.05, p95=0.1),
+        latency=sy.Latency(
+            ttft=sy.dists.LogNormal(0.2, p95=0.6), tokens_per_s=sy.dists.LogNormal(80, p95=160)
+        ),
+        output_tokens=sy.dists.LogNormal(20, p95=60),
+        reject_delay_s=sy.dists.LogNormal(0.05, p95=0.1),
         faults=faults,
     )
 
@@ -118,7 +120,7 @@ def run(model_list, options, faults, *, seed, engine):
             router,
             requests,
             host=host,
-            arrivals=sy.Poisson(2.0),
+            arrivals=sy.traffic.Poisson(2.0),
             seed=seed,
             engine=engine,
             progress=False,

@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from sykit._cli.compare_job import against_fault_free, robustness_finding, routing_finding
+from sykit._cli.prose import against_fault_free, robustness_finding, routing_finding
 
 
 def routing_summary(rows: list[tuple]) -> pd.DataFrame:

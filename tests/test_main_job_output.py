@@ -14,18 +14,11 @@ import pandas as pd
 import pytest
 
 import sykit as sy
-from sykit._cli.compare_job import (
-    ROBUSTNESS_COLUMNS,
-    ROUTING_COLUMNS,
-    default_outage,
-    fit_table,
-    fmt_number,
-    fmt_percent,
-    robustness_finding,
-    routing_finding,
-    with_long_prompts,
-)
+from sykit._cli.experiment import default_outage, with_long_prompts
+from sykit._cli.layout import fit_table, fmt_number, fmt_percent
 from sykit._cli.main import main
+from sykit._cli.prose import robustness_finding, routing_finding
+from sykit._cli.writers import ROBUSTNESS_COLUMNS, ROUTING_COLUMNS
 
 SAMPLE = 300
 

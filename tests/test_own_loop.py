@@ -72,10 +72,10 @@ def moving_on(first: str, *, own_error: bool = False):
     [
         (sy.Faults(rate_limit=1.0), "rate_limit"),
         (sy.Faults(unavailable=1.0), "unavailable"),
-        (sy.Faults(errors=[sy.ErrorFault.capability(1.0)]), "capability"),
-        (sy.Faults(errors=[sy.ErrorFault.context_window(1.0)]), "context_window"),
+        (sy.Faults(errors=[sy.faults.ErrorFault.capability(1.0)]), "capability"),
+        (sy.Faults(errors=[sy.faults.ErrorFault.context_window(1.0)]), "context_window"),
         (sy.Faults(policy=1.0), "policy"),
-        (sy.Faults(errors=[sy.ErrorFault(401, 1.0)]), None),  # not a listed reason
+        (sy.Faults(errors=[sy.faults.ErrorFault(401, 1.0)]), None),  # not a listed reason
     ],
 )
 def test_record_fallback_marks_the_failed_attempt_and_counts_it(engine, faults, reason):

@@ -103,7 +103,7 @@ def test_the_cli_piped_to_a_file_writes_no_progress_stream(tmp_path):
     env["PYTHONPATH"] = str(ROOT)
     with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
         subprocess.run(
-            [sys.executable, "-m", "sykit._cli.main", "demo", "--requests", "6000"],
+            [sys.executable, "-m", "sykit", "demo", "--requests", "6000"],
             stdout=out,
             stderr=err,
             env=env,
@@ -161,7 +161,7 @@ def _run_in_terminal(*args: str) -> list[str]:
     # a new pseudo-terminal is 0 columns wide, where tqdm draws nothing: size it as a window
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     process = subprocess.Popen(
-        [sys.executable, "-m", "sykit._cli.main", *args],
+        [sys.executable, "-m", "sykit", *args],
         stdin=follower,
         stdout=follower,
         stderr=follower,

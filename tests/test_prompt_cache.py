@@ -8,11 +8,13 @@ import pytest
 import sykit as sy
 from sykit._hosts._openai_wire import _usage
 
-CACHE = sy.PromptCache(read_price=0.3, write_price=3.75, ttl_s=300.0, min_tokens=1024)
+CACHE = sy.profiles.PromptCache(read_price=0.3, write_price=3.75, ttl_s=300.0, min_tokens=1024)
 
 
 def _profile(cache=CACHE, prefill=None):
-    latency = sy.Latency(ttft=sy.Constant(0.5), tokens_per_s=10.0, prefill_tokens_per_s=prefill)
+    latency = sy.Latency(
+        ttft=sy.dists.Constant(0.5), tokens_per_s=10.0, prefill_tokens_per_s=prefill
+    )
     return sy.ModelProfile(
         latency=latency, output_tokens=10, price_in=3.0, price_out=15.0, cache=cache
     )
@@ -23,8 +25,11 @@ def _host(**kwargs) -> sy.SimHost:
 
 
 def _session(tokens, gap=1.0, sid="s"):
-    return sy.Session(
-        [sy.Turn(sy.Request(f"turn {k}", input_tokens=n), gap_s=gap) for k, n in enumerate(tokens)],
+    return sy.sessions.Session(
+        [
+            sy.sessions.Turn(sy.Request(f"turn {k}", input_tokens=n), gap_s=gap)
+            for k, n in enumerate(tokens)
+        ],
         id=sid,
     )
 
@@ -64,7 +69,7 @@ def test_switching_models_pays_the_cold_prefix_again():
 
 
 def test_the_cache_expires_after_its_ttl_and_each_session_has_its_own():
-    short = sy.PromptCache(read_price=0.3, ttl_s=5.0, min_tokens=1024)
+    short = sy.profiles.PromptCache(read_price=0.3, ttl_s=5.0, min_tokens=1024)
     late = sy.run(
         _route("aa"), [_session([2000, 3000], gap=10.0)], host=_host(cache=short), progress=False
     )
@@ -126,7 +131,7 @@ def test_no_caching_without_a_session_or_a_cache():
 
 
 def test_a_write_price_of_none_is_the_input_price():
-    profile = _profile(cache=sy.PromptCache(read_price=0.3))
+    profile = _profile(cache=sy.profiles.PromptCache(read_price=0.3))
     assert profile.cost_usd(3000, 10, cached=2000, written=1000) == pytest.approx(
         (2000 * 0.3 + 1000 * 3.0 + 150) / 1e6
     )
@@ -272,7 +277,7 @@ def test_one_hour_writes_reported_over_http_are_billed_at_the_one_hour_price():
     profile = sy.ModelProfile(
         price_in=3.0,
         price_out=15.0,
-        cache=sy.PromptCache(read_price=0.3, write_price=3.75, write_price_1h=6.0),
+        cache=sy.profiles.PromptCache(read_price=0.3, write_price=3.75, write_price_1h=6.0),
     )
     usage = _usage(
         {
@@ -305,14 +310,16 @@ def test_one_hour_writes_reported_over_http_are_billed_at_the_one_hour_price():
 )
 def test_bad_cache_settings_are_refused(kwargs, match):
     with pytest.raises(sy.ArgumentError, match=match):
-        sy.PromptCache(**kwargs)
+        sy.profiles.PromptCache(**kwargs)
     with pytest.raises(sy.ArgumentTypeError, match="PromptCache"):
         sy.ModelProfile(cache={"read_price": 0.1})
 
 
 # -- the 1-hour tier ------------------------------------------------------------------------------
 
-HOUR = sy.PromptCache(read_price=0.3, write_price=3.75, write_price_1h=6.0, min_tokens=1024)
+HOUR = sy.profiles.PromptCache(
+    read_price=0.3, write_price=3.75, write_price_1h=6.0, min_tokens=1024
+)
 
 
 def _costs_and_columns(result):
@@ -336,12 +343,14 @@ def test_a_one_hour_cache_writes_at_its_price_and_outlives_five_minutes():
 
 def test_one_call_asks_for_the_one_hour_tier_in_its_metadata():
     turns = [
-        sy.Turn(sy.Request("t0", input_tokens=2000, metadata={"cache_ttl": "1h"}), gap_s=1.0),
-        sy.Turn(sy.Request("t1", input_tokens=3000), gap_s=1000.0),
-        sy.Turn(sy.Request("t2", input_tokens=4000), gap_s=1000.0),
+        sy.sessions.Turn(
+            sy.Request("t0", input_tokens=2000, metadata={"cache_ttl": "1h"}), gap_s=1.0
+        ),
+        sy.sessions.Turn(sy.Request("t1", input_tokens=3000), gap_s=1000.0),
+        sy.sessions.Turn(sy.Request("t2", input_tokens=4000), gap_s=1000.0),
     ]
     result = sy.run(
-        _route("aaa"), [sy.Session(turns, id="s")], host=_host(cache=HOUR), progress=False
+        _route("aaa"), [sy.sessions.Session(turns, id="s")], host=_host(cache=HOUR), progress=False
     )
     costs, columns = _costs_and_columns(result)
     # turn 0's hour-long entry serves turn 1; turn 1 wrote for 5 minutes, gone by turn 2
@@ -357,8 +366,8 @@ def test_one_call_asks_for_the_one_hour_tier_in_its_metadata():
 
 
 def test_a_model_without_a_one_hour_tier_writes_at_its_own():
-    turns = [sy.Turn(sy.Request("t0", input_tokens=2000, metadata={"cache_ttl": "1h"}))]
-    result = sy.run(_route("a"), [sy.Session(turns, id="s")], host=_host(), progress=False)
+    turns = [sy.sessions.Turn(sy.Request("t0", input_tokens=2000, metadata={"cache_ttl": "1h"}))]
+    result = sy.run(_route("a"), [sy.sessions.Session(turns, id="s")], host=_host(), progress=False)
     assert result.attempts["cost_usd"].tolist() == pytest.approx([(2000 * 3.75 + 150) / 1e6])
 
 
@@ -378,16 +387,18 @@ def test_cost_usd_prices_one_hour_writes_apart():
 
 def test_bad_tiers_are_refused():
     with pytest.raises(sy.ArgumentError, match="write_price_1h"):
-        sy.PromptCache(read_price=0.1, tier="1h")
+        sy.profiles.PromptCache(read_price=0.1, tier="1h")
     with pytest.raises(sy.ArgumentError, match="tier"):
-        sy.PromptCache(read_price=0.1, tier="1d")
+        sy.profiles.PromptCache(read_price=0.1, tier="1d")
     with pytest.raises(sy.ArgumentError, match="ttl_1h_s"):
-        sy.PromptCache(read_price=0.1, ttl_1h_s=0)
+        sy.profiles.PromptCache(read_price=0.1, ttl_1h_s=0)
     with pytest.raises(sy.ArgumentError, match="cache_ttl"):
         sy.DecisionRequest({"q": sy.Boolean("ok?")}, cache_ttl="10m")
-    turns = [sy.Turn(sy.Request("t0", input_tokens=2000, metadata={"cache_ttl": "forever"}))]
+    turns = [
+        sy.sessions.Turn(sy.Request("t0", input_tokens=2000, metadata={"cache_ttl": "forever"}))
+    ]
     with pytest.raises(sy.ArgumentError, match="cache_ttl"):
-        sy.run(_route("a"), [sy.Session(turns, id="s")], host=_host(), progress=False)
+        sy.run(_route("a"), [sy.sessions.Session(turns, id="s")], host=_host(), progress=False)
 
 
 # -- decisions ------------------------------------------------------------------------------------

@@ -233,14 +233,14 @@ def build(
 error_chances = st.sampled_from([0.05, 0.2, 0.5])  # two at most: ≤ 1 in all
 error_faults = st.one_of(
     st.builds(
-        sy.ErrorFault,
+        sy.faults.ErrorFault,
         st.sampled_from([400, 401, 404, 408, 413, 422, 429, 500, 503, 529]),
         error_chances,
     ),
-    st.builds(sy.ErrorFault.capability, error_chances),
-    st.builds(sy.ErrorFault.policy, error_chances),
-    st.builds(sy.ErrorFault.context_window, error_chances),
-    st.builds(lambda p: sy.ErrorFault(503, p, retry_after_s=0.3), error_chances),
+    st.builds(sy.faults.ErrorFault.capability, error_chances),
+    st.builds(sy.faults.ErrorFault.policy, error_chances),
+    st.builds(sy.faults.ErrorFault.context_window, error_chances),
+    st.builds(lambda p: sy.faults.ErrorFault(503, p, retry_after_s=0.3), error_chances),
 )
 
 
@@ -260,7 +260,9 @@ def fault_profiles(draw: st.DrawFn) -> sy.Faults:
     )
     flapping = draw(
         st.none()
-        | st.builds(lambda u, d: sy.Flapping(up_s=u, down_s=d, until_s=20.0), seconds, seconds)
+        | st.builds(
+            lambda u, d: sy.faults.Flapping(up_s=u, down_s=d, until_s=20.0), seconds, seconds
+        )
     )
     return sy.Faults(
         **probabilities,
@@ -278,12 +280,12 @@ def fault_profiles(draw: st.DrawFn) -> sy.Faults:
 def profiles(draw: st.DrawFn, continuous: bool) -> sy.ModelProfile:
     if continuous:
         latency = sy.Latency(
-            ttft=sy.LogNormal(draw(st.sampled_from([0.2, 0.6, 1.5])), sigma=0.5),
-            tokens_per_s=sy.Uniform(30.0, 150.0),
+            ttft=sy.dists.LogNormal(draw(st.sampled_from([0.2, 0.6, 1.5])), sigma=0.5),
+            tokens_per_s=sy.dists.Uniform(30.0, 150.0),
         )
         # 0: a structural 400 (an image to a model without vision) at the instant the call starts
-        reject: Any = draw(st.sampled_from([0.0, sy.Uniform(0.01, 0.3)]))
-        output: Any = sy.LogNormal(60, p95=300)
+        reject: Any = draw(st.sampled_from([0.0, sy.dists.Uniform(0.01, 0.3)]))
+        output: Any = sy.dists.LogNormal(60, p95=300)
     else:
         latency = sy.Latency(ttft=draw(st.sampled_from([0.25, 0.5, 1.0])), tokens_per_s=100.0)
         reject = draw(st.sampled_from([0.0, 0.125]))
@@ -307,7 +309,7 @@ def profiles(draw: st.DrawFn, continuous: bool) -> sy.ModelProfile:
 
 
 prompt_caches = st.builds(
-    sy.PromptCache,
+    sy.profiles.PromptCache,
     read_price=st.sampled_from([0.0, 0.1]),
     write_price=st.sampled_from([None, 1.25]),
     ttl_s=st.sampled_from([1.0, 300.0]),
@@ -318,7 +320,7 @@ prompt_caches = st.builds(
 def _rate_limit(requests_per_min, tokens_per_min):
     if requests_per_min is None and tokens_per_min is None:
         return None
-    return sy.RateLimit(requests_per_min=requests_per_min, tokens_per_min=tokens_per_min)
+    return sy.faults.RateLimit(requests_per_min=requests_per_min, tokens_per_min=tokens_per_min)
 
 
 @st.composite
@@ -340,7 +342,7 @@ IMAGE = "https://example.com/x.png"
 
 
 @st.composite
-def sessions(draw: st.DrawFn) -> list[sy.Session]:
+def sessions(draw: st.DrawFn) -> list[sy.sessions.Session]:
     """Multi-turn sessions whose turns carry a growing history (what a prompt cache reads)."""
     counter = itertools.count()
     out = []
@@ -353,9 +355,11 @@ def sessions(draw: st.DrawFn) -> list[sy.Session]:
             request = sy.Request(
                 list(history), id=next(counter), images=images, input_tokens=1500 * (t + 1)
             )
-            turns.append(sy.Turn(request, gap_s=draw(st.sampled_from([0.0, 0.5]) | seconds)))
+            turns.append(
+                sy.sessions.Turn(request, gap_s=draw(st.sampled_from([0.0, 0.5]) | seconds))
+            )
             history.append({"role": "assistant", "content": f"answer {t}"})
-        out.append(sy.Session(turns, id=f"s{s}"))
+        out.append(sy.sessions.Session(turns, id=f"s{s}"))
     return out
 
 
@@ -377,7 +381,7 @@ def workloads(draw: st.DrawFn) -> dict[str, Any]:
         gaps = draw(st.lists(seconds, min_size=n, max_size=n))
         kwargs["arrivals"] = [sum(gaps[: i + 1]) for i in range(n)]
     else:
-        kwargs["arrivals"] = sy.Poisson(draw(st.sampled_from([0.5, 4.0])))
+        kwargs["arrivals"] = sy.traffic.Poisson(draw(st.sampled_from([0.5, 4.0])))
         kwargs["concurrency"] = draw(st.none() | st.integers(1, 2))
     return {"requests": requests, **kwargs}
 
@@ -406,7 +410,7 @@ def check_request_rows(requests, contexts: dict[Any, Context], workload: dict[st
     ids = requests["request_id"].tolist()
     assert len(ids) == len(set(ids)), ids
     sent = workload["requests"]
-    if sent and isinstance(sent[0], sy.Session):
+    if sent and isinstance(sent[0], sy.sessions.Session):
         expected = []
         for session in sent:
             rows = requests[requests["session_id"] == session.id].sort_values("turn")

@@ -276,7 +276,7 @@ def test_under_load_the_limited_hedge_keeps_the_latency_of_no_hedge_and_the_plai
         "limited": sy.strategies.hedge("m", after=1.5, max_in_flight=2),
     }
     cmp = sy.compare(
-        strategies, items, host=host, arrivals=sy.Poisson(0.7), seeds=[3], progress=False
+        strategies, items, host=host, arrivals=sy.traffic.Poisson(0.7), seeds=[3], progress=False
     )
     latency = cmp.requests.groupby("strategy", observed=True)["latency_s"]
     p50, p99 = latency.median(), latency.quantile(0.99)

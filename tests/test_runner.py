@@ -26,7 +26,9 @@ async def fast_only(request, driver):
 
 def lognormal_host(profiles):
     jittery = sy.ModelProfile(
-        latency=sy.Latency(ttft=sy.LogNormal(0.8, sigma=0.6), tokens_per_s=sy.Uniform(40, 80)),
+        latency=sy.Latency(
+            ttft=sy.dists.LogNormal(0.8, sigma=0.6), tokens_per_s=sy.dists.Uniform(40, 80)
+        ),
         output_tokens=10,
         price_in=1,
         price_out=2,
@@ -72,13 +74,15 @@ def test_poisson_arrivals_are_keyed_by_seed_and_shared_by_strategies(host, engin
         {"a": fast_only, "b": fast_only},
         REQUESTS,
         host=host,
-        arrivals=sy.Poisson(2.0),
+        arrivals=sy.traffic.Poisson(2.0),
         engine=engine,
     )
     a, b = cmp["a"].requests, cmp["b"].requests
     assert a["arrival_s"].tolist() == b["arrival_s"].tolist()
     assert a["arrival_s"].is_monotonic_increasing and a["arrival_s"].iloc[0] > 0
-    other = sy.run(fast_only, REQUESTS, host=host, arrivals=sy.Poisson(2.0), seed=1, engine=engine)
+    other = sy.run(
+        fast_only, REQUESTS, host=host, arrivals=sy.traffic.Poisson(2.0), seed=1, engine=engine
+    )
     assert other.requests["arrival_s"].tolist() != a["arrival_s"].tolist()
 
 
@@ -295,7 +299,8 @@ def test_run_after_nest_asyncio_apply_gives_the_same_frames():
         """
         import asyncio, nest_asyncio
         import sykit as sy
-        host = sy.SimHost({"m": sy.ModelProfile(latency=sy.Latency(ttft=sy.LogNormal(0.8, sigma=0.6)))})
+        ttft = sy.dists.LogNormal(0.8, sigma=0.6)
+        host = sy.SimHost({"m": sy.ModelProfile(latency=sy.Latency(ttft=ttft))})
         reqs = [sy.Request(f"q{i}") for i in range(100)]
         async def algo(request, driver):
             _, r = await sy.first(driver.call_model(request, ["m"]), driver.call_model(request, ["m"]))

@@ -126,7 +126,7 @@ WEAK_IN, STRONG_IN = 1.0, 10.0  # USD per 1M tokens, input and output alike
 
 def _host() -> sy.SimHost:
     """Every answer is one token, 0.5 s to it at 2 tokens/s: each turn takes exactly 1 s."""
-    latency = sy.Latency(ttft=sy.Constant(0.5), tokens_per_s=2.0)
+    latency = sy.Latency(ttft=sy.dists.Constant(0.5), tokens_per_s=2.0)
 
     def profile(price: float) -> sy.ModelProfile:
         return sy.ModelProfile(latency=latency, output_tokens=1, price_in=price, price_out=price)
@@ -134,15 +134,15 @@ def _host() -> sy.SimHost:
     return sy.SimHost({"weak": profile(WEAK_IN), "strong": profile(STRONG_IN)})
 
 
-def _sessions(turns: int = 3, task_metadata: bool = True) -> list[sy.Session]:
+def _sessions(turns: int = 3, task_metadata: bool = True) -> list[sy.sessions.Session]:
     """One session per quadrant, turn k sending 100 (k + 1) tokens after a 2 s pause."""
     sessions = []
     for s, quadrant in enumerate(QUADRANTS):
         meta = {"task_id": f"task-{s}", "quadrant": quadrant, "planned_turns": turns}
         sessions.append(
-            sy.Session(
+            sy.sessions.Session(
                 [
-                    sy.Turn(
+                    sy.sessions.Turn(
                         sy.Request(
                             f"s{s} t{k}",
                             input_tokens=100 * (k + 1),
@@ -368,7 +368,7 @@ def test_a_comparison_of_runs_with_and_without_cache_columns_keeps_them_apart():
 
 
 def test_a_sub_agent_session_is_a_row_of_its_own_naming_its_parent():
-    child = sy.Session(
+    child = sy.sessions.Session(
         [sy.Request("look up the API", input_tokens=50)], id="s0/search", parent="s0"
     )
     frame = session_frame(_run(st.single("weak"), sessions=[*_sessions()[:1], child]))
@@ -468,7 +468,7 @@ def test_bad_input_is_refused_with_what_to_do():
     with pytest.raises(sy.ArgumentTypeError, match="TaskOutcomes"):
         session_frame(_run(), outcomes={"weak": "weak"})
     mixed = [
-        sy.Session(
+        sy.sessions.Session(
             [
                 sy.Request("a", metadata={"task_id": "t", "quadrant": "SAFE"}),
                 sy.Request("b", metadata={"task_id": "t", "quadrant": "HARD"}),
@@ -478,11 +478,15 @@ def test_bad_input_is_refused_with_what_to_do():
     ]
     with pytest.raises(sy.ArgumentError, match="disagree on quadrant"):
         session_frame(_run(st.single("weak"), sessions=mixed))
-    half = [sy.Session([sy.Request("a", metadata={"planned_turns": 2}), sy.Request("b")], id="s")]
+    half = [
+        sy.sessions.Session(
+            [sy.Request("a", metadata={"planned_turns": 2}), sy.Request("b")], id="s"
+        )
+    ]
     with pytest.raises(sy.ArgumentError, match=r"disagree on planned_turns \(\[2, None\]\)"):
         session_frame(_run(st.single("weak"), sessions=half))
     planned = {"planned_turns": 1}
-    short = [sy.Session([sy.Request(x, metadata=planned) for x in "ab"], id="s")]
+    short = [sy.sessions.Session([sy.Request(x, metadata=planned) for x in "ab"], id="s")]
     with pytest.raises(sy.ArgumentError, match="sent 2 turns but its planned_turns is 1"):
         session_frame(_run(st.single("weak"), sessions=short))
 
@@ -595,7 +599,7 @@ def test_session_timeline_refuses_what_it_cannot_draw(agg):
 def test_prices_can_come_from_the_hosts_cache_profiles():
     from sykit.sessions._summary import _check_prices
 
-    cache = sy.PromptCache(read_price=0.3, write_price=3.75)
+    cache = sy.profiles.PromptCache(read_price=0.3, write_price=3.75)
     host = sy.SimHost(
         {
             "a": sy.ModelProfile(price_in=3.0, cache=cache),

@@ -39,10 +39,10 @@ def _self_pair() -> pd.DataFrame:
     return pair_tasks(both, "gpt-4o", "gpt-4o-b", trial="trial")
 
 
-def _sessions(rows: list[tuple[str, str, str]]) -> list[sy.Session]:
+def _sessions(rows: list[tuple[str, str, str]]) -> list[sy.sessions.Session]:
     """One short session per (session id, task id, quadrant label)."""
     return [
-        sy.Session(
+        sy.sessions.Session(
             [
                 sy.Request(
                     f"{session} turn {k}",

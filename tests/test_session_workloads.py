@@ -21,7 +21,7 @@ ERROR_MARK = re.compile(r"Traceback|exit code [1-9]|^ERROR:", re.M)
 
 
 def _host() -> sy.SimHost:
-    latency = sy.Latency(ttft=sy.Constant(0.5), tokens_per_s=2.0)  # one token: 1 s exactly
+    latency = sy.Latency(ttft=sy.dists.Constant(0.5), tokens_per_s=2.0)  # one token: 1 s exactly
     profile = sy.ModelProfile(latency=latency, output_tokens=1, price_in=1e-6, price_out=1e-6)
     return sy.SimHost({"weak": profile, "strong": profile})
 
@@ -309,7 +309,7 @@ def test_gaps_come_from_end_times_else_start_times_else_gap_s(tmp_path):
     assert [t.gap_s for t in ends.turns] == [0.0, 7.5]
     assert [t.gap_s for t in starts.turns] == [0.0, 4.5]
     assert [t.gap_s for t in none.turns] == [0.0, 2.0]
-    pause = sy.LogNormal(8.4, p95=16)
+    pause = sy.dists.LogNormal(8.4, p95=16)
     assert load_transcripts(tmp_path / "t.jsonl", gap_s=pause)[2].turns[1].gap_s is pause
 
 

@@ -13,16 +13,16 @@ ENGINES = ["kernel", "asyncio"]
 
 
 def _host(fail_every: int = 0) -> sy.SimHost:
-    latency = sy.Latency(ttft=sy.Constant(0.5), tokens_per_s=2.0)  # one token: 1 s exactly
+    latency = sy.Latency(ttft=sy.dists.Constant(0.5), tokens_per_s=2.0)  # one token: 1 s exactly
     profile = sy.ModelProfile(latency=latency, output_tokens=1, price_in=1e-6, price_out=1e-6)
     return sy.SimHost({"weak": profile, "strong": profile})
 
 
-def _sessions(n: int = 4, turns: int = 3, gap=2.0) -> list[sy.Session]:
+def _sessions(n: int = 4, turns: int = 3, gap=2.0) -> list[sy.sessions.Session]:
     return [
-        sy.Session(
+        sy.sessions.Session(
             [
-                sy.Turn(sy.Request(f"s{s} t{k}", input_tokens=100 * (k + 1)), gap_s=gap)
+                sy.sessions.Turn(sy.Request(f"s{s} t{k}", input_tokens=100 * (k + 1)), gap_s=gap)
                 for k in range(turns)
             ],
             id=f"s{s}",
@@ -93,7 +93,7 @@ def test_a_failed_turn_ends_its_session(engine):
 
 
 def test_gaps_from_a_distribution_are_the_same_for_every_strategy_and_vary_by_seed():
-    sessions = _sessions(n=3, turns=4, gap=sy.LogNormal(5.0, sigma=0.8))
+    sessions = _sessions(n=3, turns=4, gap=sy.dists.LogNormal(5.0, sigma=0.8))
     lineup = {"weak": st.single("weak"), "strong": st.single("strong")}
     cmp = sy.compare(lineup, sessions, host=_host(), seeds=[0, 1], progress=False)
     r = cmp.requests
@@ -129,7 +129,7 @@ def test_a_fixed_chain_on_sessions_equals_the_general_path():
 
 
 def test_sub_agent_sessions_name_their_parent():
-    child = sy.Session([sy.Request("look up the API")], id="s0/search", parent="s0")
+    child = sy.sessions.Session([sy.Request("look up the API")], id="s0/search", parent="s0")
     result = sy.run(counting, [*_sessions(n=1), child], host=_host(), progress=False)
     r = result.requests
     assert r.loc[r["session_id"] == "s0/search", "parent_session"].tolist() == ["s0"]
@@ -138,7 +138,7 @@ def test_sub_agent_sessions_name_their_parent():
 
 def test_sessions_run_in_a_grid_on_workers():
     kwargs = {"host": _host(), "seeds": [0, 1], "progress": False}
-    sessions = _sessions(n=3, gap=sy.Exponential(3.0))
+    sessions = _sessions(n=3, gap=sy.dists.Exponential(3.0))
     here = sy.grid({"count": counting}, sessions, **kwargs)
     there = sy.grid({"count": counting}, sessions, workers=2, **kwargs)
     pd.testing.assert_frame_equal(here.requests, there.requests)
@@ -147,12 +147,24 @@ def test_sessions_run_in_a_grid_on_workers():
 @pytest.mark.parametrize(
     ("make", "error", "match"),
     [
-        (lambda: sy.Session([], id="empty"), sy.ArgumentError, "session 'empty' has no turns"),
-        (lambda: sy.Session(["text"], id="x"), sy.ArgumentTypeError, "session 'x': turn 0"),
-        (lambda: sy.Session(sy.Request("a")), sy.ArgumentTypeError, "list of sy.Turn"),
-        (lambda: sy.Turn(sy.Request("a"), gap_s=-1), sy.ArgumentError, "≥ 0"),
-        (lambda: sy.Turn(sy.Request("a"), gap_s=float("inf")), sy.ArgumentError, "finite"),
-        (lambda: sy.Turn("a"), sy.ArgumentTypeError, "sy.Request"),
+        (
+            lambda: sy.sessions.Session([], id="empty"),
+            sy.ArgumentError,
+            "session 'empty' has no turns",
+        ),
+        (
+            lambda: sy.sessions.Session(["text"], id="x"),
+            sy.ArgumentTypeError,
+            "session 'x': turn 0",
+        ),
+        (
+            lambda: sy.sessions.Session(sy.Request("a")),
+            sy.ArgumentTypeError,
+            "list of sy.sessions.Turn",
+        ),
+        (lambda: sy.sessions.Turn(sy.Request("a"), gap_s=-1), sy.ArgumentError, "≥ 0"),
+        (lambda: sy.sessions.Turn(sy.Request("a"), gap_s=float("inf")), sy.ArgumentError, "finite"),
+        (lambda: sy.sessions.Turn("a"), sy.ArgumentTypeError, "sy.Request"),
     ],
 )
 def test_bad_sessions_are_refused(make, error, match):
@@ -165,13 +177,13 @@ def test_bad_session_lists_are_refused():
         sy.run(counting, [*_sessions(n=1), sy.Request("lone")], host=_host(), progress=False)
     with pytest.raises(sy.ArgumentError, match="session id 's0'"):
         sy.run(counting, [*_sessions(n=1), *_sessions(n=1)], host=_host(), progress=False)
-    clash = sy.Session([sy.Request("a", metadata={"turn": 7})], id="m")
+    clash = sy.sessions.Session([sy.Request("a", metadata={"turn": 7})], id="m")
     with pytest.raises(sy.ArgumentError, match="metadata key 'turn'"):
         sy.run(counting, [clash], host=_host(), progress=False)
 
 
 # -- session affinity -----------------------------------------------------------------------------
-def _agent_session(sid: str, user_turns: tuple[int, ...] = ()) -> sy.Session:
+def _agent_session(sid: str, user_turns: tuple[int, ...] = ()) -> sy.sessions.Session:
     """Turns whose last message is a tool result, except ``user_turns`` (a new user message)."""
     turns = []
     for k in range(5):
@@ -197,8 +209,8 @@ def _agent_session(sid: str, user_turns: tuple[int, ...] = ()) -> sy.Session:
             if k
             else []
         )
-        turns.append(sy.Turn(sy.Request([*history, last], input_tokens=100), gap_s=1.0))
-    return sy.Session(turns, id=sid)
+        turns.append(sy.sessions.Turn(sy.Request([*history, last], input_tokens=100), gap_s=1.0))
+    return sy.sessions.Session(turns, id=sid)
 
 
 def _by_turn_model(result) -> list[tuple[str, int, str]]:
@@ -272,7 +284,7 @@ def test_a_turn_keeps_the_ground_truth_a_dataset_gave_its_request():
     data = sy.datasets.load("mmlu_pro").sample(3, seed=0)
     model = "gemini-1.5-flash-002"
     host = sy.SimHost(sy.profiles.from_catalog([model]))
-    session = sy.Session(list(data), id="graded")
+    session = sy.sessions.Session(list(data), id="graded")
     result = sy.run(st.single(model), [session], host=host, progress=False)
     direct = sy.run(st.single(model), data, host=host, progress=False)
     assert result.requests["quality"].tolist() == direct.requests["quality"].tolist()
@@ -282,7 +294,7 @@ def test_a_turn_keeps_the_ground_truth_a_dataset_gave_its_request():
 def test_affinity_restarts_a_stateful_inner_strategy_with_every_run():
     inner = st.hedge("weak", after="p95", warmup=2)
     wrapped = st.affinity(inner)
-    latency = sy.Latency(ttft=sy.LogNormal(0.5, sigma=1.0), tokens_per_s=1e6)
+    latency = sy.Latency(ttft=sy.dists.LogNormal(0.5, sigma=1.0), tokens_per_s=1e6)
     host = sy.SimHost({"weak": sy.ModelProfile(latency=latency, output_tokens=1)})
     sessions = [_agent_session(f"s{i}") for i in range(20)]
     first = sy.run(wrapped, sessions, host=host, progress=False, strategy="a")

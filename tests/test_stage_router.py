@@ -495,11 +495,11 @@ def tier_source(pick) -> tuple:
     return pick.tier, pick.source
 
 
-def _turns(*conversations) -> list[sy.Turn]:
-    return [sy.Turn(sy.Request(messages), gap_s=1.0) for messages in conversations]
+def _turns(*conversations) -> list[sy.sessions.Turn]:
+    return [sy.sessions.Turn(sy.Request(messages), gap_s=1.0) for messages in conversations]
 
 
-def _fixing_session() -> sy.Session:
+def _fixing_session() -> sy.sessions.Session:
     """A task: a script fails and the agent keeps running it, crashes out of memory, writes and
     edits a fix until the crash leaves the window, then the tests pass."""
     t0 = convo()
@@ -512,7 +512,7 @@ def _fixing_session() -> sy.Session:
     t7 = t6 + tool("Edit", "ok")
     t8 = t7 + tool("Edit", "ok")
     t9 = t8 + bash("pytest", "===== 9 passed in 0.3s =====")
-    return sy.Session(_turns(t0, t1, t2, t3, t4, t5, t6, t7, t8, t9), id="fix")
+    return sy.sessions.Session(_turns(t0, t1, t2, t3, t4, t5, t6, t7, t8, t9), id="fix")
 
 
 FIXING_ROUTES = [
@@ -530,12 +530,12 @@ FIXING_ROUTES = [
 ]
 
 
-def _compacted_session() -> sy.Session:
+def _compacted_session() -> sy.sessions.Session:
     marker = user("This session is being continued from a previous conversation.")
     t0 = convo(bash("ls"))
     t1 = [*t0, marker]
     t2 = t1 + tool("Write", "ok")
-    return sy.Session(_turns(t0, t1, t2), id="compacted")
+    return sy.sessions.Session(_turns(t0, t1, t2), id="compacted")
 
 
 def _state_probe(router):
@@ -620,7 +620,7 @@ def test_synthetic_agent_sessions_use_both_tiers():
 SPIN = [bash("python a.py"), bash("python b.py")]  # with the task and one more call: depth 7
 
 
-def _calibration_sessions() -> list[sy.Session]:
+def _calibration_sessions() -> list[sy.sessions.Session]:
     """One turn each, so its one turn is critical, with hand-known confidences."""
     system = {"role": "system", "content": "You are a coding agent."}
     conversations = {
@@ -633,7 +633,7 @@ def _calibration_sessions() -> list[sy.Session]:
         "G": convo(),  # no row in the task table
     }
     return [
-        sy.Session([sy.Request(messages, metadata={"task_id": task})], id=f"s-{task}")
+        sy.sessions.Session([sy.Request(messages, metadata={"task_id": task})], id=f"s-{task}")
         for task, messages in conversations.items()
     ]
 
@@ -736,15 +736,16 @@ def test_the_judge_reads_its_instructions_and_the_task_from_its_cache():
     sizes = [len(json.dumps(m)) for m in messages]
     tokens = 20_000
     turns = [
-        sy.Turn(sy.Request(messages, input_tokens=tokens + 1000 * k), gap_s=1.0) for k in range(3)
+        sy.sessions.Turn(sy.Request(messages, input_tokens=tokens + 1000 * k), gap_s=1.0)
+        for k in range(3)
     ]
-    cache = sy.PromptCache(read_price=0.01, write_price=0.125, min_tokens=1024)
+    cache = sy.profiles.PromptCache(read_price=0.01, write_price=0.125, min_tokens=1024)
     host = _host(efficient_quality=1.0)
     judge = host.profiles["judge"].replace(cache=cache)
     host = sy.SimHost({**host.profiles, "judge": judge}, judge=sy.Judge(accuracy=1.0))
     result = sy.run(
         stage_router("big", "small", judge="judge"),
-        [sy.Session(turns, id="s")],
+        [sy.sessions.Session(turns, id="s")],
         host=host,
         progress=False,
     )

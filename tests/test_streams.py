@@ -228,9 +228,9 @@ def test_stream_model_checks_its_arguments_and_its_request():
 def test_the_same_seed_gives_the_same_streamed_frames_with_random_latencies(engine):
     noisy = sy.ModelProfile(
         latency=sy.Latency(
-            ttft=sy.LogNormal(0.5, sigma=0.8), tokens_per_s=sy.LogNormal(40, sigma=0.3)
+            ttft=sy.dists.LogNormal(0.5, sigma=0.8), tokens_per_s=sy.dists.LogNormal(40, sigma=0.3)
         ),
-        output_tokens=sy.LogNormal(30, sigma=0.5),
+        output_tokens=sy.dists.LogNormal(30, sigma=0.5),
         faults=sy.Faults(unavailable=0.1, cut_stream=0.1),
     )
     sim = sy.SimHost({"a": noisy, "b": noisy}, policy=sy.HostPolicy(routing_fallback=True))

@@ -15,13 +15,13 @@ ENGINES = ["kernel", "asyncio"]
 def _host() -> sy.SimHost:
     """``weak`` answers 1 token in 1 s exactly; ``slow`` answers 3 tokens in 2 s exactly."""
     weak = sy.ModelProfile(
-        latency=sy.Latency(ttft=sy.Constant(0.5), tokens_per_s=2.0),
+        latency=sy.Latency(ttft=sy.dists.Constant(0.5), tokens_per_s=2.0),
         output_tokens=1,
         price_in=1.0,
         price_out=1.0,
     )
     slow = sy.ModelProfile(
-        latency=sy.Latency(ttft=sy.Constant(0.5), tokens_per_s=2.0),
+        latency=sy.Latency(ttft=sy.dists.Constant(0.5), tokens_per_s=2.0),
         output_tokens=3,
         price_in=1.0,
         price_out=1.0,
@@ -35,15 +35,18 @@ async def by_session(request, driver):
     return sy.route_to("slow" if slow else "weak", request)
 
 
-def _session(sid, turns, gap=0.0, tokens=100, **kwargs) -> sy.Session:
-    return sy.Session(
-        [sy.Turn(sy.Request(f"{sid} {k}", input_tokens=tokens), gap_s=gap) for k in range(turns)],
+def _session(sid, turns, gap=0.0, tokens=100, **kwargs) -> sy.sessions.Session:
+    return sy.sessions.Session(
+        [
+            sy.sessions.Turn(sy.Request(f"{sid} {k}", input_tokens=tokens), gap_s=gap)
+            for k in range(turns)
+        ],
         id=sid,
         **kwargs,
     )
 
 
-def _family(parent_gap=1.0) -> list[sy.Session]:
+def _family(parent_gap=1.0) -> list[sy.sessions.Session]:
     """``p`` (3 turns) spawns ``a`` (2 turns of 1 s, 0.25 s apart) and ``b`` (1 turn of 2 s) at
     its turn 0."""
     return [
@@ -109,12 +112,18 @@ def test_both_engines_agree_on_synthetic_families_with_jittered_latencies():
     for i, session in enumerate(drawn):
         if i % 2 and len(drawn[i - 1].turns) > 2:
             sessions.append(
-                sy.Session(session.turns[:4], id=session.id, parent=drawn[i - 1].id, parent_turn=1)
+                sy.sessions.Session(
+                    session.turns[:4], id=session.id, parent=drawn[i - 1].id, parent_turn=1
+                )
             )
         else:
             sessions.append(session)
-    jitter = sy.Latency(ttft=sy.LogNormal(0.8, sigma=0.5), tokens_per_s=sy.Uniform(40, 90))
-    host = sy.SimHost({"weak": sy.ModelProfile(latency=jitter, output_tokens=sy.LogNormal(90))})
+    jitter = sy.Latency(
+        ttft=sy.dists.LogNormal(0.8, sigma=0.5), tokens_per_s=sy.dists.Uniform(40, 90)
+    )
+    host = sy.SimHost(
+        {"weak": sy.ModelProfile(latency=jitter, output_tokens=sy.dists.LogNormal(90))}
+    )
 
     async def weak(request, driver):
         return sy.route_to("weak", request)
@@ -289,13 +298,13 @@ def test_bad_parent_turns_are_refused(kwargs, error, match):
 
 
 def test_a_turn_may_not_name_parent_turn_in_its_metadata():
-    clash = sy.Session([sy.Request("a", metadata={"parent_turn": 3})], id="c", parent="p")
+    clash = sy.sessions.Session([sy.Request("a", metadata={"parent_turn": 3})], id="c", parent="p")
     with pytest.raises(sy.ArgumentError, match="session 'c' turn 0: metadata key 'parent_turn'"):
         _run([_session("p", 2), clash])
-    root = sy.Session([sy.Request("a", metadata={"parent_session": "x"})], id="r")
+    root = sy.sessions.Session([sy.Request("a", metadata={"parent_session": "x"})], id="r")
     with pytest.raises(sy.ArgumentError, match="metadata key 'parent_session'"):
         _run([root])
-    spawned = sy.Session(
+    spawned = sy.sessions.Session(
         [sy.Request("a", metadata={"parent_turn": 3})], id="c", parent="p", parent_turn=0
     )
     with pytest.raises(sy.ArgumentError, match="metadata key 'parent_turn'"):

@@ -14,7 +14,7 @@ from sykit.sessions import TaskOutcomes, session_frame, session_summary, task_fr
 
 def _host() -> sy.SimHost:
     """``weak`` answers 1 token in 1 s; ``strong`` 3 tokens in 2 s; 1 USD per 1M tokens each."""
-    latency = sy.Latency(ttft=sy.Constant(0.5), tokens_per_s=2.0)
+    latency = sy.Latency(ttft=sy.dists.Constant(0.5), tokens_per_s=2.0)
     return sy.SimHost(
         {
             "weak": sy.ModelProfile(latency=latency, output_tokens=1, price_in=1.0, price_out=1.0),
@@ -28,10 +28,10 @@ def _host() -> sy.SimHost:
 TASK = {"task_id": "t1", "quadrant": "RESCUE", "planned_turns": 3}
 
 
-def _session(sid, turns, metadata=None, **kwargs) -> sy.Session:
-    return sy.Session(
+def _session(sid, turns, metadata=None, **kwargs) -> sy.sessions.Session:
+    return sy.sessions.Session(
         [
-            sy.Turn(sy.Request(f"{sid} {k}", input_tokens=100, metadata=metadata or {}))
+            sy.sessions.Turn(sy.Request(f"{sid} {k}", input_tokens=100, metadata=metadata or {}))
             for k in range(turns)
         ],
         id=sid,
@@ -39,7 +39,7 @@ def _session(sid, turns, metadata=None, **kwargs) -> sy.Session:
     )
 
 
-def _family(task=None) -> list[sy.Session]:
+def _family(task=None) -> list[sy.sessions.Session]:
     """``p`` (3 turns) spawns ``a`` (2 turns) and ``b`` (1 turn) at its turn 0; ``q`` is alone."""
     return [
         _session("p", 3, task),

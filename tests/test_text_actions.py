@@ -48,7 +48,7 @@ STAGES = [
 ]
 
 
-def _load(path: Path = TEXT, **kwargs) -> list[sy.Session]:
+def _load(path: Path = TEXT, **kwargs) -> list[sy.sessions.Session]:
     return load_transcripts(path, format="mini-swe-agent", **kwargs)
 
 
@@ -63,19 +63,23 @@ def _write(path: Path, messages: list, **top) -> Path:
     return path
 
 
-def _stages(sessions: list[sy.Session]) -> list[tuple[str | None, str]]:
+def _stages(sessions: list[sy.sessions.Session]) -> list[tuple[str | None, str]]:
     picks = [pick_tier(tool_signals(t.request.messages), 0.5) for t in sessions[0].turns]
     return [(p.tier, p.source) for p in picks]
 
 
-def _structured_by_hand() -> list[sy.Session]:
+def _structured_by_hand() -> list[sy.sessions.Session]:
     """The tool-calling run's turns, built here without the loader: each prompt is every message
     before an answer, in OpenAI chat form."""
     messages = json.loads(TOOLCALL.read_text())["messages"]
     keep = ("role", "content", "tool_calls", "tool_call_id")
     chat = [{k: m[k] for k in keep if k in m} for m in messages if m["role"] != "exit"]
     answers = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
-    return [sy.Session([sy.Turn(sy.Request(chat[:i])) for i in answers], id="textkit-7")]
+    return [
+        sy.sessions.Session(
+            [sy.sessions.Turn(sy.Request(chat[:i])) for i in answers], id="textkit-7"
+        )
+    ]
 
 
 # -- conversion ---------------------------------------------------------------------------------

@@ -116,7 +116,7 @@ def test_a_target_mean_rate_scales_to_it():
 
 
 def test_a_window_starts_at_zero_and_keeps_each_request_row():
-    trace = sy.Trace(
+    trace = sy.traffic.Trace(
         times=[0.0, 1.0, 2.5, 2.5, 4.0, 9.0],
         input_tokens=[10, 11, 12, 13, 14, 15],
         output_tokens=[20, 21, 22, 23, 24, 25],
@@ -226,7 +226,9 @@ def test_the_algorithm_never_sees_the_recorded_output():
 def test_drawn_requests_take_whole_recorded_pairs():
     """Pairs where output = 3 × input: a draw of the two lengths apart would break that."""
     inputs = np.arange(1, 201)
-    trace = sy.Trace(times=np.arange(200) * 0.5, input_tokens=inputs, output_tokens=3 * inputs)
+    trace = sy.traffic.Trace(
+        times=np.arange(200) * 0.5, input_tokens=inputs, output_tokens=3 * inputs
+    )
     requests = trace.requests(models=("fast",), n=1_000, seed=7)
     assert len(requests) == 1_000
     res = sy.run(sy.strategies.single("fast"), requests, host=_host(), concurrency=50)
@@ -290,28 +292,32 @@ def test_a_frame_of_timestamps_becomes_seconds_since_the_first():
             "completion": [1, 2, 3],
         }
     )
-    trace = sy.Trace.from_frame(frame, time="ts", input_tokens="prompt", output_tokens="completion")
+    trace = sy.traffic.Trace.from_frame(
+        frame, time="ts", input_tokens="prompt", output_tokens="completion"
+    )
     assert trace.times.tolist() == [0.0, 0.5, 2.75]
     assert trace.start == pd.Timestamp("2024-01-01 00:00:01.5")
     stamped = frame.assign(ts=pd.to_datetime(frame["ts"], format="ISO8601"))
-    again = sy.Trace.from_frame(
+    again = sy.traffic.Trace.from_frame(
         stamped, time="ts", input_tokens="prompt", output_tokens="completion"
     )
     assert again.times.tolist() == [0.0, 0.5, 2.75]
     durations = frame.assign(ts=pd.to_timedelta([3.0, 3.5, 5.75], unit="s"))
-    assert sy.Trace.from_frame(
+    assert sy.traffic.Trace.from_frame(
         durations, time="ts", input_tokens="prompt", output_tokens="completion"
     ).times.tolist() == [0.0, 0.5, 2.75]
 
 
 def test_a_frame_of_seconds_keeps_them_as_recorded():
     frame = pd.DataFrame({"t": [2.0, 2.0, 3.5], "i": [5, 6, 7], "o": [1, 1, 2]})
-    trace = sy.Trace.from_frame(frame, time="t", input_tokens="i", output_tokens="o", name="mine")
+    trace = sy.traffic.Trace.from_frame(
+        frame, time="t", input_tokens="i", output_tokens="o", name="mine"
+    )
     assert trace.times.tolist() == [2.0, 2.0, 3.5]
     assert trace.start is None
     assert trace.frame.columns.tolist() == ["row", "time_s", "input_tokens", "output_tokens"]
     text = frame.assign(t=["2", "2", "3.5"])
-    assert sy.Trace.from_frame(
+    assert sy.traffic.Trace.from_frame(
         text, time="t", input_tokens="i", output_tokens="o"
     ).times.tolist() == [2.0, 2.0, 3.5]
 
@@ -321,17 +327,17 @@ def test_a_frame_without_the_time_column_is_refused_with_its_columns():
     with pytest.raises(
         sy.ArgumentError, match=r"time column 'ts' is not in the frame; columns are: when, i, o"
     ):
-        sy.Trace.from_frame(frame, time="ts", input_tokens="i", output_tokens="o")
+        sy.traffic.Trace.from_frame(frame, time="ts", input_tokens="i", output_tokens="o")
     with pytest.raises(sy.ArgumentTypeError, match="needs a pandas DataFrame"):
-        sy.Trace.from_frame([1, 2], time="ts", input_tokens="i", output_tokens="o")
+        sy.traffic.Trace.from_frame([1, 2], time="ts", input_tokens="i", output_tokens="o")
 
 
 def test_negative_seconds_are_refused_with_the_fix():
     frame = pd.DataFrame({"t": [-1.0, 0.0], "i": [5, 6], "o": [1, 2]})
     with pytest.raises(sy.ArgumentError, match=r"must be ≥ 0; row 0 has -1\. Shift them"):
-        sy.Trace.from_frame(frame, time="t", input_tokens="i", output_tokens="o")
+        sy.traffic.Trace.from_frame(frame, time="t", input_tokens="i", output_tokens="o")
     with pytest.raises(sy.ArgumentError, match=r"times must be ≥ 0 seconds"):
-        sy.Trace(times=[-0.5], input_tokens=[1], output_tokens=[1])
+        sy.traffic.Trace(times=[-0.5], input_tokens=[1], output_tokens=[1])
 
 
 def test_unsorted_times_are_refused_unless_sort_is_asked_for():
@@ -340,8 +346,10 @@ def test_unsorted_times_are_refused_unless_sort_is_asked_for():
         sy.ArgumentError,
         match=r"must be in time order: row 2 \(1 s\) comes after row 1 \(3 s\); pass sort=True",
     ):
-        sy.Trace.from_frame(frame, time="t", input_tokens="i", output_tokens="o")
-    trace = sy.Trace.from_frame(frame, time="t", input_tokens="i", output_tokens="o", sort=True)
+        sy.traffic.Trace.from_frame(frame, time="t", input_tokens="i", output_tokens="o")
+    trace = sy.traffic.Trace.from_frame(
+        frame, time="t", input_tokens="i", output_tokens="o", sort=True
+    )
     assert trace.times.tolist() == [0.0, 1.0, 1.0, 3.0]
     assert trace.rows.tolist() == [0, 2, 3, 1]  # stable: equal times keep their order
     assert list(zip(trace.input_tokens, trace.output_tokens, strict=True)) == [
@@ -351,19 +359,19 @@ def test_unsorted_times_are_refused_unless_sort_is_asked_for():
         (6, 60),
     ]
     with pytest.raises(sy.ArgumentError, match="times must be in time order"):
-        sy.Trace(times=[1.0, 0.0], input_tokens=[1, 1], output_tokens=[1, 1])
+        sy.traffic.Trace(times=[1.0, 0.0], input_tokens=[1, 1], output_tokens=[1, 1])
 
 
 def test_a_trace_built_from_arrays_is_checked():
     with pytest.raises(sy.ArgumentError, match="output_tokens has 1 values for 2 arrival times"):
-        sy.Trace(times=[0.0, 1.0], input_tokens=[1, 1], output_tokens=[1])
+        sy.traffic.Trace(times=[0.0, 1.0], input_tokens=[1, 1], output_tokens=[1])
     with pytest.raises(sy.ArgumentError, match=r"input_tokens\[1\] must be a whole number"):
-        sy.Trace(times=[0.0, 1.0], input_tokens=[1, 1.5], output_tokens=[1, 1])
+        sy.traffic.Trace(times=[0.0, 1.0], input_tokens=[1, 1.5], output_tokens=[1, 1])
     with pytest.raises(sy.ArgumentError, match="rows must be distinct"):
-        sy.Trace(times=[0.0, 1.0], input_tokens=[1, 1], output_tokens=[1, 1], rows=[4, 4])
+        sy.traffic.Trace(times=[0.0, 1.0], input_tokens=[1, 1], output_tokens=[1, 1], rows=[4, 4])
     with pytest.raises(sy.ArgumentError, match="times is empty"):
-        sy.Trace(times=[], input_tokens=[], output_tokens=[])
-    trace = sy.Trace(times=[0.0, 1.0], input_tokens=[1, 2], output_tokens=[3, 4])
+        sy.traffic.Trace(times=[], input_tokens=[], output_tokens=[])
+    trace = sy.traffic.Trace(times=[0.0, 1.0], input_tokens=[1, 2], output_tokens=[3, 4])
     with pytest.raises(ValueError, match="read-only"):
         trace.times[0] = 5.0
 
@@ -403,11 +411,11 @@ def test_bad_cells_are_refused_naming_the_column_and_row(column, value, message)
     frame = pd.DataFrame({"t": ["0", "1", "2"], "i": [5, 6, 7], "o": [1, 2, 3]}, dtype=object)
     frame.loc[1, column] = value
     with pytest.raises(sy.ArgumentError, match=message):
-        sy.Trace.from_frame(frame, time="t", input_tokens="i", output_tokens="o")
+        sy.traffic.Trace.from_frame(frame, time="t", input_tokens="i", output_tokens="o")
 
 
 def test_arrivals_for_needs_a_count_or_sized_requests():
-    trace = sy.Trace(times=[0.0, 1.0, 2.0], input_tokens=[1, 1, 1], output_tokens=[1, 1, 1])
+    trace = sy.traffic.Trace(times=[0.0, 1.0, 2.0], input_tokens=[1, 1, 1], output_tokens=[1, 1, 1])
     assert trace.arrivals_for(2) == [0.0, 1.0]
     assert trace.arrivals_for(["a", "b", "c"]) == [0.0, 1.0, 2.0]
     with pytest.raises(sy.ArgumentTypeError, match="number of requests or the requests"):
@@ -420,7 +428,7 @@ def test_arrivals_for_needs_a_count_or_sized_requests():
 def _queued_run(seeds=None):
     """One slot (concurrency=1), answers of 50 tokens (1.0 s on "fast"); request 3 is longer
     than fast's 8,000-token window and fails at once."""
-    trace = sy.Trace(
+    trace = sy.traffic.Trace(
         times=[0.0, 0.5, 1.0, 2.5, 3.0, 7.0],
         input_tokens=[100, 100, 100, 100, 9_000, 100],
         output_tokens=[50] * 6,
@@ -442,7 +450,7 @@ def test_offered_load_bins_arrivals_and_latency_exactly():
     # 3.0 waits to 4.0 and is refused (window) → failed, 7.0 → 8.0
     assert res.requests["start_s"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 7.0]
     assert res.requests["status"].tolist() == ["ok"] * 4 + ["failed", "ok"]
-    table = sy.offered_load(res, bin_s=2.0)
+    table = sy.traffic.offered_load(res, bin_s=2.0)
     nan = float("nan")
     expected = pd.DataFrame(
         {
@@ -465,23 +473,23 @@ def test_offered_load_bins_arrivals_and_latency_exactly():
 
 def test_offered_load_of_a_comparison_averages_its_seeds():
     cmp = _queued_run(seeds=[0, 1])
-    table = sy.offered_load(cmp, bin_s=4.0, strategies=["b"])
+    table = sy.traffic.offered_load(cmp, bin_s=4.0, strategies=["b"])
     assert table["strategy"].unique().tolist() == ["b"]
     assert table["offered"].tolist() == [10, 2]  # both seeds' requests
     assert table["offered_per_s"].tolist() == [1.25, 0.25]  # per seed
     assert table["failed"].tolist() == [2, 0]
-    assert sy.offered_load(cmp, 4.0)["strategy"].unique().tolist() == ["a", "b"]
+    assert sy.traffic.offered_load(cmp, 4.0)["strategy"].unique().tolist() == ["a", "b"]
     with pytest.raises(sy.ArgumentError, match=r"strategies \['c'\] are not in these results"):
-        sy.offered_load(cmp, strategies=["c"])
+        sy.traffic.offered_load(cmp, strategies=["c"])
     with pytest.raises(sy.ArgumentError, match="bin_s must be > 0"):
-        sy.offered_load(cmp, bin_s=0)
+        sy.traffic.offered_load(cmp, bin_s=0)
     with pytest.raises(sy.ArgumentTypeError, match="Result, a Comparison or a requests DataFrame"):
-        sy.offered_load(42)
+        sy.traffic.offered_load(42)
 
 
 def test_the_load_plot_draws_two_labelled_panels():
     cmp = _queued_run(seeds=[0])
-    fig = sy.plot_load(cmp, bin_s=2.0)
+    fig = sy.traffic.plot_load(cmp, bin_s=2.0)
     load_ax, latency_ax = fig.axes[:2]
     assert load_ax.get_ylabel() == "offered load (requests/s)"
     assert latency_ax.get_ylabel() == "latency from arrival (s)"
@@ -505,7 +513,7 @@ def test_the_plot_accessors_draw_the_load_plot():
     fig = cmp.plot.load(2.0, strategies=["b"])
     latency_ax = fig.axes[1]
     assert len(latency_ax.get_lines()) == 2  # p99 and p50 of the one strategy asked for
-    direct = sy.plot_load(cmp, 2.0, strategies=["b"]).axes[1].get_lines()
+    direct = sy.traffic.plot_load(cmp, 2.0, strategies=["b"]).axes[1].get_lines()
     for mine, theirs in zip(latency_ax.get_lines(), direct, strict=True):
         np.testing.assert_array_equal(mine.get_ydata(), theirs.get_ydata())
         assert mine.get_color() == theirs.get_color()
@@ -521,12 +529,12 @@ def test_the_load_plot_takes_two_axes_or_refuses():
 
     res = _queued_run()
     fig, pair = plt.subplots(2, 1)
-    assert sy.plot_load(res, 2.0, ax=pair, log=True, queue=False) is fig
+    assert sy.traffic.plot_load(res, 2.0, ax=pair, log=True, queue=False) is fig
     assert pair[1].get_yscale() == "log"
     assert pair[1].get_ylabel() == "latency (s)"
     np.testing.assert_array_equal(pair[1].get_lines()[0].get_ydata(), [1.0, 1.0, np.nan, 1.0])
     with pytest.raises(sy.ArgumentTypeError, match=r"two Axes \(load, latency\)"):
-        sy.plot_load(res, ax=pair[0])
+        sy.traffic.plot_load(res, ax=pair[0])
 
 
 def test_the_traces_page_runs_as_written():

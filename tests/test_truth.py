@@ -1,4 +1,5 @@
-"""Ground truth reaches an algorithm only through sy.peek_truth, and strategies that use it are flagged."""
+"""Ground truth reaches an algorithm only through sy.strategies.peek_truth, and strategies that use
+it are flagged."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def test_an_algorithm_reads_no_quality_from_responses_or_metadata(graded, host):
     assert result.requests["weak_grade"].tolist()[:5] == [9, 2, 7, 1, 8]
     assert result.requests["topic"].tolist() == ["x", "y"] * 4
     assert not result.requests["reads_truth"].any()
-    with pytest.warns(sy.UngradedWarning, match="1 served answer has no grade"):
+    with pytest.warns(sy.errors.UngradedWarning, match="1 served answer has no grade"):
         assert bool(result.summary()["realizable"].iloc[0])
 
 
@@ -87,7 +88,7 @@ def test_truth_readers_are_flagged_and_the_rest_are_not(graded, host):
         "weak": False,
         "cascade": False,  # its simulated judge reads the truth inside the host, not the algorithm
     }
-    with pytest.warns(sy.UngradedWarning):
+    with pytest.warns(sy.errors.UngradedWarning):
         summary = comparison.summary().set_index("strategy")
     assert summary["realizable"].to_dict() == {k: not v for k, v in flags.to_dict().items()}
 
@@ -95,19 +96,19 @@ def test_truth_readers_are_flagged_and_the_rest_are_not(graded, host):
 def test_peek_truth_in_a_user_algorithm_flags_only_the_requests_that_peeked(graded, host):
     async def peeks_sometimes(request, driver):
         if request.id % 2 == 0:
-            view = sy.peek_truth(driver)
+            view = sy.strategies.peek_truth(driver)
             assert view.quality("strong") is not None
         return sy.route_to("weak", request)
 
     result = sy.run(peeks_sometimes, graded, host=host)
     assert result.requests["reads_truth"].tolist() == [True, False] * 4
-    with pytest.warns(sy.UngradedWarning):
+    with pytest.warns(sy.errors.UngradedWarning):
         assert not bool(result.summary()["realizable"].iloc[0])
 
 
 def test_peek_truth_needs_a_driver():
     with pytest.raises(sy.ArgumentTypeError, match="driver"):
-        sy.peek_truth(object())
+        sy.strategies.peek_truth(object())
 
 
 def test_the_oracle_serves_the_best_graded_answer_and_bounds_every_strategy(graded, host):
@@ -142,7 +143,7 @@ def test_the_oracle_serves_the_best_graded_answer_and_bounds_every_strategy(grad
         both = mine.notna() & best.notna()
         assert (mine[both] <= best[both] + 1e-12).all(), name
     # The old rule (cheapest answer graded ≥ 0.5) is beaten by strong-only on this table.
-    with pytest.warns(sy.UngradedWarning):
+    with pytest.warns(sy.errors.UngradedWarning):
         summary = comparison.summary().set_index("strategy")["mean_quality"]
     assert summary["cheapest good"] < summary["strong"] <= summary["oracle"]
     assert math.isclose(summary["oracle"], sum(best_grades) / 8)

@@ -1,7 +1,7 @@
 """The ground truth is out of an algorithm's reach: no chain of attribute or item lookups from its
 ``driver``, its ``request`` or the responses it gets meets a ``GroundTruth`` or a dataset's grade,
-on both engines, while ``sy.peek_truth`` (which marks the request), the simulated judge, the oracle
-and the results still see it."""
+on both engines, while ``sy.strategies.peek_truth`` (which marks the request), the simulated judge,
+the oracle and the results still see it."""
 
 from __future__ import annotations
 
@@ -227,7 +227,7 @@ def test_session_turns_hide_their_truth_too(engine):
         return sy.route_to("strong", request)
 
     turns = list(dataset())
-    sessions = [sy.Session(turns[:4], id="a"), sy.Session(turns[4:], id="b")]
+    sessions = [sy.sessions.Session(turns[:4], id="a"), sy.sessions.Session(turns[4:], id="b")]
     result = sy.run(snoop, sessions, host=host(), engine=engine)
     assert found == []
     assert result.requests["quality"].tolist() == STRONG
@@ -240,7 +240,7 @@ def test_peek_truth_still_opens_the_door_and_marks_the_request(engine):
 
     async def peeks_on_odd_ones(request, driver):
         if driver.request_id % 2:
-            views.append(sy.peek_truth(driver).quality("strong"))
+            views.append(sy.strategies.peek_truth(driver).quality("strong"))
         return sy.route_to("weak", request)
 
     result = sy.run(peeks_on_odd_ones, dataset(), host=host(), engine=engine)
@@ -267,7 +267,7 @@ def test_profile_drawn_grades_still_reach_the_records():
     seen: list[float | None] = []
 
     async def peek(request, driver):
-        view = sy.peek_truth(driver)
+        view = sy.strategies.peek_truth(driver)
         seen.append(view.quality("weak"))
         return sy.route_to("weak", request)
 

@@ -812,7 +812,7 @@ def test_every_savefig_in_sykit_crops_to_a_tight_box():
 def test_the_cli_saves_its_figures_with_their_titles_inside(host, tmp_path, monkeypatch):
     from matplotlib.figure import Figure
 
-    from sykit._cli.main import compare_job as _compare_job
+    from sykit._cli import writers
     from sykit._playground.figures import figure_output as _figure_output
 
     saved = []
@@ -833,7 +833,7 @@ def test_the_cli_saves_its_figures_with_their_titles_inside(host, tmp_path, monk
     monkeypatch.setattr(Figure, "savefig", spy)
     lineup = {"race weak|strong": race_two, "fast": fast_only}
     cmp = sy.compare(lineup, REQUESTS, host=host, concurrency=2)
-    _compare_job._write_outputs(tmp_path, cmp, cmp.summary(), cmp, cmp.summary())
+    writers.write_comparisons(tmp_path, cmp, cmp.summary(), cmp, cmp.summary())
     result = sy.sweep(
         lambda p: sy.strategies.weighted_random({"fast": 1 - p, "strong": p}),
         [0.5],
@@ -843,7 +843,7 @@ def test_the_cli_saves_its_figures_with_their_titles_inside(host, tmp_path, monk
         strong="strong",
         value_name="target_share",
     )
-    _compare_job._write_sweeps(tmp_path, result, result)
+    writers.write_sweeps(tmp_path, result, result)
     _figure_output(cmp.plot.cost_quality().figure)
     assert len(saved) == 6
     for bbox_inches, box, titles in saved:

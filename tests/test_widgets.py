@@ -64,7 +64,7 @@ def test_default_lineup_uses_cheapest_and_priciest_models_and_the_judge(host):
 
 def _abc_host(**kwargs) -> sy.SimHost:
     """Three answering models named unlike the defaults; b's answers take about 6 s."""
-    slow = sy.Latency(ttft=sy.LogNormal(5.0, p95=9.0), tokens_per_s=100)
+    slow = sy.Latency(ttft=sy.dists.LogNormal(5.0, p95=9.0), tokens_per_s=100)
     return sy.SimHost(
         {
             "mid": constant_profile(0.5, 50, 100.0, price_in=1.0, price_out=4.0, quality=0.7),
@@ -412,7 +412,7 @@ def test_knobs_check_their_values():
 def test_apply_knobs_scales_faults_latency_and_judge(profiles):
     faulty = profiles["fast"].replace(
         faults=sy.Faults(rate_limit=0.2, unavailable=0.1, spike_p=0.05),
-        latency=sy.Latency(ttft=sy.LogNormal(0.5, p95=2.0), tokens_per_s=100),
+        latency=sy.Latency(ttft=sy.dists.LogNormal(0.5, p95=2.0), tokens_per_s=100),
     )
     host = sy.SimHost({"fast": faulty})
     tweaked = apply_knobs(host, Knobs(fault_scale=2.0, timeout=0.1, latency_scale=3.0))
@@ -453,7 +453,10 @@ def test_fault_scale_scales_non_chat_bodies_and_error_faults_too(profiles):
     faults = sy.Faults(
         rate_limit=0.1,
         non_chat=0.1,
-        errors=[sy.ErrorFault(401, 0.1, code="invalid_api_key"), sy.ErrorFault(404, 0.05)],
+        errors=[
+            sy.faults.ErrorFault(401, 0.1, code="invalid_api_key"),
+            sy.faults.ErrorFault(404, 0.05),
+        ],
     )
     host = sy.SimHost({"fast": profiles["fast"].replace(faults=faults)})
     scaled = apply_knobs(host, Knobs(fault_scale=2.0)).profiles["fast"].faults
@@ -472,11 +475,11 @@ def test_fault_scale_scales_non_chat_bodies_and_error_faults_too(profiles):
 @pytest.mark.parametrize(
     "dist",
     [
-        sy.Constant(0.4),
-        sy.LogNormal(0.8, p95=2.5),
-        sy.Uniform(0.2, 0.6),
-        sy.Exponential(mean=0.5),
-        sy.Empirical([0.3, 0.4, 1.9]),
+        sy.dists.Constant(0.4),
+        sy.dists.LogNormal(0.8, p95=2.5),
+        sy.dists.Uniform(0.2, 0.6),
+        sy.dists.Exponential(mean=0.5),
+        sy.dists.Empirical([0.3, 0.4, 1.9]),
     ],
 )
 def test_scale_distribution_keeps_the_kind_and_scales_every_quantile(dist):
@@ -500,9 +503,9 @@ def test_scale_distribution_wraps_other_distributions_and_checks_the_factor():
     scaled = scale_distribution(scale_distribution(Custom(), 2.0), 3.0)
     assert scaled.quantile(0.5) == 3.0 and scaled.mean == 3.0
     with pytest.raises(ValueError, match="factor must be a finite number > 0"):
-        scale_distribution(sy.Constant(1.0), 0)
+        scale_distribution(sy.dists.Constant(1.0), 0)
     with pytest.raises(ValueError, match="factor"):
-        scale_distribution(sy.Constant(1.0), math.inf)
+        scale_distribution(sy.dists.Constant(1.0), math.inf)
     with pytest.raises(TypeError, match="dist must be a distribution"):
         scale_distribution(1.0, 2.0)
 

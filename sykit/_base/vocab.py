@@ -2,8 +2,8 @@
 
 Every module that writes or reads these values takes them from here, and the DataFrames use the
 enums' values as their categories, so a typo cannot create a new category silently. Fallback
-reasons live with the classifier (:class:`sykit.FallbackReason`) and fault names with the fault
-configuration (``RANDOM_FAULTS``).
+reasons live with the classifier (:class:`sykit.errors.FallbackReason`) and fault names with the
+fault configuration (``RANDOM_FAULTS``).
 """
 
 from __future__ import annotations

@@ -130,7 +130,7 @@ def write_sweeps(out: Path, thresholds: Any, randoms: Any) -> list[str]:
 
 def _plain(value: Any) -> Any:
     """Configuration objects as JSON-friendly values; a dataclass names its class under
-    ``"class"`` (a key no field can have: ``sy.ErrorFault`` has a field ``type``)."""
+    ``"class"`` (a key no field can have: ``sy.faults.ErrorFault`` has a field ``type``)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
         return {"class": type(value).__name__, **fields}

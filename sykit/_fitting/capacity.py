@@ -212,7 +212,9 @@ def fit_capacity(
     """Measure ``model`` on ``source`` at several concurrency levels and fit its capacity.
 
         host = sy.HttpHost("http://localhost:8000/v1", models=["Qwen/Qwen2.5-7B-Instruct"])
-        fitted = sy.fit_capacity(host, "Qwen/Qwen2.5-7B-Instruct", levels=(1, 2, 4, 8, 16, 32))
+        fitted = sy.profiles.fit_capacity(
+            host, "Qwen/Qwen2.5-7B-Instruct", levels=(1, 2, 4, 8, 16, 32)
+        )
         print(fitted)                     # measured against fitted, level by level
         fitted.capacity                   # sy.Capacity(slots=..., slowdown=[(1, 1.0), ...])
         sy.SimHost({"local": fitted.profile})   # the model alone, and under load

@@ -31,7 +31,9 @@ def scale_distribution(dist: Distribution, factor: float) -> Distribution:
     (a LogNormal stays a LogNormal with the same sigma), so scaled profiles still read well."""
     factor = check_real(factor, "factor", low=0, low_open=True, expected="a finite number > 0")
     if not isinstance(dist, Distribution):
-        raise ArgumentTypeError(f"dist must be a distribution such as sy.LogNormal, got {dist!r}")
+        raise ArgumentTypeError(
+            f"dist must be a distribution such as sy.dists.LogNormal, got {dist!r}"
+        )
     if factor == 1:
         return dist
     if isinstance(dist, Constant):

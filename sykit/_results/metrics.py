@@ -407,7 +407,8 @@ def summary_row(
     counts = attempts if isinstance(attempts, dict) else attempt_counts(attempts)
     row = {
         "strategy": strategy,
-        # False when the algorithm read the ground truth (sy.peek_truth): a bound, not a router
+        # False when the algorithm read the ground truth (sy.strategies.peek_truth): a bound, not
+        # a router
         "realizable": not bool(requests["reads_truth"].any())
         if "reads_truth" in requests
         else True,

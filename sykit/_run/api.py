@@ -58,24 +58,24 @@ def run(
 
     Closed loop by default: ``concurrency`` requests in flight (32 when not given). With
     ``arrivals=sy.traffic.Poisson(rate_per_s)`` (or a list of arrival times, or a recorded
-    ``sy.traffic.Trace``) requests arrive on their own, limited by ``concurrency`` only if it is given. ``seed`` keys every random draw. A progress bar
-    appears for runs longer than a second (``progress=False`` silences it, ``True`` forces it; the
-    ``SYKIT_PROGRESS=0`` environment variable turns the automatic one off). An algorithm's
-    exception fails only its request unless ``strict=True``, which re-raises it. When more than
-    half the requests fail the same way on the algorithm's side (a misspelt model, a forgotten
-    ``await``), the run warns with an ``AlgorithmWarning`` quoting the first error
-    (``strict=True``: raises ``AlgorithmError``). An ``algorithm`` that is a plain ``def`` is
-    refused before the run.
+    ``sy.traffic.Trace``) requests arrive on their own, limited by ``concurrency`` only if it is
+    given. ``seed`` keys every random draw. A progress bar appears for runs longer than a second
+    (``progress=False`` silences it, ``True`` forces it; the ``SYKIT_PROGRESS=0`` environment
+    variable turns the automatic one off). An algorithm's exception fails only its request unless
+    ``strict=True``, which re-raises it. When more than half the requests fail the same way on the
+    algorithm's side (a misspelt model, a forgotten ``await``), the run warns with an
+    ``AlgorithmWarning`` quoting the first error (``strict=True``: raises ``AlgorithmError``). An
+    ``algorithm`` that is a plain ``def`` is refused before the run.
 
-    Works in scripts and in notebook cells. On a SimHost it runs in the calling thread;
-    ``engine`` chooses: ``"auto"`` (the bulk engine when every request's course depends on the
-    request alone: a fixed chain or a static router (``sy.strategies.static``) on a host with no
-    state shared between requests; else sykit's kernel; an algorithm that awaits an asyncio or anyio primitive
-    is run again from the start on an asyncio loop in virtual time; the records are the same on
-    each, but an algorithm's own side effects happen again when a run moves on),
-    ``"bulk"`` (the bulk engine or an error saying why not), ``"kernel"`` (no fallback to asyncio),
-    ``"asyncio"`` (always the asyncio loop: slower, side effects once). ``result.engine`` says
-    which ran; docs/engines.md has the rules. Ctrl-C stops the run and returns the requests that had finished
+    Works in scripts and in notebook cells. On a SimHost it runs in the calling thread; ``engine``
+    chooses: ``"auto"`` (the bulk engine when every request's course depends on the request alone: a
+    fixed chain or a static router (``sy.strategies.static``) on a host with no state shared between
+    requests; else sykit's kernel; an algorithm that awaits an asyncio or anyio primitive is run
+    again from the start on an asyncio loop in virtual time; the records are the same on each, but
+    an algorithm's own side effects happen again when a run moves on), ``"bulk"`` (the bulk engine
+    or an error saying why not), ``"kernel"`` (no fallback to asyncio), ``"asyncio"`` (always the
+    asyncio loop: slower, side effects once). ``result.engine`` says which ran; docs/engines.md has
+    the rules. Ctrl-C stops the run and returns the requests that had finished
     (``result.interrupted``).
 
     ``spill=folder`` is for runs whose records do not fit in memory: they are written to Parquet

@@ -165,7 +165,7 @@ def bill(
 ) -> None:
     """The one place an attempt is priced: tokens at the model's prices (USD per 1M), the
     prompt-cache reads and writes among the input at the cache's, 1-hour writes at its 1-hour
-    price (see ``sy.PromptCache``)."""
+    price (see ``sy.profiles.PromptCache``)."""
     log = run.log
     cost = 0.0
     if input_tokens or output_tokens:

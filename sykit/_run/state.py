@@ -100,9 +100,10 @@ class RunState:
 
         The table is held by the closures made here, and by nothing an algorithm can walk to from
         its driver: ``plan`` (a simulated host's planning, handed the request's truth),
-        ``truth_view`` (what :func:`sykit.peek_truth` calls: it marks the request, then reads), and
-        the records' fill-in, which writes the answers' grades and the dataset's analysis columns
-        into the records when they are handed over or framed, not while the run goes."""
+        ``truth_view`` (what :func:`sykit.strategies.peek_truth` calls: it marks the request, then
+        reads), and the records' fill-in, which writes the answers' grades and the dataset's
+        analysis columns into the records when they are handed over or framed, not while the run
+        goes."""
         self.session = session
         # a simulated host's slots and queues, when a model declares a capacity (sykit._world.capacity)
         self.queues = getattr(session, "queues", None)
@@ -240,7 +241,7 @@ class RequestState:
         self.root: Any = None
         self.root_cancelled = False
         self.closed = False
-        self.reads_truth = False  # set by sy.peek_truth: the strategy is not realizable
+        self.reads_truth = False  # set by sy.strategies.peek_truth: not a realizable strategy
         self.succeeded = False  # set when the request is recorded: it served an answer
         self.session_state: dict[str, Any] | None = None  # its session's, for driver.session_state
         self.attempts_by_model: dict[str, int] = {}  # attempts so far, per model (keys draws)

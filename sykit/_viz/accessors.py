@@ -71,7 +71,7 @@ class ResultPlots:
         self, bin_s: float = 10.0, *, queue: bool = True, log: bool = False, ax: Any = None
     ) -> Figure | SubFigure:
         """Offered load per ``bin_s`` seconds above, latency p50/p99 of the requests arriving in
-        each bin below (:func:`sykit.plot_load`); returns the Figure."""
+        each bin below (:func:`sykit.traffic.plot_load`); returns the Figure."""
         return plot_load(self._result, bin_s, queue=queue, log=log, ax=ax)
 
 
@@ -166,7 +166,8 @@ class ComparisonPlots:
         ax: Any = None,
     ) -> Figure | SubFigure:
         """Offered load per ``bin_s`` seconds above, each strategy's latency p50/p99 of the
-        requests arriving in each bin below (:func:`sykit.plot_load`); returns the Figure."""
+        requests arriving in each bin below (:func:`sykit.traffic.plot_load`); returns the
+        Figure."""
         return plot_load(
             self._comparison,
             bin_s,

@@ -78,8 +78,8 @@ def offered_load(
     """Per strategy and bin of ``bin_s`` seconds of arrival time: the load offered and the
     latency of the requests that arrived then.
 
-        sy.offered_load(res, bin_s=5.0)
-        sy.offered_load(cmp, bin_s=60.0, strategies=["hedge"])
+        sy.traffic.offered_load(res, bin_s=5.0)
+        sy.traffic.offered_load(cmp, bin_s=60.0, strategies=["hedge"])
 
     Bins are ``[k·bin_s, (k+1)·bin_s)`` from second 0 to the last arrival's bin, the same for
     every strategy, empty ones included. Columns: ``strategy``, ``bin_start_s``, ``bin_end_s``,
@@ -161,8 +161,8 @@ def plot_load(
     ``concurrency=`` slots shows as waiting), with ``queue=False`` from its start (``latency_*``,
     as ``summary()`` has it); the two agree when nothing waited.
 
-        sy.plot_load(res, bin_s=10.0)
-        sy.plot_load(cmp, bin_s=60.0, log=True)          # log latency axis
+        sy.traffic.plot_load(res, bin_s=10.0)
+        sy.traffic.plot_load(cmp, bin_s=60.0, log=True)          # log latency axis
 
     When every strategy was offered the same load (the same arrivals) the top panel draws one
     line; otherwise one per strategy. ``ax`` is None (a new figure) or two Axes (load,

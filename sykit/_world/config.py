@@ -5,7 +5,7 @@ the field in its error, so a typo in a notebook fails at the line that made it::
 
     sy.ModelProfile(price_in=0.15, price_out=0.60)                       # a cheap text model
     sy.ModelProfile(price_in=2.5, price_out=10, vision=True,
-                    latency=sy.Latency(ttft=sy.LogNormal(0.6, p95=2.0), tokens_per_s=80))
+                    latency=sy.Latency(ttft=sy.dists.LogNormal(0.6, p95=2.0), tokens_per_s=80))
     sy.HostPolicy(max_retries=0, cooldown_s=30, allow_policy_fallback=True)
     sy.Faults(rate_limit=0.05, retry_after_s=2, unavailable=0.01, outages=[(60, 120)])
 """
@@ -86,7 +86,7 @@ class Latency(_Replaceable):
     prompts answer later (``sy.profiles.fit`` estimates it from measurements that vary in length).
 
     sy.Latency(ttft=0.4, tokens_per_s=60)
-    sy.Latency(ttft=sy.LogNormal(0.8, p95=2.5), tokens_per_s=sy.Uniform(40, 90))
+    sy.Latency(ttft=sy.dists.LogNormal(0.8, p95=2.5), tokens_per_s=sy.dists.Uniform(40, 90))
     sy.Latency(ttft=0.2, tokens_per_s=80, prefill_tokens_per_s=5_000)
     """
 
@@ -166,13 +166,13 @@ class ErrorFault(_Replaceable):
     ``model_not_found``, 408 ``request_timeout``, 422 ``unprocessable_entity``, ...; a 400 with
     ``code="content_policy_violation"`` or ``"context_length_exceeded"`` gets that code's wording).
     ``{model}`` in a message is replaced by the model's name. ``retry_after_s`` sends a
-    ``Retry-After`` header. The answer is classified like any other (``sy.classify``): the text
-    decides what a 400 is.
+    ``Retry-After`` header. The answer is classified like any other (``sy.errors.classify``): the
+    text decides what a 400 is.
 
-        sy.ErrorFault(401, 0.01)                                  # a revoked key, 1% of attempts
-        sy.ErrorFault(404, 0.05, message="No endpoints found for {model}.")
-        sy.ErrorFault.capability(0.1)                             # 400 "does not support image input"
-        sy.ErrorFault.policy(0.02), sy.ErrorFault.context_window(0.02)
+        sy.faults.ErrorFault(401, 0.01)                  # a revoked key, 1% of attempts
+        sy.faults.ErrorFault(404, 0.05, message="No endpoints found for {model}.")
+        sy.faults.ErrorFault.capability(0.1)             # 400 "does not support image input"
+        sy.faults.ErrorFault.policy(0.02), sy.faults.ErrorFault.context_window(0.02)
     """
 
     status: int
@@ -257,7 +257,8 @@ class Faults(_Replaceable):
         sy.Faults(rate_limit=0.05, retry_after_s=2.0)       # 5% of attempts get 429, Retry-After 2
         sy.Faults(fail_first=2, fail_first_status=500)      # the soak mock's "upstream_500" marker
         sy.Faults(outages=[(60, 120)], spike_p=0.01, spike_factor=20)
-        sy.Faults(errors=[sy.ErrorFault(401, 0.01), sy.ErrorFault.capability(0.05)], non_chat=0.01)
+        sy.Faults(errors=[sy.faults.ErrorFault(401, 0.01), sy.faults.ErrorFault.capability(0.05)],
+                  non_chat=0.01)
     """
 
     rate_limit: float = 0.0
@@ -291,18 +292,18 @@ class Faults(_Replaceable):
             total += _probability(getattr(self, name), name)
         if isinstance(self.errors, ErrorFault | str | bytes | Mapping):
             raise ArgumentTypeError(
-                f"errors must be a list of sy.ErrorFault, got {type(self.errors).__name__} "
+                f"errors must be a list of sy.faults.ErrorFault, got {type(self.errors).__name__} "
                 f"{self.errors!r:.60}"
             )
         if not isinstance(self.errors, Iterable):
             raise ArgumentTypeError(
-                f"errors must be a list of sy.ErrorFault, got {type(self.errors).__name__}"
+                f"errors must be a list of sy.faults.ErrorFault, got {type(self.errors).__name__}"
             )
         errors = tuple(self.errors)
         for i, error in enumerate(errors):
             if not isinstance(error, ErrorFault):
                 raise ArgumentTypeError(
-                    f"errors[{i}] must be a sy.ErrorFault(status, p), got "
+                    f"errors[{i}] must be a sy.faults.ErrorFault(status, p), got "
                     f"{type(error).__name__} {error!r:.40}"
                 )
             total += error.p
@@ -357,7 +358,7 @@ class Faults(_Replaceable):
             _http_status(status, "fail_first_status", "429 or 5xx, or 'timeout' / 'reset'",
                          lambda s: s == 429 or 500 <= s <= 599)  # fmt: skip
         if self.flapping is not None and not isinstance(self.flapping, Flapping):
-            raise ArgumentTypeError("flapping must be a sy.Flapping(up_s=..., down_s=...)")
+            raise ArgumentTypeError("flapping must be a sy.faults.Flapping(up_s=..., down_s=...)")
         object.__setattr__(self, "random_total", total)
         scripted = bool(self.outages) or self.flapping is not None or self.fail_first > 0
         object.__setattr__(self, "scripted", scripted)
@@ -406,9 +407,9 @@ class RateLimit(_Replaceable):
 class PromptCache(_Replaceable):
     """A model's prompt cache (prices in USD per 1M tokens).
 
-    Within a session — an agent session (:class:`sy.Session`), or any requests whose metadata
-    share a ``session_id``, such as ``sy.datasets.synthetic(sessions=k)``'s conversations — a
-    prompt that starts with the prompt this model saw on an earlier request of the session reads
+    Within a session — an agent session (:class:`sy.sessions.Session`), or any requests whose
+    metadata share a ``session_id``, such as ``sy.datasets.synthetic(sessions=k)``'s conversations —
+    a prompt that starts with the prompt this model saw on an earlier request of the session reads
     that prefix from the cache at ``read_price``
     — if the entry is younger than ``ttl_s`` (a hit refreshes it) and at least ``min_tokens``
     long — and the rest is written at ``write_price`` (``None``: the plain input price, no
@@ -527,12 +528,14 @@ class ModelProfile(_Replaceable):
         if not isinstance(self.faults, Faults):
             raise ArgumentTypeError("faults must be a sy.Faults(...)")
         if self.rate_limit is not None and not isinstance(self.rate_limit, RateLimit):
-            raise ArgumentTypeError("rate_limit must be a sy.RateLimit(...) or None")
+            raise ArgumentTypeError("rate_limit must be a sy.faults.RateLimit(...) or None")
         object.__setattr__(
             self, "reject_delay_s", as_distribution(self.reject_delay_s, "reject_delay_s")
         )
         if self.cache is not None and not isinstance(self.cache, PromptCache):
-            raise ArgumentTypeError("cache must be a sy.PromptCache(read_price=...) or None")
+            raise ArgumentTypeError(
+                "cache must be a sy.profiles.PromptCache(read_price=...) or None"
+            )
         if self.capacity is not None and not isinstance(self.capacity, Capacity):
             raise ArgumentTypeError("capacity must be a sy.Capacity(slots=...) or None")
 

@@ -3,12 +3,12 @@
 Sampling by quantile (``dist.quantile(u)``) keeps draws aligned across strategies: the same uniform
 gives the same percentile of whatever distribution a profile uses.
 
-    sy.Constant(0.4)                 # always 0.4
-    sy.LogNormal(0.8, p95=2.5)       # median 0.8, 95th percentile 2.5
-    sy.LogNormal(0.8, sigma=0.6)     # median 0.8, log-space standard deviation 0.6
-    sy.Uniform(0.2, 0.6)
-    sy.Exponential(mean=0.5)
-    sy.Empirical([0.31, 0.42, 0.40, 1.9])   # measured samples, interpolated quantiles
+    sy.dists.Constant(0.4)                 # always 0.4
+    sy.dists.LogNormal(0.8, p95=2.5)       # median 0.8, 95th percentile 2.5
+    sy.dists.LogNormal(0.8, sigma=0.6)     # median 0.8, log-space standard deviation 0.6
+    sy.dists.Uniform(0.2, 0.6)
+    sy.dists.Exponential(mean=0.5)
+    sy.dists.Empirical([0.31, 0.42, 0.40, 1.9])   # measured samples, interpolated quantiles
 """
 
 from __future__ import annotations
@@ -256,6 +256,6 @@ def as_distribution(value: object, name: str) -> Distribution:
         check_draws(value, name)
         return value
     raise ArgumentTypeError(
-        f"{name} must be a number or a distribution such as sy.LogNormal(median, p95=...), "
+        f"{name} must be a number or a distribution such as sy.dists.LogNormal(median, p95=...), "
         f"got {type(value).__name__}"
     )

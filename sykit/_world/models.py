@@ -99,7 +99,7 @@ class GroundTruth:
     when the dataset has the model but no grade for this request); ``output_tokens[model]`` the
     length of that answer; ``columns`` the dataset's other columns for this row, which reach the
     ``requests`` frame for analysis but not the algorithm. The simulated host uses the truth for
-    answers and its judge; algorithms never see it (see :func:`sykit.peek_truth` for the
+    answers and its judge; algorithms never see it (see :func:`sykit.strategies.peek_truth` for the
     simulation-only exception).
     """
 
@@ -384,10 +384,11 @@ class DecisionRequest:
 
     sy.DecisionRequest({"hard": sy.Boolean("Is this question hard?")}, context=request.prompt)
 
-    ``cache_prefix_tokens``: the first tokens of the prompt that repeat on every such decision of
-    a session (the judge's instructions, the task); with the judge's ``sy.PromptCache`` and a
-    ``session_id`` they are cached as a model call's prompt is (see :mod:`sykit._world.prompt_cache`),
-    ``cache_ttl`` (``"5m"``, ``"1h"``; None: the cache's own tier) choosing the tier.
+    ``cache_prefix_tokens``: the first tokens of the prompt that repeat on every such decision of a
+    session (the judge's instructions, the task); with the judge's ``sy.profiles.PromptCache`` and a
+    ``session_id`` they are cached as a model call's prompt is (see
+    :mod:`sykit._world.prompt_cache`), ``cache_ttl`` (``"5m"``, ``"1h"``; None: the cache's own
+    tier) choosing the tier.
     """
 
     questions: Mapping[str, Question]

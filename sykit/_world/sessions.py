@@ -25,7 +25,7 @@ per session: what an algorithm stored there on earlier turns (a latched model, c
 signals) it finds on later ones.
 
 The pause before turn k (tool execution, the agent's own work) is ``Turn.gap_s``: seconds, or a
-distribution (``sy.LogNormal(8.4, p95=16)``) drawn per session, turn and seed, so strategies
+distribution (``sy.dists.LogNormal(8.4, p95=16)``) drawn per session, turn and seed, so strategies
 compared with the same seed see the same pauses. A turn that fails ends its session: the later
 turns are not sent (an agent whose model call failed does not go on as if it had an answer), so
 the requests frame holds the turns that were sent and a session's last row shows where it ended.
@@ -75,7 +75,7 @@ def _check_gap(gap: Any) -> Any:
         gap,
         "gap_s",
         low=0,
-        expected="≥ 0 and finite (seconds) or a distribution such as sy.LogNormal",
+        expected="≥ 0 and finite (seconds) or a distribution such as sy.dists.LogNormal",
     )
 
 
@@ -106,14 +106,14 @@ class Session:
         parent_turn: int | None = None,
     ) -> None:
         if isinstance(turns, str | bytes | Request | Turn) or not isinstance(turns, Sequence):
-            raise ArgumentTypeError("turns must be a list of sy.Turn (or sy.Request)")
+            raise ArgumentTypeError("turns must be a list of sy.sessions.Turn (or sy.Request)")
         checked = []
         for k, turn in enumerate(turns):
             if isinstance(turn, Request):
                 turn = Turn(turn)
             elif not isinstance(turn, Turn):
                 raise ArgumentTypeError(
-                    f"session {id!r}: turn {k} must be a sy.Turn or sy.Request, got "
+                    f"session {id!r}: turn {k} must be a sy.sessions.Turn or sy.Request, got "
                     f"{type(turn).__name__}"
                 )
             checked.append(turn)
@@ -184,7 +184,7 @@ def flatten_sessions(given: Sequence[Any]) -> tuple[list[Request], SessionPlan] 
     if strays:
         raise ArgumentTypeError(
             f"requests mixes sessions and other items (position {strays[0]}: "
-            f"{type(given[strays[0]]).__name__}); give a list of sy.Session only"
+            f"{type(given[strays[0]]).__name__}); give a list of sy.sessions.Session only"
         )
     ids = _session_ids(given)
     parents = _parents(given, ids)

@@ -50,7 +50,7 @@ def synthetic(
 
         sy.datasets.synthetic(1000, seed=0)                                  # 60/30/10 short/medium/long
         sy.datasets.synthetic(1000, sizes={"short": 0.9, "long": 0.1}, image_share=0.2)
-        sy.datasets.synthetic(1000, sizes={"tiny": (1.0, sy.LogNormal(20, p95=60))})
+        sy.datasets.synthetic(1000, sizes={"tiny": (1.0, sy.dists.LogNormal(20, p95=60))})
         sy.datasets.synthetic(500, long_context_share=0.05, sessions=50)
 
     ``sizes`` maps a size class to its share (built-in classes: :data:`SIZES`) or to
@@ -67,7 +67,8 @@ def synthetic(
     long_context_share = _share(long_context_share, "long_context_share")
     if not isinstance(long_context_tokens, Distribution):
         raise ArgumentTypeError(
-            "long_context_tokens must be a distribution such as sy.LogNormal(30_000, p95=120_000)"
+            "long_context_tokens must be a distribution such as "
+            "sy.dists.LogNormal(30_000, p95=120_000)"
         )
     if sessions is not None:
         sessions = check_int(

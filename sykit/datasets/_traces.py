@@ -50,9 +50,10 @@ class Trace:
     """Arrival times and each request's recorded (input, output) token counts, in arrival order.
 
         trace = sy.datasets.azure_trace("code")                     # one hour of a coding service
-        trace = sy.Trace.from_frame(df, time="ts", input_tokens="prompt", output_tokens="completion")
-        trace = sy.Trace(times=[0.0, 0.1, 0.1, 2.5], input_tokens=[900, 40, 40, 3_000],
-                         output_tokens=[120, 8, 9, 400])
+        trace = sy.traffic.Trace.from_frame(df, time="ts", input_tokens="prompt",
+                                            output_tokens="completion")
+        trace = sy.traffic.Trace(times=[0.0, 0.1, 0.1, 2.5], input_tokens=[900, 40, 40, 3_000],
+                                 output_tokens=[120, 8, 9, 400])
 
     ``times`` are seconds ≥ 0, non-decreasing (equal times are requests that arrived together);
     ``rows`` numbers the requests in the source (kept through :meth:`window` and
@@ -118,7 +119,7 @@ class Trace:
     ) -> Trace:
         """A trace from any table with one row per request: an arrival time and token counts.
 
-            sy.Trace.from_frame(df, time="TIMESTAMP", input_tokens="ContextTokens",
+            sy.traffic.Trace.from_frame(df, time="TIMESTAMP", input_tokens="ContextTokens",
                                 output_tokens="GeneratedTokens")
 
         ``time`` holds timestamps (datetimes, or text pandas parses as dates), durations

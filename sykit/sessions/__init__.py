@@ -11,11 +11,16 @@ logs, your own logs replayed, and whether a task succeeded given which models se
     outcomes = sy.sessions.TaskOutcomes({"strong": "strong", "weak": "weak"})
     sy.sessions.session_summary(comparison, outcomes=outcomes)     # success, cost, cache per strategy
 
-``sy.Session`` and ``sy.Turn`` (how sessions run: docs/sessions.md) are at the top level; this
-module holds what builds, judges and summarises them (docs/session-workloads.md,
-docs/session-outcomes.md, docs/session-summaries.md, docs/stage-router.md).
+A :class:`Session` is an agent's requests in order, each a :class:`Turn` sent some think time
+after the previous answer (how sessions run: docs/sessions.md); the rest of this module builds,
+judges and summarises them (docs/session-workloads.md, docs/session-outcomes.md,
+docs/session-summaries.md, docs/stage-router.md).
+
+    turns = [sy.Request("plan"), sy.sessions.Turn(sy.Request("edit"), gap_s=5.0)]
+    res = sy.run(algo, [sy.sessions.Session(turns, id="task-1")], host=host)
 """
 
+from sykit._world.sessions import Session, Turn
 from sykit.sessions._agent.calibration import StageCalibration, calibrate_stage_router
 from sykit.sessions._grounded import grounded_sessions
 from sykit.sessions._openhands_index import openhands_index, openhands_index_configs
@@ -41,8 +46,10 @@ __all__ = [
     "TIERS",
     "AgentTrace",
     "CachePrices",
+    "Session",
     "StageCalibration",
     "TaskOutcomes",
+    "Turn",
     "calibrate_stage_router",
     "expected_success",
     "expected_success_rate",
@@ -69,8 +76,10 @@ __all__ = [
 for _obj in (
     AgentTrace,
     CachePrices,
+    Session,
     StageCalibration,
     TaskOutcomes,
+    Turn,
     calibrate_stage_router,
     grounded_sessions,
     plot_session_cost_success,

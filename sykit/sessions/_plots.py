@@ -170,7 +170,7 @@ def plot_session_timeline(result: Result, session_id: Any, ax: Axes | None = Non
     if "session_id" not in requests.columns or requests["session_id"].isna().all():
         raise ArgumentError(
             "this run has no session rows (its requests have no session_id): run a list of "
-            "sy.Session to draw one"
+            "sy.sessions.Session to draw one"
         )
     if isinstance(session_id, np.generic):
         session_id = session_id.item()

@@ -77,13 +77,13 @@ def session_frame(
     record cache tokens; the cost of switching also needs ``prices``, per served model).
 
     Task columns come from the requests frame's ``task_id``, ``quadrant`` and ``planned_turns``
-    columns: the turns' metadata, or their ground truth columns (``sy.GroundTruth(columns=...)``
-    via ``Request.with_truth``, out of the router's sight), as
-    :func:`~sykit.sessions.grounded_sessions` sets them. ``success`` is decided by
+    columns: the turns' metadata, or their ground truth columns
+    (``sy.datasets.GroundTruth(columns=...)`` via ``Request.with_truth``, out of the router's
+    sight), as :func:`~sykit.sessions.grounded_sessions` sets them. ``success`` is decided by
     ``outcomes.success`` from the models that served each turn, with the run's seed; it is NaN
-    without ``outcomes`` or for a session without task metadata. A sub-agent's session is a row
-    of its own; ``task_session`` names its task's root session, whose row carries the task's
-    success (decided over the turns of all its sessions: :func:`task_frame`).
+    without ``outcomes`` or for a session without task metadata. A sub-agent's session is a row of
+    its own; ``task_session`` names its task's root session, whose row carries the task's success
+    (decided over the turns of all its sessions: :func:`task_frame`).
     """
     return _session_rows(result_or_comparison, outcomes, prices)[1]
 
@@ -95,8 +95,8 @@ def task_frame(
     prices: Mapping[str, CachePrices] | None = None,
 ) -> pd.DataFrame:
     """One row per (strategy, seed, task): a root session with every sub-agent session under it
-    (``sy.Session(..., parent=...)``) rolled into one, so a task's cost, tokens and time are
-    counted once, wherever its work ran. ``session_id`` is the root's, ``sub_agents`` counts the
+    (``sy.sessions.Session(..., parent=...)``) rolled into one, so a task's cost, tokens and time
+    are counted once, wherever its work ran. ``session_id`` is the root's, ``sub_agents`` counts the
     other sessions; turns, cost, tokens, switches and switch costs are sums; ``duration_s`` is
     the task's span, from the root's first turn to the last turn's end; ``completed`` needs every
     session completed; ``success`` is the task's (see docs/session-summaries.md for the rule).
@@ -125,7 +125,7 @@ def _session_rows(
             "outcomes were given, but no turn carries task_id and quadrant metadata, so no task "
             "can be decided: run sessions from sy.sessions.grounded_sessions(), or give every turn "
             "both keys (task_id in its metadata, quadrant as a hidden ground truth column: "
-            "request.with_truth(sy.GroundTruth(columns={'quadrant': ...})))"
+            "request.with_truth(sy.datasets.GroundTruth(columns={'quadrant': ...})))"
         )
     return turns, _fold(turns, outcomes, prices)
 
@@ -174,7 +174,7 @@ def _frames(given: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def _check_prices(prices: Any) -> dict[str, CachePrices] | None:
     """``prices`` as CachePrices per model: given so, or taken from a host's (or a mapping of)
-    ``ModelProfile``s (a model without a ``sy.PromptCache`` reads at its input price: no
+    ``ModelProfile``s (a model without a ``sy.profiles.PromptCache`` reads at its input price: no
     saving to lose by switching to it; a cache writes at its own tier's price, the 1-hour one
     for ``PromptCache(tier="1h")``)."""
     if prices is None:
@@ -212,7 +212,7 @@ def _turns(requests: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
     if "session_id" not in requests.columns or requests["session_id"].isna().all():
         raise ArgumentError(
             "this run has no session rows (its requests have no session_id): session figures "
-            "need a run on a list of sy.Session, e.g. sy.sessions.grounded_sessions()"
+            "need a run on a list of sy.sessions.Session, e.g. sy.sessions.grounded_sessions()"
         )
     rows = requests[requests["session_id"].notna()]
     turns = pd.DataFrame(

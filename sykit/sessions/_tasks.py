@@ -1,9 +1,9 @@
 """Tasks: a root session and its sub-agents' sessions, folded into one unit of work.
 
-A sub-agent (``sy.Session(..., parent=...)``) does part of its parent's task: its cost, tokens and
-time are the task's, and its turns can decide whether the task succeeds. Summaries therefore count
-tasks, not sessions; a run without sub-agents has one task per session, and its task rows equal
-its session rows. docs/session-summaries.md defines the columns and the success rule.
+A sub-agent (``sy.sessions.Session(..., parent=...)``) does part of its parent's task: its cost,
+tokens and time are the task's, and its turns can decide whether the task succeeds. Summaries
+therefore count tasks, not sessions; a run without sub-agents has one task per session, and its task
+rows equal its session rows. docs/session-summaries.md defines the columns and the success rule.
 
 Every function here reads the per-turn and per-session frames :mod:`sykit.sessions._summary`
 builds (one session per ``_group``, session rows in group order), so it imports nothing of it.

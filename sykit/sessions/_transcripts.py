@@ -77,7 +77,7 @@ def load_transcripts(
     ``*.jsonl`` files in name order); sessions in the order they first appear.
 
     ``gap_s`` is the pause before each later turn of a session whose calls carry no timestamps
-    (seconds, or a distribution such as ``sy.LogNormal(8.4, p95=16)``).
+    (seconds, or a distribution such as ``sy.dists.LogNormal(8.4, p95=16)``).
 
     ``format="mini-swe-agent"`` reads mini-swe-agent trajectories (``*.traj.json``; a folder's
     in path order, subfolders included), one session each, named by ``instance_id`` or else the

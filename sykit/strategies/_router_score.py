@@ -3,7 +3,7 @@
 RouteLLM-style routers compute a score per request ("how much does the strong model help here?") and
 send the request to the strong model when the score passes a threshold. In simulation the score is
 built from the ground truth (the real quality gain) blurred by noise, so it reads the truth through
-:func:`sykit.peek_truth` and every strategy using it is marked as not realizable.
+:func:`sykit.strategies.peek_truth` and every strategy using it is marked as not realizable.
 
 How good the stand-in is must not depend on the grading scale (a 1/0 grade, a grade out of 10), so
 by default its quality is set in APGR, RouteLLM's scale-free measure: a preset reproduces a published

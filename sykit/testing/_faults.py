@@ -18,7 +18,7 @@ __all__ = ["ERROR_FAULT", "FAULTS", "STATUS_FAULT", "fault_of_name", "parse_faul
 FAULTS: Mapping[str, str] = {
     "fail-429": "429 rate_limit_exceeded with a Retry-After header",
     "fail-<status>": "that status (500, 502, 503, 403, ...) with an OpenAI-style error body",
-    "error-<status>": "that status (400-599) with the body of sy.ErrorFault(status): its "
+    "error-<status>": "that status (400-599) with the body of sy.faults.ErrorFault(status): its "
     "realistic message, type and code (401 invalid_api_key, 404 model_not_found, ...)",
     "reset": "reads the request, then resets the connection (TCP RST)",
     "no-response": "reads the request, then closes the connection without answering",
@@ -62,7 +62,7 @@ def parse_fault(spec: str | None, what: str) -> tuple[str | None, int | None]:
     known = ", ".join(sorted(_PLAIN_FAULTS))
     raise ArgumentError(
         f"{what}: unknown fault {spec!r}; known faults: {known}, fail-<status>, error-<status> "
-        "(each optionally with -once or -x<N>), or a sy.ErrorFault"
+        "(each optionally with -once or -x<N>), or a sy.faults.ErrorFault"
     )
 
 

@@ -34,11 +34,11 @@ class FakeModel:
 
     Latency follows the simulated host's rule: the first token after ``ttft_s``, then one token
     every ``1 / tokens_per_s`` s, the answer complete at ``ttft_s + output_tokens / tokens_per_s``.
-    Each may be a number or a distribution (``sy.LogNormal(0.05, p95=0.2)``), drawn per request
-    from the provider's seed. ``fault`` is a name from :data:`FAULTS` (with ``-once`` / ``-x<N>``),
-    or a :class:`sykit.ErrorFault`: that status with its body and headers, as a ``SimHost`` sends
-    it, for a share ``p`` of the requests (drawn per model and request number from the provider's
-    seed; ``p=1`` fails every one). ``error-<status>`` is ``ErrorFault(status, 1)``.
+    Each may be a number or a distribution (``sy.dists.LogNormal(0.05, p95=0.2)``), drawn per
+    request from the provider's seed. ``fault`` is a name from :data:`FAULTS` (with ``-once`` /
+    ``-x<N>``), or a :class:`sykit.faults.ErrorFault`: that status with its body and headers, as a
+    ``SimHost`` sends it, for a share ``p`` of the requests (drawn per model and request number from
+    the provider's seed; ``p=1`` fails every one). ``error-<status>`` is ``ErrorFault(status, 1)``.
     A ``fail-<status>`` answer whose status is in ``retry_after_statuses`` carries
     ``Retry-After: retry_after_s`` (by default only a 429 does; add 503 or 529 to test a client
     against a provider that asks for a pause while it is overloaded). ``retry_after_as`` spells
@@ -58,10 +58,10 @@ class FakeModel:
     ``prefill=False`` refuses (400) a conversation that ends with the assistant's message, a
     partial answer to continue, as some providers do. ``fault_after_tokens`` is where a streamed
     ``cut-stream`` or ``malformed-chunk`` breaks the answer (default: half-way, after two tokens).
-    ``outages`` (``[t0, t1)`` windows, answered 503) and ``flapping`` (a :class:`sykit.Flapping`)
-    make the model down by time, like ``sy.Faults``: seconds since the run's first request to the
-    provider (per ``X-Sykit-Run``, like the fault counters). Their answers carry Retry-After as
-    ``fail-<status>`` does.
+    ``outages`` (``[t0, t1)`` windows, answered 503) and ``flapping`` (a
+    :class:`sykit.faults.Flapping`) make the model down by time, like ``sy.Faults``: seconds since
+    the run's first request to the provider (per ``X-Sykit-Run``, like the fault counters). Their
+    answers carry Retry-After as ``fail-<status>`` does.
 
     ``capacity`` (a :class:`sykit.Capacity`) makes the model a server under load, in real time:
     ``slots`` requests served at once, the others queued FIFO (the time to first token counts the
@@ -190,7 +190,9 @@ class FakeModel:
             )
         object.__setattr__(self, "outages", _windows(self.outages))
         if self.flapping is not None and not isinstance(self.flapping, Flapping):
-            raise ArgumentTypeError("flapping must be a sy.Flapping(up_s=..., down_s=...) or None")
+            raise ArgumentTypeError(
+                "flapping must be a sy.faults.Flapping(up_s=..., down_s=...) or None"
+            )
         if self.capacity is not None:
             if not isinstance(self.capacity, Capacity):
                 raise ArgumentTypeError(

@@ -2,7 +2,7 @@
 sequences in service.
 
 A ``FakeModel(capacity=sy.Capacity(...))`` behaves as a self-hosted server does under load, so that
-a measurement over HTTP (``sy.fit_capacity``) has something with a known answer to recover:
+a measurement over HTTP (``sy.profiles.fit_capacity``) has something with a known answer to recover:
 
 * at most ``slots`` requests are served at once; the others wait in a FIFO queue, and one that
   would wait while ``queue_limit`` others already do is refused with ``reject_status``;

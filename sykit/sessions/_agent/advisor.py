@@ -282,7 +282,7 @@ def advisor_gate(
     verdict, so there is no REDO plan, and REDO hands the turn to the strong model by default,
     where the reference asks the executor again with the plan (``redo_to=executor`` does that,
     with a fixed feedback text: a simulated executor then earns the same grade again); the
-    budget is per sy.Session (a sub-agent's session has its own), not per benchmark header.
+    budget is per sy.sessions.Session (a sub-agent's session has its own), not per benchmark header.
     """
     names = {"executor": executor, "advisor": advisor}
     if redo_to is not None:

@@ -102,7 +102,9 @@ def calibrate_stage_router(
     outcomes = TaskOutcomes({capable: "strong", efficient: "weak"}, critical_turns=critical_turns)
     seed = capable_run.seed if seed is None else seed
     if not isinstance(sessions, Sequence) or not all(isinstance(s, Session) for s in sessions):
-        raise ArgumentTypeError("sessions must be a list of sy.Session (the ones both runs ran)")
+        raise ArgumentTypeError(
+            "sessions must be a list of sy.sessions.Session (the ones both runs ran)"
+        )
     served = {"capable": _served(capable_run), "efficient": _served(efficient_run)}
 
     used: list[tuple[Any, str, list[Any]]] = []  # (task, quadrant, per-turn signal picks)

@@ -132,7 +132,7 @@ def stage_router(
     the judge's probability of yes (its answer when it gives none) reaches ``base_threshold``
     (default 0.5). The judge's instructions, the instruction messages and the task are the
     call's cacheable prefix (``DecisionRequest(cache_prefix_tokens=...)``): a judge with a
-    ``sy.PromptCache`` reads them from its cache on the session's later turns. A judge that
+    ``sy.profiles.PromptCache`` reads them from its cache on the session's later turns. A judge that
     fails falls open to the default tier (§C.7), and so does every
     undecided turn without a judge. ``default`` names the default tier's model: ``efficient``
     (None, the reference's ``efficient_first`` picker) or ``capable`` (``capable_first``).

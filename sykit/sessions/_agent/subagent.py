@@ -1,7 +1,7 @@
 """The sub-agent router (reference §C.8, ``SubagentRouter``): a sub-agent's turns are routed by
 a rule of their own, everything else by the parent algorithm it wraps.
 
-A turn is a sub-agent's when its metadata names a ``parent_session`` (a ``sy.Session(...,
+A turn is a sub-agent's when its metadata names a ``parent_session`` (a ``sy.sessions.Session(...,
 parent=...)``). The rule is a fixed model (the reference's ``fixed_target``) or a gate on the
 sub-agent's prompt (``SubagentGate``): the text of the last user message, which is the task the
 parent delegated. A gate that abstains, or a prompt with no text, routes to ``default``.
