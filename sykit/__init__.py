@@ -72,11 +72,11 @@ from sykit._run.race import wait_first as wait_first
 from sykit._run.stream import Chunk as Chunk
 from sykit._run.stream import ModelStream as ModelStream
 from sykit._world.capacity import Capacity as Capacity
-from sykit._world.config import Faults as Faults
 from sykit._world.config import HostPolicy as HostPolicy
 from sykit._world.config import Judge as Judge
 from sykit._world.config import Latency as Latency
 from sykit._world.config import ModelProfile as ModelProfile
+from sykit._world.faults import Faults as Faults
 from sykit._world.models import Answer as Answer
 from sykit._world.models import Boolean as Boolean
 from sykit._world.models import Choice as Choice

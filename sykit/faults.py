@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sykit._world.config import ErrorFault, Faults, Flapping, RateLimit
+from sykit._world.faults import ErrorFault, Faults, Flapping, RateLimit
 from sykit.failoverbench import Scenario, ScenarioOutcome, catalogue, run_catalogue
 from sykit.profiles import with_faults
 

@@ -29,7 +29,8 @@ from sykit._fitting.capacity import fit_capacity as fit_capacity
 from sykit._fitting.profile import compare_quantiles as compare_quantiles
 from sykit._fitting.profile import fit as fit
 from sykit._world import catalog as _catalog
-from sykit._world.config import Faults, Latency, ModelProfile, PromptCache
+from sykit._world.config import Latency, ModelProfile, PromptCache
+from sykit._world.faults import Faults
 
 __all__ = [
     "CapacityFit",

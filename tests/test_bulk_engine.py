@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import sykit as sy
 from sykit._run.engines.bulk import _run
-from sykit._world.config import RANDOM_FAULTS
+from sykit._world.faults import RANDOM_FAULTS
 
 EXAMPLES = int(os.environ.get("SYKIT_PROPERTY_EXAMPLES", "100"))
 IMAGE = "https://example.com/x.png"

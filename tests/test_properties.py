@@ -41,7 +41,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sykit as sy
-from sykit._world.config import RANDOM_FAULTS
+from sykit._world.faults import RANDOM_FAULTS
 
 EXAMPLES = int(os.environ.get("SYKIT_PROPERTY_EXAMPLES", "100"))
 MODELS = ("a", "b", "c")

@@ -433,7 +433,7 @@ def test_apply_knobs_scales_faults_latency_and_judge(profiles):
 
 
 def test_fault_scale_zero_turns_every_random_fault_off(profiles):
-    from sykit._world.config import RANDOM_FAULTS
+    from sykit._world.faults import RANDOM_FAULTS
 
     every = sy.Faults(
         **dict.fromkeys(RANDOM_FAULTS, 0.1), spike_p=0.3, stall_p=0.2, outages=[(5.0, 6.0)]

@@ -34,7 +34,8 @@ from sykit._cli.prose import (
 from sykit._grid.compare import compare
 from sykit._hosts.sim import SimHost
 from sykit._results.curve_stats import curve_of, random_apgr
-from sykit._world.config import Faults, Judge, ModelProfile
+from sykit._world.config import Judge, ModelProfile
+from sykit._world.faults import Faults
 from sykit.learn._crossfit import NO_DEADLINE
 from sykit.strategies._router_score import SWEEP_SHARES
 

@@ -24,8 +24,9 @@ from sykit._cli.writers import save_figures
 from sykit._grid.compare import compare
 from sykit._hosts.sim import SimHost
 from sykit._results.result import Comparison
-from sykit._world.config import Faults, Judge, Latency, ModelProfile
+from sykit._world.config import Judge, Latency, ModelProfile
 from sykit._world.dists import LogNormal
+from sykit._world.faults import Faults
 from sykit._world.models import Request
 
 __all__ = ["demo_host", "demo_requests", "main"]

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from sykit._cli.layout import fmt_percent
-from sykit._world.config import ErrorFault, Faults
+from sykit._world.faults import ErrorFault, Faults
 
 __all__ = [
     "COST",

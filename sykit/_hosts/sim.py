@@ -27,15 +27,8 @@ from sykit._hosts._openai_wire import not_chat_message
 from sykit._hosts.base import _NO_HEADERS, Attempt, Reply
 from sykit._world import prompt_cache as _prompt_cache
 from sykit._world.capacity import Queues, Server
-from sykit._world.config import (
-    LATER_RANDOM_FAULTS,
-    RANDOM_FAULTS,
-    HostPolicy,
-    Judge,
-    ModelProfile,
-    PromptCache,
-    check_profiles,
-)
+from sykit._world.config import HostPolicy, Judge, ModelProfile, PromptCache, check_profiles
+from sykit._world.faults import LATER_RANDOM_FAULTS, RANDOM_FAULTS
 from sykit._world.models import (
     Answer,
     Boolean,

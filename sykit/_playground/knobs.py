@@ -9,7 +9,8 @@ from typing import Any
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._hosts.sim import SimHost
 from sykit._playground.scaling import scale_distribution
-from sykit._world.config import LATER_RANDOM_FAULTS, RANDOM_FAULTS, Faults, ModelProfile
+from sykit._world.config import ModelProfile
+from sykit._world.faults import LATER_RANDOM_FAULTS, RANDOM_FAULTS, Faults
 
 __all__ = ["KNOBS", "Knobs", "apply_knobs"]
 

@@ -20,7 +20,8 @@ from sykit._results.result import Result
 from sykit._run.driver import Driver
 from sykit._run.race import first_ok
 from sykit._run.race import timeout as _timeout
-from sykit._world.config import Faults, Flapping, HostPolicy, Latency, ModelProfile
+from sykit._world.config import HostPolicy, Latency, ModelProfile
+from sykit._world.faults import Faults, Flapping
 from sykit._world.models import Outcome, Request, answered, route_to
 from sykit.failoverbench._harness import (
     EXACT,

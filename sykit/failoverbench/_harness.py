@@ -21,14 +21,9 @@ from sykit._hosts.sim import SimHost
 from sykit._results.health import AlgorithmWarning, broken_message
 from sykit._results.result import Result
 from sykit._run.api import run
-from sykit._world.config import (
-    LATER_RANDOM_FAULTS,
-    RANDOM_FAULTS,
-    ErrorFault,
-    HostPolicy,
-    ModelProfile,
-)
+from sykit._world.config import HostPolicy, ModelProfile
 from sykit._world.dists import Constant, Distribution, check_number
+from sykit._world.faults import LATER_RANDOM_FAULTS, RANDOM_FAULTS, ErrorFault
 from sykit._world.models import Request
 from sykit.testing import FakeModel, FakeProvider
 from sykit.testing._chat import prompt_tokens

@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence  # noqa: F401
 from typing import Any  # noqa: F401
 
 from sykit._world.capacity import Capacity  # noqa: F401
-from sykit._world.config import Flapping  # noqa: F401
 from sykit._world.dists import Distribution  # noqa: F401
+from sykit._world.faults import Flapping  # noqa: F401
 from sykit.testing._faults import FAULTS
 from sykit.testing._model import FakeModel
 from sykit.testing._record import ServedRequest

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._world.capacity import Capacity
-from sykit._world.config import ErrorFault, Flapping
 from sykit._world.dists import Distribution, as_distribution, check_number
+from sykit._world.faults import ErrorFault, Flapping
 from sykit.testing._faults import ERROR_FAULT, parse_fault
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from sykit._base.checks import check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._base.rng import uniforms
 from sykit._hosts._openai_wire import not_chat_body
-from sykit._world.config import ErrorFault
+from sykit._world.faults import ErrorFault
 from sykit.testing._answers import complete, stream
 from sykit.testing._chat import answer_pieces, error_body, format_rejection, rejection
 from sykit.testing._connection import Close, Connection, Disconnected, send_json, send_raw

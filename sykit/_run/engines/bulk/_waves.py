@@ -33,7 +33,8 @@ from sykit._run.attempts import reply_error
 from sykit._run.engines.bulk._draws import attempt_units, quantiles
 from sykit._run.records import REASON_CODE
 from sykit._world.classify import fallback_reason, is_retryable
-from sykit._world.config import LATER_RANDOM_FAULTS, RANDOM_FAULTS, HostPolicy, ModelProfile
+from sykit._world.config import HostPolicy, ModelProfile
+from sykit._world.faults import LATER_RANDOM_FAULTS, RANDOM_FAULTS
 from sykit._world.models import Request
 
 __all__ = [
