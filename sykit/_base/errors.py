@@ -1,25 +1,6 @@
-"""The error tree.
-
-Every sykit error derives from :class:`SykitError`. Model failures derive from :class:`ModelError` and
-carry a ``kind`` string that lands in the ``error_kind`` column; usage errors also derive from the
-builtin they resemble, so ``except ValueError`` keeps working::
-
-    SykitError
-    ├── ModelError                      a call to a model or judge failed (.kind, .model, .http_status)
-    │   ├── ContextWindowError          kind "context_window"  HTTP 400, input too long for the model
-    │   ├── CapabilityError             kind "capability"      HTTP 400, the model cannot take this input
-    │   ├── PolicyError                 kind "policy"          HTTP 400 content_policy_violation
-    │   ├── InvalidRequestError         kind "invalid_request" any other 4xx: terminal
-    │   ├── RateLimitError              kind "rate_limit"      HTTP 429 (.retry_after_s)
-    │   ├── UnavailableError            kind "unavailable"     403, 408, 5xx, transport (.retry_after_s)
-    │   ├── ModelTimeout                kind "timeout"         no answer before the per-call deadline
-    │   └── InvalidResponseError        kind "invalid_response" a 2xx whose body is not usable
-    ├── ArgumentError (ValueError)      an argument or setting has a value sykit cannot use
-    ├── ArgumentTypeError (TypeError)   an argument or setting has the wrong type
-    ├── NoTargets (ValueError)          call_model() was given no model
-    ├── UnknownModel (ValueError)       a model name the host does not have
-    ├── SimDeadlock (RuntimeError)      every simulated task waits and no timer is pending
-    └── RealIOError (RuntimeError)      real network I/O attempted on the virtual-time loop
+"""The error tree's roots and model errors, defined on the ground floor so every package can raise
+them. The whole tree, with the few classes defined higher up (``RequestClosed``, ``AlgorithmError``,
+``RecordLimit``, the warnings), is drawn in :mod:`sykit.errors`, its public home.
 
 Cancellation is never an error: a cancelled call raises ``asyncio.CancelledError`` (a
 ``BaseException``), which ``except Exception`` does not swallow.
