@@ -1,6 +1,6 @@
 """The error tree's roots and model errors, defined on the ground floor so every package can raise
-them. The whole tree, with the few classes defined higher up (``RequestClosed``, ``AlgorithmError``,
-``RecordLimit``, the warnings), is drawn in :mod:`sykit.errors`, its public home.
+them. The whole tree, with the few classes defined higher up (``RequestClosed``, ``AlgorithmError``
+and the two warnings), is drawn in :mod:`sykit.errors`, its public home.
 
 Cancellation is never an error: a cancelled call raises ``asyncio.CancelledError`` (a
 ``BaseException``), which ``except Exception`` does not swallow.
