@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -329,6 +330,23 @@ def test_only_the_engines_branch_on_which_engine_runs():
     )
 
 
+def test_the_engines_package_chooses_the_fast_path_and_the_bulk_evaluator():
+    """The plan hands the engines package its run; the fast path, the bulk evaluator and the choice
+    between them are imported inside that package alone (the plan imports only the choice)."""
+    graph = import_graph()
+    inside = "sykit._run.engines."
+    chosen = ("sykit._run.engines.bulk", "sykit._run.engines.fastpath")
+    found = [
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if (target.startswith(chosen) and not module.startswith(inside))
+        or (target == "sykit._run.engines.choice" and module != "sykit._run.plan")
+    ]
+    assert not found, "\n".join(found)
+    assert "sykit._run.engines.choice" in graph["sykit._run.plan"]
+
+
 @pytest.mark.parametrize(
     ("source", "hits"),
     [
@@ -534,6 +552,24 @@ def test_each_room_imports_only_the_rooms_below_it():
 def test_the_rules_themselves_run_one_way():
     graph = {room: {b: [] for b in MAY_IMPORT[room]} for room in MAY_IMPORT}
     assert not strongly_connected(graph)  # type: ignore[arg-type]
+
+
+def test_each_package_says_what_it_may_import():
+    """A package's docstring names the rooms it may import, as MAY_IMPORT does."""
+    wrong = []
+    for room in sorted(MAY_IMPORT):
+        init = PACKAGE / room / "__init__.py"
+        if not init.exists():
+            continue
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        said = doc.partition("May import:")[2]
+        assert said, f"sykit/{room}/__init__.py: the docstring says nothing of what it may import"
+        named = set(re.findall(r"sykit\.(\w+)", said)) - {"__init__"}
+        if room == "_results":
+            named.discard(ACCESSOR_TARGET.split(".")[1])  # the plot accessor, named as such
+        if named and named != MAY_IMPORT[room]:
+            wrong.append(f"{room}: docstring {sorted(named)}, rules {sorted(MAY_IMPORT[room])}")
+    assert not wrong, "\n".join(wrong)
 
 
 def test_the_house_keeps_its_bars():

@@ -14,6 +14,8 @@ One module per job: ``style`` (fixed colours, strategy colours, axis and legend 
 ``timeline``, ``latency_cdf``, ``cost_quality``, ``outcomes`` (attempt outcomes and wasted spend),
 ``load`` (offered load next to latency, per bin of arrival time) and ``accessors`` (``res.plot``,
 ``cmp.plot``). This file only re-exports their names.
+
+May import: :mod:`sykit._base`, :mod:`sykit._results`, :mod:`sykit._world`.
 """
 
 from sykit._viz.accessors import ComparisonPlots as ComparisonPlots

@@ -14,6 +14,8 @@ A :class:`Dataset` iterates as :class:`sykit.Request` objects whose ground truth
 ``ds.frame`` shows the same rows as a DataFrame. A trace's recorded arrivals are a
 ``sy.traffic.Trace`` (also spelt ``sy.datasets.Trace``). See docs/datasets.md for what each dataset
 holds and where it comes from.
+
+May import: :mod:`sykit._base`, :mod:`sykit._world`.
 """
 
 from sykit._world.models import GroundTruth

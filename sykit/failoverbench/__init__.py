@@ -26,6 +26,9 @@ Each request carries text for the tokens it declares, so the provider counts (an
 simulation counts. One difference is the host's, not the catalogue's: over HTTP an attempt that
 was sent and then cancelled or timed out is billed its input (the provider may have started), so
 S06 and S09 cost a little more than in simulation.
+
+May import: :mod:`sykit._base`, :mod:`sykit._results`, :mod:`sykit._world`, :mod:`sykit._hosts`,
+:mod:`sykit._run`, :mod:`sykit.testing`.
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ or any ``Embed(fn)``) or its metadata. They need NumPy only. :func:`cross_fit` j
 weak/strong pair (APGR, AIQ, the random baseline); :func:`cross_fit_costs` over n models with a
 cost–quality trade-off (AIQ and the non-dominated frontier). docs/evaluating-routers.md explains
 how not to fool yourself.
+
+May import: :mod:`sykit._base`, :mod:`sykit._results`, :mod:`sykit._world`, :mod:`sykit._hosts`,
+:mod:`sykit.datasets`, :mod:`sykit._run`, :mod:`sykit.strategies`, :mod:`sykit._grid`,
+:mod:`sykit.profiles`.
 """
 
 from sykit._results.curve_stats import Estimate, random_apgr

@@ -18,6 +18,9 @@ docs/session-summaries.md, docs/stage-router.md).
 
     turns = [sy.Request("plan"), sy.sessions.Turn(sy.Request("edit"), gap_s=5.0)]
     res = sy.run(algo, [sy.sessions.Session(turns, id="task-1")], host=host)
+
+May import: :mod:`sykit._base`, :mod:`sykit._results`, :mod:`sykit._world`, :mod:`sykit._viz`,
+:mod:`sykit._run`.
 """
 
 from sykit._world.sessions import Session, Turn

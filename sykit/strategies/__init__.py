@@ -31,6 +31,8 @@ request's ground truth on a SimHost (such a strategy is a bound, marked not real
 
 A strategy object with state across requests (``hedge(after="p95")``, ``litellm_like``) also has
 ``start_run()``, which the runner calls before every run so that runs stay independent.
+
+May import: :mod:`sykit._base`, :mod:`sykit._world`, :mod:`sykit._run`, :mod:`sykit.sessions`.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ the first request to that model, ``-x<N>`` the first N. Counters (and latency dr
 and per run: ``HttpHost`` marks each run's requests with an ``X-Sykit-Run`` header, so every
 strategy of a ``sy.compare`` meets the same sequence; :meth:`FakeProvider.reset` clears them for
 other clients. Any other model name is a healthy model with the provider's default latency.
+
+May import: :mod:`sykit._base`, :mod:`sykit._world`, :mod:`sykit._hosts`.
 """
 
 # The private modules, one job each: _faults (the catalogue and fault-name parsing), _model
