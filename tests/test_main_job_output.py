@@ -183,3 +183,20 @@ def test_the_legend_explains_only_the_columns_shown(job):
     part = " ".join(narrow.split("2. Robustness", 1)[1].split())
     assert "waste % left out to fit 100 columns" in part
     assert "waste % =" not in part
+
+
+def test_the_job_ends_with_its_time_per_part(job):
+    """The last line: the whole wall time, then each part's, in the order they ran; the parts
+    add up to no more than the whole."""
+    import re
+
+    printed, _ = job
+    last = " ".join(printed.strip().splitlines()[-2:]).split("done in ", 1)[1]
+    match = re.fullmatch(
+        r"([\d.]+) s of wall time: quality ([\d.]+), learned routers ([\d.]+), "
+        r"robustness ([\d.]+), files ([\d.]+)",
+        " ".join(last.split()),
+    )
+    assert match, last
+    whole, *parts = (float(x) for x in match.groups())
+    assert all(part >= 0 for part in parts) and sum(parts) <= whole + 0.3

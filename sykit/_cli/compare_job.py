@@ -80,9 +80,13 @@ def run_job(args: argparse.Namespace) -> int:
     results = experiment.run(args)
     width = terminal_width()
     report.print_report(results, width)
+    parts = dict(results.seconds)
     if args.out:
+        writing = time.perf_counter()
         written = writers.write_files(Path(args.out), results, started)
+        parts["files"] = time.perf_counter() - writing
         print()
         say(f"wrote {len(written)} files to {args.out}/: {', '.join(written)}", width)
-    print(f"done in {time.perf_counter() - started:.1f} s of wall time")
+    each = ", ".join(f"{part} {seconds:.1f}" for part, seconds in parts.items())
+    say(f"done in {time.perf_counter() - started:.1f} s of wall time: {each}", width)
     return 0

@@ -14,6 +14,7 @@ import argparse
 import dataclasses
 import math
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -113,6 +114,8 @@ class Results:
     bound: dict[str, float]
     #: Part 2.
     robust: Robustness
+    #: Wall seconds of each part, in the order they ran (quality, learned routers, robustness).
+    seconds: dict[str, float]
 
 
 def run(args: argparse.Namespace) -> Results:
@@ -122,6 +125,7 @@ def run(args: argparse.Namespace) -> Results:
     from sykit._grid.sweep import sweep
 
     _checked_share(args.long_prompts)
+    started = time.perf_counter()
     data, filters = _load(args)
     models = list(data.models)
     if len(models) < 2:
@@ -181,8 +185,13 @@ def run(args: argparse.Namespace) -> Results:
         sorted(data.frame["benchmark"].unique()) if "benchmark" in data.frame.columns else []
     )
     bound = per_benchmark_apgr(thresholds, benchmarks) if benchmarks else {}
+    seconds = {"quality": time.perf_counter() - started}
+    started = time.perf_counter()
     learned, learned_long, too_small = learned_routers(data, weak, strong, routing_host, args.seed)
+    seconds["learned routers"] = time.perf_counter() - started
+    started = time.perf_counter()
     robust = _robustness(args, clean, judge, data, lineup, names, routing, routing_summary, runs)
+    seconds["robustness"] = time.perf_counter() - started
     return Results(
         args=args,
         data=data,
@@ -203,6 +212,7 @@ def run(args: argparse.Namespace) -> Results:
         too_small=too_small,
         bound=bound,
         robust=robust,
+        seconds=seconds,
     )
 
 
