@@ -17,6 +17,10 @@ from __future__ import annotations
 import argparse
 import time
 
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+
 import sykit as sy
 from sykit import learn
 
@@ -35,6 +39,10 @@ def main() -> None:
         "logistic": learn.Logistic(),
         "category prior": learn.CategoryPrior(),
         "matrix factorisation": learn.MatrixFactorization(),
+        # any scikit-learn pipeline of your own: a classifier of "the strong model wins"
+        "sklearn pipeline": learn.Estimator(
+            make_pipeline(TfidfVectorizer(), LogisticRegression()), target="wins"
+        ),
     }
     rows = "every row" if args.all_rows else "contaminated rows left out"
     print(f"RouteLLM table ({rows}), 5 grouped folds, seed {args.seed}")

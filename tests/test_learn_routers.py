@@ -241,14 +241,16 @@ def test_logistic_solves_its_objective_and_reads_grades_as_soft_labels():
     details = router.details
     assert details["converged"]
     w, b = details["weights"], details["bias"]
-    x = details["features"].transform(list(train)).astype(np.float64)
-    y = train.quality[[STRONG, WEAK]].to_numpy()
-    residual = 1 / (1 + np.exp(-(x @ w + b))) - y
-    gradient = np.concatenate([(2.0 * x.T @ residual + w).ravel(), 2.0 * residual.sum(axis=0)])
+    x = details["features"].transform(list(train)).toarray().astype(np.float64)
+    # the strong model is right everywhere: nothing to fit, a constant near 1
+    assert details["estimators"][0] is None and router.predict(list(train))[:, 0].min() > 0.99
+    y = train.quality[WEAK].to_numpy()
+    residual = 1 / (1 + np.exp(-(x @ w[:, 1] + b[1]))) - y
+    gradient = np.r_[2.0 * x.T @ residual + w[:, 1], 2.0 * residual.sum()]
     at_zero = 2.0 * np.abs(x.T @ (0.5 - y)).max()
-    assert np.abs(gradient).max() < 1e-3 * at_zero  # the optimum: gradient ≈ 0
+    assert np.abs(gradient).max() < 1e-2 * at_zero  # the optimum of C × cross-entropy + |w|²/2
     test = list(hard_easy(20, seed=2))
-    xt = details["features"].transform(test).astype(np.float64)
+    xt = details["features"].transform(test).toarray().astype(np.float64)
     assert router.predict(test) == pytest.approx(1 / (1 + np.exp(-(xt @ w + b))), abs=1e-5)
 
     # a model graded 0.3 everywhere (a grade out of 10): nothing to learn but its mean
@@ -332,7 +334,7 @@ def test_tfidf_weights_as_scikit_learn_computes_them():
     idf = np.log(4 / (1 + np.array([3, 2, 1]))) + 1  # smooth idf, n = 3 documents
     assert plain.idf == pytest.approx(idf)
     row = np.array([1, 2, 0]) * idf
-    got = plain.transform([docs[2], sy.Request("zzz")])
+    got = plain.transform([docs[2], sy.Request("zzz")]).toarray()
     assert got.dtype == np.float32
     assert got[0] == pytest.approx(row / np.linalg.norm(row), rel=1e-6)
     assert not got[1].any()  # nothing known: a zero row
@@ -340,7 +342,9 @@ def test_tfidf_weights_as_scikit_learn_computes_them():
     sub = TfIdf(ngrams=(1, 1))
     sub.fit(docs)
     row = np.array([1, 1 + np.log(2), 0]) * idf
-    assert sub.transform([docs[2]])[0] == pytest.approx(row / np.linalg.norm(row), rel=1e-6)
+    assert sub.transform([docs[2]]).toarray()[0] == pytest.approx(
+        row / np.linalg.norm(row), rel=1e-6
+    )
 
     bigrams = TfIdf(max_features=4)
     bigrams.fit(docs)  # counts: a 3, b 3, "a b" 2, then "a c", "b b", c 1 each: ties alphabetical

@@ -106,7 +106,7 @@ SUBMODULES = {
     },
     "learn": {
         "DEFAULT_LAMBDAS", "CategoryPrior", "Column", "CostCrossFit", "CrossFit", "Embed",
-        "Estimate", "Features", "Knn", "Logistic", "MatrixFactorization", "Router", "TfIdf",
+        "Estimate", "Estimator", "Features", "Knn", "Logistic", "MatrixFactorization", "Router", "TfIdf",
         "cost_router", "cross_fit", "cross_fit_costs", "evaluation_host", "from_scores",
         "prompt_text", "random_apgr",
     },

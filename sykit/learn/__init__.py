@@ -8,7 +8,9 @@
 
 Learners (``Knn``, ``Logistic``, ``CategoryPrior``, ``MatrixFactorization``) are fitted on a
 dataset and predict each model's quality for a request from its prompt (TF-IDF features by default,
-or any ``Embed(fn)``) or its metadata. They need NumPy only. :func:`cross_fit` judges a router on a
+or any ``Embed(fn)``) or its metadata: thin adapters over scikit-learn (``TfidfVectorizer``,
+``NearestNeighbors``, ``LogisticRegression``) and SciPy. ``Estimator(your_pipeline,
+target="wins")`` makes any scikit-learn estimator or pipeline a learner. :func:`cross_fit` judges a router on a
 weak/strong pair (APGR, AIQ, the random baseline); :func:`cross_fit_costs` over n models with a
 cost–quality trade-off (AIQ and the non-dominated frontier). docs/evaluating-routers.md explains
 how not to fool yourself.
@@ -21,6 +23,7 @@ May import: :mod:`sykit._base`, :mod:`sykit._results`, :mod:`sykit._world`, :mod
 from sykit._results.curve_stats import Estimate, random_apgr
 from sykit.learn._costs import DEFAULT_LAMBDAS, CostCrossFit, cost_router, cross_fit_costs
 from sykit.learn._crossfit import CrossFit, cross_fit, evaluation_host
+from sykit.learn._estimator import Estimator
 from sykit.learn._features import Column, Embed, Features, TfIdf, prompt_text
 from sykit.learn._learners import CategoryPrior, Knn, Logistic, MatrixFactorization
 from sykit.learn._routers import Router, from_scores
@@ -33,6 +36,7 @@ __all__ = [
     "CrossFit",
     "Embed",
     "Estimate",
+    "Estimator",
     "Features",
     "Knn",
     "Logistic",

@@ -2,10 +2,10 @@
 
 A learned router compares prompts, so it needs each request as a vector. Features take
 :class:`sykit.Request` objects (not bare texts) because some read metadata (:class:`Column`);
-:class:`TfIdf` and :class:`Embed` read the prompt text through :func:`prompt_text`, the one
-definition of "the prompt" every router shares (``sy.Request(text)`` turns a text into a request).
-Rows come back float32 and L2-normalised, so a dot product is a cosine similarity. Nothing here
-downloads anything.
+:class:`TfIdf` (scikit-learn's ``TfidfVectorizer``) and :class:`Embed` read the prompt text through
+:func:`prompt_text`, the one definition of "the prompt" every router shares (``sy.Request(text)``
+turns a text into a request). Rows are L2-normalised, so a dot product is a cosine similarity:
+a float32 array, or a SciPy sparse matrix for TF-IDF. Nothing here downloads anything.
 
 A learner fits a *shallow copy* of the features it was given, so one ``Embed`` (and its cache) can
 serve many fits; a ``fit`` therefore rebinds its fitted attributes rather than mutating them.
@@ -13,6 +13,7 @@ serve many fits; a ``fit`` therefore rebinds its fitted attributes rather than m
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -26,13 +27,12 @@ from sykit._world.models import Request, _content_text
 
 __all__ = ["Column", "Embed", "Features", "TfIdf", "feature_key", "prompt_text"]
 
-_TOKEN = re.compile(r"\w+")
-
 
 @runtime_checkable
 class Features(Protocol):
     """What a learner needs from features: learn from the training requests, then map requests to
-    float32 rows of unit length (zero rows allowed where a request has nothing to go on).
+    rows of unit length (zero rows allowed where a request has nothing to go on): a NumPy array or
+    a SciPy sparse matrix. An optional ``fit_transform(requests)`` does both in one pass.
 
     A features object may also define ``key(request) -> Hashable``: what its row depends on, so a
     router can cache predictions per key (the prompt text by default, see :func:`feature_key`).
@@ -40,7 +40,7 @@ class Features(Protocol):
 
     def fit(self, requests: Sequence[Request]) -> None: ...
 
-    def transform(self, requests: Sequence[Request]) -> np.ndarray: ...
+    def transform(self, requests: Sequence[Request]) -> Any: ...
 
 
 def prompt_text(request: Request) -> str:
@@ -99,39 +99,31 @@ def _normalise(rows: np.ndarray) -> np.ndarray:
     return (scaled / norms[:, None]).astype(np.float32)
 
 
-class _TermTable:
-    """Texts as arrays of term ids, and the terms: what :class:`TfIdf` counts with NumPy (a text
-    met twice in one call is read once)."""
+@functools.lru_cache(maxsize=16)
+def _analyser(lowercase: bool, ngrams: tuple[int, int]) -> Callable[[str], list[str]]:
+    from sklearn.feature_extraction.text import TfidfVectorizer
 
-    __slots__ = ("ids", "terms", "texts")
+    settings = TfidfVectorizer(lowercase=lowercase, ngram_range=ngrams, token_pattern=r"(?u)\w+")
+    return settings.build_analyzer()
 
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
-        self.terms: list[str] = []
-        self.texts: dict[str, np.ndarray] = {}
 
-    def of(self, text: str, terms_of: Callable[[str], list[str]]) -> np.ndarray:
-        found = self.texts.get(text)
-        if found is None:
-            ids, terms = self.ids, self.terms
-            row = []
-            for term in terms_of(text):
-                at = ids.get(term)
-                if at is None:
-                    at = ids[term] = len(terms)
-                    terms.append(term)
-                row.append(at)
-            found = self.texts[text] = np.asarray(row, dtype=np.int64)
-        return found
+@functools.lru_cache(maxsize=4096)
+def _terms(text: str, lowercase: bool, ngrams: tuple[int, int]) -> tuple[str, ...]:
+    """A text's terms as scikit-learn's analyser gives them, kept for the latest 4,096 texts (a
+    RouteLLM prompt's unigrams and bigrams hold ~20 kB): the folds of a cross-fit, and the
+    learners fitted on them, tokenise each prompt once."""
+    return tuple(_analyser(lowercase, ngrams)(text))
 
 
 class TfIdf:
-    """TF-IDF of word n-grams, as scikit-learn's ``TfidfVectorizer`` computes it (smooth idf
-    ``ln((1+n)/(1+df)) + 1``, optional ``1 + ln(tf)``), in plain Python and NumPy.
+    """TF-IDF of word n-grams: scikit-learn's ``TfidfVectorizer`` (smooth idf
+    ``ln((1+n)/(1+df)) + 1``, optional ``1 + ln(tf)``, rows L2-normalised), with words as runs of
+    ``\\w`` (one-letter words and digits count) and ``transform`` giving a float32 SciPy CSR
+    matrix. Each distinct prompt is tokenised once across fits (a cache of the latest 4,096).
 
-    The vocabulary is the ``max_features`` most frequent terms (total count in the training texts,
-    ties alphabetical) among those in at least ``min_df`` of them. The default of 4,096 keeps a
-    dense float32 matrix of 3,000 training prompts under 50 MB.
+    The vocabulary is the ``max_features`` most frequent terms (total count in the training
+    texts) among those in at least ``min_df`` of them; :attr:`vectorizer` is the fitted
+    ``TfidfVectorizer``, :attr:`vocabulary` and :attr:`idf` its vocabulary and weights.
     """
 
     def __init__(
@@ -158,8 +150,7 @@ class TfIdf:
         self.sublinear_tf = sublinear_tf
         self.min_df = check_int(min_df, "TfIdf min_df", low=1)
         self.lowercase = lowercase
-        self.vocabulary: dict[str, int] = {}
-        self.idf: np.ndarray = np.zeros(0, dtype=np.float32)
+        self.vectorizer: Any = None
 
     def __repr__(self) -> str:
         return (
@@ -167,84 +158,53 @@ class TfIdf:
             f"sublinear_tf={self.sublinear_tf}, min_df={self.min_df}, lowercase={self.lowercase})"
         )
 
-    def _terms(self, text: str) -> list[str]:
-        words = _TOKEN.findall(text.lower() if self.lowercase else text)
-        low, high = self.ngrams
-        terms = words[:] if low == 1 else []
-        for n in range(max(low, 2), high + 1):
-            terms.extend(" ".join(words[i : i + n]) for i in range(len(words) - n + 1))
-        return terms
+    @property
+    def vocabulary(self) -> dict[str, int]:
+        """Each kept term's column (alphabetical order); empty before a fit."""
+        found = {} if self.vectorizer is None else self.vectorizer.vocabulary_
+        return {term: int(at) for term, at in sorted(found.items(), key=lambda item: item[1])}
 
-    def _term_ids(self, texts: list[str]) -> tuple[_TermTable, list[np.ndarray]]:
-        """Each text's terms, in order, as ids into a table of the terms of ``texts`` (made for
-        this call and let go after it: a table kept across calls would hold every distinct
-        n-gram of every prompt seen)."""
-        table = _TermTable()
-        return table, [table.of(text, self._terms) for text in texts]
+    @property
+    def idf(self) -> np.ndarray:
+        """The idf weight of each column."""
+        if self.vectorizer is None:
+            return np.zeros(0, dtype=np.float32)
+        return np.asarray(self.vectorizer.idf_, dtype=np.float32)
 
-    def fit(self, requests: Sequence[Request]) -> None:
-        """Learn the vocabulary and the idf weights of the training prompts."""
+    def fit_transform(self, requests: Sequence[Request]) -> Any:
+        """Learn the vocabulary and idf weights of the training prompts; their rows."""
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
         texts = _texts(requests, "TfIdf.fit")
         if not texts:
             raise ArgumentError("TfIdf.fit needs at least one request")
-        table, ids = self._term_ids(texts)
-        width = len(table.terms)
-        every = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
-        total = np.bincount(every, minlength=width)
-        # in how many texts each term is: the distinct (text, term) pairs
-        owner = np.repeat(np.arange(len(ids), dtype=np.int64), [len(a) for a in ids])
-        pairs = np.unique(owner * width + every)
-        df = np.bincount(pairs % width, minlength=width) if width else np.zeros(0, np.int64)
-        kept = np.flatnonzero((total > 0) & (df >= self.min_df))
-        if not len(kept):
+        vectorizer = TfidfVectorizer(
+            analyzer=functools.partial(_terms, lowercase=self.lowercase, ngrams=self.ngrams),
+            max_features=self.max_features,
+            min_df=self.min_df,
+            sublinear_tf=self.sublinear_tf,
+            dtype=np.float32,
+        )
+        try:
+            rows = vectorizer.fit_transform(texts)
+        except ValueError as e:  # "empty vocabulary", "no terms remain"
             raise ArgumentError(
                 f"TfIdf.fit: no term of the {len(texts)} training prompt(s) is in at least "
-                f"min_df={self.min_df} of them (or they hold no words at all)"
-            )
-        # the most frequent terms, ties alphabetical; then in alphabetical order, as scikit-learn
-        names = np.asarray([table.terms[t] for t in kept.tolist()], dtype=str)
-        alphabetical = np.argsort(names, kind="stable")
-        rank = np.empty(len(kept), dtype=np.int64)
-        rank[alphabetical] = np.arange(len(kept))
-        chosen = np.lexsort((rank, -total[kept]))[: self.max_features]
-        chosen = chosen[np.argsort(rank[chosen], kind="stable")]
-        n = len(texts)
-        counts_df = df[kept[chosen]].astype(np.float64)
-        self.vocabulary = {str(names[k]): i for i, k in enumerate(chosen.tolist())}
-        self.idf = (np.log((1 + n) / (1 + counts_df)) + 1).astype(np.float32)
+                f"min_df={self.min_df} of them (or they hold no words at all): {e}"
+            ) from e
+        self.vectorizer = vectorizer
+        return rows
 
-    def transform(self, requests: Sequence[Request]) -> np.ndarray:
-        """One unit-length float32 row per request (zero where no term is in the vocabulary)."""
-        texts = _texts(requests, "TfIdf.transform")
-        vocabulary = self.vocabulary
-        out = np.zeros((len(texts), len(vocabulary)), dtype=np.float32)
-        table, ids = self._term_ids(texts)
-        column = np.full(len(table.terms) + 1, -1, dtype=np.int64)
-        for term, at in vocabulary.items():
-            found = table.ids.get(term)
-            if found is not None:
-                column[found] = at
-        every = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
-        owner = np.repeat(np.arange(len(ids), dtype=np.int64), [len(a) for a in ids])
-        cols = column[every]
-        known = cols >= 0
-        if known.any():
-            # each (text, column) once with its count, the columns of a text in the order their
-            # terms first appear in it (the order its weights are summed in)
-            width = max(len(vocabulary), 1)
-            keys = owner[known] * width + cols[known]
-            position = np.flatnonzero(known)
-            pairs, first, counts = np.unique(keys, return_index=True, return_counts=True)
-            order = np.lexsort((position[first], pairs // width))
-            r = pairs[order] // width
-            c = pairs[order] % width
-            tf = counts[order].astype(np.float64)
-            if self.sublinear_tf:
-                tf = 1 + np.log(tf)
-            weights = tf * self.idf[c]
-            norms = np.sqrt(np.bincount(r, weights=weights * weights, minlength=len(texts)))
-            out[r, c] = weights / norms[r]
-        return out
+    def fit(self, requests: Sequence[Request]) -> None:
+        """Learn the vocabulary and the idf weights of the training prompts."""
+        self.fit_transform(requests)
+
+    def transform(self, requests: Sequence[Request]) -> Any:
+        """One unit-length float32 row per request, a SciPy CSR matrix (zero where no term is in
+        the vocabulary)."""
+        if self.vectorizer is None:
+            raise ArgumentError("TfIdf.transform before fit: fit it on training requests first")
+        return self.vectorizer.transform(_texts(requests, "TfIdf.transform"))
 
 
 class Embed:

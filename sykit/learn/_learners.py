@@ -1,4 +1,5 @@
-"""Learned routers in NumPy: kNN, logistic regression, a per-category prior, matrix factorisation.
+"""Learned routers as thin adapters over scikit-learn: kNN, logistic regression, a per-category
+prior, and RouteLLM's matrix factorisation optimised by SciPy.
 
 A *learner* (``Knn()``, ``Logistic()``, ...) holds settings; ``learner.fit(train)`` reads the
 prompts and metadata of a training :class:`~sykit.datasets.Dataset` and its grades
@@ -6,10 +7,12 @@ prompts and metadata of a training :class:`~sykit.datasets.Dataset` and its grad
 :class:`~sykit.learn._routers.Router`, which predicts each model's quality for a request and turns
 that into the score a threshold router needs.
 
-Every random draw comes from ``numpy.random.default_rng(seed)``: the same seed gives the same
-router. Only NumPy and pandas are needed; the optimisers and sparse products the fits use are in
-:mod:`sykit.learn._optim` and :mod:`sykit.learn._sparse`, what a fit reads in
-:mod:`sykit.learn._training`.
+The features are fitted once per fit (TF-IDF: scikit-learn's ``TfidfVectorizer``, each prompt
+tokenised once); kNN is ``NearestNeighbors`` with the cosine metric, logistic regression
+``LogisticRegression``, the factorisation's optimiser ``scipy.optimize.minimize`` (L-BFGS-B).
+Every random draw is seeded: the same seed gives the same router. What a fit reads is in
+:mod:`sykit.learn._training`; your own scikit-learn estimator is a router through
+:class:`~sykit.learn._estimator.Estimator`.
 """
 
 from __future__ import annotations
@@ -27,30 +30,42 @@ from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._world.models import Request
 from sykit.datasets import Dataset
 from sykit.learn._features import Features, check_features, feature_key
-from sykit.learn._optim import _Adam, _fit_logistic, _logit_of_mean, _sigmoid
 from sykit.learn._routers import Router, _hashable
-from sykit.learn._sparse import _RowIndex, _Sparse
-from sykit.learn._training import _fresh, _matrix, _seed, _Training, _training
+from sykit.learn._training import (
+    _fit_matrix,
+    _fresh,
+    _matrix,
+    _one_blas_thread,
+    _seed,
+    _Training,
+    _training,
+)
 
 __all__ = ["CategoryPrior", "Knn", "Logistic", "MatrixFactorization"]
 
-#: Query rows per similarity matrix product in kNN (a 256 × n_train float32 block): small enough
-#: that a block of TF-IDF queries uses a minority of the vocabulary.
-_CHUNK = 256
+
+def _sigmoid(z: Any) -> np.ndarray:
+    from scipy.special import expit
+
+    return np.asarray(expit(np.asarray(z, dtype=np.float64)))
+
+
+def _logit(p: Any) -> np.ndarray:
+    p = np.clip(np.asarray(p, dtype=np.float64), 1e-3, 1 - 1e-3)
+    return np.asarray(np.log(p / (1 - p)))
 
 
 # -- kNN -------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Neighbours:
-    """The training rows graded for one set of models (models sharing their graded rows share
-    their neighbours): positions in the training matrix, model columns and their grades."""
-
-    rows: np.ndarray
-    columns: np.ndarray
-    quality: np.ndarray  # (len(rows), len(columns))
+#: Per set of models sharing their graded rows: the fitted neighbour index over those rows, the
+#: models' columns and their grades on those rows.
+_Neighbours = list[tuple[Any, np.ndarray, np.ndarray]]
 
 
-def _neighbour_sets(quality: np.ndarray, rows: np.ndarray) -> list[_Neighbours]:
+def _neighbours(x: Any, quality: np.ndarray, rows: np.ndarray, k: int) -> _Neighbours:
+    """A cosine ``NearestNeighbors`` index (up to ``k`` neighbours) per set of models graded on
+    the same training rows (of ``rows``)."""
+    from sklearn.neighbors import NearestNeighbors
+
     graded = np.isfinite(quality[rows])
     sets: dict[bytes, list[int]] = {}
     for j in range(quality.shape[1]):
@@ -58,85 +73,45 @@ def _neighbour_sets(quality: np.ndarray, rows: np.ndarray) -> list[_Neighbours]:
     out = []
     for columns in sets.values():
         kept = rows[graded[:, columns[0]]]
-        cols = np.asarray(columns)
-        out.append(_Neighbours(kept, cols, quality[np.ix_(kept, cols)]))
+        if len(kept):
+            index = NearestNeighbors(
+                n_neighbors=min(k, len(kept)), metric="cosine", algorithm="brute"
+            )
+            cols = np.asarray(columns)
+            out.append((index.fit(x[kept]), cols, quality[np.ix_(kept, cols)]))
     return out
 
 
-def _nearest(similarity: np.ndarray, k: int, ordered: bool) -> np.ndarray:
-    """Column positions of the ``k`` largest similarities of each row (best first if ``ordered``)."""
-    if k < similarity.shape[1]:
-        top = np.argpartition(-similarity, k - 1, axis=1)[:, :k]
-    else:
-        top = np.broadcast_to(np.arange(similarity.shape[1]), similarity.shape).copy()
-    if ordered:
-        order = np.argsort(-np.take_along_axis(similarity, top, axis=1), axis=1, kind="stable")
-        top = np.take_along_axis(top, order, axis=1)
-    return top
-
-
-def _similarities(queries: np.ndarray, train_t: np.ndarray) -> np.ndarray:
-    """``queries @ train_t`` (``train_t``: the training rows as columns), over only the features
-    the queries use when that is under half of them: a TF-IDF prompt uses a few dozen of 4,096
-    columns, so scoring one request costs microseconds, not a pass over the training matrix."""
-    used = np.flatnonzero(queries.any(axis=0))
-    if len(used) < queries.shape[1] // 2:
-        return queries[:, used] @ train_t[used]
-    return queries @ train_t
-
-
-def _knn_means(
-    queries: np.ndarray, train_t: np.ndarray, sets: list[_Neighbours], ks: Sequence[int], m: int
-) -> np.ndarray:
-    """Mean grade of the k nearest graded training rows, per query, model and k: ``(len(ks),
-    n_queries, m)``; NaN where a model has no graded training row."""
-    out = np.full((len(ks), len(queries), m), np.nan)
-    kmax = max(ks)
-    for start in range(0, len(queries), _CHUNK):
-        block = _similarities(queries[start : start + _CHUNK], train_t)
-        for s in sets:
-            n = len(s.rows)
-            if n == 0:
-                continue
-            top = min(kmax, n)
-            near = _nearest(block[:, s.rows], top, ordered=len(ks) > 1)
-            grades = s.quality[near]  # (chunk, top, columns)
-            if len(ks) == 1:
-                out[0, start : start + len(near)][:, s.columns] = grades.mean(axis=1)
-                continue
-            sums = np.cumsum(grades, axis=1)
-            for i, k in enumerate(ks):
-                kk = min(k, top)
-                out[i, start : start + len(near)][:, s.columns] = sums[:, kk - 1] / kk
+def _knn_means(sets: _Neighbours, queries: Any, ks: Sequence[int], m: int) -> np.ndarray:
+    """Mean grade of the k nearest graded training rows, per k, query and model: ``(len(ks),
+    n_queries, m)``, neighbours queried once for the largest k; NaN where a model has no graded
+    training row."""
+    out = np.full((len(ks), queries.shape[0], m), np.nan)
+    for index, columns, grades in sets:
+        near = index.kneighbors(queries, return_distance=False)  # nearest first
+        sums = np.cumsum(grades[near], axis=1)  # (queries, neighbours, columns)
+        for i, k in enumerate(ks):
+            kk = min(k, near.shape[1])
+            out[i][:, columns] = sums[:, kk - 1] / kk
     return out
-
-
-def _fold_labels(groups: np.ndarray, folds: int, rng: np.random.Generator) -> np.ndarray:
-    """A fold per row, whole groups to a fold, groups dealt in a seeded random order."""
-    n_groups = int(groups.max()) + 1 if len(groups) else 0
-    order = rng.permutation(n_groups)
-    fold_of_group = np.empty(n_groups, dtype=np.int64)
-    fold_of_group[order] = np.arange(n_groups) % folds
-    return fold_of_group[groups]
 
 
 def _cv_errors(
-    x: np.ndarray, x_t: np.ndarray, data: _Training, ks: tuple[int, ...], folds: int, seed: int
+    x: Any, data: _Training, ks: tuple[int, ...], folds: int, seed: int
 ) -> dict[int, float]:
-    """Out-of-fold loss of each k (lower is better): with two models, minus the APGR of routing
-    the held-out rows by the predicted gain (second model − first), the measure a router is
-    judged by; with more, the squared error of every model's predicted quality."""
-    n, m = data.quality.shape
-    n_groups = int(data.groups.max()) + 1
-    folds = min(folds, n_groups)
-    predicted = np.full((len(ks), n, m), np.nan)
-    labels = _fold_labels(data.groups, folds, np.random.default_rng(seed))
-    for f in range(folds):
-        test = np.flatnonzero(labels == f)
-        fit_rows = np.flatnonzero(labels != f)
-        sets = _neighbour_sets(data.quality, fit_rows)
-        predicted[:, test] = _knn_means(x[test], x_t, sets, ks, m)
+    """Out-of-fold loss of each k (lower is better), over ``GroupKFold`` folds: with two models,
+    minus the APGR of routing the held-out rows by the predicted gain (second model − first),
+    the measure a router is judged by; with more, the squared error of every model's quality."""
+    from sklearn.model_selection import GroupKFold
+
     truth = data.quality
+    n, m = truth.shape
+    folds = min(folds, len(np.unique(data.groups)))
+    predicted = np.full((len(ks), n, m), np.nan)
+    splits = GroupKFold(folds, shuffle=True, random_state=seed).split(truth, groups=data.groups)
+    for fit_rows, test in splits:
+        sets = _neighbours(x, truth, fit_rows, max(ks))
+        predicted[:, test] = _knn_means(sets, x[test], ks, m)
     if m == 2:
         gain = truth[:, 1] - truth[:, 0]
         both = np.isfinite(gain)
@@ -148,7 +123,11 @@ def _cv_errors(
                 for k, row in zip(ks, guess, strict=True)
             }
     graded = np.isfinite(truth)
-    return _mean_per_k(ks, (predicted[:, graded] - truth[graded]) ** 2)
+    errors = (predicted[:, graded] - truth[graded]) ** 2
+    return {
+        k: float(np.nanmean(row)) if np.isfinite(row).any() else math.inf
+        for k, row in zip(ks, errors, strict=True)
+    }
 
 
 def _gap_recovered(guess: np.ndarray, gain: np.ndarray) -> float:
@@ -164,22 +143,16 @@ def _gap_recovered(guess: np.ndarray, gain: np.ndarray) -> float:
     return float(np.trapezoid(np.r_[0.0, ys, 1.0], np.r_[0.0, shares, 1.0]))
 
 
-def _mean_per_k(ks: tuple[int, ...], errors: np.ndarray) -> dict[int, float]:
-    out = {}
-    for k, row in zip(ks, errors, strict=True):
-        finite = row[np.isfinite(row)]
-        out[k] = float(finite.mean()) if len(finite) else math.inf
-    return out
-
-
 @dataclass(frozen=True)
 class Knn:
     """k nearest neighbours: a model's predicted quality for a prompt is its mean grade on the
-    ``k`` most similar training prompts graded for it (cosine similarity of ``features``, TF-IDF
-    by default). Simple, hard to overfit, and a strong baseline on benchmark-like traffic.
+    ``k`` most similar training prompts graded for it (scikit-learn's ``NearestNeighbors``, cosine
+    distance of ``features``, TF-IDF by default). Simple, hard to overfit, and a strong baseline
+    on benchmark-like traffic.
 
     ``k=None`` picks k among ``ks`` by ``folds``-fold cross-validation inside the training set
-    (whole groups per fold, seeded by ``seed``): with two models the k whose out-of-fold
+    (``GroupKFold``: whole groups per fold, shuffled by ``seed``; the features fitted once, the
+    neighbours queried once for the largest k): with two models the k whose out-of-fold
     predicted gain ranks the prompts best (the highest APGR), with more the smallest squared
     error of every model's quality; ties go to the smaller k.
     The router's name records the k it uses; a k above a model's graded rows is clipped to them.
@@ -205,28 +178,26 @@ class Knn:
         if self.features is not None:
             check_features(self.features, "Knn")
 
+    @_one_blas_thread
     def fit(self, train: Dataset, models: Sequence[str] | None = None) -> Router:
         """Fit on ``train``'s prompts and grades; the router predicts ``models`` (default: all)."""
         data = _training(train, models, "Knn")
         features = _fresh(self.features, "Knn")
-        features.fit(data.requests)
-        x = _matrix(features, data.requests, "Knn", None)
+        x = _fit_matrix(features, data.requests, "Knn")
         dim = x.shape[1]
-        x_t = np.ascontiguousarray(x.T)  # feature-major: a query's features are rows to gather
-        m = len(data.models)
         errors: dict[int, float] = {}
         if self.k is not None:
             k = int(self.k)
-        elif len(self.ks) == 1 or int(data.groups.max()) < 1:
+        elif len(self.ks) == 1 or len(np.unique(data.groups)) < 2:
             k = self.ks[0]
         else:
-            errors = _cv_errors(x, x_t, data, self.ks, self.folds, self.seed)
+            errors = _cv_errors(x, data, self.ks, self.folds, self.seed)
             k = min(errors, key=lambda c: (errors[c], c))
-        sets = _neighbour_sets(data.quality, np.arange(len(x)))
-        del x  # the router keeps the transposed copy only
+        sets = _neighbours(x, data.quality, np.arange(x.shape[0]), k)
+        m = len(data.models)
 
         def rows(requests: list[Request]) -> np.ndarray:
-            return _knn_means(_matrix(features, requests, "Knn", dim), x_t, sets, (k,), m)[0]
+            return _knn_means(sets, _matrix(features, requests, "Knn", dim), (k,), m)[0]
 
         return Router(
             data.models,
@@ -238,12 +209,28 @@ class Knn:
 
 
 # -- logistic regression ---------------------------------------------------------------------------
+def _soft_logistic(x: Any, y: np.ndarray, C: float, max_iter: int) -> tuple[Any, np.ndarray, float]:
+    """scikit-learn's ``LogisticRegression`` on grades in [0, 1] as soft labels: each row once as
+    a positive weighted by its grade and once as a negative weighted by 1 − grade (the same
+    cross-entropy). Returns the fitted estimator (None when every grade is 0 or every grade 1:
+    then a constant), the weights and the bias."""
+    from sklearn.linear_model import LogisticRegression
+
+    pos, neg = np.flatnonzero(y > 0), np.flatnonzero(y < 1)
+    if not len(pos) or not len(neg):
+        return None, np.zeros(x.shape[1]), float(_logit(y.mean()))
+    model = LogisticRegression(C=C, max_iter=max_iter)
+    labels = np.r_[np.ones(len(pos)), np.zeros(len(neg))]
+    model.fit(x[np.r_[pos, neg]], labels, sample_weight=np.r_[y[pos], 1 - y[neg]])
+    return model, model.coef_[0].astype(np.float64), float(model.intercept_[0])
+
+
 @dataclass(frozen=True)
 class Logistic:
     """Logistic regression per model: predicted quality ``sigmoid(x·w + b)`` of the prompt's
-    features (TF-IDF by default), with the L2 penalty ``0.5 |w|²`` against ``C ×`` the
-    cross-entropy summed over graded rows (grades in [0, 1] are soft labels), as scikit-learn's
-    ``LogisticRegression(C=...)``. Solved with L-BFGS in NumPy, at most ``max_iter`` iterations.
+    features (TF-IDF by default), scikit-learn's ``LogisticRegression(C=C, max_iter=max_iter)``
+    (L2 penalty ``0.5 |w|²`` against ``C ×`` the summed cross-entropy, L-BFGS) on each model's
+    graded rows, grades in [0, 1] read as soft labels.
     """
 
     C: float = 1.0
@@ -256,19 +243,23 @@ class Logistic:
         if self.features is not None:
             check_features(self.features, "Logistic")
 
+    @_one_blas_thread
     def fit(self, train: Dataset, models: Sequence[str] | None = None) -> Router:
         """Fit on ``train``'s prompts and grades; the router predicts ``models`` (default: all)."""
         data = _training(train, models, "Logistic")
         features = _fresh(self.features, "Logistic")
-        features.fit(data.requests)
-        x = _matrix(features, data.requests, "Logistic", None)
+        x = _fit_matrix(features, data.requests, "Logistic")
+        fits = []
+        for j in range(len(data.models)):
+            graded = np.flatnonzero(np.isfinite(data.quality[:, j]))
+            fits.append(_soft_logistic(x[graded], data.quality[graded, j], self.C, self.max_iter))
+        w = np.column_stack([f[1] for f in fits])
+        b = np.array([f[2] for f in fits])
+        iterations = [int(f[0].n_iter_[0]) for f in fits if f[0] is not None]
         dim = x.shape[1]
-        w, b, optimum = _fit_logistic(x, data.quality, float(self.C), int(self.max_iter))
-        w32 = w.astype(np.float32)
 
         def rows(requests: list[Request]) -> np.ndarray:
-            z = _matrix(features, requests, "Logistic", dim) @ w32
-            return _sigmoid(z.astype(np.float64) + b)
+            return _sigmoid(_matrix(features, requests, "Logistic", dim) @ w + b)
 
         return Router(
             data.models,
@@ -278,9 +269,9 @@ class Logistic:
             {
                 "weights": w,
                 "bias": b,
-                "iterations": optimum.iterations,
-                "converged": optimum.converged,
-                "gradient": optimum.gradient,
+                "estimators": [f[0] for f in fits],
+                "iterations": max(iterations, default=0),
+                "converged": all(i < self.max_iter for i in iterations),
                 "features": features,
             },
         )
@@ -366,24 +357,21 @@ class CategoryPrior:
 
 
 # -- matrix factorisation --------------------------------------------------------------------------
-def _principal_directions(x: np.ndarray, dim: int, rng: np.random.Generator) -> np.ndarray:
-    """A ``(d, dim)`` starting projection onto the training prompts' main directions (a seeded
-    randomised SVD, as latent semantic analysis), scaled to unit spread of the projected rows: a
-    start that keeps what distinguishes prompts, where a random projection of sparse TF-IDF rows
-    would keep little of it. Directions beyond the matrix's rank are random."""
+def _principal_directions(x: Any, dim: int, seed: int) -> np.ndarray:
+    """A ``(d, dim)`` starting projection onto the training prompts' main directions (scikit-learn's
+    seeded ``randomized_svd``, as latent semantic analysis), scaled to unit spread of the projected
+    rows: a start that keeps what distinguishes prompts. Directions beyond its rank are random."""
+    from sklearn.utils.extmath import randomized_svd
+
     d = x.shape[1]
-    width = min(dim + 8, d)
-    sketch = x @ rng.standard_normal((d, width)).astype(np.float32)
-    for _ in range(2):  # power iterations sharpen the leading directions
-        sketch = x @ (x.T @ np.linalg.qr(sketch)[0])
-    basis = np.linalg.qr(sketch)[0]
-    _, _, rows = np.linalg.svd(basis.T @ x, full_matrices=False)
-    proj = rows[:dim].T.astype(np.float32)
-    if proj.shape[1] < dim:
-        extra = rng.standard_normal((d, dim - proj.shape[1])).astype(np.float32) / math.sqrt(d)
+    rank = min(dim, *x.shape)
+    _, _, rows = randomized_svd(x, rank, random_state=seed)
+    proj = rows.T.astype(np.float64)
+    if rank < dim:
+        extra = np.random.default_rng(seed).standard_normal((d, dim - rank)) / math.sqrt(d)
         proj = np.hstack([proj, extra])
     spread = float(np.std(x @ proj)) or 1.0
-    return np.ascontiguousarray(proj / spread)
+    return np.asarray(proj / spread)
 
 
 @dataclass(frozen=True)
@@ -393,82 +381,82 @@ class MatrixFactorization:
     ``b_m``, and predicted quality ``sigmoid(<P x, v_m> + b_m)``. The shared projection lets
     models with few grades borrow from the others.
 
-    Trained with Adam (mini-batches of ``batch_size`` prompts, ``epochs`` passes, learning rate
-    ``lr``, L2 penalty ``l2`` on ``P`` and the ``v_m``) on the cross-entropy of every graded
-    (prompt, model) pair, grades as soft labels. ``P`` starts on the training prompts' principal
-    directions and the ``v_m`` near zero, from ``default_rng(seed)``: on sparse TF-IDF features a
-    random start keeps too little of the prompts to learn from in a few epochs.
+    Fitted by SciPy's ``minimize`` (L-BFGS-B, at most ``max_iter`` iterations) on the mean
+    cross-entropy of every graded (prompt, model) pair, grades as soft labels, plus the L2 penalty
+    ``l2 / 2 × (|P|² + Σ|v_m|²)``. ``P`` starts on the training prompts' principal directions and
+    the ``v_m`` near zero, seeded by ``seed``. (``l2=0.003``: of 0.003, 0.01, 0.03 and 0.1, the
+    best held-out APGR on RouteLLM's GSM8K and MT-Bench; 0.1 shrinks every prompt to its mean.)
     """
 
     dim: int = 32
-    epochs: int = 20
-    lr: float = 0.01
-    l2: float = 0.01
-    batch_size: int = 256
+    max_iter: int = 200
+    l2: float = 0.003
     features: Features | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
         check_int(self.dim, "MatrixFactorization dim", low=1)
-        check_int(self.epochs, "MatrixFactorization epochs", low=1)
-        check_real(self.lr, "MatrixFactorization lr", low=0.0, low_open=True)
+        check_int(self.max_iter, "MatrixFactorization max_iter", low=1)
         check_real(self.l2, "MatrixFactorization l2", low=0.0)
-        check_int(self.batch_size, "MatrixFactorization batch_size", low=1)
         _seed(self.seed, "MatrixFactorization")
         if self.features is not None:
             check_features(self.features, "MatrixFactorization")
 
+    @_one_blas_thread
     def fit(self, train: Dataset, models: Sequence[str] | None = None) -> Router:
         """Fit on ``train``'s prompts and grades; the router predicts ``models`` (default: all)."""
+        from scipy.optimize import minimize
+
         data = _training(train, models, "MatrixFactorization")
         features = _fresh(self.features, "MatrixFactorization")
-        features.fit(data.requests)
-        x = _matrix(features, data.requests, "MatrixFactorization", None)
-        n, d = x.shape
-        m = len(data.models)
-        rng = np.random.default_rng(int(self.seed))
-        dim, lr, l2 = int(self.dim), float(self.lr), float(self.l2)
-        proj = _principal_directions(x, dim, rng)
-        vectors = rng.normal(0.0, 0.01, (m, dim)).astype(np.float32)
-        bias = _logit_of_mean(data.quality).astype(np.float32)
+        x = _fit_matrix(features, data.requests, "MatrixFactorization")
+        d, m, k, l2 = x.shape[1], len(data.models), int(self.dim), float(self.l2)
         graded = np.isfinite(data.quality)
-        y = np.where(graded, data.quality, 0.0).astype(np.float32)
-        mask = graded.astype(np.float32)
-        states = [_Adam.like(p) for p in (proj, vectors, bias)]
-        # sparse features (TF-IDF): batches as their non-zero entries, ~10× cheaper products
-        index = _RowIndex(x) if np.count_nonzero(x) <= 0.1 * x.size else None
-        t = 0
-        for _ in range(int(self.epochs)):
-            order = rng.permutation(n)
-            for start in range(0, n, int(self.batch_size)):
-                rows = order[start : start + int(self.batch_size)]
-                pairs = float(mask[rows].sum())
-                if pairs == 0:
-                    continue
-                xb: _Sparse | np.ndarray = x[rows] if index is None else index.take(rows)
-                hidden = xb @ proj if isinstance(xb, np.ndarray) else xb.dot(proj)
-                z = hidden @ vectors.T + bias
-                r = mask[rows] * (_sigmoid(z) - y[rows]) / pairs
-                grad_vectors = r.T @ hidden + l2 * vectors
-                back = r @ vectors
-                grad_proj = (
-                    xb.T @ back if isinstance(xb, np.ndarray) else xb.tdot(back)
-                ) + l2 * proj
-                grad_bias = r.sum(axis=0)
-                t += 1
-                for state, param, grad in zip(
-                    states, (proj, vectors, bias), (grad_proj, grad_vectors, grad_bias), strict=True
-                ):
-                    state.step(param, grad.astype(np.float32, copy=False), lr, t)
+        y = np.where(graded, data.quality, 0.0)
+        mask = graded / graded.sum()
+        rng = np.random.default_rng(int(self.seed))
+        start = np.concatenate(
+            [
+                _principal_directions(x, k, int(self.seed)).ravel(),
+                rng.normal(0.0, 0.01, m * k),
+                _logit(np.nanmean(data.quality, axis=0)),
+            ]
+        )
+
+        def unpack(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            return theta[: d * k].reshape(d, k), theta[d * k : -m].reshape(m, k), theta[-m:]
+
+        def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
+            proj, vectors, bias = unpack(theta)
+            hidden = np.asarray(x @ proj)
+            z = hidden @ vectors.T + bias
+            loss = float((mask * (np.logaddexp(0.0, z) - y * z)).sum())
+            loss += 0.5 * l2 * (float((proj * proj).sum()) + float((vectors * vectors).sum()))
+            r = mask * (_sigmoid(z) - y)
+            grad_proj = np.asarray(x.T @ (r @ vectors)) + l2 * proj
+            grad_vectors = r.T @ hidden + l2 * vectors
+            return loss, np.concatenate([grad_proj.ravel(), grad_vectors.ravel(), r.sum(axis=0)])
+
+        found = minimize(
+            objective, start, jac=True, method="L-BFGS-B", options={"maxiter": int(self.max_iter)}
+        )
+        proj, vectors, bias = unpack(found.x)
 
         def predict_rows(requests: list[Request]) -> np.ndarray:
-            hidden = _matrix(features, requests, "MatrixFactorization", d) @ proj
-            return _sigmoid((hidden @ vectors.T + bias).astype(np.float64))
+            hidden = np.asarray(_matrix(features, requests, "MatrixFactorization", d) @ proj)
+            return _sigmoid(hidden @ vectors.T + bias)
 
         return Router(
             data.models,
             "mf",
             predict_rows,
             feature_key(features),
-            {"projection": proj, "vectors": vectors, "bias": bias, "features": features},
+            {
+                "projection": proj,
+                "vectors": vectors,
+                "bias": bias,
+                "iterations": int(found.nit),
+                "converged": bool(found.success),
+                "features": features,
+            },
         )
