@@ -23,6 +23,10 @@ pairs' ratios, which a noisy machine's drift between pairs does not skew):
    heap of end times) and the means, without records or frames: what sykit costs beyond it is
    its records, frames and per-request code. And the closed loop's placement alone, which any
    evaluation that places requests in time does one request after another.
+5. **The user's workload**: the fixed chain with faults as a user runs it, the requests built
+   inside the timing from distinct prompts with no ids (``sy.Request(text)``, ids assigned by the
+   run), against the same simpy model; and from a shipped ``Dataset`` (RouteLLM's prompts,
+   repeated to ``--requests``); and what building one ``sy.Request`` from a distinct prompt costs.
 
     python benchmarks/bulk_engine.py
     python benchmarks/bulk_engine.py --requests 10000 --pairs 3
@@ -239,6 +243,57 @@ def placement_alone(n: int, strategies: int = 5, slots: int = 32) -> Callable[[]
     return once
 
 
+def user_chain_run(n: int, engine: str = "bulk") -> Callable[[], float]:
+    """The fixed chain on requests built inside the timing from distinct prompts with no ids, as a
+    user's list comprehension builds them."""
+    host = _chain_host()
+    chain = sy.strategies.fallback_chain(["A", "B"])
+    prompts = [f"question {i}: what is {i} squared?" for i in range(n)]
+
+    def once() -> float:
+        started = time.perf_counter()
+        requests = [sy.Request(text, input_tokens=10) for text in prompts]
+        result = sy.run(
+            chain, requests, host=host, concurrency=IN_FLIGHT, progress=False, engine=engine
+        )
+        result.attempts, result.requests  # noqa: B018  # the frames are part of the work
+        elapsed = time.perf_counter() - started
+        assert result.engine == engine
+        return elapsed
+
+    return once
+
+
+def dataset_chain_run(dataset: sy.datasets.Dataset, n: int) -> Callable[[], float]:
+    """The fixed chain over a shipped dataset's rows, repeated to ``n`` requests."""
+    host = _chain_host()
+    chain = sy.strategies.fallback_chain(["A", "B"])
+    repeats = -(-n // len(dataset))
+    frame = dataset.frame.loc[dataset.frame.index.repeat(repeats)].head(n).reset_index(drop=True)
+    frame["id"] = range(len(frame))
+    data = sy.datasets.from_frame(frame, prompt="prompt", id="id")
+
+    def once() -> float:
+        started = time.perf_counter()
+        result = sy.run(chain, data, host=host, concurrency=IN_FLIGHT, progress=False)
+        result.attempts, result.requests  # noqa: B018
+        return time.perf_counter() - started
+
+    return once
+
+
+def request_build_us(n: int) -> float:
+    """Microseconds to build one ``sy.Request`` from a distinct prompt (median of 5)."""
+    prompts = [f"question {i}: what is {i} squared?" for i in range(n)]
+    times = []
+    for _ in range(5):
+        gc.collect()
+        started = time.perf_counter()
+        [sy.Request(text) for text in prompts]
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) / n * 1e6
+
+
 def _rounded(values: list[float], digits: int = 2) -> list[float]:
     return [round(v, digits) for v in values]
 
@@ -298,6 +353,17 @@ def main() -> None:
           f"  (pairs {_rounded(slower2, 1)})")  # fmt: skip
     print(f"  the closed loop's placement alone (heapq, 32 slots): {place * 1000:6.2f} ms   "
           f"placement / NumPy floor time: {statistics.median([1 / r for r in place_ratios]):.1f}x")  # fmt: skip
+
+    user_s, simpy3_s, user_ratios = pairs(args.pairs, user_chain_run(n), lambda: simpy_chain(n))
+    data_s, simpy4_s, data_ratios = pairs(
+        args.pairs, dataset_chain_run(dataset, n), lambda: simpy_chain(n)
+    )
+    print(f"the user's workload: the same chain, {n:,} requests ({args.pairs} pairs)")
+    print(f"  distinct prompts, no ids, built in the timing: {user_s:6.2f} s   simpy {simpy3_s:6.2f} s"
+          f"   bulk / simpy speed: {statistics.median(user_ratios):.2f}x  (pairs {_rounded(user_ratios)})")  # fmt: skip
+    print(f"  a shipped Dataset's rows (routellm, repeated): {data_s:6.2f} s   simpy {simpy4_s:6.2f} s"
+          f"   bulk / simpy speed: {statistics.median(data_ratios):.2f}x  (pairs {_rounded(data_ratios)})")  # fmt: skip
+    print(f"  one sy.Request from a distinct prompt: {request_build_us(n):.2f} µs")
 
 
 if __name__ == "__main__":
