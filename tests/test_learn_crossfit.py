@@ -9,6 +9,8 @@ import pytest
 import sykit as sy
 from sykit.learn import cross_fit
 
+pytestmark = pytest.mark.filterwarnings("ignore:the price catalogue does not know:UserWarning")
+
 WEAK, STRONG = "small", "large"
 
 

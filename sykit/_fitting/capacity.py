@@ -366,7 +366,46 @@ def _measure(
                      progress=False)  # fmt: skip
         attempts = result.attempts
         frames.append(attempts[(attempts["kind"] == "model").to_numpy()].assign(level=n))
+        if n == 1:  # nothing answers: say why now, without measuring the other levels
+            _refuse_if_all_failed(frames[-1])
     return pd.concat(frames, ignore_index=True)
+
+
+def _failure_kind(row: Any) -> str:
+    """An error attempt in a few words: ``HTTP 503 (unavailable)``, ``unavailable: connection
+    refused by 127.0.0.1:8000``."""
+    kind = str(row.get("error_kind") or "error")
+    status = row.get("http_status")
+    if status is not None and not pd.isna(status):
+        return f"HTTP {int(status)} ({kind})"
+    message = row.get("error_message")
+    if isinstance(message, str) and message.strip():
+        short = message.strip().split(" (", 1)[0].splitlines()[0]
+        return f"{kind}: {short[:80]}"
+    return kind
+
+
+def _refuse_if_all_failed(level: pd.DataFrame) -> None:
+    """An error saying what went wrong when no attempt of level 1 succeeded: the most common
+    error kinds with their counts."""
+    if not len(level) or "status" not in level:
+        return
+    status = level["status"].astype(str).to_numpy()
+    if (status == "ok").any():
+        return
+    failed = level[status == "error"]
+    if not len(failed):
+        return
+    counts = pd.Series([_failure_kind(row) for row in failed.to_dict("records")]).value_counts()
+    shown = "; ".join(f"{count} × {what}" for what, count in counts.head(3).items())
+    if len(counts) > 3:
+        shown += f"; {int(counts.iloc[3:].sum())} other"
+    requests = level["request_id"].nunique() if "request_id" in level else len(level)
+    attempts = "" if requests == len(level) else f" ({len(level)} attempts)"
+    raise ArgumentError(
+        f"all {requests} requests at level 1 failed{attempts}: {shown}; check that the server "
+        "is up at the host's base_url and serves this model"
+    )
 
 
 # -- summarising ---------------------------------------------------------------------------------
@@ -453,6 +492,7 @@ def _summarise(attempts: pd.DataFrame, levels: tuple[int, ...]) -> tuple[pd.Data
         )
     table = pd.DataFrame(rows)
     if not np.isfinite(table["tokens_per_s"].iloc[0]):
+        _refuse_if_all_failed(attempts[(attempts["level"] == levels[0]).to_numpy()])
         raise ArgumentError(
             "level 1 has no streamed answer with a decode time (output tokens after the first "
             "token): check that the model answers and streams, and that max_tokens ≥ 2"

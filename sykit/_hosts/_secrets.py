@@ -24,7 +24,15 @@ from typing import Any, ClassVar
 
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 
-__all__ = ["LogScrubber", "Secret", "read_key", "redact_url", "scrub", "scrub_json"]
+__all__ = [
+    "LogScrubber",
+    "Secret",
+    "mask_keys",
+    "read_key",
+    "redact_url",
+    "scrub",
+    "scrub_json",
+]
 
 _ESCAPED_QUOTES = "/\\\"'"
 
@@ -203,6 +211,35 @@ def scrub_json(value: Any, secrets: Iterable[Secret]) -> Any:
     if isinstance(value, list):
         return [scrub_json(v, secrets) for v in value]
     return value
+
+
+#: What an API key looks like, to keep one passed by mistake (as a URL, a timeout, a model id) out of
+#: an error: a provider prefix (``sk-``, ``sk-proj-``, ``sk-ant-``, ``gsk_``, ``xai-``, ``hf_``,
+#: ``r8_``, ``pplx-``, ``AIza``) followed by a token, 20+ letters and digits mixing upper and lower
+#: case and digits, 32+ hex digits (Azure-style keys) or any unbroken token of 40+ characters. A
+#: model name such as ``Meta-Llama-3-70B-Instruct`` is none of these.
+_KEY_SHAPES = re.compile(
+    r"""(?x)
+    (?<![A-Za-z0-9_\-])(?:
+        (?:sk|pk|rk|gsk|xai|pplx|hf|r8|key|sess)[-_][A-Za-z0-9_\-]{8,}
+      | AIza[A-Za-z0-9_\-]{20,}
+      | (?=[A-Za-z0-9]*[0-9])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[a-z])[A-Za-z0-9]{20,}
+      | [0-9a-fA-F]{32,}
+      | [A-Za-z0-9_\-]{40,}
+    )(?![A-Za-z0-9_\-])
+    """
+)
+
+
+def mask_keys(text: str, keys: Iterable[str] = ()) -> str:
+    """``text`` with each of ``keys`` (the raw keys held, longest first) and anything shaped like
+    an API key replaced by ``***``: for an error that would quote an argument's value."""
+    for key in sorted((k for k in keys if k), key=len, reverse=True):
+        if len(key) >= 8:
+            text = text.replace(key, "***")
+        else:  # a short key (a local server's "token"): only where it stands alone
+            text = re.sub(rf"(?<![A-Za-z0-9_\-]){re.escape(key)}(?![A-Za-z0-9_\-])", "***", text)
+    return _KEY_SHAPES.sub("***", text)
 
 
 def redact_url(url: str) -> str:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,7 +57,15 @@ from sykit._hosts._openai_wire import (
     format_rejection,
     model_body,
 )
-from sykit._hosts._secrets import LogScrubber, Secret, read_key, redact_url, scrub, scrub_json
+from sykit._hosts._secrets import (
+    LogScrubber,
+    Secret,
+    mask_keys,
+    read_key,
+    redact_url,
+    scrub,
+    scrub_json,
+)
 from sykit._hosts.base import Attempt, Reply
 from sykit._world.config import HostPolicy, ModelProfile
 from sykit._world.models import DecisionRequest, Request
@@ -135,6 +144,18 @@ class HttpModel:
     stream: bool | None = None
 
     def __post_init__(self) -> None:
+        try:
+            # The key first, so that it is held (and masked) before any other value is checked.
+            if self.api_key is not None:
+                object.__setattr__(self, "api_key", read_key(self.api_key, None, "api_key"))
+            self._check()
+        except (ArgumentError, ArgumentTypeError) as err:
+            failure = err
+        else:
+            return
+        raise _without_keys(failure, _raw_keys(self.api_key))
+
+    def _check(self) -> None:
         if self.profile is not None and not isinstance(self.profile, ModelProfile):
             raise ArgumentTypeError(
                 f"profile must be a sy.ModelProfile or None, got {type(self.profile).__name__}"
@@ -145,12 +166,30 @@ class HttpModel:
             )
         if self.base_url is not None:
             object.__setattr__(self, "base_url", _check_url(self.base_url, "base_url"))
-        if self.api_key is not None:
-            object.__setattr__(self, "api_key", read_key(self.api_key, None, "api_key"))
         if not isinstance(self.extra_body, Mapping):
             raise ArgumentTypeError("extra_body must be a dict of request fields")
         if self.stream is not None and not isinstance(self.stream, bool):
             raise ArgumentTypeError("stream must be True, False or None")
+
+
+def _raw_keys(*given: object) -> list[str]:
+    """The keys among ``given`` (strings, :class:`Secret` s, environment variable names read)."""
+    keys: list[str] = []
+    for value in given:
+        if isinstance(value, Secret):
+            if not value.missing:
+                keys.append(value.reveal())
+        elif isinstance(value, str) and value:
+            keys.append(value)
+    return keys
+
+
+def _without_keys(
+    failure: ArgumentError | ArgumentTypeError, keys: Sequence[str]
+) -> ArgumentError | ArgumentTypeError:
+    """A fresh error of ``failure``'s type whose message quotes neither ``keys`` nor anything
+    shaped like a key; fresh, so that no ``__context__`` (an httpx error quoting a URL) keeps it."""
+    return type(failure)(mask_keys(str(failure), keys))
 
 
 class HttpHost:
@@ -198,6 +237,50 @@ class HttpHost:
         connect_timeout_s: float = 10.0,
         max_connections: int = 256,
     ) -> None:
+        try:
+            self._setup(
+                base_url,
+                models,
+                api_key,
+                api_key_env,
+                policy,
+                timeout_s,
+                stream,
+                decision_format,
+                connect_timeout_s,
+                max_connections,
+            )
+        except (ArgumentError, ArgumentTypeError) as err:
+            failure = err
+        else:
+            return
+        # No error quotes a key: not the one held, nor a value shaped like one (a key passed as
+        # base_url or timeout_s by mistake).
+        held: list[object] = [api_key]
+        if isinstance(api_key_env, str) and api_key_env:
+            held.append(os.environ.get(api_key_env, "").strip())
+        if isinstance(models, Mapping):
+            for spec in models.values():
+                if isinstance(spec, HttpModel):
+                    held.append(spec.api_key)
+                    if isinstance(spec.api_key_env, str) and spec.api_key_env:
+                        held.append(os.environ.get(spec.api_key_env, "").strip())
+        raise _without_keys(failure, _raw_keys(*held))
+
+    def _setup(
+        self,
+        base_url: str | None,
+        models: Mapping[str, ModelProfile | HttpModel | None] | Sequence[str],
+        api_key: str | None,
+        api_key_env: str | None,
+        policy: HostPolicy | None,
+        timeout_s: float | None,
+        stream: bool,
+        decision_format: Literal["auto", "json_schema", "tool"],
+        connect_timeout_s: float,
+        max_connections: int,
+    ) -> None:
+        self._api_key = read_key(api_key, api_key_env, "api_key")
         self.base_url = None if base_url is None else _check_url(base_url, "base_url")
         if policy is None:
             policy = HostPolicy()
@@ -228,7 +311,6 @@ class HttpHost:
         self.decision_format: Literal["auto", "json_schema", "tool"] = decision_format
         self.connect_timeout_s = float(connect_timeout_s)
         self.max_connections = max_connections
-        self._api_key = read_key(api_key, api_key_env, "api_key")
         self._models = self._check_models(models)
         self.profiles: dict[str, ModelProfile] = {}
         self._endpoints: dict[str, Endpoint] = {}

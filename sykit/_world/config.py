@@ -24,7 +24,7 @@ from sykit._world.classify import FallbackReason
 from sykit._world.dists import U_LOW, Distribution, LogNormal, as_distribution, check_number
 from sykit._world.faults import Faults, RateLimit
 from sykit._world.prompt_cache import TIERS
-from sykit._world.values import Replaceable, check_flag, integer, probability
+from sykit._world.values import Replaceable, check_flag, integer, probability, spelled
 
 if TYPE_CHECKING:
     from sykit._base.types import Converted, converted
@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 
+@spelled
 @dataclass(frozen=True, kw_only=True)
 class Latency(Replaceable):
     """Time to first token plus output tokens over tokens per second.
@@ -71,6 +72,7 @@ class Latency(Replaceable):
         object.__setattr__(self, "tokens_per_s", tps)
 
 
+@spelled
 @dataclass(frozen=True, kw_only=True)
 class PromptCache(Replaceable):
     """A model's prompt cache (prices in USD per 1M tokens).
@@ -143,6 +145,7 @@ class PromptCache(Replaceable):
         return self.ttl_1h_s if tier == "1h" else self.ttl_s
 
 
+@spelled
 @dataclass(frozen=True, kw_only=True)
 class ModelProfile(Replaceable):
     """A simulated model: prices (USD per 1M tokens), limits, capabilities, latency and faults.
@@ -231,6 +234,7 @@ class ModelProfile(Replaceable):
         return cost / 1e6
 
 
+@spelled
 @dataclass(frozen=True, kw_only=True)
 class Judge(Replaceable):
     """How a simulated model answers decision calls.
@@ -251,6 +255,7 @@ class Judge(Replaceable):
 BillCancelled = Literal["generated", "none", "full"]
 
 
+@spelled
 @dataclass(frozen=True, kw_only=True)
 class HostPolicy(Replaceable):
     """How a host retries, falls back, cools down and bills; shared by SimHost and HttpHost.
@@ -346,6 +351,7 @@ def _fallback_reasons(value: object) -> tuple[FallbackReason, ...]:
     return tuple(r for r in FallbackReason if r in given)
 
 
+@spelled
 @dataclass(frozen=True)
 class Poisson:
     """Open-loop arrivals at ``rate_per_s`` requests per second (exponential gaps, keyed by seed)."""

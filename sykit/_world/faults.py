@@ -19,11 +19,19 @@ from typing import TYPE_CHECKING, Any, Literal
 from sykit._base.error_bodies import error_object
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._world.dists import check_number
-from sykit._world.values import Replaceable, http_status, integer, probability, unavailable_status
+from sykit._world.values import (
+    Replaceable,
+    http_status,
+    integer,
+    probability,
+    spelled,
+    unavailable_status,
+)
 
 __all__ = ["LATER_RANDOM_FAULTS", "RANDOM_FAULTS", "ErrorFault", "Faults", "Flapping", "RateLimit"]
 
 
+@spelled
 @dataclass(frozen=True, kw_only=True)
 class Flapping(Replaceable):
     """A target that alternates ``up_s`` seconds up and ``down_s`` seconds down, from ``start_s``
@@ -72,6 +80,7 @@ RANDOM_FAULTS = (
 LATER_RANDOM_FAULTS = ("non_chat",)
 
 
+@spelled
 @dataclass(frozen=True)
 class ErrorFault(Replaceable):
     """A random fault that answers ``status`` (400–599) with an OpenAI-style error body, with
@@ -144,6 +153,7 @@ class ErrorFault(Replaceable):
         return {} if self.retry_after_s is None else {"retry-after": f"{self.retry_after_s:g}"}
 
 
+@spelled
 @dataclass(frozen=True, kw_only=True)
 class Faults(Replaceable):
     """How a simulated target fails, beyond the structural 400s every profile has.
@@ -301,6 +311,7 @@ class Faults(Replaceable):
         return any(t0 <= t < t1 for t0, t1 in self.outages)
 
 
+@spelled
 @dataclass(frozen=True, kw_only=True)
 class RateLimit(Replaceable):
     """A provider quota as token buckets, per model and run: ``requests_per_min`` and/or

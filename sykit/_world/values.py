@@ -3,12 +3,15 @@ its error, and ``.replace()``, a checked copy with some fields changed."""
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from sykit._base.checks import check_int
-from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.errors import ArgumentError, ArgumentTypeError, SykitError
 from sykit._world.dists import check_number
 
 __all__ = [
@@ -17,8 +20,11 @@ __all__ = [
     "http_status",
     "integer",
     "probability",
+    "spelled",
     "unavailable_status",
 ]
+
+_T = TypeVar("_T")
 
 
 def probability(value: Any, name: str) -> float:
@@ -54,3 +60,41 @@ class Replaceable:
     def replace(self, **changes: Any) -> Any:
         """A copy with some fields changed (checked like the original)."""
         return replace(self, **changes)
+
+
+def spelled(cls: type[_T]) -> type[_T]:
+    """``cls`` (a dataclass) whose constructor refuses a misspelt keyword with an
+    :class:`ArgumentTypeError` (a ``TypeError``, as before) naming the closest fields:
+    ``ModelProfile(price_input=0.1)`` → "did you mean price_in?". Apply it above ``@dataclass``.
+    Nothing is checked until the constructor itself fails, so a valid call costs nothing more."""
+    init = cls.__init__
+    names = [p for p in inspect.signature(init).parameters if p != "self"]
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            init(self, *args, **kwargs)
+        except TypeError as error:
+            if isinstance(error, SykitError):
+                raise
+            unknown = [k for k in kwargs if k not in names]
+            if not unknown:
+                raise
+            message = _unknown_keywords(cls.__name__, unknown, names)
+        else:
+            return
+        raise ArgumentTypeError(message)
+
+    cls.__init__ = __init__  # type: ignore[method-assign]
+    return cls
+
+
+def _unknown_keywords(owner: str, unknown: list[str], names: list[str]) -> str:
+    parts = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
+        if not close:  # a prefix or a part of a field: price → price_in, price_out
+            close = [n for n in names if key.lower() in n or (len(n) >= 3 and n in key.lower())][:3]
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        parts.append(f"{owner}() got an unexpected keyword argument {key!r}{hint}")
+    return "; ".join(parts) + f" ({owner}'s fields: {', '.join(names)})"

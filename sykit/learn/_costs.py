@@ -31,7 +31,13 @@ from sykit._run.strategy_kit import named_algorithm
 from sykit._world.models import Outcome, Request, route_to
 from sykit.datasets import Dataset
 from sykit.datasets._splits import DATASET_GROUP, DatasetGroup, GroupBy
-from sykit.learn._crossfit import _clusters, evaluation_host, run_folds
+from sykit.learn._crossfit import (
+    _clusters,
+    _evaluation_host,
+    default_group,
+    how_to_price,
+    run_folds,
+)
 from sykit.strategies import single
 
 __all__ = ["DEFAULT_LAMBDAS", "CostCrossFit", "cost_router", "cross_fit_costs"]
@@ -127,6 +133,13 @@ def cross_fit_costs(
         mmlu = sy.datasets.load("mmlu_pro")
         cv = sy.learn.cross_fit_costs(sy.learn.Knn(), mmlu)
         cv.aiq, cv.frontier
+
+    ``group`` is as in :func:`cross_fit`: by default the dataset's group column joined with
+    identical prompt texts, so one prompt under two ids never lands in two folds. ``host``
+    defaults to :func:`evaluation_host` (catalogue prices); a model the catalogue does not know
+    is refused with :class:`ArgumentError` (the costs are the point here: give
+    ``host=sy.SimHost({...: sy.ModelProfile(price_in=..., price_out=...)})``). A router that
+    fails on a held-out request stops the evaluation with an :class:`ArgumentError` naming it.
     """
     if not isinstance(data, Dataset):
         raise ArgumentTypeError(f"data must be a sy.datasets.Dataset, got {type(data).__name__}")
@@ -142,18 +155,22 @@ def cross_fit_costs(
     folds = check_int(folds, "folds", low=2, type_error=ArgumentError)
     resamples = check_int(resamples, "resamples", low=100, type_error=ArgumentError)
     if group is DATASET_GROUP:
-        group = data.group_column
-    host = evaluation_host(names) if host is None else host
+        group = default_group(data)
+    if host is None:
+        host, unpriced = _evaluation_host(names)
+        if unpriced:  # every cost would read 0: the λ sweep would mean nothing
+            raise ArgumentError(f"{how_to_price(unpriced)}: a cost router needs every price")
     started = time.perf_counter()
 
     def lineup(name: str, router: Any, test: Dataset) -> tuple[dict[str, Any], list[str]]:
-        router.predict(list(test))  # one batch; each request's prediction then hits its cache
+        _predict_all(router, list(test))  # one batch; each prediction then hits its cache
         strategies: dict[str, Any] = {
             f"{name} λ={lam:g}": cost_router(router, names, lam=lam, host=host) for lam in points
         }
         for model in names:
             strategies[f"{model} only"] = single(model)
-        return strategies, []  # a router's error fails its request, as in any run
+        # a router that fails on a held-out request stops the evaluation, as in cross_fit
+        return strategies, [f"{name} λ={lam:g}" for lam in points]
 
     pooled, _, name = run_folds(learner, data, names, lineup, folds, seed, group, host, progress)
     swept = [f"{name} λ={lam:g}" for lam in points]
@@ -217,6 +234,34 @@ def cross_fit_costs(
         folds,
         time.perf_counter() - started,
     )
+
+
+def _predict_all(router: Any, requests: list[Request]) -> None:
+    """Predict the held-out requests once before routing them: a router that fails on one (e.g.
+    it looks up a grade it was not given) stops the evaluation with an error naming it."""
+    predict = getattr(router, "predict", None)
+    if not callable(predict):
+        raise ArgumentTypeError(
+            f"the fitted router must have predict(requests); got {type(router).__name__}"
+        )
+    try:
+        predict(requests)
+    except Exception as error:
+        batch_error = error
+    else:
+        return
+    for request in requests:  # the batch failed: the first request it fails on alone
+        try:
+            predict([request])
+        except Exception as error:
+            raise ArgumentError(
+                f"the fitted router failed on held-out request(s), e.g. {request.id!r}: "
+                f"{type(error).__name__}: {error}"
+            ) from error
+    raise ArgumentError(
+        f"the fitted router failed on the batch of {len(requests)} held-out requests: "
+        f"{type(batch_error).__name__}: {batch_error}"
+    ) from batch_error
 
 
 def _aiq_rows(weights: np.ndarray, cost: np.ndarray, quality: np.ndarray) -> np.ndarray:

@@ -37,7 +37,7 @@ from sykit.strategies import single, threshold_router
 from sykit.strategies._calibration import calibrate
 from sykit.strategies._router_score import SWEEP_SHARES, SimulatedScore
 
-__all__ = ["CrossFit", "cross_fit", "evaluation_host"]
+__all__ = ["CrossFit", "cross_fit", "default_group", "evaluation_host", "how_to_price"]
 
 #: A deadline no simulated attempt reaches: the routing comparison has no hidden timeouts.
 NO_DEADLINE = HostPolicy(timeout_s=3600.0, cooldown_s=0.0)
@@ -47,15 +47,72 @@ def evaluation_host(models: Sequence[str]) -> SimHost:
     """A fault-free simulated host for ``models``: the shipped catalogue's prices and latencies
     where it knows a model, a generic profile (no price) otherwise, and no attempt deadline, so
     that nothing but the routing decides which model answers."""
+    return _evaluation_host(models)[0]
+
+
+def _evaluation_host(models: Sequence[str]) -> tuple[SimHost, list[str]]:
+    """:func:`evaluation_host`, and the models the catalogue does not know (priced at zero)."""
     from sykit import profiles
 
     known: dict[str, ModelProfile] = {}
+    unpriced: list[str] = []
     for name in models:
         try:
             known.update(profiles.from_catalog([name]))
         except Exception:  # not in the catalogue: a neutral profile (costs then read 0)
             known[name] = ModelProfile()
-    return SimHost(known, policy=NO_DEADLINE)
+            unpriced.append(name)
+    return SimHost(known, policy=NO_DEADLINE), unpriced
+
+
+def how_to_price(unpriced: Sequence[str]) -> str:
+    """What to pass to price models the catalogue does not know."""
+    example = ", ".join(
+        f"{m!r}: sy.ModelProfile(price_in=..., price_out=...)" for m in unpriced[:2]
+    )
+    return (
+        f"the price catalogue does not know {list(unpriced)}: give their prices (USD per million "
+        f"tokens) with host=sy.SimHost({{{example}}})"
+    )
+
+
+def default_group(data: Dataset) -> GroupBy:
+    """The dataset's group column, with rows of one prompt text kept together as well: the same
+    prompt under two ids in two folds would let a router that memorises prompts see the grades of
+    the prompt it is judged on. Where no prompt repeats this is the group column itself (the folds
+    are exactly those of ``group=data.group_column``)."""
+    frame = data.frame
+    column = data.group_column
+    if "prompt" not in frame.columns or "id" not in frame.columns:
+        return column
+    prompts = [p if isinstance(p, str) else repr(p) for p in frame["prompt"]]
+    if len(set(prompts)) == len(prompts):
+        return column
+    parent = list(range(len(prompts)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[Any, int] = {}
+    keys: list[list[Any]] = [[("prompt", p)] for p in prompts]
+    if column is not None:
+        for row, value in enumerate(frame[column].tolist()):
+            missing = (
+                value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+            )
+            if not missing:  # a missing key: a group of its own (as in Dataset.folds)
+                keys[row].append(("group", value))
+    for row, row_keys in enumerate(keys):
+        for key in row_keys:
+            other = first.setdefault(key, row)
+            a, b = find(row), find(other)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    component = dict(zip(frame["id"].tolist(), (find(i) for i in range(len(prompts))), strict=True))
+    return lambda row: component[row["id"]]
 
 
 @dataclass(frozen=True, repr=False)
@@ -303,8 +360,14 @@ def cross_fit(
     of the request (higher: the strong model helps more). ``weak``/``strong`` default to the two
     models of a two-model dataset (the one with the higher mean grade is strong). ``group`` keeps
     related rows in one fold and resamples them together (default: the dataset's group column,
-    e.g. routellm's ``question``); ``None`` treats every row alone. ``host`` defaults to
-    :func:`evaluation_host` (catalogue prices, no faults, no deadline).
+    e.g. routellm's ``question``), joined with identical prompt texts: rows with the same prompt
+    under different ids always share a fold, so a router that memorises prompts gains nothing
+    held out (where no prompt repeats, the folds are the group column's). An explicit ``group=``
+    (a column, a function of the row, or ``None``: every row alone) is used as given. ``host``
+    defaults to :func:`evaluation_host` (catalogue prices, no faults, no deadline); a model the
+    catalogue does not know then costs 0, with a ``UserWarning`` saying how to price it
+    (``host=sy.SimHost({"my-model": sy.ModelProfile(price_in=..., price_out=...)})``): APGR does
+    not read prices, but the AIQ and the cost columns would be wrong without a warning.
     """
     if not isinstance(data, Dataset):
         raise ArgumentTypeError(f"data must be a sy.datasets.Dataset, got {type(data).__name__}")
@@ -321,8 +384,16 @@ def cross_fit(
     if len(set(points)) != len(points):
         raise ArgumentError(f"shares must be distinct, got {shares!r}")
     if group is DATASET_GROUP:
-        group = data.group_column
-    host = evaluation_host([weak, strong]) if host is None else host
+        group = default_group(data)
+    if host is None:
+        host, unpriced = _evaluation_host([weak, strong])
+        if unpriced:
+            warnings.warn(
+                f"{how_to_price(unpriced)}; until then they cost 0, so AIQ and the cost "
+                "columns do not mean anything (APGR, which reads only grades, stands)",
+                UserWarning,
+                stacklevel=2,
+            )
     started = time.perf_counter()
 
     def lineup(name: str, router: Any, test: Dataset) -> tuple[dict[str, Any], list[str]]:

@@ -157,7 +157,20 @@ def _read(results: Any) -> pd.DataFrame:
         path = os.fspath(results)
         if not os.path.isfile(path):
             raise ArgumentError(f"results: no file at {path!r}")
-        return pd.read_csv(path)
+        problem = None
+        try:
+            results = pd.read_csv(path)
+        except UnicodeDecodeError as exc:
+            problem = f"not UTF-8 text ({exc.reason} at byte {exc.start}): is it a CSV file?"
+        except pd.errors.EmptyDataError:
+            problem = "the file is empty; give a CSV file with one row per (task, model)"
+        except pd.errors.ParserError as exc:
+            problem = f"not a readable CSV file ({' '.join(str(exc).split())})"
+        if problem is not None:  # raised here, so no pandas error rides along as its context
+            raise ArgumentError(f"results: {path!r}: {problem}")
+        if results.empty:
+            raise ArgumentError(f"results: {path!r} has no rows; give one row per (task, model)")
+        return results
     if not isinstance(results, pd.DataFrame):
         raise ArgumentTypeError(
             f"results must be a DataFrame or the path of a CSV file, got {type(results).__name__}"
