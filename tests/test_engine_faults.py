@@ -366,7 +366,10 @@ def test_the_kernel_delivers_a_cancellation_to_a_task_that_was_ready_to_run():
 # -- virtual time far from zero ------------------------------------------------------------------
 
 
-def test_far_future_times_stay_exact_on_both_engines(host, engine):
+def test_far_future_times_stay_exact_on_both_engines(host, engine, monkeypatch):
+    # sleeps of 2**40 s: far past a request's default virtual-time horizon (one week)
+    monkeypatch.setattr("sykit._run.driver.REQUEST_HORIZON_S", 2.0**42)
+
     async def algorithm(request, driver):
         await driver.sleep(2.0**30)
         response = await driver.call_model(request, ["fast"])  # 1.0 s

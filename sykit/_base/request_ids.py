@@ -8,7 +8,23 @@ from typing import Any
 
 from sykit._base.errors import ArgumentError
 
-__all__ = ["check_ids_as_text", "clash"]
+__all__ = ["check_encodable", "check_ids_as_text", "clash"]
+
+
+def check_encodable(position: int, request_id: Any) -> None:
+    """Refuse an id whose text is not valid Unicode (a lone surrogate such as ``"a\\ud800"``):
+    the random draws are keyed by the id's UTF-8 bytes, and the frames store it as text."""
+    text = request_id if type(request_id) is str else str(request_id)
+    if text.isascii():
+        return
+    try:
+        text.encode()
+    except UnicodeEncodeError as error:
+        raise ArgumentError(
+            f"requests[{position}] has the id {request_id!a}, whose text cannot be encoded "
+            f"as UTF-8 ({error.reason} at position {error.start}, a lone surrogate perhaps); "
+            "request ids must be valid Unicode text"
+        ) from None
 
 
 def check_ids_as_text(ids: Sequence[Any], given: Sequence[bool] | None = None) -> None:

@@ -134,7 +134,9 @@ def succeed(
     if kind == DECISION:
         return DecisionResponse(reply.answers or {}, model, usage, call)
     latency = now - log.start_of(row)
-    return make_response(model, reply.text, usage, reply.ttft_s, latency, call)
+    response = make_response(model, reply.text, usage, reply.ttft_s, latency, call)
+    state.answers[call] = response
+    return response
 
 
 def bill_unserved(

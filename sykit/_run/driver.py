@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from sykit._base.checks import check_int, check_real
-from sykit._base.errors import ArgumentError, ArgumentTypeError, ModelError
+from sykit._base.errors import ArgumentError, ArgumentTypeError, ModelError, SykitError
 from sykit._base.vocab import Status
 from sykit._run.attempts import log_skip
 from sykit._run.records import DECISION, MODEL, REASON_CODE, ROUTING, STATUS_CODE
@@ -20,7 +20,14 @@ from sykit._run.stream import ModelStream
 from sykit._world.classify import fallback_reason
 from sykit._world.models import DecisionRequest, DecisionResponse, Request, Response
 
-__all__ = ["Driver", "RequestClosed"]
+__all__ = ["REQUEST_HORIZON_S", "Driver", "RequestClosed", "RequestHorizon"]
+
+#: The most virtual time one request may take in ``driver.sleep``: a sleep that would end later
+#: than this after the request started fails the request (``error_kind="algorithm_error"``, a
+#: :class:`RequestHorizon` naming it) instead of letting virtual time run on forever (an
+#: algorithm that polls ``driver.sleep`` in a loop that never ends). One week; change it with
+#: ``sykit._run.driver.REQUEST_HORIZON_S = ...`` before the run.
+REQUEST_HORIZON_S = 7 * 24 * 3600.0
 
 _MESSAGE_LIMIT = 300
 _ERROR_CODE = STATUS_CODE[Status.ERROR]
@@ -33,6 +40,26 @@ async def _failing_the_request(state: RequestState, call: Awaitable[Any]) -> Any
     except ModelError as error:
         state.abort(error)
         raise  # not reached: abort raises
+
+
+class RequestHorizon(SykitError, RuntimeError):
+    """A request's ``driver.sleep`` would have ended past its virtual-time horizon
+    (:data:`REQUEST_HORIZON_S`): the request fails."""
+
+
+def _past_horizon(state: RequestState, seconds: float) -> RequestHorizon | None:
+    """Why a sleep of ``seconds`` now would take ``state``'s request past its horizon (None: it
+    would not)."""
+    horizon = REQUEST_HORIZON_S
+    elapsed = state.run.clock() - state.start_s
+    if not elapsed + seconds > horizon:  # (a start not known yet, NaN: no horizon)
+        return None
+    return RequestHorizon(
+        f"request {state.request_id!r} would sleep past its virtual-time horizon: "
+        f"driver.sleep({seconds:g}) after {elapsed:g} s would end beyond {horizon:g} s "
+        "(sykit._run.driver.REQUEST_HORIZON_S) from its start; does the algorithm poll "
+        "driver.sleep in a loop that never ends?"
+    )
 
 
 class Driver:
@@ -148,7 +175,11 @@ class Driver:
         return self._state.run.clock()
 
     async def sleep(self, seconds: float) -> None:
-        """Wait on the host clock (a finite number of seconds ≥ 0)."""
+        """Wait on the host clock (a finite number of seconds ≥ 0).
+
+        A sleep that would end more than ``REQUEST_HORIZON_S`` (one week) of virtual time after
+        the request started fails the request instead (:class:`RequestHorizon`): a polling loop
+        with no exit stops there."""
         if type(seconds) is not float or not 0 <= seconds < math.inf:
             if seconds == math.inf:  # as the engines refuse a sleep of their own
                 raise ArgumentError("cannot sleep forever (seconds=inf)")
@@ -159,7 +190,11 @@ class Driver:
                 expected="a finite number ≥ 0",
                 type_error=ArgumentError,
             )
-        await self._state.run.engine.sleep(seconds)
+        state = self._state
+        past = _past_horizon(state, seconds)
+        if past is not None:
+            state.abort(past)
+        await state.run.engine.sleep(seconds)
 
     def in_flight(self, model: str) -> int:
         """How many of this run's calls to ``model`` are in flight: started before this instant

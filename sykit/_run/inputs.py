@@ -17,7 +17,7 @@ from typing import Any, TypeGuard
 
 from sykit._base.checks import check_int
 from sykit._base.errors import ArgumentError, ArgumentTypeError
-from sykit._base.request_ids import check_ids_as_text, clash
+from sykit._base.request_ids import check_encodable, check_ids_as_text, clash
 from sykit._base.rng import uniforms
 from sykit._base.types import AlgorithmLike as Algorithm  # _runner and _grid import it from here
 from sykit._hosts.base import Host
@@ -214,6 +214,8 @@ def as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None
             )
         seen[request_id] = i
         given.append(own is not None)
+        if type(request_id) is not int:
+            check_encodable(i, request_id)
         if type(request_id) is str:
             texts = True
         truth = getattr(item, "_truth", None)

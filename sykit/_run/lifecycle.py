@@ -5,8 +5,8 @@ running is cancelled (cause ``abandoned``; ``request_failed`` if it failed); a `
 then gets its answer-phase call through the candidate loop; one request row is written. The tasks
 an algorithm starts are known (the kernel records who started them; on an asyncio loop a task
 factory does), so none outlives its request. Whatever one request raises — any exception, even a
-``BaseException`` or an ``asyncio.CancelledError`` of its own making — fails that request only;
-``KeyboardInterrupt`` stops the run.
+``BaseException``, a ``SystemExit`` or an ``asyncio.CancelledError`` of its own making — fails that
+request only (``strict=True`` raises it); ``KeyboardInterrupt`` stops the run.
 
 Everything here is written once against the engine contract (:mod:`sykit._run.engines.base`).
 """
@@ -55,6 +55,9 @@ def _innermost(exc: BaseException) -> BaseException:
     return exc
 
 
+_RESPONSE_FIELDS = frozenset(("model", "text", "usage", "ttft_s", "latency_s", "call_id"))
+
+
 def _hint(exc: BaseException) -> str:
     """A likely fix for an algorithm's error: the model name meant, or a forgotten ``await``."""
     if isinstance(exc, UnknownModel):
@@ -63,6 +66,15 @@ def _hint(exc: BaseException) -> str:
         return f"did you mean {close[0]!r}?" if close else ""
     if isinstance(exc, ModelError | NoTargets | SimDeadlock):
         return ""
+    if (
+        isinstance(exc, AttributeError)
+        and str(exc).startswith("'tuple' object has no attribute")
+        and getattr(exc, "name", None) in _RESPONSE_FIELDS
+    ):
+        return (
+            "a tuple used as a Response: sy.first_ok(...) and sy.first(...) return "
+            "`(index, response)`; unpack it: `index, response = await sy.first_ok(...)`"
+        )
     return await_hint(f"{type(exc).__name__}: {exc}").strip(" ()")
 
 
@@ -117,12 +129,29 @@ def _outcome_error(outcome: object, run: RunState) -> Exception | None:
 
 
 def _check_outcome(
-    outcome: object, run: RunState
+    outcome: object, run: RunState, state: RequestState
 ) -> tuple[Outcome | None, tuple[str, str] | None, Exception | None]:
     """The outcome if it is one, and the failure and error that stop it from being served."""
     error = _outcome_error(outcome, run)
+    if error is None and isinstance(outcome, Outcome) and outcome.response is not None:
+        error = _not_answered_here(outcome.response, state)
     valid = outcome if isinstance(outcome, Outcome) else None
     return valid, None if error is None else failure_of(error), error
+
+
+def _not_answered_here(response: Response, state: RequestState) -> InvalidOutcome | None:
+    """Why ``sy.answered(model, response)`` cannot serve ``response`` (None: it can): only a
+    Response that a model call of this request returned is an answer the records can show (its
+    attempt, its cost); one built by hand or kept from another request is not."""
+    call = response.call_id
+    if call is not None and state.answers.get(call) is response:
+        return None
+    return InvalidOutcome(
+        f"sy.answered({response.model!r}, response): the response did not come from a call of "
+        f"request {state.request_id!r} (a Response built by hand, or kept from another request); "
+        "serve only what this request's driver.call_model or stream_model returned, or "
+        f"sy.route_to({response.model!r}, request) to have the model answer"
+    )
 
 
 def _not_awaitable(name: str, returned: object) -> ArgumentTypeError:
@@ -434,7 +463,7 @@ class StrategyRun:
             for task in state.tasks:
                 run.engine.cancel(task, CancelCause.CANCELLED)
             self.stop(None)
-        except (SystemExit, EngineExit, GeneratorExit):
+        except (EngineExit, GeneratorExit):
             raise
         except BaseException as error:  # a stop or a strict-mode error: the run ends with it
             if not self.stopping or self.fatal is None:
@@ -477,7 +506,7 @@ class StrategyRun:
                 )
         except ModelError as error:
             failure = failure_of(error)
-        except Exception as error:
+        except (Exception, SystemExit) as error:  # sys.exit() in an algorithm: its error too
             if run.strict and not isinstance(_innermost(error), ModelError):
                 error.add_note(
                     f"(while routing request {state.request_id!r} with strategy {run.strategy!r})"
@@ -492,7 +521,7 @@ class StrategyRun:
                 raise  # the engine is closing this request's coroutine: let it close
             # the algorithm raised GeneratorExit itself: its request fails, nothing vanishes
             failure = (ErrorKind.ALGORITHM_ERROR, f"GeneratorExit: {error}".rstrip(": "))
-        except (KeyboardInterrupt, SystemExit, EngineExit):
+        except (KeyboardInterrupt, EngineExit):
             raise
         except BaseException as error:  # a user's BaseException subclass
             failure = (ErrorKind.ALGORITHM_ERROR, f"{type(error).__name__}: {error}")
@@ -520,7 +549,7 @@ class StrategyRun:
             )
         response: Response | None = None
         if failure is None:
-            outcome, failure, refused = _check_outcome(outcome, run)
+            outcome, failure, refused = _check_outcome(outcome, run, state)
             if refused is not None and run.strict:
                 refused.add_note(
                     f"(while routing request {state.request_id!r} with strategy {run.strategy!r})"

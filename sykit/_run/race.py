@@ -38,6 +38,10 @@ LOST_RACE = CancelCause.LOST_RACE
 TIMEOUT = CancelCause.TIMEOUT
 
 
+def _is_awaitable(value: object) -> bool:
+    return hasattr(type(value), "__await__") or inspect.isawaitable(value)
+
+
 def _check_awaitable(awaitable: object, what: str | int) -> None:
     if hasattr(type(awaitable), "__await__") or inspect.isawaitable(awaitable):
         return  # (the class check first: it is the common case, and cheaper than an ABC's)
@@ -165,13 +169,20 @@ async def timeout(seconds: float, awaitable: Awaitable[Any], default: Any = None
     The awaitable runs in the calling task: a deadline on it, as trio's ``move_on_after``.
     """
     try:
+        if _is_awaitable(seconds) and not _is_awaitable(awaitable):
+            raise ArgumentTypeError(
+                f"sy.timeout got an awaitable for seconds and {type(awaitable).__name__} "
+                f"{awaitable!r:.40} for awaitable: the order is sy.timeout(seconds, awaitable), "
+                "e.g. `await sy.timeout(1.5, driver.call_model(request, model))`"
+            )
         seconds = _check_seconds(seconds, "seconds")
         if not hasattr(type(awaitable), "__await__"):
             _check_awaitable(awaitable, "awaitable")
     except (ArgumentError, ArgumentTypeError):
-        close = getattr(awaitable, "close", None)
-        if close is not None:
-            close()  # never to run: closed, so Python does not also warn it was never awaited
+        for given in (awaitable, seconds):
+            close = getattr(given, "close", None)
+            if close is not None and _is_awaitable(given):
+                close()  # never to run: closed, so Python does not also warn it was never awaited
         raise
     with current().deadline(seconds, TIMEOUT) as scope:
         try:

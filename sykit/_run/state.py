@@ -195,6 +195,7 @@ class RequestState:
         "_calls",
         "_races",
         "abort_error",
+        "answers",
         "arrival_s",
         "attempts_by_model",
         "closed",
@@ -246,6 +247,8 @@ class RequestState:
         self.session_state: dict[str, Any] | None = None  # its session's, for driver.session_state
         self.attempts_by_model: dict[str, int] = {}  # attempts so far, per model (keys draws)
         self.ok_rows: dict[int, int] = {}  # the log row of each call that succeeded, by call id
+        # the Response of each model call that succeeded, by call id: what sy.answered may serve
+        self.answers: dict[int, Any] = {}
         self._calls = 0
         self._races = 0
         self.n_attempts = self.n_cancelled = self.n_fallbacks = self.n_retries = 0

@@ -164,11 +164,22 @@ class Server:
     """One model's slots and queue during one run: the calls planned on it, each as its
     ``[service start, end]``, and the cancellations not yet in effect."""
 
-    __slots__ = ("capacity", "factors", "held", "pending", "queue_limit", "queue_timeout_s")
+    __slots__ = (
+        "capacity",
+        "factors",
+        "held",
+        "pending",
+        "queue_limit",
+        "queue_timeout_s",
+        "slots",
+    )
 
     def __init__(self, capacity: Capacity) -> None:
         self.capacity = capacity
-        self.factors = capacity.factors()
+        self.slots = capacity.slots
+        # the rate factors with 1, 2, … sequences in service, made as a run first reaches each
+        # count: never more than the calls in flight, however many slots (10**18: "unlimited")
+        self.factors: list[float] = []
         self.queue_limit = math.inf if capacity.queue_limit is None else capacity.queue_limit
         self.queue_timeout_s = (
             math.inf if capacity.queue_timeout_s is None else capacity.queue_timeout_s
@@ -211,13 +222,16 @@ class Server:
                 queued += 1
         # every call planned starts by ``begin``: those in service then are those ending after it
         ends = sorted(end for _, end in spans if end > begin)
-        slots = len(self.factors)
+        slots = self.slots
         busy = len(ends)
         start = begin if busy < slots else ends[busy - slots]
         if start > now and queued >= self.queue_limit:
             return None
         in_service = sum(1 for end in ends if end > start)
-        return start, self.factors[in_service]
+        factors = self.factors
+        while len(factors) <= in_service:
+            factors.append(self.capacity.factor(len(factors) + 1))
+        return start, factors[in_service]
 
     def rejection(self, model: str) -> tuple[int, dict[str, Any]]:
         """The answer to a call that finds the queue full: a 503 (overloaded) or a 429."""

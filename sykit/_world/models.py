@@ -483,7 +483,8 @@ def ask_good_enough(
     """
     if not isinstance(response, Response):
         raise ArgumentTypeError(
-            f"response must be a sy.Response, got {type(response).__name__}" + _await_hint(response)
+            f"response must be a sy.Response, got {type(response).__name__}"
+            + (_race_hint(response) or _await_hint(response))
         )
     model = response.model
 
@@ -556,6 +557,17 @@ def _await_hint(value: object) -> str:
     return ""
 
 
+def _race_hint(value: object) -> str:
+    """A hint when ``value`` is what ``sy.first_ok`` or ``sy.first`` returns, ``(index, result)``,
+    passed on as if it were the response."""
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], int):
+        return (
+            " (an (index, response) pair: sy.first_ok(...) and sy.first(...) return "
+            "`(index, response)`; unpack it: `index, response = await sy.first_ok(...)`)"
+        )
+    return ""
+
+
 def route_to(model: str, request: Request, fallbacks: Sequence[str] = ()) -> Outcome:
     """Serve ``request`` from ``model``; on an eligible failure the runner tries ``fallbacks`` in order."""
     if not isinstance(request, Request):
@@ -580,10 +592,14 @@ def answered(model: str, response: Response) -> Outcome:
     """The algorithm already has the answer (e.g. from a routing-phase call): serve it as is.
 
     ``model`` must be the model that gave it (``response.model``): the records report it as
-    both selected and served, so another name is refused rather than misreported."""
+    both selected and served, so another name is refused rather than misreported. ``response``
+    must be one that a call of this request returned (``driver.call_model``, a stream's
+    ``response``, a race's winner): any other (built by hand, kept from another request) has no
+    attempt behind it, and the request fails as ``invalid_outcome``."""
     if not isinstance(response, Response):
         raise ArgumentTypeError(
-            f"response must be a sy.Response, got {type(response).__name__}" + _await_hint(response)
+            f"response must be a sy.Response, got {type(response).__name__}"
+            + (_race_hint(response) or _await_hint(response))
         )
     model = _model_name(model, "model")
     if response.model != model:

@@ -391,9 +391,9 @@ class Kernel:
                     return
                 except NeedsAsyncio:
                     raise
-                except (KeyboardInterrupt, SystemExit):
+                except KeyboardInterrupt:
                     raise
-                except BaseException as exc:
+                except BaseException as exc:  # SystemExit too: an algorithm's error like any
                     thrown = None
                     if self.foreign is not None:  # wrapped in a group, perhaps: stop all the same
                         raise NeedsAsyncio(self.foreign) from None

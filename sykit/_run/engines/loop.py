@@ -213,7 +213,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         for _ in range(len(ready)):
             next_handle = ready.popleft()
             if not next_handle._cancelled:
-                next_handle._run()
+                try:
+                    next_handle._run()
+                except SystemExit:
+                    if not _task_of_a_request(next_handle):
+                        raise
 
     def _jump_to_next_timer(self) -> None:
         if self._scheduled:
@@ -397,3 +401,18 @@ async def arun(
     """Await a virtual-time run from async code: it runs in a worker thread, the caller's loop stays free."""
     context = contextvars.copy_context()
     return await anyio.to_thread.run_sync(context.run, _run_here, main, setup)
+
+
+def _task_of_a_request(handle: asyncio.Handle) -> bool:
+    """Whether ``handle`` was a step of a task started inside a request, which just ended with
+    ``SystemExit`` (asyncio raises it out of the loop too): the task holds it, and whoever awaits
+    the task gets it, as any other error of the algorithm's (see :mod:`sykit._run.lifecycle`)."""
+    from sykit._run.engines.aio import CURRENT_REQUEST
+
+    task = getattr(handle._callback, "__self__", None)  # type: ignore[attr-defined]
+    if not isinstance(task, asyncio.Task) or not task.done() or task.cancelled():
+        return False
+    return (
+        isinstance(task.exception(), SystemExit)
+        and handle._context.get(CURRENT_REQUEST) is not None  # type: ignore[attr-defined]
+    )

@@ -80,6 +80,13 @@ def refusal(runner: StrategyRun) -> str | None:
             f"strategy {runner.run.strategy!r} is neither a fixed chain nor declared static "
             "(sy.strategies.static)"
         )
+    if not runner.run.policy.recover_errors and retry_router(runner.fn) is not None:
+        # its calls' errors would end the request at the first failed attempt (the event
+        # engines' way); the planned waves follow the router's retries and fallbacks
+        return (
+            f"strategy {runner.run.strategy!r} owns its retry loop, and the host policy has "
+            "recover_errors=False (the first failed attempt fails the request)"
+        )
     return None
 
 
@@ -656,7 +663,7 @@ def _route_statically(fn: Any, state: RequestState) -> Any:
         pending.send(None)
     except StopIteration as stop:
         return stop.value
-    except (NeedsEvents, KeyboardInterrupt, SystemExit):
+    except (NeedsEvents, KeyboardInterrupt):
         raise
     except BaseException as error:
         raise NeedsEvents(
