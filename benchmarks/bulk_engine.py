@@ -77,11 +77,19 @@ def chain_run(
         requests = [replace(r, images=["https://example.com/a.png"]) if i % 10 < 3 else r
                     for i, r in enumerate(requests)]  # fmt: skip
     chain = algorithm if algorithm is not None else sy.strategies.fallback_chain(["A", "B"])
+    return timed_run(chain, host, engine, lambda: requests)
+
+
+def timed_run(
+    chain: object, host: sy.SimHost, engine: str, requests: Callable[[], list[sy.Request]]
+) -> Callable[[], float]:
+    """One timed run of ``chain`` over ``requests()`` (called inside the timing), its frames
+    built, on ``engine``."""
 
     def once() -> float:
         started = time.perf_counter()
         result = sy.run(
-            chain, requests, host=host, concurrency=IN_FLIGHT, progress=False, engine=engine
+            chain, requests(), host=host, concurrency=IN_FLIGHT, progress=False, engine=engine
         )
         result.attempts, result.requests  # noqa: B018  # the frames are part of the work
         elapsed = time.perf_counter() - started
@@ -246,22 +254,11 @@ def placement_alone(n: int, strategies: int = 5, slots: int = 32) -> Callable[[]
 def user_chain_run(n: int, engine: str = "bulk") -> Callable[[], float]:
     """The fixed chain on requests built inside the timing from distinct prompts with no ids, as a
     user's list comprehension builds them."""
-    host = _chain_host()
-    chain = sy.strategies.fallback_chain(["A", "B"])
     prompts = [f"question {i}: what is {i} squared?" for i in range(n)]
-
-    def once() -> float:
-        started = time.perf_counter()
-        requests = [sy.Request(text, input_tokens=10) for text in prompts]
-        result = sy.run(
-            chain, requests, host=host, concurrency=IN_FLIGHT, progress=False, engine=engine
-        )
-        result.attempts, result.requests  # noqa: B018  # the frames are part of the work
-        elapsed = time.perf_counter() - started
-        assert result.engine == engine
-        return elapsed
-
-    return once
+    chain = sy.strategies.fallback_chain(["A", "B"])
+    return timed_run(
+        chain, _chain_host(), engine, lambda: [sy.Request(t, input_tokens=10) for t in prompts]
+    )
 
 
 def dataset_chain_run(dataset: sy.datasets.Dataset, n: int) -> Callable[[], float]:
