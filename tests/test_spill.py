@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
 
 import pandas.testing as pdt
+import pyarrow.parquet as pq
 import pytest
 
 import sykit as sy
@@ -352,3 +360,143 @@ def test_handed_over_attempts_keep_the_run_wide_numbering():
     ]
     with pytest.raises(LookupError):
         log.model_of(1)
+
+
+# -- a run that did not end: reading back what it completed, and not clearing it -----------------
+
+
+def _rows_of(result: sy.Result, request_ids) -> tuple:
+    """The result's requests and attempts of ``request_ids``, numbered afresh, as plain values."""
+    requests = result.requests[result.requests["request_id"].isin(request_ids)]
+    attempts = result.attempts[result.attempts["request_id"].isin(request_ids)]
+    return tuple(
+        frame.reset_index(drop=True).astype(object).where(frame.notna().to_numpy(), None)
+        for frame in (requests, attempts)
+    )
+
+
+def _assert_rows_equal(expected: sy.Result, got: sy.Result, request_ids) -> None:
+    for a, b in zip(_rows_of(expected, request_ids), _rows_of(got, request_ids), strict=True):
+        pdt.assert_frame_equal(a, b)
+
+
+def test_from_spill_reads_the_whole_chunks_of_a_run_that_did_not_end(tmp_path, tiny_chunks):
+    requests = dataset(120, text_ids=True)
+    plain = sy.run(mixed, requests, host=busy_host(), concurrency=8)
+    sy.run(mixed, requests, host=busy_host(), concurrency=8, spill=tmp_path)
+    # as a SIGKILL leaves it: no run.json, a chunk cut short, one being written
+    (tmp_path / "run.json").unlink()
+    cut = tmp_path / "requests-000003.parquet"
+    lost = pq.read_table(cut).column("index").to_pylist()
+    cut.write_bytes(cut.read_bytes()[:100])
+    (tmp_path / "requests-000999.parquet.part").write_bytes(b"PAR1 half")
+    kept = [
+        i
+        for path in sorted(tmp_path.glob("requests-*.parquet"))
+        if path != cut
+        for i in pq.read_table(path).column("index").to_pylist()
+    ]
+    with pytest.warns(UserWarning) as caught:
+        recovered = sy.Result.from_spill(tmp_path)
+    text = " ".join(str(w.message) for w in caught)
+    assert "did not finish" in text
+    assert "'requests-000003.parquet'" in text and "'requests-000999.parquet.part'" in text
+    assert recovered.interrupted and recovered.strategy == plain.strategy
+    ids = [requests[i].id for i in sorted(kept)]
+    assert sorted(recovered.requests["request_id"]) == ids and lost
+    assert not set(recovered.requests["request_id"]) & {requests[i].id for i in lost}
+    _assert_rows_equal(plain, recovered, ids)
+
+
+def test_from_spill_reads_a_finished_run_as_its_result(tmp_path, tiny_chunks):
+    requests = dataset(60, text_ids=False)
+    spilled = sy.run(mixed, requests, host=busy_host(), spill=tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = sy.Result.from_spill(str(tmp_path))
+    assert_same(spilled, again)
+    assert not again.interrupted
+    with pytest.raises(sy.ArgumentError, match="does not exist"):
+        sy.Result.from_spill(tmp_path / "nowhere")
+    (tmp_path / "other").mkdir()
+    with pytest.raises(sy.ArgumentError, match="not a spill folder sykit wrote"):
+        sy.Result.from_spill(tmp_path / "other")
+
+
+def test_a_folder_holding_a_run_that_did_not_end_is_refused_not_cleared(tmp_path):
+    requests = dataset(30, text_ids=False)
+    sy.run(mixed, requests, host=busy_host(), spill=tmp_path)
+    (tmp_path / "run.json").unlink()  # as a killed run leaves it
+    chunks = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(sy.ArgumentError, match=r"did not finish.*sy\.Result\.from_spill"):
+        sy.run(mixed, requests, host=busy_host(), spill=tmp_path)
+    with pytest.raises(sy.ArgumentError, match="did not finish"):
+        sy.compare({"a": mixed}, requests, host=busy_host(), spill=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == chunks  # nothing cleared
+    # one strategy of a compare killed: refused too, naming its subfolder
+    cmp = tmp_path / "cmp"
+    sy.compare({"a": mixed, "b": mixed}, requests, host=busy_host(), spill=cmp)
+    (cmp / "b-seed0" / "run.json").unlink()
+    with pytest.raises(sy.ArgumentError, match="b-seed0"):
+        sy.run(mixed, requests, host=busy_host(), spill=cmp)
+
+
+def test_a_run_stopped_by_an_error_leaves_a_folder_the_next_run_clears(tmp_path, tiny_chunks):
+    async def breaks_late(request, driver):
+        if request.metadata["n"] == 50:
+            driver.evidence(callback=lambda: None)  # cannot be written: the run stops
+        return sy.route_to("steady", request)
+
+    requests = dataset(60, text_ids=False)
+    with pytest.raises(sy.ArgumentTypeError):
+        sy.run(breaks_late, requests, host=busy_host(), spill=tmp_path)
+    assert list(tmp_path.glob("requests-*.parquet"))
+    result = sy.run(mixed, requests, host=busy_host(), spill=tmp_path)
+    assert len(result.requests) == 60
+
+
+_KILLED_RUN = """
+import sys, time
+sys.path.insert(0, {tests!r})
+import sykit as sy
+from sykit._run import spill
+from test_spill import busy_host, dataset, mixed
+
+spill.CHUNK_ROWS = 4
+
+async def stalls(request, driver):
+    if request.metadata["n"] == 150:
+        open({ready!r}, "w").close()
+        time.sleep(60)  # the parent kills the process here
+    return await mixed(request, driver)
+
+sy.run(stalls, dataset(200, text_ids=False), host=busy_host(), concurrency=4, spill={folder!r})
+"""
+
+
+def test_from_spill_recovers_a_killed_process_run(tmp_path):
+    folder, ready = tmp_path / "spill", tmp_path / "ready"
+    script = _KILLED_RUN.format(
+        tests=str(Path(__file__).parent), ready=str(ready), folder=str(folder)
+    )
+    process = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists(), "the run in the subprocess never reached request 150"
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait()
+    with pytest.raises(sy.ArgumentError, match="did not finish"):
+        sy.run(mixed, dataset(5, text_ids=False), host=busy_host(), spill=folder)
+    with pytest.warns(UserWarning, match="did not finish"):
+        recovered = sy.Result.from_spill(folder)
+    assert recovered.interrupted and 100 <= len(recovered.requests) < 150
+
+    async def stalls(request, driver):  # the same, under the killed run's name, never stalling
+        return await mixed(request, driver)
+
+    plain = sy.run(stalls, dataset(200, text_ids=False), host=busy_host(), concurrency=4)
+    _assert_rows_equal(plain, recovered, list(recovered.requests["request_id"]))

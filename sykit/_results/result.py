@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -15,6 +16,7 @@ from sykit._base.errors import ArgumentError
 from sykit._base.vocab import RequestStatus
 from sykit._results.health import ErrorCount, shorten, top_errors
 from sykit._results.metrics import paired_differences, pareto_frontier, summarize
+from sykit._results.spilled import recover
 
 __all__ = ["Comparison", "Concatenated", "Lazy", "Result", "concat_frames", "request_errors"]
 
@@ -81,6 +83,19 @@ class Result:
     wall_s: float = field(compare=False)
     engine: str = field(default="kernel", compare=False)
     interrupted: bool = field(default=False, compare=False)
+
+    @classmethod
+    def from_spill(cls, folder: str | os.PathLike[str]) -> Result:
+        """The run whose records are in the spill folder ``folder`` (``spill=`` of ``run``, or
+        one ``<strategy>-seed<seed>`` subfolder of ``compare``'s), read from its Parquet chunks.
+
+        For a run that was killed (SIGKILL, a crash) before it ended, this is how to recover what
+        it completed: ``requests`` holds the rows of the requests in its whole chunks,
+        ``attempts`` the attempts of those requests that were written (those of the requests that
+        finished last may be missing some that were still in memory), ``interrupted`` is True and
+        ``wall_s`` is NaN; a ``UserWarning`` says so, and names any chunk file that was cut short
+        (unreadable or half-written), whose rows are lost."""
+        return recover(cls, folder)
 
     def summary(
         self,

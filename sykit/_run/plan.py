@@ -181,18 +181,32 @@ class Plan:
             started = time.perf_counter()
             return self._runner(engine, name, fn, seed, counted)
 
-        runner = _engines.simulate(
-            build, self.engine, restart=counted.undo, what=f"strategy {name!r}"
-        )
-        return self._result(runner, started)
+        try:
+            runner = _engines.simulate(
+                build, self.engine, restart=counted.undo, what=f"strategy {name!r}"
+            )
+            return self._result(runner, started)
+        except Exception:
+            self._abandon_spill()
+            raise
 
     async def run_real(self, name: str, fn: Callable[..., Any], seed: int, progress: Any) -> Result:
         """One run against a real host, on the running asyncio loop."""
         started = time.perf_counter()
-        runner = await _engines.run_real(
-            lambda engine: self._runner(engine, name, fn, seed, progress)
-        )
-        return self._result(runner, started)
+        try:
+            runner = await _engines.run_real(
+                lambda engine: self._runner(engine, name, fn, seed, progress)
+            )
+            return self._result(runner, started)
+        except Exception:
+            self._abandon_spill()
+            raise
+
+    def _abandon_spill(self) -> None:
+        """A run stopped on an error (raised to the caller): its spill folder is not a killed
+        run's, and a later run may clear it."""
+        if self.spill is not None:
+            self.spill.abandon()
 
     async def run_all_real(self, progress: Any) -> list[Result]:
         results = []

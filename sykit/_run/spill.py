@@ -13,15 +13,19 @@ Result reads them back when its frames are first used.
 
 Each chunk holds the raw columns of :class:`~sykit._run.attempt_log.AttemptLog` /
 :class:`~sykit._run.request_log.RequestLog`: integer codes, per-request call and race numbers,
-request positions. The code tables (models, error kinds, messages), which grow during the run, and
-the request ids are written once at the end (``run.json``, ``ids.parquet``). Reading concatenates
+request positions, and in its Parquet metadata the code tables (models, error kinds, messages) as
+they are when it is written (they only grow). The request ids are written when the run starts
+(``ids.parquet``), and ``run.json`` — the tables and the list of chunks, the run's completion
+marker — when it ends. A chunk is written as ``<name>.part`` and renamed once whole. Reading concatenates
 the chunks in the order they were written — the run's own order — and builds the frames with the
 same functions an in-memory run uses (:func:`~sykit._run.frames.attempt_frame`,
 :func:`~sykit._run.frames.request_frame`), so the frames are identical, ids renumbered over the
 whole run, dtypes included. Metadata and evidence values (any Python object) are stored pickled.
 
 A folder sykit writes carries a ``sykit-spill.json`` marker. A spill folder must be new, empty,
-or one sykit wrote (holding nothing else): that one is cleared first. With ``compare`` each
+or one sykit wrote (holding nothing else): that one is cleared first, unless it holds the chunks
+of a run that never ended (killed: no ``run.json``), which are refused rather than lost —
+``sy.Result.from_spill(folder)`` reads them back (:mod:`sykit._results.spilled`). With ``compare`` each
 strategy × seed gets its own subfolder. A Result keeps a token of its run and refuses to read a
 folder that a later run has written again.
 """
@@ -43,6 +47,7 @@ import pandas as pd
 
 from sykit._base.errors import ArgumentError, ArgumentTypeError, SykitError
 from sykit._base.vocab import RequestStatus
+from sykit._results import spilled as _spilled
 from sykit._run.attempt_log import AttemptLog
 from sykit._run.frames import appearing, attempt_frame, categorical, request_frame
 from sykit._run.records import SERVICE_FIELD
@@ -56,13 +61,13 @@ __all__ = ["CHUNK_ROWS", "MARKER", "Spill", "SpilledFrame", "SpilledRun", "check
 #: Rows per chunk file (attempts and requests alike): about 6 MB of raw columns in memory.
 CHUNK_ROWS = 65_536
 #: The file that marks a folder as written by sykit.
-MARKER = "sykit-spill.json"
+MARKER = _spilled.MARKER
 FORMAT = "sykit-spill"
 VERSION = 1
-_RUN_FILE = "run.json"
-_IDS_FILE = "ids.parquet"
+_RUN_FILE = _spilled.RUN_FILE
+_IDS_FILE = _spilled.IDS_FILE
 _OWN_FILE = re.compile(
-    r"(attempts|requests)-\d{6,}\.parquet|run\.json|ids\.parquet|sykit-spill\.json"
+    r"(attempts|requests)-\d{6,}\.parquet(\.part)?|run\.json|ids\.parquet|sykit-spill\.json"
 )
 _EXTRA = "extra"  # the requests column of pickled metadata/evidence dicts
 
@@ -99,6 +104,7 @@ def check_spill(spill: object, nested: bool) -> Spill | None:
             "spilling run wrote)"
         )
     _check_overwritable(path)
+    _check_not_unfinished(path)
     _arrow()  # now, not after the run has started
     return Spill(path, nested)
 
@@ -117,6 +123,21 @@ def _check_overwritable(path: Path) -> None:
         raise ArgumentError(
             f"spill folder {str(path)!r} is not empty and {what}; sykit only overwrites a folder "
             "it wrote itself: give a new or empty folder, or remove what is there"
+        )
+
+
+def _check_not_unfinished(path: Path) -> None:
+    """Refuse a folder holding the records of a run that never ended (killed), rather than
+    clearing them: they are all that is left of it."""
+    dead = _spilled.unfinished(path)
+    if dead:
+        where = str(dead[0])
+        more = f" (and {len(dead) - 1} more subfolder(s))" if len(dead) > 1 else ""
+        raise ArgumentError(
+            f"spill folder {str(path)!r} holds the records of a run that did not finish "
+            f"({where!r}{more} has chunks but no run.json), so sykit will not clear it: read "
+            f"what that run completed with sy.Result.from_spill({where!r}), then delete the "
+            "folder, or pass a new folder as spill="
         )
 
 
@@ -151,6 +172,16 @@ def _mark(folder: Path, **extra: Any) -> None:
     (folder / MARKER).write_text(json.dumps(content, indent=1) + "\n", encoding="utf-8")
 
 
+def _spilled_marker(folder: Path) -> dict[str, Any] | None:
+    try:
+        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(marker, dict):
+        return None
+    return {k: v for k, v in marker.items() if k not in ("format", "version")}
+
+
 def _slug(name: str) -> str:
     slug = re.sub(r"[^A-Za-z0-9._=-]+", "_", name).strip("._")[:60]
     return slug or "strategy"
@@ -164,6 +195,7 @@ class Spill:
         self.nested = nested
         self.opened = False
         self.folders: dict[tuple[str, int], Path] = {}
+        self.live: set[Path] = set()  # run folders attached and not finished
 
     def _folder(self, strategy: str, seed: int) -> Path:
         if not self.nested:
@@ -195,9 +227,20 @@ class Spill:
         folder = self._folder(run.strategy, run.seed)
         folder.mkdir(exist_ok=True)
         _clear(folder)
-        _mark(folder, strategy=run.strategy, seed=run.seed)
+        _mark(folder, strategy=run.strategy, seed=run.seed, engine=run.engine.name)
         writer = _Writer(folder, run.log, len(ids))
+        writer.write_ids(ids)
         run.requests = SpillingRequestLog(run.log, writer)
+        self.live.add(folder)
+
+    def abandon(self) -> None:
+        """The call stopped on an error: note it in the folders of its unfinished runs, so a
+        later run clears them as a finished run's (the error was raised, nothing is unseen)."""
+        for folder in self.live:
+            marker = _spilled_marker(folder)
+            if marker is not None:
+                _mark(folder, **{**marker, "ended": "error"})
+        self.live.clear()
 
     def finish(self, run: RunState, ids: Sequence[Any]) -> tuple[SpilledFrame, SpilledFrame]:
         """Write what remains of ``run``'s records and the tables to read them; the two lazy
@@ -206,6 +249,7 @@ class Spill:
         if not isinstance(requests, SpillingRequestLog):
             raise RuntimeError("finish() of a run that was not attached")  # a bug in sykit
         spilled = requests.writer.finish(run, requests, ids)
+        self.live.discard(requests.writer.folder)
         return SpilledFrame(spilled, "attempts"), SpilledFrame(spilled, "requests")
 
 
@@ -277,7 +321,12 @@ class _Writer:
                 return
         if cut:
             name = f"attempts-{len(self.attempt_files):06d}.parquet"
-            self._write(name, log.hand_over(cut))
+            tables = {
+                "models": log.models.values,
+                "attempt_error_kinds": log.kinds.values,
+                "attempt_messages": log.messages.values,
+            }
+            self._write(name, log.hand_over(cut), tables)
             self.attempt_files.append(name)
         self.next_check = log.held() + self.chunk_rows
 
@@ -292,18 +341,27 @@ class _Writer:
             blobs[row] = _pickled(extra)
         columns[_EXTRA] = self.pa.array(blobs, type=self.pa.binary())
         name = f"requests-{len(self.request_files):06d}.parquet"
-        self._write(name, columns)
+        tables = {
+            "models": requests.models.values,
+            "request_error_kinds": requests.kinds.values,
+            "request_messages": requests.messages.values,
+        }
+        self._write(name, columns, tables)
         self.request_files.append(name)
         self.requests_written += n
 
-    def _write(self, name: str, columns: Mapping[str, Any]) -> None:
+    def _write(self, name: str, columns: Mapping[str, Any], tables: Mapping[str, Any]) -> None:
+        """One chunk, with the code tables that decode it; written whole or not at all under
+        its name (a run killed while writing leaves a ``.part`` file)."""
         table = self.pa.table(dict(columns))
-        self.pq.write_table(table, self.folder / name)
+        metadata = {_spilled.TABLES_KEY: json.dumps(dict(tables), ensure_ascii=False).encode()}
+        table = table.replace_schema_metadata(metadata)
+        part = self.folder / (name + ".part")
+        self.pq.write_table(table, part)
+        os.replace(part, self.folder / name)
 
-    def finish(self, run: RunState, requests: SpillingRequestLog, ids: Sequence[Any]) -> SpilledRun:
-        log = self.log
-        self.flush_attempts(final=True)
-        self.flush_requests(requests)
+    def write_ids(self, ids: Sequence[Any]) -> None:
+        """The request ids, at the start: a run killed on the way still has them."""
         pa = self.pa
         integers = isinstance(ids, np.ndarray) and ids.dtype.kind == "i"
         if integers or all(type(v) is int for v in ids):
@@ -311,6 +369,11 @@ class _Writer:
         else:
             column = pa.array([str(v) for v in ids], type=pa.string())
         self.pq.write_table(pa.table({"id": column}), self.folder / _IDS_FILE)
+
+    def finish(self, run: RunState, requests: SpillingRequestLog, ids: Sequence[Any]) -> SpilledRun:
+        log = self.log
+        self.flush_attempts(final=True)
+        self.flush_requests(requests)
         token = uuid.uuid4().hex
         meta = {
             "format": FORMAT,
@@ -497,3 +560,56 @@ class SpilledFrame:
 
     def errors(self) -> pd.DataFrame:
         return self.run.request_errors()
+
+
+def _recovered_frames(chunks: _spilled.Chunks) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The (attempts, requests) frames of a folder's whole chunks (``Result.from_spill``): the
+    finished requests' rows, and the attempts of those requests that were written."""
+    tables = chunks.tables
+
+    def table(key: str) -> list[str]:
+        return list(tables.get(key, []))
+
+    def raw(parts: list[Any], fields: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:
+        return {
+            name: concat_frames([t.column(name) for t in parts if name in t.column_names], code)
+            for name, code in fields
+        }
+
+    attempt_fields = list(_ATTEMPT_DTYPES.items())
+    if any(SERVICE_FIELD in t.column_names for t in chunks.attempts):
+        attempt_fields.append((SERVICE_FIELD, "d"))
+    request_raw = raw(chunks.requests, RequestLog.FIELDS)
+    extras: dict[int, Any] = {}
+    offset = 0
+    for part in chunks.requests:
+        if _EXTRA in part.column_names:
+            column = part.column(_EXTRA)
+            for row, blob in enumerate(column.to_pylist()):
+                if blob is not None:
+                    extras[offset + row] = pickle.loads(blob)
+        offset += part.num_rows
+    keep = np.zeros(len(chunks.ids), dtype=bool)
+    keep[request_raw["index"].astype(np.int64)] = True
+    attempts = attempt_frame(
+        raw(chunks.attempts, attempt_fields),
+        table("models"),
+        table("attempt_error_kinds"),
+        table("attempt_messages"),
+        chunks.strategy,
+        chunks.ids,
+        keep,
+    )
+    requests = request_frame(
+        request_raw,
+        extras,
+        table("models"),
+        table("request_error_kinds"),
+        table("request_messages"),
+        chunks.strategy,
+        chunks.ids,
+    )
+    return attempts, requests
+
+
+_spilled.register(_recovered_frames)
