@@ -1,14 +1,8 @@
 """Distributions for latencies and lengths, sampled by inverse CDF from one keyed uniform.
 
 Sampling by quantile (``dist.quantile(u)``) keeps draws aligned across strategies: the same uniform
-gives the same percentile of whatever distribution a profile uses.
-
-    sy.dists.Constant(0.4)                 # always 0.4
-    sy.dists.LogNormal(0.8, p95=2.5)       # median 0.8, 95th percentile 2.5
-    sy.dists.LogNormal(0.8, sigma=0.6)     # median 0.8, log-space standard deviation 0.6
-    sy.dists.Uniform(0.2, 0.6)
-    sy.dists.Exponential(mean=0.5)
-    sy.dists.Empirical([0.31, 0.42, 0.40, 1.9])   # measured samples, interpolated quantiles
+gives the same percentile of whatever distribution a profile uses. Their public home, with an
+example of each, is :mod:`sykit.dists`.
 """
 
 from __future__ import annotations
