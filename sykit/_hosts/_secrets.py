@@ -19,19 +19,22 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Iterable
-from typing import Any, ClassVar
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 
 __all__ = [
     "LogScrubber",
     "Secret",
+    "env_key",
     "mask_keys",
+    "raw_keys",
     "read_key",
     "redact_url",
     "scrub",
     "scrub_json",
+    "without_keys",
 ]
 
 _ESCAPED_QUOTES = "/\\\"'"
@@ -137,9 +140,15 @@ def _char_pattern(c: str) -> str:
     return "(?:" + "|".join(forms) + ")"
 
 
+def env_key(env: str) -> str:
+    """The environment variable ``env`` read as a key: stripped of the trailing newline that
+    ``export KEY=$(cat file)`` leaves, ``""`` when it is unset."""
+    return os.environ.get(env, "").strip()
+
+
 def _secret_from_env(env: str) -> Secret:
     """A key unpickled: read again from its environment variable."""
-    found = os.environ.get(env, "").strip()
+    found = env_key(env)
     if not found:
         return Secret(None, env)
     return Secret(_clean_key(found, f"the environment variable {env}"), env)
@@ -161,7 +170,7 @@ def read_key(value: object, env: object, name: str) -> Secret | None:
         raise ArgumentTypeError(
             f"{name}_env must be the name of an environment variable or None, got {env!r}"
         )
-    found = os.environ.get(env, "").strip()  # a trailing newline from `export KEY=$(cat file)`
+    found = env_key(env)
     return Secret(_clean_key(found, f"the environment variable {env}"), env) if found else None
 
 
@@ -240,6 +249,27 @@ def mask_keys(text: str, keys: Iterable[str] = ()) -> str:
         else:  # a short key (a local server's "token"): only where it stands alone
             text = re.sub(rf"(?<![A-Za-z0-9_\-]){re.escape(key)}(?![A-Za-z0-9_\-])", "***", text)
     return _KEY_SHAPES.sub("***", text)
+
+
+def raw_keys(*given: object) -> list[str]:
+    """The keys among ``given`` (strings, :class:`Secret` s, environment variables' values)."""
+    keys: list[str] = []
+    for value in given:
+        if isinstance(value, Secret):
+            if not value.missing:
+                keys.append(value.reveal())
+        elif isinstance(value, str) and value:
+            keys.append(value)
+    return keys
+
+
+_Failure = TypeVar("_Failure", bound=Exception)
+
+
+def without_keys(failure: _Failure, keys: Sequence[str]) -> _Failure:
+    """A fresh error of ``failure``'s type whose message quotes neither ``keys`` nor anything
+    shaped like a key; fresh, so that no ``__context__`` (an httpx error quoting a URL) keeps it."""
+    return type(failure)(mask_keys(str(failure), keys))
 
 
 def redact_url(url: str) -> str:

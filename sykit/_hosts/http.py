@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,11 +59,13 @@ from sykit._hosts._openai_wire import (
 from sykit._hosts._secrets import (
     LogScrubber,
     Secret,
-    mask_keys,
+    env_key,
+    raw_keys,
     read_key,
     redact_url,
     scrub,
     scrub_json,
+    without_keys,
 )
 from sykit._hosts.base import Attempt, Reply
 from sykit._world.config import HostPolicy, ModelProfile
@@ -153,7 +154,7 @@ class HttpModel:
             failure = err
         else:
             return
-        raise _without_keys(failure, _raw_keys(self.api_key))
+        raise without_keys(failure, raw_keys(self.api_key))
 
     def _check(self) -> None:
         if self.profile is not None and not isinstance(self.profile, ModelProfile):
@@ -170,26 +171,6 @@ class HttpModel:
             raise ArgumentTypeError("extra_body must be a dict of request fields")
         if self.stream is not None and not isinstance(self.stream, bool):
             raise ArgumentTypeError("stream must be True, False or None")
-
-
-def _raw_keys(*given: object) -> list[str]:
-    """The keys among ``given`` (strings, :class:`Secret` s, environment variable names read)."""
-    keys: list[str] = []
-    for value in given:
-        if isinstance(value, Secret):
-            if not value.missing:
-                keys.append(value.reveal())
-        elif isinstance(value, str) and value:
-            keys.append(value)
-    return keys
-
-
-def _without_keys(
-    failure: ArgumentError | ArgumentTypeError, keys: Sequence[str]
-) -> ArgumentError | ArgumentTypeError:
-    """A fresh error of ``failure``'s type whose message quotes neither ``keys`` nor anything
-    shaped like a key; fresh, so that no ``__context__`` (an httpx error quoting a URL) keeps it."""
-    return type(failure)(mask_keys(str(failure), keys))
 
 
 class HttpHost:
@@ -258,14 +239,14 @@ class HttpHost:
         # base_url or timeout_s by mistake).
         held: list[object] = [api_key]
         if isinstance(api_key_env, str) and api_key_env:
-            held.append(os.environ.get(api_key_env, "").strip())
+            held.append(env_key(api_key_env))
         if isinstance(models, Mapping):
             for spec in models.values():
                 if isinstance(spec, HttpModel):
                     held.append(spec.api_key)
                     if isinstance(spec.api_key_env, str) and spec.api_key_env:
-                        held.append(os.environ.get(spec.api_key_env, "").strip())
-        raise _without_keys(failure, _raw_keys(*held))
+                        held.append(env_key(spec.api_key_env))
+        raise without_keys(failure, raw_keys(*held))
 
     def _setup(
         self,
