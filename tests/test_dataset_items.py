@@ -13,7 +13,7 @@ from pandas.testing import assert_frame_equal
 import sykit as sy
 from sykit import strategies as st
 from sykit._run.inputs import DEFAULT_CONCURRENCY
-from sykit.datasets import _items
+from sykit.datasets import _dataset, _items
 from sykit.datasets._dataset import Dataset
 
 
@@ -51,7 +51,9 @@ def test_a_dataset_and_the_list_of_its_requests_give_the_same_frames(data, engin
 
 
 def test_a_run_does_not_keep_a_datasets_requests(monkeypatch):
-    """A run over many rows builds them a block at a time and holds only a few blocks."""
+    """A run over more rows than a dataset keeps builds them a block at a time and holds only a
+    few blocks."""
+    monkeypatch.setattr(_dataset, "KEPT_ROWS", 4_999)
     monkeypatch.setattr(_items, "BLOCK", 64)
     monkeypatch.setattr(_items, "HELD", 2)
     frame = pd.DataFrame({"prompt": [f"question {i}" for i in range(5_000)]})
@@ -76,6 +78,30 @@ def test_a_run_does_not_keep_a_datasets_requests(monkeypatch):
         # the blocks held, the one being built and the requests in flight
         assert peak["n"] <= 64 * 3 + DEFAULT_CONCURRENCY, engine
     assert not ds._cache  # nor does it fill the dataset's own cache
+
+
+def test_a_small_dataset_builds_each_request_once_across_runs_and_folds(monkeypatch):
+    """A comparison's strategies and a cross-fit's folds share the requests a dataset of at most
+    KEPT_ROWS rows built: each row becomes a request once, and every run sees the same rows."""
+    frame = pd.DataFrame({"prompt": [f"question {i}" for i in range(300)], "q": [0.5] * 300})
+    ds = sy.datasets.from_frame(frame, prompt="prompt", quality={"a": "q"}, name="few")
+    built = {"rows": 0}
+    build = Dataset._build
+
+    def counting(self, rows):
+        built["rows"] += len(rows)
+        return build(self, rows)
+
+    monkeypatch.setattr(Dataset, "_build", counting)
+    host = sy.SimHost({"a": sy.ModelProfile()})
+    lineup = {"x": st.single("a"), "y": st.single("a")}
+    for engine in ("bulk", "kernel"):
+        comparison = sy.compare(lineup, ds, host=host, engine=engine, progress=False)
+        assert len(comparison.requests) == 600
+        assert comparison.requests["quality"].eq(0.5).all()
+    for train, test in ds.folds(3, seed=0):
+        assert len(list(train)) + len(list(test)) == 300
+    assert built["rows"] == 300
 
 
 def test_ids_that_are_the_same_as_text_are_refused():

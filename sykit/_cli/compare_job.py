@@ -69,6 +69,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="processes the job runs on: with 2 (the default, on a machine with two cores or "
+        "more) the learned routers are cross-fitted in a second process alongside the other "
+        "parts; 1 runs everything in this process (the same results)",
+    )
     parser.add_argument("--out", default=None, help="folder for CSVs, PNG plots and run.json")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -77,14 +86,25 @@ def run_job(args: argparse.Namespace) -> int:
     """Run ``sykit compare`` with parsed arguments; print both parts, each led by its finding;
     write files if asked."""
     started = time.perf_counter()
-    results = experiment.run(args)
+    out = Path(args.out) if args.out else None
+    written: list[str] = []
+    writing_s = 0.0
+
+    def meanwhile(results: experiment.Results) -> None:
+        nonlocal writing_s
+        if out is not None:  # every file but the learned routers', while they finish
+            writing = time.perf_counter()
+            written.extend(writers.write_files(out, results))
+            writing_s = time.perf_counter() - writing
+
+    results = experiment.run(args, meanwhile=meanwhile)
     width = terminal_width()
     report.print_report(results, width)
     parts = dict(results.seconds)
-    if args.out:
+    if out is not None:
         writing = time.perf_counter()
-        written = writers.write_files(Path(args.out), results, started)
-        parts["files"] = time.perf_counter() - writing
+        written.extend(writers.write_learned(out, results, started))
+        parts["files"] = writing_s + time.perf_counter() - writing
         print()
         say(f"wrote {len(written)} files to {args.out}/: {', '.join(written)}", width)
     each = ", ".join(f"{part} {seconds:.1f}" for part, seconds in parts.items())

@@ -15,13 +15,14 @@ import dataclasses
 import math
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from sykit import strategies
+from sykit._cli.background import Background
 from sykit._cli.compare_learned import learned_routers, per_benchmark_apgr
 from sykit._cli.prose import (
     NO_OUTAGE_NOTE,
@@ -114,17 +115,21 @@ class Results:
     bound: dict[str, float]
     #: Part 2.
     robust: Robustness
-    #: Wall seconds of each part, in the order they ran (quality, learned routers, robustness).
+    #: Wall seconds of each part (quality, robustness, the learned routers: alongside the
+    #: others in a second process when the machine has two cores).
     seconds: dict[str, float]
 
 
-def run(args: argparse.Namespace) -> Results:
+def run(args: argparse.Namespace, meanwhile: Callable[[Results], None] | None = None) -> Results:
     """Run everything ``sykit compare`` shows, with parsed arguments: a bad setting is refused
-    before anything runs."""
+    before anything runs. ``meanwhile(results)`` is called once every part but the learned
+    routers has run (their fields then empty), while they finish in their own process: the
+    job writes its other files there."""
     from sykit import profiles
-    from sykit._grid.sweep import sweep
 
     _checked_share(args.long_prompts)
+    if args.workers < 1:
+        raise SystemExit(f"--workers must be 1 or more, got {args.workers}")
     started = time.perf_counter()
     data, filters = _load(args)
     models = list(data.models)
@@ -144,6 +149,43 @@ def run(args: argparse.Namespace) -> Results:
         "concurrency": args.concurrency,
         "progress": False if args.quiet else None,
     }
+    learning = Background(
+        _alongside, data, weak, strong, routing_host, clean, runs, args.seed, workers=args.workers
+    )
+    try:
+        return _run(
+            args,
+            started,
+            data,
+            filters,
+            names,
+            clean,
+            judge,
+            routing_host,
+            runs,
+            learning,
+            meanwhile,
+        )
+    finally:
+        learning.cancel()  # a part failed or was interrupted: stop the worker
+
+
+def _run(
+    args: argparse.Namespace,
+    started: float,
+    data: Any,
+    filters: list[str],
+    names: Mapping[str, str],
+    clean: Mapping[str, ModelProfile],
+    judge: Judge,
+    routing_host: SimHost,
+    runs: dict[str, Any],
+    learning: Background[tuple[Any, dict[float, tuple[float, float]], dict[str, float]]],
+    meanwhile: Callable[[Results], None] | None,
+) -> Results:
+    from sykit._grid.sweep import sweep
+
+    weak, strong = names["weak"], names["strong"]
     lineup = routellm_lineup(weak, strong, JUDGE, data)
     routing = compare(lineup, data, host=routing_host, **runs)
     routing_summary = routing.summary(baseline="strong only")
@@ -180,19 +222,15 @@ def run(args: argparse.Namespace) -> Results:
     random = random_baseline(routing, weak, strong, seed=args.seed)
     group = data.group_column if data.group_column in routing.requests.columns else None
     bounds = thresholds.intervals(seed=args.seed, group=group)
-    judged = _cascade_by_judge_accuracy(clean, data, weak, strong, runs, routing_summary)
     benchmarks = (
         sorted(data.frame["benchmark"].unique()) if "benchmark" in data.frame.columns else []
     )
     bound = per_benchmark_apgr(thresholds, benchmarks) if benchmarks else {}
     seconds = {"quality": time.perf_counter() - started}
     started = time.perf_counter()
-    learned, learned_long, too_small = learned_routers(data, weak, strong, routing_host, args.seed)
-    seconds["learned routers"] = time.perf_counter() - started
-    started = time.perf_counter()
     robust = _robustness(args, clean, judge, data, lineup, names, routing, routing_summary, runs)
     seconds["robustness"] = time.perf_counter() - started
-    return Results(
+    results = Results(
         args=args,
         data=data,
         filters=filters,
@@ -206,13 +244,28 @@ def run(args: argparse.Namespace) -> Results:
         randoms=randoms,
         bounds=bounds,
         random=random,
-        judged=judged,
-        learned=learned,
-        learned_long=learned_long,
-        too_small=too_small,
+        judged={},
+        learned=pd.DataFrame(),
+        learned_long=pd.DataFrame(),
+        too_small=[],
         bound=bound,
         robust=robust,
         seconds=seconds,
+    )
+    if meanwhile is not None:
+        meanwhile(results)
+    waiting = time.perf_counter()
+    ((learned, learned_long, too_small), others, part_s), _ = learning.result()
+    where = " (alongside, in a second process)" if learning.alongside else ""
+    seconds.update({f"{part}{where}": part_s[part] for part in part_s})
+    if learning.alongside:
+        seconds["waiting for them"] = time.perf_counter() - waiting
+    return dataclasses.replace(
+        results,
+        judged=_by_judge_accuracy(others, routing_summary),
+        learned=learned,
+        learned_long=learned_long,
+        too_small=too_small,
     )
 
 
@@ -380,24 +433,45 @@ def random_baseline(routing: Any, weak: str, strong: str, seed: int) -> Any:
     return random_apgr(only.weak, only.strong_only, SWEEP_SHARES, seed=seed)
 
 
-def _cascade_by_judge_accuracy(
-    clean: Mapping[str, ModelProfile],
-    data: Any,
-    weak: str,
-    strong: str,
-    runs: Mapping[str, Any],
-    routing_summary: pd.DataFrame,
+def _cascade_at_other_accuracies(
+    clean: Mapping[str, ModelProfile], data: Any, weak: str, strong: str, runs: Mapping[str, Any]
 ) -> dict[float, tuple[float, float]]:
     """The judge cascade's mean quality and cost per 1,000 requests with a simulated judge right
-    75 %, 85 % and 95 % of the time: its edge over the strong model rests on that accuracy. The
-    routing table's own run gives the job's judge accuracy; the others are run here."""
+    75 % and 95 % of the time (its edge over the strong model rests on that accuracy); the
+    routing table's own run gives the job's accuracy (see :func:`_by_judge_accuracy`)."""
     found = {}
     cascade = strategies.cascade(weak, strong, judge=JUDGE, judge_timeout_s=5.0)
     for accuracy in JUDGE_ACCURACIES:
-        if accuracy == JUDGE_ACCURACY:
-            found[accuracy] = quality_and_cost(routing_summary, "cascade (judge)")
-            continue
-        host = SimHost(clean, judge=Judge(accuracy=accuracy), policy=NO_DEADLINE)
-        summary = compare({"cascade": cascade}, data, host=host, **runs).summary()
-        found[accuracy] = quality_and_cost(summary, "cascade")
+        if accuracy != JUDGE_ACCURACY:
+            host = SimHost(clean, judge=Judge(accuracy=accuracy), policy=NO_DEADLINE)
+            summary = compare({"cascade": cascade}, data, host=host, **runs).summary()
+            found[accuracy] = quality_and_cost(summary, "cascade")
     return found
+
+
+def _by_judge_accuracy(
+    others: Mapping[float, tuple[float, float]], routing_summary: pd.DataFrame
+) -> dict[float, tuple[float, float]]:
+    """The cascade's (quality, cost per 1,000 requests) at every judge accuracy, in order."""
+    own = {JUDGE_ACCURACY: quality_and_cost(routing_summary, "cascade (judge)")}
+    return {accuracy: {**others, **own}[accuracy] for accuracy in JUDGE_ACCURACIES}
+
+
+def _alongside(
+    data: Any,
+    weak: str,
+    strong: str,
+    routing_host: SimHost,
+    clean: Mapping[str, ModelProfile],
+    runs: Mapping[str, Any],
+    seed: int,
+) -> tuple[Any, dict[float, tuple[float, float]], dict[str, float]]:
+    """What needs nothing the other parts compute (run alongside them when the machine has two
+    cores): the learned routers, the cascade at the other judge accuracies, and the seconds
+    each took."""
+    started = time.perf_counter()
+    learned = learned_routers(data, weak, strong, routing_host, seed)
+    learning_s = time.perf_counter() - started
+    others = _cascade_at_other_accuracies(clean, data, weak, strong, {**runs, "progress": False})
+    judging_s = time.perf_counter() - started - learning_s
+    return learned, others, {"learned routers": learning_s, "judge accuracies": judging_s}

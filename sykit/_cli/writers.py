@@ -29,6 +29,7 @@ __all__ = [
     "save_figures",
     "write_comparisons",
     "write_files",
+    "write_learned",
     "write_sweeps",
 ]
 
@@ -59,20 +60,26 @@ ROBUSTNESS_COLUMNS = (
 )
 
 
-def write_files(out: Path, results: Results, started: float) -> list[str]:
-    """Write every file of the job in ``out`` (``started``: its :func:`time.perf_counter` at the
-    start, for the wall time in ``run.json``); return the names written, in order."""
+def write_files(out: Path, results: Results) -> list[str]:
+    """Write every file of the job in ``out`` but the learned routers' table and ``run.json``
+    (see :func:`write_learned`); return the names written, in order."""
     robust = results.robust
     written = write_comparisons(
         out, results.routing, results.routing_summary, robust.comparison, robust.summary
     )
-    written += write_sweeps(out, results.thresholds, results.randoms)
+    return written + write_sweeps(out, results.thresholds, results.randoms)
+
+
+def write_learned(out: Path, results: Results, started: float) -> list[str]:
+    """Write the learned routers' long table and ``run.json`` (``started``: the job's
+    :func:`time.perf_counter` at its start, for the wall time it records); return the names."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
     if not results.learned_long.empty:
         results.learned_long.to_csv(out / "learned_routers.csv", index=False)
         written.append("learned_routers.csv")
     _write_run_json(out, results, started)
-    written.append("run.json")
-    return written
+    return [*written, "run.json"]
 
 
 def write_comparisons(

@@ -73,9 +73,15 @@ def aiq(cost: Sequence[float], quality: Sequence[float]) -> float:
             else:
                 break
         hull.append(point)
-    xs = [x for x, _ in hull]
-    ys = list(np.maximum.accumulate([y for _, y in hull]))  # never worse for spending more
-    return float(np.trapezoid(ys, xs) / (xs[-1] - xs[0]))
+    # the trapezoids under the hull, never worse for spending more (plain floats: a bootstrap
+    # computes this thousands of times on a handful of points)
+    area = 0.0
+    x0, y0 = hull[0]
+    for x, y in hull[1:]:
+        y = max(y, y0)
+        area += (x - x0) * (y0 + y) / 2.0
+        x0, y0 = x, y
+    return area / (hull[-1][0] - hull[0][0])
 
 
 @dataclass(frozen=True)
@@ -137,14 +143,42 @@ class Curve:
                 raise ArgumentError(f"{name} must have one value per request ({n})")
 
 
-def _weighted_means(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Per weight row, the weighted mean of each column of ``values``, NaNs left out."""
-    finite = np.isfinite(values)
-    filled = np.where(finite, values, 0.0)
-    total = weights @ filled
-    count = weights @ finite.astype(float)
+class ClusterSums:
+    """Per-request values summed per cluster, so that a bootstrap's weights (one count per
+    cluster) are applied to a cluster's sums instead of being spread over its requests: the same
+    means, from a matrix ``clusters × columns`` instead of ``requests × columns``."""
+
+    def __init__(self, clusters: np.ndarray) -> None:
+        keys, self.index = np.unique(clusters, return_inverse=True)
+        self.size = len(keys)
+
+    def draw(self, rng: np.random.Generator, rows: int) -> np.ndarray:
+        """``rows`` bootstrap weight vectors: each cluster drawn with replacement as many times as
+        there are clusters; a cluster's weight is its count."""
+        p = np.full(self.size, 1.0 / self.size)
+        return rng.multinomial(self.size, p, size=rows).astype(float)
+
+    def ones(self) -> np.ndarray:
+        """The weights of the requests as they are (no resampling)."""
+        return np.ones((1, self.size))
+
+    def sums(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per cluster and column of ``values`` (requests × columns): the sum of the finite
+        values and their count."""
+        finite = np.isfinite(values)
+        totals = np.zeros((self.size, values.shape[1]))
+        counts = np.zeros((self.size, values.shape[1]))
+        np.add.at(totals, self.index, np.where(finite, values, 0.0))
+        np.add.at(counts, self.index, finite)
+        return totals, counts
+
+
+def weighted_means(weights: np.ndarray, sums: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Per weight row (one weight per cluster), the weighted mean of each column whose
+    :meth:`ClusterSums.sums` are ``sums``, NaNs left out."""
+    totals, counts = sums
     with np.errstate(invalid="ignore", divide="ignore"):
-        return total / count
+        return (weights @ totals) / (weights @ counts)
 
 
 def apgr_of(
@@ -172,14 +206,6 @@ def apgr_of(
     return np.where(bad, math.nan, area)
 
 
-def _cluster_weights(clusters: np.ndarray, rng: np.random.Generator, rows: int) -> np.ndarray:
-    """``rows`` bootstrap weight vectors over requests: each cluster drawn with replacement as
-    many times as there are clusters; a request's weight is its cluster's count."""
-    keys, index = np.unique(clusters, return_inverse=True)
-    counts = rng.multinomial(len(keys), np.full(len(keys), 1.0 / len(keys)), size=rows)
-    return counts[:, index].astype(float)
-
-
 @dataclass(frozen=True)
 class CurveBootstrap:
     """APGR and AIQ of a curve with their bootstrap intervals."""
@@ -198,11 +224,12 @@ def bootstrap_curve(
     level = check_probability(level, "level", type_error=ArgumentError)
     point = point_of(curve)
     rng = np.random.default_rng(seed)
+    clusters = ClusterSums(curve.clusters)
+    sums = _curve_sums(curve, clusters)
     apgrs: list[np.ndarray] = []
     aiqs: list[np.ndarray] = []
     for start in range(0, resamples, 250):
-        weights = _cluster_weights(curve.clusters, rng, min(250, resamples - start))
-        a, q = _curve_stats(curve, weights)
+        a, q = _curve_stats(sums, clusters.draw(rng, min(250, resamples - start)))
         apgrs.append(a)
         aiqs.append(q)
     return CurveBootstrap(
@@ -214,17 +241,30 @@ def bootstrap_curve(
 
 def point_of(curve: Curve) -> tuple[float, float]:
     """APGR and AIQ of ``curve`` itself, on its requests as they are (no resampling)."""
-    apgrs, aiqs = _curve_stats(curve, np.ones((1, curve.quality.shape[0])))
+    clusters = ClusterSums(curve.clusters)
+    apgrs, aiqs = _curve_stats(_curve_sums(curve, clusters), clusters.ones())
     return float(apgrs[0]), float(aiqs[0])
 
 
-def _curve_stats(curve: Curve, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    quality = _weighted_means(weights, curve.quality)
-    share = _weighted_means(weights, curve.strong.astype(float))
-    weak = _weighted_means(weights, curve.weak[:, None])[:, 0]
-    strong = _weighted_means(weights, curve.strong_only[:, None])[:, 0]
+def _curve_sums(curve: Curve, clusters: ClusterSums) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    return {
+        "quality": clusters.sums(curve.quality),
+        "share": clusters.sums(curve.strong.astype(float)),
+        "weak": clusters.sums(curve.weak[:, None]),
+        "strong": clusters.sums(curve.strong_only[:, None]),
+        "cost": clusters.sums(curve.cost),
+    }
+
+
+def _curve_stats(
+    sums: dict[str, tuple[np.ndarray, np.ndarray]], weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    quality = weighted_means(weights, sums["quality"])
+    share = weighted_means(weights, sums["share"])
+    weak = weighted_means(weights, sums["weak"])[:, 0]
+    strong = weighted_means(weights, sums["strong"])[:, 0]
     apgrs = apgr_of(share, quality, weak, strong)
-    cost = _weighted_means(weights, curve.cost)
+    cost = weighted_means(weights, sums["cost"])
     aiqs = np.array([aiq(cost[i], quality[i]) for i in range(len(weights))])
     return apgrs, aiqs
 

@@ -10,6 +10,7 @@ the helpers, when a plot is drawn.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -175,6 +176,19 @@ def cost_unit(costs: Any) -> tuple[float, str]:
 
 def _text_width(text: str, size: float) -> float:
     """Width of ``text`` in points at font ``size``, the way matplotlib lays it out."""
+    import matplotlib as mpl
+
+    font = tuple(
+        str(mpl.rcParams[k])
+        for k in ("font.family", "font.sans-serif", "font.style", "font.weight")
+    )
+    return _measured_width(text, size, font)
+
+
+@functools.lru_cache(maxsize=4096)
+def _measured_width(text: str, size: float, font: tuple[str, ...]) -> float:
+    """:func:`_text_width`, measured once per text, size and font settings (``font``): a figure
+    tries many tick layouts with the same labels."""
     from matplotlib.font_manager import FontProperties
     from matplotlib.textpath import text_to_path
 
@@ -203,11 +217,13 @@ def _fitting_locator(formatter: Any, log: bool) -> Any:
         def tick_values(self, vmin: float, vmax: float) -> Any:
             vmin, vmax = sorted((float(vmin), float(vmax)))
             candidates = self._log(vmin, vmax) if log else self._linear(vmin, vmax)
-            fitting = [t for t in candidates if self._fits(t, vmin, vmax)]
-            for ticks in fitting:
-                if len(ticks) >= 2:
-                    return np.array(ticks)
-            return np.array(fitting[0] if fitting else candidates[-1] if candidates else [])
+            first = None  # the first fitting plan (used when none has two ticks)
+            for ticks in candidates:
+                if self._fits(ticks, vmin, vmax):
+                    if len(ticks) >= 2:
+                        return np.array(ticks)
+                    first = ticks if first is None else first
+            return np.array(first if first is not None else candidates[-1] if candidates else [])
 
         def _log(self, vmin: float, vmax: float) -> list[list[float]]:
             if vmin <= 0 or not math.isfinite(vmin) or not math.isfinite(vmax):

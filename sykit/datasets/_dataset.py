@@ -20,7 +20,7 @@ import pandas as pd
 
 from sykit._base.checks import check_int
 from sykit._base.errors import ArgumentError, ArgumentTypeError
-from sykit._world.models import GroundTruth, Request
+from sykit._world.models import GroundTruth, Request, truth_of
 from sykit.datasets._splits import (
     DATASET_GROUP,
     DatasetGroup,
@@ -39,6 +39,9 @@ __all__ = ["OUTPUT_PREFIX", "QUALITY_PREFIX", "Dataset"]
 #: Column name prefixes of the per-model ground truth in :attr:`Dataset.frame`.
 QUALITY_PREFIX = "quality:"
 OUTPUT_PREFIX = "output_tokens:"
+#: Rows up to which a dataset keeps the requests it builds (a few kB each): enough for any
+#: evaluation table; a larger dataset builds each block of a run anew and keeps none.
+KEPT_ROWS = 50_000
 
 
 def _native(value: Any) -> Any:
@@ -94,6 +97,14 @@ class Dataset:
         self._metadata = tuple(metadata)
         self._info = MappingProxyType(dict(info or {}))
         self._cache: dict[Any, Request] = {} if _cache is None else _cache
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled as its table and settings (for worker processes); the requests it built are
+        not sent: the copy builds its own."""
+        return (
+            _unpickle,
+            (self._frame, self._name, self._models, self._metadata, dict(self._info), self._group),
+        )
 
     # -- what it is ----------------------------------------------------------------------------
     @property
@@ -347,6 +358,7 @@ class Dataset:
         groups = self._group_codes(group, "split")
         strata = strata_codes(self._frame, stratify, "split")
         in_test = split_mask(groups, strata, test, seed)
+        self._build_all()
         return self._rows(~in_test), self._rows(in_test)
 
     def folds(
@@ -371,6 +383,7 @@ class Dataset:
         groups = self._group_codes(group, "folds")
         strata = strata_codes(self._frame, stratify, "folds")
         labels = fold_labels(groups, strata, k, seed)
+        self._build_all()
         return [(self._rows(labels != f), self._rows(labels == f)) for f in range(int(k))]
 
     def _group_codes(self, group: GroupBy | DatasetGroup, where: str) -> np.ndarray:
@@ -378,6 +391,12 @@ class Dataset:
 
     def _rows(self, mask: np.ndarray) -> Dataset:
         return self._derive(self._frame.iloc[np.flatnonzero(mask)])._detached()
+
+    def _build_all(self) -> None:
+        """Build every row's request now (a dataset of at most :data:`KEPT_ROWS` rows), so the
+        sides of a split or of folds, which each keep only their own rows, start with them."""
+        if len(self._frame) <= KEPT_ROWS:
+            self._requests(self._frame.index)
 
     def _detached(self) -> Dataset:
         """This dataset on its own: its cache holds only its own rows' requests (those already
@@ -408,16 +427,32 @@ class Dataset:
         return [cache[label] for label in labels]
 
     def _run_items(self) -> DatasetItems:
-        """The requests as a run takes them, built a block at a time as the run reaches them and
-        not kept: a run over a million rows never holds a million requests (nor fills the
-        dataset's cache)."""
+        """The requests as a run takes them, built a block at a time as the run reaches them.
+        A dataset of at most :data:`KEPT_ROWS` rows keeps what it builds (shared with its row
+        subsets), so a comparison's strategies, a sweep's points and a cross-fit's folds build
+        each request once; a larger one keeps nothing: a run over a million rows never holds a
+        million requests."""
         from sykit.datasets._items import DatasetItems
 
         frame = self._frame
         ids = frame["id"]
+        if len(frame) <= KEPT_ROWS:
+            labels = frame.index
+
+            def build(start: int, stop: int) -> list[tuple[Request, GroundTruth | None]]:
+                return [
+                    (request.without_truth(), truth_of(request))
+                    for request in self._requests(labels[start:stop])
+                ]
+
+        else:
+
+            def build(start: int, stop: int) -> list[tuple[Request, GroundTruth | None]]:
+                return self._build(frame.iloc[start:stop])
+
         return DatasetItems(
             ids.to_numpy(dtype=np.int64) if ids.dtype.kind == "i" else ids.tolist(),
-            lambda start, stop: self._build(frame.iloc[start:stop]),
+            build,
             has_truth=bool(self._models) or bool(self.analysis_columns),
             has_columns=bool(self.analysis_columns),
             has_metadata=bool(self._metadata),
@@ -488,3 +523,16 @@ class Dataset:
 
 def _count(n: object, name: str) -> int:
     return check_int(n, name, low=0, expected="≥ 0")
+
+
+def _unpickle(
+    frame: pd.DataFrame,
+    name: str,
+    models: Sequence[str],
+    metadata: Sequence[str],
+    info: Mapping[str, str],
+    group: str | None,
+) -> Dataset:
+    return Dataset(
+        frame, name=name, models=models, metadata=metadata, info=info, group_column=group
+    )

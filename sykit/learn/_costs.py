@@ -23,7 +23,7 @@ import pandas as pd
 from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._base.types import Algorithm
-from sykit._results.curve_stats import Estimate, _cluster_weights, _estimate, _weighted_means, aiq
+from sykit._results.curve_stats import ClusterSums, Estimate, _estimate, aiq, weighted_means
 from sykit._results.metrics import pareto_frontier, request_quality
 from sykit._results.result import Comparison
 from sykit._run.driver import Driver
@@ -212,12 +212,12 @@ def cross_fit_costs(
     singles = summary.loc[[f"{m} only" for m in names], ["cost_per_request_usd", "mean_quality"]]
     singles = singles.reset_index()
     frontier = pareto_frontier(table)
-    weights = np.ones((1, len(ids)))
-    point = _aiq_rows(weights, cost, quality)[0]
     rng = np.random.default_rng(seed)
-    clusters = _clusters(data, group, ids)
+    clusters = ClusterSums(_clusters(data, group, ids))
+    sums = clusters.sums(cost), clusters.sums(quality)
+    point = _aiq_rows(clusters.ones(), *sums)[0]
     draws = [
-        _aiq_rows(_cluster_weights(clusters, rng, min(250, resamples - start)), cost, quality)
+        _aiq_rows(clusters.draw(rng, min(250, resamples - start)), *sums)
         for start in range(0, resamples, 250)
     ]
     realizable = not bool(requests.loc[requests["strategy"].isin(swept), "reads_truth"].any())
@@ -264,9 +264,12 @@ def _predict_all(router: Any, requests: list[Request]) -> None:
     ) from batch_error
 
 
-def _aiq_rows(weights: np.ndarray, cost: np.ndarray, quality: np.ndarray) -> np.ndarray:
-    q = _weighted_means(weights, quality)
-    c = _weighted_means(weights, cost)
+def _aiq_rows(
+    weights: np.ndarray, cost: tuple[np.ndarray, np.ndarray], quality: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """The AIQ per row of cluster weights, from the clusters' sums of cost and quality."""
+    q = weighted_means(weights, quality)
+    c = weighted_means(weights, cost)
     return np.array(
         [aiq(c[i], q[i]) if np.isfinite(q[i]).any() else math.nan for i in range(len(q))]
     )

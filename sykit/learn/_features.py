@@ -115,6 +115,12 @@ def _terms(text: str, lowercase: bool, ngrams: tuple[int, int]) -> tuple[str, ..
     return tuple(_analyser(lowercase, ngrams)(text))
 
 
+#: The latest fits (settings and training texts → fitted vectoriser and rows): the learners of a
+#: cross-fit fitted on the same folds (kNN, logistic regression, ...) share each fold's fit.
+_FITTED: dict[tuple[str, tuple[str, ...]], tuple[Any, Any]] = {}
+_FITS_KEPT = 8
+
+
 class TfIdf:
     """TF-IDF of word n-grams: scikit-learn's ``TfidfVectorizer`` (smooth idf
     ``ln((1+n)/(1+df)) + 1``, optional ``1 + ln(tf)``, rows L2-normalised), with words as runs of
@@ -178,6 +184,10 @@ class TfIdf:
         texts = _texts(requests, "TfIdf.fit")
         if not texts:
             raise ArgumentError("TfIdf.fit needs at least one request")
+        key = (repr(self), tuple(texts))
+        if key in _FITTED:  # another learner fitted on the same fold
+            self.vectorizer, rows = _FITTED[key]
+            return rows.copy()
         vectorizer = TfidfVectorizer(
             analyzer=functools.partial(_terms, lowercase=self.lowercase, ngrams=self.ngrams),
             max_features=self.max_features,
@@ -193,7 +203,10 @@ class TfIdf:
                 f"min_df={self.min_df} of them (or they hold no words at all): {e}"
             ) from e
         self.vectorizer = vectorizer
-        return rows
+        _FITTED[key] = vectorizer, rows
+        while len(_FITTED) > _FITS_KEPT:
+            del _FITTED[next(iter(_FITTED))]
+        return rows.copy()
 
     def fit(self, requests: Sequence[Request]) -> None:
         """Learn the vocabulary and the idf weights of the training prompts."""

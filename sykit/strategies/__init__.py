@@ -37,6 +37,7 @@ May import: :mod:`sykit._base`, :mod:`sykit._world`, :mod:`sykit._run`, :mod:`sy
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Awaitable, Collection, Mapping, Sequence
 from statistics import NormalDist
@@ -347,12 +348,12 @@ class _QuantileHedge:
         self.start_run()
 
     def start_run(self) -> None:
-        self.latencies: list[float] = []
+        self.latencies: list[float] = []  # in order, kept sorted as they arrive
 
     def delay(self) -> float:
-        if len(self.latencies) < self.warmup:
+        ordered = self.latencies
+        if len(ordered) < self.warmup:
             return self.initial_after
-        ordered = sorted(self.latencies)
         return ordered[min(len(ordered) - 1, int(self.q * len(ordered)))]
 
     async def route(self, request: Request, driver: Driver) -> Outcome:
@@ -362,7 +363,7 @@ class _QuantileHedge:
             request, driver, self.model, after, self.copies, self.max_in_flight
         )
         if response.latency_s is not None:
-            self.latencies.append(response.latency_s)
+            bisect.insort(self.latencies, response.latency_s)
         return answered(self.model, response)
 
 

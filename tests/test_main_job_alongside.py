@@ -1,0 +1,75 @@
+"""``sykit compare`` runs its learned routers (and the cascade at other judge accuracies) in a
+second process alongside the other parts: the same output as in one process, errors raised in the
+job, and files written while the second process finishes."""
+
+from __future__ import annotations
+
+import pickle
+import re
+
+import pytest
+
+import sykit as sy
+from sykit._cli.background import Background
+from sykit.__main__ import main
+
+
+def _tables(text: str) -> str:
+    """The printed tables, without the files and timing lines that end the job."""
+    return re.sub(r"\n(wrote \d+ files|done in ).*", "", text, flags=re.S).rstrip()
+
+
+def test_two_processes_print_what_one_prints(capsys, tmp_path):
+    args = ["compare", "--sample", "120", "--quiet", "--faults", "none"]
+    assert main([*args, "--workers", "1"]) == 0
+    alone = capsys.readouterr().out
+    assert main([*args, "--workers", "2", "--out", str(tmp_path)]) == 0
+    both = capsys.readouterr().out
+    assert _tables(alone) == _tables(both)
+    assert "learned routers" in alone and "judge accuracies" in alone
+    probe = Background(int, workers=2)
+    if probe.alongside:  # a machine with two cores
+        assert "(alongside, in a second process)" in both
+    probe.cancel()
+    assert "(alongside" not in alone
+    assert (tmp_path / "learned_routers.csv").exists()
+    assert (tmp_path / "routing_summary.csv").exists()
+
+
+def test_workers_below_one_are_refused():
+    with pytest.raises(SystemExit, match=r"--workers must be 1 or more, got 0"):
+        main(["compare", "--sample", "20", "--quiet", "--workers", "0"])
+
+
+def _fails(text: str) -> None:
+    raise ValueError(text)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_error_of_the_part_alongside_is_raised_when_its_result_is_asked_for(workers):
+    part = Background(_fails, "no grades", workers=workers)
+    with pytest.raises(ValueError, match="no grades"):
+        part.result()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_part_alongside_returns_its_result_and_seconds(workers):
+    part = Background(sum, [1, 2, 3], workers=workers)
+    value, seconds = part.result()
+    assert value == 6 and seconds >= 0
+    part.cancel()  # after the result: nothing left to stop
+
+
+def test_a_dataset_pickles_as_its_table_and_settings():
+    ds = sy.datasets.load("routellm").filter(benchmark="mt_bench")
+    list(ds)  # its requests built: not sent
+    copy = pickle.loads(pickle.dumps(ds))
+    assert copy.frame.equals(ds.frame)
+    assert (copy.name, copy.models, copy.metadata_columns, copy.group_column) == (
+        ds.name,
+        ds.models,
+        ds.metadata_columns,
+        ds.group_column,
+    )
+    assert [r.id for r in copy] == [r.id for r in ds]
+    assert [sy.learn.prompt_text(r) for r in copy] == [sy.learn.prompt_text(r) for r in ds]
