@@ -64,6 +64,29 @@ def test_each_request_is_routed_once_by_a_router_that_never_saw_it():
     assert cv.realizable
 
 
+def test_each_fold_routes_only_its_own_held_out_requests_in_one_run_per_strategy():
+    data = table()
+    held_out: list[set[str]] = []
+    scored: list[set[str]] = []
+
+    def fit(train):
+        held_out.append(set(data.frame["id"]) - set(train.frame["id"]))
+        mine: set[str] = set()
+        scored.append(mine)
+
+        def score(request):
+            mine.add(request.id)
+            return float("hard" in request.messages[-1]["content"])
+
+        return score
+
+    cv = cross_fit(fit, data, weak=WEAK, strong=STRONG, folds=4, resamples=200, group="question")
+    assert scored == held_out  # each fold's router scored its held-out requests, and only them
+    # one run per strategy over every request (the folds' routers behind one static strategy)
+    assert len(cv.comparison.results) == len(cv.shares) + 2
+    assert {r.engine for r in cv.comparison.results} == {"bulk"}
+
+
 def test_a_perfect_score_recovers_the_whole_gap_and_beats_random():
     cv = cross_fit(hard_word, table(200), weak=WEAK, strong=STRONG, resamples=300)
     # "hard" is exactly where the large model helps: routing by it is the oracle, whose APGR

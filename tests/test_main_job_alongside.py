@@ -10,8 +10,8 @@ import re
 import pytest
 
 import sykit as sy
-from sykit._cli.background import Background
 from sykit.__main__ import main
+from sykit._cli.background import Background
 
 
 def _tables(text: str) -> str:

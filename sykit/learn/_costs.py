@@ -162,13 +162,14 @@ def cross_fit_costs(
             raise ArgumentError(f"{how_to_price(unpriced)}: a cost router needs every price")
     started = time.perf_counter()
 
+    alone = {f"{model} only": single(model) for model in names}  # the same in every fold
+
     def lineup(name: str, router: Any, test: Dataset) -> tuple[dict[str, Any], list[str]]:
         _predict_all(router, list(test))  # one batch; each prediction then hits its cache
         strategies: dict[str, Any] = {
             f"{name} λ={lam:g}": cost_router(router, names, lam=lam, host=host) for lam in points
         }
-        for model in names:
-            strategies[f"{model} only"] = single(model)
+        strategies.update(alone)
         # a router that fails on a held-out request stops the evaluation, as in cross_fit
         return strategies, [f"{name} λ={lam:g}" for lam in points]
 

@@ -3,9 +3,10 @@
 A learned router's score on the table it was fitted to says little: it has seen the answers. Here
 the dataset is cut into grouped folds (related prompts, such as MT-Bench's two turns of a question,
 stay together); each fold's router is fitted on the other folds only — ``fit`` receives a dataset
-holding no row, and so no grade, of the held-out fold — and routes that fold's requests in a
-simulated run. The runs are pooled into one :class:`~sykit.Comparison` with the usual frames, so
-every request is routed exactly once by a router that never saw its grade. The threshold for each
+holding no row, and so no grade, of the held-out fold — and routes that fold's requests. Each
+strategy runs once over the whole dataset, every request routed by its own fold's router, into
+one :class:`~sykit.Comparison` with the usual frames, so every request is routed exactly once by
+a router that never saw its grade. The threshold for each
 strong share is calibrated on the held-out fold's *scores* (no grades needed, as a deployment
 calibrates on recent traffic), with ties broken by a seeded hash so each share is hit exactly.
 """
@@ -29,8 +30,11 @@ from sykit._base.vocab import ErrorKind
 from sykit._grid.compare import compare
 from sykit._hosts.sim import SimHost
 from sykit._results.curve_stats import Curve, Estimate, bootstrap_curve, curve_of, random_apgr
-from sykit._results.result import Comparison, Concatenated, Result, concat_frames
+from sykit._results.result import Comparison
+from sykit._run.driver import Driver
+from sykit._run.strategy_kit import named_algorithm
 from sykit._world.config import HostPolicy, ModelProfile
+from sykit._world.models import Outcome, Request
 from sykit.datasets import Dataset
 from sykit.datasets._splits import DATASET_GROUP, DatasetGroup, GroupBy
 from sykit.strategies import single, threshold_router
@@ -233,10 +237,12 @@ def run_folds(
     progress: bool | None,
 ) -> tuple[Comparison, list[Any], str]:
     """Fit ``learner`` for ``models`` on each fold's training side (which holds no row of its
-    held-out side) and run ``lineup(name, router, test)`` — the strategies to run on the held-out
-    side, and those of them whose router errors must stop the evaluation — on the held-out side;
-    return the pooled runs, the fitted routers and the router's name."""
-    runs: dict[str, list[Result]] = {}
+    held-out side) and get ``lineup(name, router, test)`` — the strategies to run on the held-out
+    side, and those of them whose router errors must stop the evaluation; run each strategy once
+    over the whole dataset, every request routed by its own fold's strategy (see
+    :func:`_by_fold`); return the runs, the fitted routers and the router's name."""
+    by_fold: dict[str, dict[Any, Any]] = {}  # strategy → request id → its fold's strategy
+    checked: set[str] = set()
     routers = []
     name = None
     for train, test in data.folds(folds, seed=seed, group=group):
@@ -244,30 +250,32 @@ def run_folds(
         routers.append(router)
         if name is None:
             name = _name_of(learner, router)
-        strategies, checked = lineup(name, router, test)
-        fold = compare(strategies, test, host=host, seeds=(seed,), progress=progress)
-        _refuse_router_errors(fold, checked)
-        for result in fold.results:
-            runs.setdefault(result.strategy, []).append(result)
+        strategies, routed = lineup(name, router, test)
+        checked.update(routed)
+        ids = test.frame["id"].tolist()
+        for label, strategy in strategies.items():
+            by_fold.setdefault(label, {}).update(dict.fromkeys(ids, strategy))
     assert name is not None
-    return pool(runs, seed), routers, name
+    merged = {label: _by_fold(label, chosen) for label, chosen in by_fold.items()}
+    runs = compare(merged, data, host=host, seeds=(seed,), progress=progress)
+    _refuse_router_errors(runs, sorted(checked))
+    return runs, routers, name
 
 
-def pool(runs: dict[str, list[Result]], seed: int) -> Comparison:
-    """One Comparison of the folds' runs: per strategy, its folds' frames one under the other."""
-    return Comparison(
-        [
-            Result(
-                strategy,
-                seed,
-                Concatenated(parts, "attempts", [strategy]),  # built if read
-                concat_frames([r.requests for r in parts], [strategy]),
-                sum(r.wall_s for r in parts),
-                parts[0].engine,
-            )
-            for strategy, parts in runs.items()
-        ]
-    )
+def _by_fold(label: str, chosen: dict[Any, Any]) -> Any:
+    """One strategy that routes each request as the strategy of its fold does (``chosen``: per
+    request id), so the folds' strategies run as one run instead of one run per fold; static
+    when every fold's strategy is."""
+    distinct = list({id(s): s for s in chosen.values()}.values())
+    if len(distinct) == 1:
+        return distinct[0]  # the same strategy in every fold (a model alone)
+
+    async def algorithm(request: Request, driver: Driver) -> Outcome:
+        return await chosen[request.id](request, driver)
+
+    if all(getattr(s, "static", False) is True for s in distinct):
+        algorithm.__dict__["static"] = True
+    return named_algorithm(label, algorithm)
 
 
 def _refuse_router_errors(fold: Comparison, routed: list[str]) -> None:
@@ -396,6 +404,8 @@ def cross_fit(
             )
     started = time.perf_counter()
 
+    alone = {f"{weak} only": single(weak), f"{strong} only": single(strong)}  # every fold's
+
     def lineup(name: str, router: Any, test: Dataset) -> tuple[dict[str, Any], list[str]]:
         scorer = _scorer(router, weak, strong)
         held_out = list(test)
@@ -404,9 +414,7 @@ def cross_fit(
         for label, share in zip(_share_labels(name, points), points, strict=True):
             threshold = calibrate(scorer, held_out, share, seed=seed)
             strategies[label] = threshold_router(weak, strong, score=scorer, threshold=threshold)
-        strategies[f"{weak} only"] = single(weak)
-        strategies[f"{strong} only"] = single(strong)
-        return strategies, _share_labels(name, points)
+        return {**strategies, **alone}, _share_labels(name, points)
 
     pooled, routers, name = run_folds(
         learner, data, (weak, strong), lineup, folds, seed, group, host, progress
