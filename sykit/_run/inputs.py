@@ -6,7 +6,6 @@ a message saying what to change, never deep inside the simulation.
 
 from __future__ import annotations
 
-import copy
 import functools
 import inspect
 import itertools
@@ -221,19 +220,13 @@ def as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None
         truth = getattr(item, "_truth", None)
         view = item if truth is None else item.without_truth()
         if own is None:
-            view = _with_id(view, request_id)
+            view = view._with_id(request_id)
         items.append((request_id, view, truth))
     if not items:
         raise ArgumentError("requests is empty")
     if texts and len(seen) > 1:
         check_ids_as_text([item[0] for item in items], given)
     return items
-
-
-def _with_id(request: Request, request_id: Any) -> Request:
-    clone = copy.copy(request)
-    object.__setattr__(clone, "id", request_id)
-    return clone
 
 
 def check_concurrency(concurrency: object, open_loop: bool) -> int | None:
