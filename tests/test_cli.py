@@ -52,11 +52,13 @@ def test_compare_prints_routing_quality_without_faults_then_robustness_and_write
         assert strategy in routing and strategy in robustness
     assert "APGR" in routing and "Δ quality" in routing and "realizable" in routing
     assert "APGR" not in robustness
-    # the learned routers, cross-fitted per benchmark, next to the random spread and the bound
+    # the learned routers, cross-fitted per benchmark, next to the random spread and the simulated score
     assert "Learned routers you could deploy" in routing
     for row in ("kNN (TF-IDF)", "logistic (TF-IDF)", "category prior", "random (expected ± sd)"):
         assert row in routing
-    assert "simulated score (bound, reads the truth)" in routing
+    assert "simulated score (reads the truth)" in routing
+    assert "bound" not in routing.replace("upper bound", "")  # no score is called a bound
+    assert "race (first ok)" in routing and "race (first ok)" in robustness
     assert "cascade (judge) by the simulated judge's accuracy: 75%" in routing
     # every injected fault is named, the outage included
     assert "2.0% 429 rate limits, Retry-After 1 s" in robustness
@@ -70,7 +72,7 @@ def test_compare_prints_routing_quality_without_faults_then_robustness_and_write
     assert (learned["low"] <= learned["apgr"]).all() and (learned["apgr"] <= learned["high"]).all()
     assert {"cost_quality.png", "latency_cdf.png", "outcomes.png", "threshold_curve.png"} <= written
     summary = pd.read_csv(out / "routing_summary.csv")
-    assert len(summary) == 11 and summary["requests"].eq(150).all()
+    assert len(summary) == 12 and summary["requests"].eq(150).all()
     assert (
         summary.set_index("strategy")["realizable"].to_dict()["oracle"] is False
         or not (summary.set_index("strategy")["realizable"]["oracle"])

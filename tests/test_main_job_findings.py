@@ -7,6 +7,7 @@ import math
 import pandas as pd
 
 from sykit._cli.prose import against_fault_free, robustness_finding, routing_finding
+from sykit._cli.report import robustness_cells
 
 
 def routing_summary(rows: list[tuple]) -> pd.DataFrame:
@@ -124,11 +125,28 @@ def test_the_robustness_finding_names_who_the_faults_cost_most_and_least():
         0.4,
     ]
     sentence = robustness_finding(changed, FAULT_FREE, "the faults and the outage")
-    most, least = sentence.split("; least to ")
-    assert "the faults and the outage cost most to weak only (quality 0.700 → 0.660" in most
-    assert "95.0% answered" in most and "$0.08 → $0.07 per 1,000 requests" in most
-    assert least.startswith("strong only (quality 0.820 → 0.820, 100% answered; $7.50 → $7.90")
-    assert "p99 latency 60.0 → 66.0 s" in least
+    # the criterion is in the sentence, and the figures are the robustness table's cells
+    assert sentence.startswith(
+        "Finding: against its own fault-free run, ranked by the answered requests it lost and "
+        "then by its quality, the faults and the outage cost most to weak only (95% answered, "
+        "Δ quality -0.040) and least to fallback and strong only (100% answered, Δ quality +0.000)."
+    )
+    # cost and latency get their own ranking: the costliest is not hidden behind a tie-break
+    assert (
+        "The cost per 1,000 requests rose most for fallback (Δ $/1k +0.42) and least for weak "
+        "only (Δ $/1k -0.01)." in sentence
+    )
+    assert (
+        "The p99 latency rose most for weak only (Δ p99 +15.0 s) and least for fallback "
+        "(Δ p99 +5.0 s)." in sentence
+    )
+    cells = robustness_cells(
+        changed.assign(
+            latency_p50_s=1.0, retries=0, fallbacks=0, attempts_per_request=1.0, wasted_share=0.0
+        )
+    )
+    for figure in ("95%", "-0.040", "+0.42", "-0.01", "+15.0", "+5.0"):
+        assert (cells == figure).any().any(), figure
 
 
 def test_the_robustness_finding_handles_ties_and_missing_grades():
@@ -140,7 +158,9 @@ def test_the_robustness_finding_handles_ties_and_missing_grades():
         ]
     )
     sentence = robustness_finding(against_fault_free(faulty, FAULT_FREE), FAULT_FREE)
-    assert sentence.startswith("Finding: the faults cost every strategy the same: fallback and")
+    assert sentence.startswith(
+        "Finding: the faults cost every strategy the same answered share and quality: fallback and"
+    )
     assert "weak only" not in sentence
     ungraded = faulty.assign(mean_quality=math.nan)
     assert robustness_finding(against_fault_free(ungraded, FAULT_FREE), FAULT_FREE).startswith(

@@ -64,6 +64,10 @@ JUDGE_ACCURACIES = (0.75, 0.85, 0.95)
 LONG_PROMPT_SHARE = 0.01
 #: Key of the random stream that picks the long prompts (next to the job's seed).
 LONG_PROMPT_STREAM = 0x10C
+#: The race as the seed system runs it (the first call to complete wins, an error included) and
+#: the race that waits for the first success, shown beside it.
+RACE = "race weak|strong"
+RACE_FIRST_OK = "race (first ok)"
 #: The default outage of the weak model: from 25 % to 35 % of its fault-free run.
 DEFAULT_OUTAGE = (0.25, 0.35)
 
@@ -283,7 +287,8 @@ def routellm_lineup(weak: str, strong: str, judge: str, requests: Any) -> dict[s
             weak, strong, score=score, threshold=threshold
         ),
         "speculative (judge)": strategies.speculative(weak, strong, judge=judge),
-        "race weak|strong": strategies.race([weak, strong]),
+        RACE: strategies.race([weak, strong]),
+        RACE_FIRST_OK: strategies.first_success([weak, strong]),
         "hedge strong @p95": strategies.hedge(strong, after="p95"),
         "litellm-like": strategies.litellm_like([weak, strong]),
         "oracle": strategies.oracle([weak, strong]),

@@ -66,6 +66,17 @@ def fmt_number(value: Any, digits: int, *, sign: bool = False) -> str:
     return f"{shown:{'+' if sign else ''}.{digits}f}"
 
 
+def fmt_answered(value: Any) -> str:
+    """A share of requests answered as the figures write it (rounded down to two significant
+    figures, never to 100 % unless all were: ``0.852854`` reads ``85.2%``, and the outcomes
+    figure's failed share, rounded up, ``14.8 %``), so a table and a figure agree to the digit."""
+    if value is None or not math.isfinite(float(value)):
+        return "–"
+    from sykit._viz.latency_cdf import share_text
+
+    return f"{share_text(float(value), up=False)}%"
+
+
 def fmt_percent(value: Any) -> str:
     """A share as a percentage: whole when exactly 0 or 100 %, else with the decimals that keep
     it off them (99.6 % or 99.97 % must not read as 100 %)."""

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from sykit._cli.layout import fmt_percent
+from sykit._cli.layout import fmt_answered, fmt_number
 from sykit._world.faults import ErrorFault, Faults
 
 __all__ = [
@@ -226,10 +226,11 @@ def _paired(best: pd.DataFrame, prefix: str = "; ") -> str:
 def robustness_finding(
     changed: pd.DataFrame, fault_free: pd.DataFrame, causes: str = "the faults"
 ) -> str:
-    """Part 2's finding in one sentence: which strategy ``causes`` cost most and which least
-    (answered requests first, then quality, cost and p99 latency), each against its own
-    fault-free run. ``changed`` is the robustness summary with :func:`against_fault_free`'s
-    columns."""
+    """Part 2's finding, its criterion in the sentence: which strategy ``causes`` cost most and
+    which least, ranked by the answered requests it lost and then by its quality (each against
+    its own fault-free run), then who paid most and least more, and whose p99 latency grew most
+    and least. ``changed`` is the robustness summary with :func:`against_fault_free`'s columns;
+    every figure quoted is a cell of the printed robustness table."""
     base = fault_free.set_index("strategy")
     rows = changed.set_index("strategy")
     rows = rows[[_finite(v) for v in rows[D_QUALITY]]]
@@ -237,41 +238,57 @@ def robustness_finding(
         return "No finding: no strategy has graded answers in both runs."
     answered = rows["success_rate"] - base["success_rate"].reindex(rows.index)
     keys = pd.DataFrame(
-        {
-            "answered": answered.round(3),
-            "quality": rows[D_QUALITY].round(3),
-            "cost": rows[D_COST].round(2),
-            "p99": rows[D_P99].round(1),
-        }
+        {"answered": answered.round(3), "quality": rows[D_QUALITY].round(3)}
     ).fillna(0.0)
-    ordered = keys.sort_values(
-        list(keys.columns), ascending=[True, True, False, False], kind="stable"
-    )
+    ordered = keys.sort_values(list(keys.columns), kind="stable")
     worst = _same_keys(ordered, ordered.iloc[0])
     best = _same_keys(ordered, ordered.iloc[-1])
     if worst == best:
-        return f"Finding: {causes} cost every strategy the same: {_change(rows, base, worst)}."
+        lead = f"Finding: {causes} cost every strategy the same answered share and quality: " + (
+            _lost(rows, worst) + "."
+        )
+    else:
+        lead = (
+            f"Finding: against its own fault-free run, ranked by the answered requests it lost "
+            f"and then by its quality, {causes} cost most to {_lost(rows, worst)} and least to "
+            f"{_lost(rows, best)}."
+        )
+    moves = [
+        _extremes(rows, D_COST, "the cost per 1,000 requests", "Δ $/1k", 2, ""),
+        _extremes(rows, D_P99, "the p99 latency", "Δ p99", 1, " s"),
+    ]
+    return " ".join([lead, *(m for m in moves if m)])
+
+
+def _lost(rows: pd.DataFrame, names: list[str]) -> str:
+    """``name (77.5% answered, Δ quality -0.173)``: as the table's ``ok %`` and ``Δ qual``."""
+    row = rows.loc[names[0]]
     return (
-        f"Finding: against its own fault-free run, {causes} cost most to "
-        f"{_change(rows, base, worst)}; least to {_change(rows, base, best)}."
+        f"{_names(names)} ({fmt_answered(row['success_rate'])} answered, "
+        f"Δ quality {fmt_number(row[D_QUALITY], 3, sign=True)})"
+    )
+
+
+def _extremes(
+    rows: pd.DataFrame, column: str, what: str, label: str, digits: int, unit: str
+) -> str:
+    """Who ``column`` (a change against the fault-free run) rose most and least for, as the
+    table prints it; empty when no strategy has the figure."""
+    shown = rows[column].map(lambda v: fmt_number(v, digits, sign=True) if _finite(v) else "")
+    shown = shown[shown != ""]
+    if shown.empty:
+        return ""
+    values = rows.loc[shown.index, column].astype(float).round(digits)
+    top, bottom = values.max(), values.min()
+    most = [str(n) for n in values.index if values[n] == top]
+    least = [str(n) for n in values.index if values[n] == bottom]
+    if top == bottom:
+        return f"{what.capitalize()} changed the same for every strategy ({label} {shown[most[0]]}{unit})."
+    return (
+        f"{what.capitalize()} rose most for {_names(most)} ({label} {shown[most[0]]}{unit}) and "
+        f"least for {_names(least)} ({label} {shown[least[0]]}{unit})."
     )
 
 
 def _same_keys(keys: pd.DataFrame, row: pd.Series) -> list[str]:
     return [str(name) for name, other in keys.iterrows() if other.equals(row)]
-
-
-def _change(rows: pd.DataFrame, base: pd.DataFrame, names: list[str]) -> str:
-    """``name: quality 0.825 → 0.801, $7.72 → $7.90 per 1,000 requests, p99 64.0 → 70.2 s``."""
-    first = names[0]
-    now, before = rows.loc[first], base.loc[first]
-
-    def move(column: str, fmt: str) -> str:
-        return f"{format(float(before[column]), fmt)} → {format(float(now[column]), fmt)}"
-
-    answered = f"{fmt_percent(now['success_rate'])} answered"
-    return (
-        f"{_names(names)} (quality {move('mean_quality', '.3f')}, {answered}; "
-        f"${move(COST, ',.2f').replace('→ ', '→ $')} per 1,000 requests; "
-        f"p99 latency {move('latency_p99_s', '.1f')} s)"
-    )

@@ -14,8 +14,15 @@ from typing import Any
 
 import pandas as pd
 
-from sykit._cli.experiment import JUDGE, JUDGE_ACCURACY, Results, Robustness
-from sykit._cli.layout import fit_table, fmt_number, fmt_percent, say
+from sykit._cli.experiment import (
+    JUDGE,
+    JUDGE_ACCURACY,
+    RACE,
+    RACE_FIRST_OK,
+    Results,
+    Robustness,
+)
+from sykit._cli.layout import fit_table, fmt_answered, fmt_number, fmt_percent, say
 from sykit._cli.prose import (
     D_COST,
     D_P99,
@@ -47,8 +54,9 @@ def print_report(results: Results, width: int) -> None:
     print(fit_table(routing_cells(routing_summary), width))
     say(
         "$/1k req = USD per 1,000 requests; Δ = paired difference against 'strong only' on the "
-        "same requests; realizable no: reads the ground truth (a bound, not a router you can "
-        "deploy).",
+        "same requests; realizable no: reads the ground truth, so no router you could deploy "
+        "(the oracle's quality is an upper bound; the threshold router's simulated score stands "
+        "for a published router's, which deployable routers can beat).",
         width,
     )
     bounds, random = results.bounds, results.random
@@ -70,7 +78,7 @@ def print_report(results: Results, width: int) -> None:
         ),
         width,
     )
-    _print_learned(results.learned, results.bound, results.too_small, width)
+    _print_learned(results.learned, results.learned_long, results.bound, results.too_small, width)
     _print_robustness(results.robust, routing_summary, width)
 
 
@@ -99,7 +107,7 @@ def robustness_cells(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "strategy": summary["strategy"],
-            "ok %": summary["success_rate"].map(fmt_percent),
+            "ok %": summary["success_rate"].map(fmt_answered),
             "quality": summary["mean_quality"].map(lambda x: fmt_number(x, 3)),
             "Δ qual": summary[D_QUALITY].map(lambda x: fmt_number(x, 3, sign=True)),
             "$/1k": summary["cost_per_1k_requests_usd"].map(lambda x: fmt_number(x, 2)),
@@ -116,7 +124,11 @@ def robustness_cells(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def _print_learned(
-    learned: pd.DataFrame, bound: Mapping[str, float], too_small: list[str], width: int
+    learned: pd.DataFrame,
+    long: pd.DataFrame,
+    simulated: Mapping[str, float],
+    too_small: list[str],
+    width: int,
 ) -> None:
     if not learned.empty:
         print()
@@ -125,13 +137,38 @@ def _print_learned(
             "(fitted without the fold they route), 95 % bootstrap interval",
             width,
         )
-        if bound:
-            bound_row = {"router": "simulated score (bound, reads the truth)"}
-            bound_row.update({b: f"{v:.3f}" for b, v in bound.items()})
-            learned = pd.concat([learned, pd.DataFrame([bound_row])], ignore_index=True)
+        if simulated:
+            row = {"router": "simulated score (reads the truth)"}
+            row.update({b: f"{v:.3f}" for b, v in simulated.items()})
+            learned = pd.concat([learned, pd.DataFrame([row])], ignore_index=True)
         print(fit_table(learned.fillna("–"), width))
+        if simulated:
+            say(simulated_score_note(long, simulated), width)
     for note in too_small:
         say(f"learned routers left out {note}", width)
+
+
+def simulated_score_note(long: pd.DataFrame, simulated: Mapping[str, float]) -> str:
+    """What the simulated score's row is, and where deployable routers beat it (so it is no
+    upper bound there)."""
+    deployable = long[~long["router"].str.startswith("random") & long["realizable"].astype(bool)]
+    beaten = []
+    for benchmark, value in simulated.items():
+        rows = deployable[deployable["benchmark"] == benchmark]
+        better = [
+            str(r) for r, apgr in zip(rows["router"], rows["apgr"], strict=True) if apgr > value
+        ]
+        if better:
+            beaten.append(f"on {benchmark} {' and '.join(better)} beat it")
+    where = (
+        "it is no upper bound: " + "; ".join(beaten)
+        if beaten
+        else "no deployable router here beats it"
+    )
+    return (
+        "simulated score: part 1's threshold router, on a score calibrated to a published "
+        f"router's APGR (it reads the truth, so it cannot be deployed); {where}."
+    )
 
 
 def _print_robustness(robust: Robustness, fault_free: pd.DataFrame, width: int) -> None:
@@ -159,6 +196,25 @@ def _print_robustness(robust: Robustness, fault_free: pd.DataFrame, width: int) 
         "waste %": "waste % = share of the spend on answers nobody served",
     }
     say("; ".join(text for column, text in legend.items() if column in header) + ".", width)
+    note = race_note(robust.summary)
+    if note:
+        say(note, width)
+
+
+def race_note(summary: pd.DataFrame) -> str:
+    """Why the race answers fewer requests than its first-ok twin when it does: the seed
+    system's race serves the first call to complete, and a fast error completes first."""
+    rows = summary.set_index("strategy")
+    if RACE not in rows.index or RACE_FIRST_OK not in rows.index:
+        return ""
+    race, first_ok = rows.loc[RACE, "success_rate"], rows.loc[RACE_FIRST_OK, "success_rate"]
+    if not race < first_ok:
+        return ""
+    return (
+        f"{RACE} serves the first call to complete, an error included (the seed system's race): "
+        f"under faults a fast error wins it, so it answers {fmt_answered(race)}; {RACE_FIRST_OK} "
+        f"waits for the first success and answers {fmt_answered(first_ok)}."
+    )
 
 
 def _score_label(score: Any) -> str:
