@@ -266,14 +266,14 @@ def test_cost_quality_draws_bounds_apart_and_off_the_pareto_frontier(failing_rac
     oracle = summary.set_index("strategy").loc["oracle"]
     assert list(bound.get_xdata()) == [oracle["cost_per_request_usd"]]
     assert list(bound.get_ydata()) == [oracle["mean_quality"]]
-    assert bound.get_marker() == "*" and bound.get_label() == "oracle (bound)"
+    assert bound.get_marker() == "*" and bound.get_label() == "oracle (reads the truth)"
     assert not [line for line in ax.lines if line.get_gid() == "point:oracle"]
     (line,) = [line for line in ax.lines if line.get_gid() == "pareto"]
     realizable = pareto_frontier(summary[summary["realizable"]])
     assert realizable["strategy"].tolist() == ["race", "vision"]
     assert list(line.get_xdata()) == realizable["cost_per_request_usd"].tolist()
     assert list(line.get_ydata()) == realizable["mean_quality"].tolist()
-    assert point_labels(ax) == ["race", "vision", "oracle (bound)"]
+    assert point_labels(ax) == ["race", "vision", "oracle (reads the truth)"]
     assert legend_texts(ax) == ["Pareto frontier"]
 
 
@@ -281,7 +281,7 @@ def test_cost_quality_with_only_bounds_draws_no_frontier(failing_race):
     summary = failing_race.summary().query("strategy == 'oracle'")
     ax = plot_cost_quality(summary)
     assert not [line for line in ax.lines if line.get_gid() == "pareto"]
-    assert point_labels(ax) == ["oracle (bound)"]
+    assert point_labels(ax) == ["oracle (reads the truth)"]
     assert ax.get_legend() is None
 
 
@@ -636,7 +636,13 @@ def test_cost_quality_labels_points_directly_and_keeps_equal_points_visible(twin
         summary.loc["fast again", ["cost_per_request_usd", "mean_quality"]].tolist()
     )
     ax = twins.plot.cost_quality()
-    assert point_labels(ax) == ["fast", "fast again (= fast)", "race", "strong", "oracle (bound)"]
+    assert point_labels(ax) == [
+        "fast",
+        "fast again (= fast)",
+        "race",
+        "strong",
+        "oracle (reads the truth)",
+    ]
     assert ax.get_legend() is not None and legend_texts(ax) == ["Pareto frontier"]
     (first,) = [line for line in ax.lines if line.get_gid() == "point:fast"]
     (second,) = [line for line in ax.lines if line.get_gid() == "point:fast again"]
@@ -681,7 +687,7 @@ def test_a_subset_keeps_each_strategys_colour(twins):
         (a,) = [line for line in full.lines if line.get_gid() == gid]
         (b,) = [line for line in part.lines if line.get_gid() == gid]
         assert to_hex(a.get_color()) == to_hex(b.get_color()) == colors[name]
-    assert point_labels(part) == ["oracle (bound)", "strong"]
+    assert point_labels(part) == ["oracle (reads the truth)", "strong"]
     # without the accessor, colours still follow the whole summary's order
     alone = plot_cost_quality(twins.summary(), strategies=["strong"])
     (point,) = [line for line in alone.lines if line.get_gid() == "point:strong"]

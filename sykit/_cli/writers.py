@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from sykit._cli.experiment import JUDGE, Results
+from sykit._cli.experiment import JUDGE, RACE, Results
 
 __all__ = [
     "ROBUSTNESS_COLUMNS",
@@ -94,16 +94,37 @@ def write_comparisons(
     routing_summary.to_csv(out / "routing_summary.csv", index=False)
     routing.requests.to_csv(out / "routing_requests.csv", index=False)
     written = ["routing_summary.csv", "routing_requests.csv"]
-    figures = {"cost_quality.png": lambda: routing.plot.cost_quality().figure}
+    figures = {
+        "cost_quality.png": lambda: _titled(routing.plot.cost_quality().figure, FAULT_FREE_RUN)
+    }
     if robustness is not None and robustness_summary is not None:
         robustness_summary.to_csv(out / "robustness_summary.csv", index=False)
         robustness.requests.to_csv(out / "robustness_requests.csv", index=False)
         robustness.attempts.to_csv(out / "robustness_attempts.csv", index=False)
         written += ["robustness_summary.csv", "robustness_requests.csv", "robustness_attempts.csv"]
-        figures["latency_cdf.png"] = lambda: robustness.plot.latency_cdf().figure
-        figures["outcomes.png"] = lambda: robustness.plot.outcomes()
-        figures["race_timeline.png"] = lambda: robustness.plot.timeline("race weak|strong").figure
+        figures["latency_cdf.png"] = lambda: _titled(
+            robustness.plot.latency_cdf().figure, FAULTY_RUN
+        )
+        figures["outcomes.png"] = lambda: _titled(robustness.plot.outcomes(), FAULTY_RUN)
+        figures["race_timeline.png"] = lambda: _titled(
+            robustness.plot.timeline(RACE).figure, FAULTY_RUN
+        )
     return written + save_figures(out, figures)
+
+
+#: What each figure of the job says it shows, after its own title.
+FAULT_FREE_RUN = "part 1: no faults injected"
+FAULTY_RUN = "part 2: under injected faults"
+
+
+def _titled(figure: Any, run: str) -> Any:
+    """``figure`` with the run it shows after each of its axes' titles."""
+    for ax in figure.axes:
+        title = ax.get_title(loc="left") or ax.get_title()
+        if title and run not in title:
+            where = "left" if ax.get_title(loc="left") else "center"
+            ax.set_title(f"{title} — {run}", loc=where)
+    return figure
 
 
 def save_figures(out: Path, figures: Mapping[str, Callable[[], Any]]) -> list[str]:
@@ -129,7 +150,7 @@ def write_sweeps(out: Path, thresholds: Any, randoms: Any) -> list[str]:
         [thresholds.curve.assign(router="threshold"), randoms.curve.assign(router="random")]
     )
     curves.to_csv(out / "sweeps.csv", index=False)
-    figure = thresholds.plot().figure
+    figure = _titled(thresholds.plot().figure, FAULT_FREE_RUN)
     figure.savefig(out / "threshold_curve.png", dpi=110, bbox_inches="tight")
     plt.close(figure)
     return ["sweeps.csv", "threshold_curve.png"]

@@ -6,9 +6,12 @@ confidence interval and the Pareto frontier through the ones nothing beats on bo
 random mix) that a router has to beat. Quality is always the summary's (a failed request counts
 as 0), never recomputed here.
 
-A strategy that read the ground truth (the oracle, a simulated router score) is a *bound*: it shows
-how far routing could go, not a router you could deploy. Both plots draw bounds as stars labelled
-"(bound)", and the Pareto frontier leaves them out so they cannot hide the real trade-off.
+A strategy that read the ground truth (the oracle, a simulated router score) is no router you
+could deploy. :func:`plot_cost_quality` draws it as a star labelled "(reads the truth)": the
+oracle's quality bounds what routing could reach, but a simulated score stands for a published
+router, which deployable routers can beat, so no such point is called a bound. The Pareto
+frontier leaves them out so they cannot hide the real trade-off. A sweep's plot draws the
+references you name as ``bounds`` (the oracle by default) as stars labelled "(bound)".
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ from sykit._viz.style import (
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+
+
+#: The label of a strategy that read the ground truth (the oracle, a simulated score).
+READS_TRUTH = "(reads the truth)"
 
 
 def _cost_axis(ax: Axes, costs: np.ndarray, log_cost: bool | None) -> str:
@@ -211,8 +218,8 @@ def plot_cost_quality(
 
     Quality is the summary's ``mean_quality`` (a failed request counts as 0) and the bar spans
     ``quality_ci_low`` to ``quality_ci_high`` when the summary has them. A strategy that read the
-    ground truth (``realizable`` False, e.g. the oracle) is a bound, not a router you could deploy:
-    it is drawn as a star labelled "(bound)" and kept off the frontier. ``log_cost=None`` uses a
+    ground truth (``realizable`` False, e.g. the oracle) is no router you could deploy: it is drawn
+    as a star labelled "(reads the truth)" and kept off the frontier. ``log_cost=None`` uses a
     log x axis when costs span 20×.
 
     Each point is labelled with its name beside it (``direct_labels=False``: a legend instead);
@@ -314,12 +321,12 @@ def plot_cost_quality(
                 mew=2.0 if hollow else 0.8,
                 zorder=3 + 0.01 * depth,
                 transform=transform,
-                label=f"{name} (bound)" if bound else name,
+                label=f"{name} {READS_TRUTH}" if bound else name,
                 gid=f"{'bound' if bound else 'point'}:{name}",
             )
             handles.append((i, handle))
             markers.append((points[i], size * px_per_pt / 2))
-            text = f"{name} (bound)" if bound else name
+            text = f"{name} {READS_TRUTH}" if bound else name
             if depth and _same(rows[i][1:], first[1:]):
                 text += f" (= {first[0]})"
             texts.append((i, text))
