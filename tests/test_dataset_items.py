@@ -12,6 +12,7 @@ from pandas.testing import assert_frame_equal
 
 import sykit as sy
 from sykit import strategies as st
+from sykit._run.engines.bulk import _run as bulk_run
 from sykit._run.inputs import DEFAULT_CONCURRENCY
 from sykit.datasets import _dataset, _items
 from sykit.datasets._dataset import Dataset
@@ -56,6 +57,7 @@ def test_a_run_does_not_keep_a_datasets_requests(monkeypatch):
     monkeypatch.setattr(_dataset, "KEPT_ROWS", 4_999)
     monkeypatch.setattr(_items, "BLOCK", 64)
     monkeypatch.setattr(_items, "HELD", 2)
+    monkeypatch.setattr(bulk_run, "_BLOCK", 256)  # the bulk engine holds a block of its own
     frame = pd.DataFrame({"prompt": [f"question {i}" for i in range(5_000)]})
     ds = sy.datasets.from_frame(frame, prompt="prompt", name="many")
     alive: list[weakref.ref] = []
@@ -75,8 +77,10 @@ def test_a_run_does_not_keep_a_datasets_requests(monkeypatch):
         peak["n"] = 0
         result = sy.run(st.single("a"), ds, host=host, engine=engine, progress=False)
         assert len(result.requests) == 5_000
-        # the blocks held, the one being built and the requests in flight
-        assert peak["n"] <= 64 * 3 + DEFAULT_CONCURRENCY, engine
+        # the blocks held (on the bulk engine, enough for its own block), the one being built
+        # and the requests in flight
+        held = 64 * 3 + (256 if engine == "bulk" else 0)
+        assert peak["n"] <= held + DEFAULT_CONCURRENCY, engine
     assert not ds._cache  # nor does it fill the dataset's own cache
 
 
@@ -102,6 +106,36 @@ def test_a_small_dataset_builds_each_request_once_across_runs_and_folds(monkeypa
     for train, test in ds.folds(3, seed=0):
         assert len(list(train)) + len(list(test)) == 300
     assert built["rows"] == 300
+
+
+def test_a_bulk_run_over_a_large_dataset_builds_each_row_once(monkeypatch):
+    """Routing, placing and recording a block of requests, and grading every answer, read each
+    row's request once (the grades come from the table), though the dataset keeps none."""
+    monkeypatch.setattr(_dataset, "KEPT_ROWS", 100)
+    monkeypatch.setattr(_items, "BLOCK", 64)
+    monkeypatch.setattr(bulk_run, "_BLOCK", 256)
+    frame = pd.DataFrame(
+        {"prompt": [f"question {i}" for i in range(1_000)], "q": np.arange(1_000) % 2 * 1.0}
+    )
+    ds = sy.datasets.from_frame(frame, prompt="prompt", quality={"a": "q"}, name="graded")
+    built = {"rows": 0}
+    build = Dataset._build
+
+    def counting(self, rows):
+        built["rows"] += len(rows)
+        return build(self, rows)
+
+    monkeypatch.setattr(Dataset, "_build", counting)
+    host = sy.SimHost({"a": sy.ModelProfile(), "b": sy.ModelProfile(quality=0.5)})
+    result = sy.run(st.single("a"), ds, host=host, engine="bulk", progress=False)
+    assert built["rows"] == 1_000
+    assert result.requests["quality"].tolist() == (np.arange(1_000) % 2 * 1.0).tolist()
+    answered = result.attempts[result.attempts["status"] == "ok"]
+    assert answered["quality"].tolist() == (answered["request_id"] % 2 * 1.0).tolist()
+    # a model the table does not grade is graded from its profile, as for a list of requests
+    both = sy.run(st.single("b"), ds, host=host, engine="bulk", progress=False)
+    listed = sy.run(st.single("b"), list(ds), host=host, engine="bulk", progress=False)
+    assert both.requests["quality"].tolist() == listed.requests["quality"].tolist()
 
 
 def test_ids_that_are_the_same_as_text_are_refused():

@@ -62,11 +62,7 @@ class TruthView:
         """The quality of ``model``'s answer to this request: a grade, NaN (ungraded) or None."""
         if self.truth is not None and model in self.truth.quality:
             return float(self.truth.quality[model])
-        profile = self._profiles.get(model)
-        if profile is None or profile.quality is None:
-            return None
-        difficulty = uniforms(self._seed, self._request_id, "difficulty")[0]
-        return 1.0 if difficulty < profile.quality else 0.0
+        return _profile_grade(self._profiles, self._seed, self._request_id, model)
 
     def output_tokens(self, model: str) -> int | None:
         """The dataset's answer length for ``model``, when it has one."""
@@ -89,6 +85,18 @@ class TruthView:
         return float(profile.cost_usd(input_tokens, int(out)))
 
 
+def _profile_grade(
+    profiles: Mapping[str, Any], seed: int, request_id: Any, model: str
+) -> float | None:
+    """The grade of ``model``'s answer from its profile's ``quality`` (a keyed difficulty draw per
+    request: a stronger model is right whenever a weaker one is), None when nothing says."""
+    profile = profiles.get(model)
+    if profile is None or profile.quality is None:
+        return None
+    difficulty = uniforms(seed, request_id, "difficulty")[0]
+    return 1.0 if difficulty < profile.quality else 0.0
+
+
 class TruthTable:
     """A run's ground truth by request index (the position of the request in the run's list).
 
@@ -96,7 +104,7 @@ class TruthTable:
     the run reaches it through (see the module docstring): never an attribute of anything an
     algorithm can walk to."""
 
-    __slots__ = ("has_columns", "has_grades", "has_truth", "items", "profiles", "seed")
+    __slots__ = ("_grades", "has_columns", "has_grades", "has_truth", "items", "profiles", "seed")
 
     def __init__(
         self, items: Sequence[tuple[Any, Any, Any]], profiles: Mapping[str, Any], seed: int
@@ -115,6 +123,10 @@ class TruthTable:
             self.has_columns = bool(getattr(items, "has_columns", True))
         #: whether any answer can have a grade: from the dataset, or from a profile's ``quality``
         self.has_grades = self.has_truth or any(p.quality is not None for p in profiles.values())
+        # a dataset's grades as a matrix (its models' columns, requests × models): grading reads
+        # them without building the requests again
+        table = getattr(items, "grades", None)
+        self._grades = table() if callable(table) else None
 
     def view(self, index: int) -> TruthView:
         """What the simulation knows about request ``index``."""
@@ -123,6 +135,15 @@ class TruthTable:
 
     def grade(self, index: int, model: str) -> float | None:
         """The quality of ``model``'s answer to request ``index``: as :meth:`TruthView.quality`."""
+        if self._grades is not None:
+            columns, matrix = self._grades
+            column = columns.get(model)
+            if column is not None:  # the dataset's grade (NaN: the dataset has none)
+                return float(matrix[index, column])
+            request_id = self.items.ids[index]  # type: ignore[attr-defined]  # a dataset's items
+            if type(request_id) is not str:
+                request_id = int(request_id)  # as the run's rows hold it: a Python int
+            return _profile_grade(self.profiles, self.seed, request_id, model)
         truth = self.items[index][2]
         if truth is not None and model in truth.quality:
             return float(truth.quality[model])  # the dataset's grade: the common case, no view

@@ -20,7 +20,7 @@ import pandas as pd
 
 from sykit._base.checks import check_int
 from sykit._base.errors import ArgumentError, ArgumentTypeError
-from sykit._world.models import GroundTruth, Request, truth_of
+from sykit._world.models import TOKEN_LIMIT, GroundTruth, Request, truth_of
 from sykit.datasets._splits import (
     DATASET_GROUP,
     DatasetGroup,
@@ -51,6 +51,32 @@ def _native(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def _natives(series: pd.Series) -> list[Any]:
+    """A column's values as :func:`_native` makes each (a column of integers, booleans or strings
+    with nothing missing comes out of ``tolist`` as Python values already)."""
+    values = series.tolist()
+    plain = series.dtype.kind in "iub" or isinstance(series.dtype, pd.StringDtype)
+    if plain and not series.isna().any():
+        return values
+    return [_native(v) for v in values]
+
+
+def _truth(
+    quality: dict[str, float], output_tokens: dict[str, int], columns: dict[str, Any]
+) -> GroundTruth:
+    """A row's :class:`GroundTruth` from values already checked (the dataset's own columns), made
+    without the dataclass's checks: one is made for every row a run reads."""
+    for model, tokens in output_tokens.items():
+        if tokens > TOKEN_LIMIT:
+            GroundTruth(output_tokens={model: tokens})  # raises the checked error
+    truth = object.__new__(GroundTruth)
+    fields = truth.__dict__
+    fields["quality"] = MappingProxyType(quality)
+    fields["output_tokens"] = MappingProxyType(output_tokens)
+    fields["columns"] = MappingProxyType(columns)
+    return truth
 
 
 class Dataset:
@@ -456,44 +482,63 @@ class Dataset:
             has_truth=bool(self._models) or bool(self.analysis_columns),
             has_columns=bool(self.analysis_columns),
             has_metadata=bool(self._metadata),
+            grades=self._grade_matrix,
         )
 
+    def _grade_matrix(self) -> tuple[dict[str, int], np.ndarray]:
+        """Each model's grades as a column (NaN: no grade), in the order of the rows: what a
+        run grades answers from, read from the table without building the requests."""
+        frame = self._frame
+        matrix = (
+            np.column_stack(
+                [
+                    frame[QUALITY_PREFIX + m].to_numpy(dtype=float, na_value=np.nan)
+                    for m in self._models
+                ]
+            )
+            if self._models
+            else np.zeros((len(frame), 0))
+        )
+        return {m: j for j, m in enumerate(self._models)}, matrix
+
     def _build(self, rows: pd.DataFrame) -> list[tuple[Request, GroundTruth | None]]:
-        """Each row's request, as the algorithm sees it, and its hidden truth (None: none)."""
+        """Each row's request, as the algorithm sees it, and its hidden truth (None: none).
+
+        The columns are read once each (missing values as None, NumPy scalars as Python ones),
+        then each row's objects are made from them: a run over a dataset builds its requests a
+        block at a time, so this is on its way."""
         ids = rows["id"].tolist()
         prompts = rows["prompt"].tolist()
-        tokens = rows["input_tokens"].tolist()
+        tokens = _natives(rows["input_tokens"])
         images = rows["images"].tolist() if "images" in rows.columns else None
-        meta = [(c, rows[c].tolist()) for c in self._metadata]
-        hidden = [(c, rows[c].tolist()) for c in self.analysis_columns]
+        meta = [(c, _natives(rows[c])) for c in self._metadata]
+        hidden = [(c, _natives(rows[c])) for c in self.analysis_columns]
         quality = [
             (m, rows[QUALITY_PREFIX + m].to_numpy(dtype=float, na_value=np.nan).tolist())
             for m in self._models
         ]
         out = [
-            (m, rows[OUTPUT_PREFIX + m].tolist())
+            (m, _natives(rows[OUTPUT_PREFIX + m]))
             for m in self._models
             if OUTPUT_PREFIX + m in rows.columns
         ]
         built: list[tuple[Request, GroundTruth | None]] = []
         for i, prompt in enumerate(prompts):
-            n = _native(tokens[i])
+            n = tokens[i]
             request = Request(
                 prompt,
                 id=ids[i],
                 input_tokens=None if n is None else int(n),
                 images=() if images is None or images[i] is None else tuple(images[i]),
-                metadata={column: _native(values[i]) for column, values in meta},
+                metadata={column: values[i] for column, values in meta} if meta else None,
             )
             truth = None
             if quality or hidden:
-                truth = GroundTruth(
+                truth = _truth(
                     # NaN kept: the dataset covers the model but has no grade for this request
-                    quality=MappingProxyType({m: q[i] for m, q in quality}),
-                    output_tokens=MappingProxyType(
-                        {m: int(v) for m, o in out if (v := _native(o[i])) is not None}
-                    ),
-                    columns=MappingProxyType({c: _native(values[i]) for c, values in hidden}),
+                    {m: q[i] for m, q in quality},
+                    {m: int(v) for m, o in out if (v := o[i]) is not None},
+                    {c: values[i] for c, values in hidden},
                 )
             built.append((request, truth))
         return built

@@ -37,6 +37,7 @@ class DatasetItems(Sequence[Item]):
         has_truth: bool,
         has_columns: bool,
         has_metadata: bool,
+        grades: Callable[[], tuple[dict[str, int], np.ndarray]] | None = None,
     ) -> None:
         if not isinstance(ids, np.ndarray):  # an integer array needs no check
             check_ids_as_text(ids)
@@ -54,6 +55,23 @@ class DatasetItems(Sequence[Item]):
         self.has_columns = has_columns
         #: whether any request has metadata (the run copies it into its rows)
         self.has_metadata = has_metadata
+        self._grades = grades
+        self._grade_table: tuple[dict[str, int], np.ndarray] | None = None
+        self._held = HELD
+
+    def hold(self, count: int) -> None:
+        """Keep at least ``count`` consecutive requests built: a reader that goes over a span of
+        that many requests more than once (the bulk engine routes, places and records a block
+        of requests) then builds each of them once."""
+        self._held = max(self._held, HELD, -(-count // BLOCK) + 1)
+
+    def grades(self) -> tuple[dict[str, int], np.ndarray] | None:
+        """The dataset's grades without building a request: each model's column, and a matrix
+        (requests × models, NaN where a model has no grade) in the order of the requests; None
+        when the items do not come with them."""
+        if self._grade_table is None and self._grades is not None:
+            self._grade_table = self._grades()
+        return self._grade_table
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -98,6 +116,6 @@ class DatasetItems(Sequence[Item]):
             (own[k], request, truth) for k, (request, truth) in enumerate(self._build(start, stop))
         ]
         self._blocks[number] = block
-        if len(self._blocks) > HELD:
+        if len(self._blocks) > max(HELD, self._held):
             self._blocks.popitem(last=False)
         return block

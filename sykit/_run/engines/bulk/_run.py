@@ -143,6 +143,9 @@ class _Bulk:
         # A block of requests at a time, start to records: what a run holds beyond its records
         # stays the size of a block, however many requests it has.
         items = self.items
+        hold = getattr(items, "hold", None)  # a dataset's items: keep a block's requests built
+        if callable(hold):
+            hold(_BLOCK)
         # the host's candidate loop, or a router's own retry loop along its path
         plan = (
             run_waves if self.router is None else partial(run_litellm_waves, router=self.router[0])
