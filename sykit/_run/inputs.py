@@ -15,6 +15,7 @@ from collections.abc import Set as AbstractSet
 from typing import Any, TypeGuard
 
 from sykit._base.checks import check_int
+from sykit._base.collection import collection_paused
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._base.request_ids import check_encodable, check_ids_as_text, clash
 from sykit._base.rng import uniforms
@@ -182,6 +183,13 @@ def _frame_dataset(frame: Any) -> Any:
 
 
 def as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None]]:
+    """The run's ``(request id, request as the algorithm sees it, truth)`` per request, checked
+    (the collector paused while they are listed: they hold no cycles)."""
+    with collection_paused():
+        return _as_requests(requests)
+
+
+def _as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None]]:
     requests = as_source(requests)
     if isinstance(requests, Request | str):
         raise ArgumentTypeError(

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import gc
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
 import anyio
 
+from sykit._base.collection import collection_paused
 from sykit._base.errors import ArgumentError
 from sykit._run.engines.aio import AsyncioEngine, install_task_tracking, track_task
 from sykit._run.engines.base import Engine, current, new_race_id, using
@@ -122,7 +122,7 @@ def simulate(
         try:
             if evaluate is None:
                 raise NeedsEvents("it needs the event engines")
-            with using(bulk):
+            with using(bulk), collection_paused():
                 evaluate()
             return run
         except KeyboardInterrupt:
@@ -155,10 +155,8 @@ def _on_kernel(build: Callable[[Engine], R]) -> R:
     run = build(engine)
     if not run.strict:
         kernel.deadlock_handler = lambda: run.unstick(kernel.describe_deadlock)
-    collecting = gc.isenabled()
-    gc.disable()  # a run makes no reference cycles of its own; the runner collects now and then
     try:
-        with using(engine):
+        with using(engine), collection_paused():  # the runner collects now and then
             kernel.run(run.feed())
     except KeyboardInterrupt:
         run.abandon()
@@ -166,8 +164,6 @@ def _on_kernel(build: Callable[[Engine], R]) -> R:
     finally:
         kernel.deadlock_handler = None
         run.close()  # no reference cycle outlives the run
-        if collecting:
-            gc.enable()
     return run
 
 
