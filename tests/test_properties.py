@@ -75,7 +75,9 @@ def _composites(children: st.SearchStrategy) -> st.SearchStrategy:
         st.tuples(st.just("first"), several),
         st.tuples(st.just("first_ok"), several),
         st.tuples(st.just("timeout"), seconds, children),
-        st.tuples(st.just("hedge"), seconds, st.integers(1, 3), children),
+        # a hedge's copies after 0 s start at the instant of the first: the engines' one rule for
+        # simultaneous events decides their order
+        st.tuples(st.just("hedge"), st.just(0.0) | seconds, st.integers(1, 3), children),
         st.tuples(st.just("spawn"), children),  # a task: awaited by whoever it is passed to
     )
 
@@ -305,6 +307,7 @@ def profiles(draw: st.DrawFn, continuous: bool) -> sy.ModelProfile:
         rate_limit=limit,
         vision=draw(st.booleans()),
         cache=draw(st.none() | prompt_caches),
+        capacity=draw(st.none() | capacities),
     )
 
 
@@ -314,6 +317,16 @@ prompt_caches = st.builds(
     write_price=st.sampled_from([None, 1.25]),
     ttl_s=st.sampled_from([1.0, 300.0]),
     min_tokens=st.sampled_from([0, 1024]),
+)
+
+
+#: A model's shared capacity: few slots, so calls queue (FIFO) and hedge copies wait their turn.
+capacities = st.builds(
+    sy.Capacity,
+    slots=st.integers(1, 2),
+    slowdown=st.sampled_from([1.0, 2.0]),
+    queue_limit=st.none() | st.integers(0, 2),
+    queue_timeout_s=st.none() | st.sampled_from([0.5, 3.0]),
 )
 
 
