@@ -24,6 +24,7 @@ from sykit._results.metrics import (
     with_intervals,
 )
 from sykit._results.result import Comparison, Result, concat_frames
+from sykit._results.summary_frame import summary_frame
 
 __all__ = ["CELL_STATUSES", "Grid"]
 
@@ -139,12 +140,21 @@ class Grid:
         *,
         percentiles: Sequence[float | str] | None = None,
         by: str | Sequence[str] | None = None,
+        columns: str | Sequence[str] | None = None,
     ) -> pd.DataFrame:
         """One row per strategy and combination of axis values, over its seeds (as
         ``Comparison.summary``: quality means and intervals over requests, each request's mean
-        over seeds). Without ``by`` it reads only a few requests columns of each cell and the
-        attempt counts each cell recorded, never the attempt rows; ``by`` (requests columns such
-        as a dataset's ``benchmark``) splits the rows further and loads both frames."""
+        over seeds; every column in the frame, those a reader compares first displayed,
+        ``columns="all"`` or ``columns=[...]`` as there). Without ``by`` it reads only a few
+        requests columns of each cell and the attempt counts each cell recorded, never the
+        attempt rows; ``by`` (requests columns such as a dataset's ``benchmark``) splits the rows
+        further and loads both frames."""
+        return summary_frame(self._summary(percentiles, by), columns)
+
+    def _summary(
+        self, percentiles: Sequence[float | str] | None, by: str | Sequence[str] | None
+    ) -> pd.DataFrame:
+        """:meth:`summary`'s whole table."""
         if by is not None:
             extra = [by] if isinstance(by, str) else list(by)
             return summarize(self.requests, self.attempts, percentiles, by=[*self.axes, *extra])

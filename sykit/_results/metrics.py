@@ -286,7 +286,9 @@ def _counts(column: pd.Series) -> dict[Any, int]:
     return {str(k): int(v) for k, v in column.dropna().value_counts().items()}
 
 
-_SAME_CALLER = ("strategy", "seed", "request_id", "phase")
+#: The columns that name one request of one run: a retry or a switch is within one request, whether
+#: its next call is a routing-phase call or the answer-phase call of a ``route_to``.
+_SAME_CALLER = ("strategy", "seed", "request_id")
 
 
 def _failed_alone(attempts: pd.DataFrame) -> np.ndarray:
@@ -300,7 +302,7 @@ def _failed_alone(attempts: pd.DataFrame) -> np.ndarray:
 
 def retried_by_strategy(attempts: pd.DataFrame) -> np.ndarray:
     """Failed attempts that the *algorithm* retried: the host neither retried them nor fell back,
-    and the same request called the same model again (a new call, in the same phase) once the
+    and the same request called the same model again (a new call, in either phase) once the
     attempt had failed — LiteLLM's way of retrying, and any algorithm's that catches the error
     and asks again. The host's own retries are the ``retried`` column."""
     return _called_again(attempts, _failed_alone(attempts), ("model",))
@@ -317,7 +319,7 @@ def moved_on_by_strategy(attempts: pd.DataFrame, retried: np.ndarray | None = No
 
 def _called_again(attempts: pd.DataFrame, failed: np.ndarray, same: tuple[str, ...]) -> np.ndarray:
     """Which ``failed`` attempts were followed, once they ended, by another attempt of the same
-    request and phase (and the same ``same`` columns)."""
+    request (and the same ``same`` columns)."""
     out = np.zeros(len(attempts), dtype=bool)
     if not failed.any():
         return out
@@ -338,21 +340,26 @@ def _called_again(attempts: pd.DataFrame, failed: np.ndarray, same: tuple[str, .
     return out
 
 
+def _routing_errors(attempts: pd.DataFrame, retried: np.ndarray) -> np.ndarray:
+    """Routing-phase attempts that failed (a judge or router call rejected, a raced call's error)
+    and that no retry or fallback followed: work the summary's retries and fallbacks do not show,
+    so that an algorithm's own retry or fallback counts as the candidate loop's does.
+    ``retried`` is :func:`retried_by_strategy` of the frame."""
+    return (attempts["phase"].to_numpy() == Phase.ROUTING) & _failed_alone(attempts) & ~retried
+
+
 def attempt_counts(attempts: pd.DataFrame) -> dict[str, int]:
     """What a summary needs from the attempts frame: counts, which add up across runs, so a
     summary of many runs needs their requests and these counts, never every attempt row."""
     status = _counts(attempts["status"])
     reasons = _counts(attempts["fallback_reason"])
-    routing = attempts["phase"].to_numpy() == Phase.ROUTING
+    by_strategy = retried_by_strategy(attempts)
     counts = {
         "attempted": len(attempts) - status.get(Status.SKIPPED, 0),
         "cancelled_attempts": status.get(Status.CANCELLED, 0),
         "fallbacks": sum(reasons.values()),
-        "retries": int(attempts["retried"].to_numpy().sum())
-        + int(retried_by_strategy(attempts).sum()),
-        # routing-phase attempts that failed (a judge or router call rejected, a raced call's
-        # error): work the summary's fallbacks and retries do not show
-        "routing_errors": int((routing & (attempts["status"].to_numpy() == Status.ERROR)).sum()),
+        "retries": int(attempts["retried"].to_numpy().sum()) + int(by_strategy.sum()),
+        "routing_errors": int(_routing_errors(attempts, by_strategy).sum()),
     }
     for reason in FALLBACK_REASONS:
         counts[f"fallbacks_{reason}"] = reasons.get(reason, 0)

@@ -17,6 +17,7 @@ from sykit._base.vocab import RequestStatus
 from sykit._results.health import ErrorCount, shorten, top_errors
 from sykit._results.metrics import paired_differences, pareto_frontier, summarize
 from sykit._results.spilled import recover
+from sykit._results.summary_frame import summary_frame
 
 __all__ = ["Comparison", "Concatenated", "Lazy", "Result", "concat_frames", "request_errors"]
 
@@ -102,14 +103,19 @@ class Result:
         *,
         percentiles: Sequence[float | str] | None = None,
         by: str | Sequence[str] | None = None,
+        columns: str | Sequence[str] | None = None,
     ) -> pd.DataFrame:
         """A one-row DataFrame: success, quality, cost, latency percentiles, waste, fallbacks.
 
-        ``percentiles`` (e.g. ``[0.5, 0.99, 0.999]`` or ``["p90"]``) chooses the latency and TTFT
-        percentile columns (default: latency p50/p95/p99 and TTFT p50). ``by`` names columns of
-        ``requests`` (a dataset column, ``has_image``, …) to summarise per value, one row each.
-        docs/statistics.md defines every column."""
-        return summarize(self.requests, self.attempts, percentiles, by)
+        It holds every column and displays the ones a reader compares first (success_rate,
+        mean_quality, cost_per_1k_requests_usd, latency_p50_s, latency_p99_s,
+        attempts_per_request, retries, fallbacks, wasted_share), naming the rest below:
+        ``columns="all"`` gives the plain frame with every column, ``columns=[...]`` the columns
+        named. ``percentiles`` (e.g. ``[0.5, 0.99, 0.999]`` or ``["p90"]``) chooses
+        the latency and TTFT percentile columns (default: latency p50/p95/p99 and TTFT p50).
+        ``by`` names columns of ``requests`` (a dataset column, ``has_image``, …) to summarise
+        per value, one row each. docs/statistics.md defines every column."""
+        return summary_frame(summarize(self.requests, self.attempts, percentiles, by), columns)
 
     @property
     def plot(self) -> Any:
@@ -186,6 +192,7 @@ class Comparison:
         *,
         percentiles: Sequence[float | str] | None = None,
         by: str | Sequence[str] | None = None,
+        columns: str | Sequence[str] | None = None,
     ) -> pd.DataFrame:
         """One row per strategy, over all seeds: ``requests`` distinct requests replayed with
         ``seeds`` seeds; quality means and 95% intervals over requests (each request's mean over
@@ -193,15 +200,17 @@ class Comparison:
         also the paired differences (strategy − baseline, same requests and seeds) of quality,
         cost and latency with 95% CIs. ``percentiles`` chooses the latency and TTFT percentile
         columns (e.g. ``[0.5, 0.99, 0.999]``); ``by`` summarises per value of requests columns
-        (``"seed"``, a dataset column such as ``"benchmark"``), one row each.
-        docs/statistics.md defines every column."""
-        table = summarize(self.requests, self.attempts, percentiles, by)
-        if baseline is None:
-            return table
-        if by is not None:
+        (``"seed"``, a dataset column such as ``"benchmark"``), one row each. Every column is in
+        the frame; it displays those a reader compares first (as :meth:`Result.summary`, with
+        ``d_quality`` and ``d_cost_usd`` against a baseline): ``columns="all"`` gives the plain
+        frame with every column, ``columns=[...]`` the columns named. docs/statistics.md defines every column."""
+        if baseline is not None and by is not None:
             raise ArgumentError("summary(baseline=...) compares whole strategies: leave out by")
-        paired = self.paired(baseline).drop(columns=["baseline", "seeds"])
-        return table.merge(paired, on="strategy", how="left")
+        table = summarize(self.requests, self.attempts, percentiles, by)
+        if baseline is not None:
+            paired = self.paired(baseline).drop(columns=["baseline", "seeds"])
+            table = table.merge(paired, on="strategy", how="left")
+        return summary_frame(table, columns)
 
     def paired(
         self, baseline: str, metrics: Sequence[str] = ("quality", "cost_usd", "latency_s")
@@ -344,6 +353,8 @@ def concat_frames(frames: list[pd.DataFrame], strategies: list[str]) -> pd.DataF
             and isinstance(next(iter(dtypes)), np.dtype)
         ):
             merged[name] = np.concatenate([part.to_numpy() for part in present])
+        elif all(dtype == np.dtype(bool) or isinstance(dtype, pd.BooleanDtype) for dtype in dtypes):
+            merged[name] = _merge_flags(parts)
         else:
             # missing rows as a reindex would make them (float for ints, object for bools)
             filled = [
@@ -352,6 +363,18 @@ def concat_frames(frames: list[pd.DataFrame], strategies: list[str]) -> pd.DataF
             ]
             merged[name] = pd.concat(filled, ignore_index=True)
     return pd.DataFrame(merged)
+
+
+def _merge_flags(parts: list[pd.Series | int]) -> pd.arrays.BooleanArray:
+    """One nullable ``boolean`` column of flag ``parts`` (a number: that many missing rows), not
+    objects mixing True and False with NaN where a frame lacked the column."""
+    pieces = [
+        part.to_numpy(dtype=object, na_value=None)
+        if isinstance(part, pd.Series)
+        else np.full(part, None, dtype=object)
+        for part in parts
+    ]
+    return pd.array(np.concatenate(pieces), dtype="boolean")
 
 
 def _merge_categorical(parts: list[pd.Series | int], order: list[str] | None) -> pd.Categorical:

@@ -12,7 +12,9 @@ Read in this order:
    and streamed calls built on it.
 6. :mod:`.state`: what a run shares and what a request in flight holds; each call goes from here
    to the candidate loop on the run's engine.
-7. :mod:`.candidates`: the candidate loop behind every call: retries, fallbacks, cooldowns.
+7. :mod:`.candidates`: the candidate loop behind every call: retries, fallbacks, cooldowns;
+   :mod:`.own_fallbacks` records an algorithm's own switch to another model after a failed call as
+   the loop records its fallbacks.
 8. :mod:`.attempts`: a host reply turned into an attempt row, and the attempt priced.
 9. :mod:`.records`: what the records hold (the frames' columns, the codes, the raw columns);
    :mod:`.attempt_log` and :mod:`.request_log` the attempt and request rows, as column arrays;

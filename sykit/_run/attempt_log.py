@@ -378,6 +378,21 @@ class AttemptLog:
         index -= self.base
         return (self.b[index * _B + 4] & DECISION_BIT) >> 1 if index >= 0 else -1
 
+    def model_code_of(self, index: int) -> int:
+        """The code of the attempt's model."""
+        index -= self.base
+        return self.h[index * _H + 2] if index >= 0 else -1
+
+    def fallback_of(self, index: int) -> int:
+        """The attempt's fallback reason code (−1: none)."""
+        index -= self.base
+        return self.b[index * _B + 2] if index >= 0 else -1
+
+    def retried_of(self, index: int) -> bool:
+        """Whether a retry follows the attempt (its call waits for it, or has made it)."""
+        index -= self.base
+        return bool(self.b[index * _B + 4] & RETRIED_BIT) if index >= 0 else False
+
     def start_of(self, index: int) -> float:
         index -= self.base
         return self.f[index * _F] if index >= 0 else NAN

@@ -12,7 +12,9 @@ makes the answer-phase call for ``route_to`` outcomes. All of them go through on
   JSON-schema decisions) gets it sent again at once, once per target: its own attempt row with the
   same ``retry_index``, not a retry;
 * a transient failure cools a target down for ``policy.cooldown_s``: while cooling it is skipped
-  (a ``skipped`` attempt) if another candidate remains.
+  (a ``skipped`` attempt) if another candidate remains;
+* a model call's error that reaches the algorithm is noted, and a later call of the algorithm to
+  another model records the switch as the loop records its own fallbacks (:mod:`.own_fallbacks`).
 
 The loop is a generator that yields what it waits for — a sleep, or on a real host the exchange of
 one attempt — and the run's engine drives it (:meth:`Engine.drive`), as does the fixed-chain fast
@@ -44,6 +46,7 @@ from sykit._run.attempts import (
     succeed,
 )
 from sykit._run.engines.base import OPEN, SEND, SLEEP
+from sykit._run.own_fallbacks import note_failure, note_start
 from sykit._run.records import CAUSE_CODE, MODEL, REASON_CODE
 from sykit._world.classify import fallback_reason, is_retryable
 from sykit._world.models import DecisionRequest, Request
@@ -65,10 +68,13 @@ def serve_steps(
     kind: int,
     stream: bool = False,
     retries: int | None = None,
+    seen: int | None = None,
 ) -> Generator[Any, Any, Any]:
     """Make one call over ``candidates``: the generator returns a Response/DecisionResponse or
     raises a ModelError, and yields ``(SLEEP, seconds)`` or ``(SEND, attempt)`` to wait.
     ``retries`` replaces the policy's ``max_retries`` for this call (None: the policy's).
+    ``seen``: how many failed calls the request had noted when this call was made (None: when it
+    starts), which a model call may be the algorithm's own fallback from (:mod:`.own_fallbacks`).
 
     With ``stream``, an attempt whose answer produces tokens ends the loop at its first token:
     the generator returns a :class:`StreamHead` and the stream takes the attempt from there
@@ -104,9 +110,13 @@ def serve_steps(
         resent = False
         while True:
             start = clock()
+            if kind == MODEL and state.open_failures:
+                note_start(state, model_code, call, seen)  # the algorithm's own fallback?
             row = log.begin(
                 index_in_run, call, phase, kind, model_code, index, retry, race_code, start
             )
+            if kind == MODEL:
+                state.call_rows[call] = row
             state.n_attempts += 1
             tried = state.attempts_by_model
             n = tried.get(model, 0)
@@ -188,10 +198,10 @@ def serve_steps(
                 continue
             break
         assert error is not None
-        if index == last:
-            raise error
-        reason = fallback_reason(error)
+        reason = fallback_reason(error) if index < last else None
         if not policy.allows_fallback(reason):
+            if kind == MODEL:  # the caller gets the error: it may move on itself
+                note_failure(state, model_code, row, error)
             raise error
         if reason is not None:
             log.set_fallback(row, REASON_CODE[reason])

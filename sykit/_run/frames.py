@@ -313,6 +313,21 @@ _NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
 
 
 def _column(values: list[Any]) -> Any:
-    """A column of metadata or evidence values with the dtype pandas infers (objects kept)."""
-    series = pd.Series(values, dtype=object)
-    return series.infer_objects()
+    """A column of metadata or evidence values with the dtype pandas infers (objects kept), and
+    one dtype for flags some rows lack: pandas' nullable ``boolean``, not objects mixing True and
+    False with None (which no dtype-aware code, and no CSV reader, takes for flags)."""
+    series = pd.Series(values, dtype=object).infer_objects()
+    if series.dtype == object and _flags(values):
+        return series.astype("boolean")
+    return series
+
+
+def _flags(values: list[Any]) -> bool:
+    """Whether ``values`` are booleans, some missing (None or NaN), at least one present."""
+    present = False
+    for value in values:
+        if isinstance(value, bool | np.bool_):
+            present = True
+        elif not (value is None or (isinstance(value, float) and value != value)):
+            return False
+    return present

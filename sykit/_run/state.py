@@ -175,8 +175,18 @@ class RunState:
         kind: int,
         retries: int | None = None,
     ) -> Any:
-        """An awaitable call over ``candidates`` (sent when first awaited or raced)."""
-        steps = serve_steps(self, state, request, candidates, phase, kind, retries=retries)
+        """An awaitable call over ``candidates`` (sent when first awaited or raced), made now:
+        failures noted later are not ones it moves on from (see :mod:`.own_fallbacks`)."""
+        steps = serve_steps(
+            self,
+            state,
+            request,
+            candidates,
+            phase,
+            kind,
+            retries=retries,
+            seen=state.failures_noted,
+        )
         return self.engine.drive(steps, self.session)
 
     def drive(self, steps: Generator[Any, Any, Any]) -> Any:
@@ -198,8 +208,10 @@ class RequestState:
         "answers",
         "arrival_s",
         "attempts_by_model",
+        "call_rows",
         "closed",
         "evidence",
+        "failures_noted",
         "index",
         "model_cost",
         "n_attempts",
@@ -207,6 +219,7 @@ class RequestState:
         "n_fallbacks",
         "n_retries",
         "ok_rows",
+        "open_failures",
         "reads_truth",
         "request",
         "request_id",
@@ -249,6 +262,11 @@ class RequestState:
         self.ok_rows: dict[int, int] = {}  # the log row of each call that succeeded, by call id
         # the Response of each model call that succeeded, by call id: what sy.answered may serve
         self.answers: dict[int, Any] = {}
+        # the latest attempt of each model call, by call id, and the failed model calls a switch
+        # to another model would be a fallback from (see .own_fallbacks)
+        self.call_rows: dict[int, int] = {}
+        self.open_failures: dict[int, tuple[int, int, int]] | None = None
+        self.failures_noted = 0
         self._calls = 0
         self._races = 0
         self.n_attempts = self.n_cancelled = self.n_fallbacks = self.n_retries = 0

@@ -32,6 +32,7 @@ from sykit._run.attempts import (
 )
 from sykit._run.candidates import StreamHead, serve_steps
 from sykit._run.engines.base import NEXT, SLEEP
+from sykit._run.own_fallbacks import note_failure
 from sykit._run.records import MODEL, ROUTING
 from sykit._run.state import RequestState, closed_error
 from sykit._world.models import Request, Response
@@ -69,6 +70,7 @@ class ModelStream:
         "_request",
         "_response",
         "_retries",
+        "_seen",
         "_sent",
         "_state",
     )
@@ -84,6 +86,7 @@ class ModelStream:
         self._request = request
         self._candidates = candidates
         self._retries = retries  # the policy's max_retries replaced for this call (None: kept)
+        self._seen = state.failures_noted  # made now: see sykit._run.own_fallbacks
         self._head: StreamHead | None = None
         self._sent = 0
         self._response: Response | None = None
@@ -157,6 +160,7 @@ class ModelStream:
                     MODEL,
                     stream=True,
                     retries=self._retries,
+                    seen=self._seen,
                 )
             except ModelError as error:
                 self._ended = True  # failed before its first token
@@ -231,6 +235,7 @@ class ModelStream:
         log.set_ttft(head.row, _ttft(head, log))
         bill_unserved(run, state, head.row, MODEL, self._request, head.attempt, now)
         if raising:
+            note_failure(state, run.model_codes[head.model], head.row, error)
             raise error
 
     def _stop(self, cause: CancelCause | None) -> None:
