@@ -92,16 +92,17 @@ def write_comparisons(
     """The routing and robustness runs' tables as CSV and their figures as PNG."""
     out.mkdir(parents=True, exist_ok=True)
     routing_summary.to_csv(out / "routing_summary.csv", index=False)
-    routing.requests.to_csv(out / "routing_requests.csv", index=False)
-    written = ["routing_summary.csv", "routing_requests.csv"]
+    written = ["routing_summary.csv", *_records(out, "routing_requests", routing.requests)]
     figures = {
         "cost_quality.png": lambda: _titled(routing.plot.cost_quality().figure, FAULT_FREE_RUN)
     }
     if robustness is not None and robustness_summary is not None:
         robustness_summary.to_csv(out / "robustness_summary.csv", index=False)
-        robustness.requests.to_csv(out / "robustness_requests.csv", index=False)
-        robustness.attempts.to_csv(out / "robustness_attempts.csv", index=False)
-        written += ["robustness_summary.csv", "robustness_requests.csv", "robustness_attempts.csv"]
+        written += [
+            "robustness_summary.csv",
+            *_records(out, "robustness_requests", robustness.requests),
+            *_records(out, "robustness_attempts", robustness.attempts),
+        ]
         figures["latency_cdf.png"] = lambda: _titled(
             robustness.plot.latency_cdf().figure, FAULTY_RUN
         )
@@ -110,6 +111,16 @@ def write_comparisons(
             robustness.plot.timeline(RACE).figure, FAULTY_RUN
         )
     return written + save_figures(out, figures)
+
+
+def _records(out: Path, name: str, frame: pd.DataFrame) -> list[str]:
+    """A run's records as CSV, and as Parquet beside it with their dtypes: a CSV of tens of
+    thousands of rows makes ``pd.read_csv`` guess types a block at a time (a ``DtypeWarning``
+    where a text column is empty for a whole block); ``pd.read_parquet`` reads them back as they
+    were."""
+    frame.to_csv(out / f"{name}.csv", index=False)
+    frame.to_parquet(out / f"{name}.parquet", index=False)
+    return [f"{name}.csv", f"{name}.parquet"]
 
 
 #: What each figure of the job says it shows, after its own title.
