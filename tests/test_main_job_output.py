@@ -220,3 +220,20 @@ def test_the_job_ends_with_its_time_per_part(job):
     here = [s for name, s in parts.items() if name not in alongside]
     assert all(s >= 0 for s in parts.values()) and sum(here) <= whole + 0.3
     assert all(parts[name] <= whole + 0.3 for name in alongside)
+
+
+def test_each_figure_of_the_job_says_which_run_it_shows():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sykit._cli import writers
+
+    figure, (left, right) = plt.subplots(1, 2)
+    left.set_title("Attempt outcomes", loc="left")
+    right.set_title("a title long enough to need a line of its own for the run it shows " * 2)
+    writers._titled(figure, writers.FAULTY_RUN)
+    assert left.get_title(loc="left") == "Attempt outcomes — part 2: under injected faults"
+    assert right.get_title().endswith("\npart 2: under injected faults")
+    plt.close(figure)

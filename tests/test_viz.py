@@ -142,6 +142,11 @@ def test_timeline_shades_the_race_and_stars_the_served_attempt(host):
     ax = res.plot.timeline(0)
     (race,) = [p for p in ax.patches if str(p.get_gid()).startswith("race:")]
     assert (race.get_y(), race.get_y() + race.get_height()) == pytest.approx((-0.45, 1.45))
+    # the band spans the race, from its first start to its last end, not the whole axis
+    attempts = res.attempts
+    assert (race.get_x(), race.get_x() + race.get_width()) == pytest.approx(
+        (attempts["start_s"].min(), attempts["end_s"].max())
+    )
     (star,) = [line for line in ax.lines if line.get_gid() == "outcome"]
     assert (list(star.get_xdata()), list(star.get_ydata())) == ([1.0], [0])
     assert star.get_marker() == "*" and star.get_label() == "served by fast"

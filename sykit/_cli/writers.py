@@ -134,7 +134,8 @@ def _titled(figure: Any, run: str) -> Any:
         title = ax.get_title(loc="left") or ax.get_title()
         if title and run not in title:
             where = "left" if ax.get_title(loc="left") else "center"
-            ax.set_title(f"{title} — {run}", loc=where)
+            joint = "\n" if len(title) + len(run) > 90 else " — "  # a long title: a line of its own
+            ax.set_title(f"{title}{joint}{run}", loc=where)
     return figure
 
 

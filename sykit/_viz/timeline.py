@@ -126,7 +126,7 @@ def plot_timeline(
 
     ``request_id=None`` picks the request with the most attempts: usually the one worth reading.
     """
-    from matplotlib.patches import Patch
+    from matplotlib.patches import Patch, Rectangle
 
     _check_frame(attempts, "attempts", ("request_id", "start_s", "end_s", "status"))
     if attempts.empty:
@@ -231,14 +231,20 @@ def plot_timeline(
     races = lanes.dropna(subset=["race_id"]).groupby("race_id", sort=True)
     for race_id, members in races:
         ys = members.index
-        ax.axhspan(
-            ys.min() - 0.45,
-            ys.max() + 0.45,
-            color=RACE_COLOR,
-            alpha=0.12,
-            lw=0,
-            zorder=0,
-            gid=f"race:{race_id}",
+        # from the race's first start to its last end (the request's end at the latest), not
+        # across the whole axis
+        start, end = float(members["start_s"].min()), float(members["end_s"].max())
+        ax.add_patch(
+            Rectangle(
+                (start, ys.min() - 0.45),
+                end - start,
+                ys.max() - ys.min() + 0.9,
+                color=RACE_COLOR,
+                alpha=0.12,
+                lw=0,
+                zorder=0,
+                gid=f"race:{race_id}",
+            )
         )
     if len(races):
         handles.append(Patch(facecolor=RACE_COLOR, alpha=0.12, label="race / timeout group"))
