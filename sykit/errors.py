@@ -20,6 +20,8 @@ the builtin they resemble, so ``except ValueError`` keeps working::
     ├── UnknownModel (ValueError)       a model name the host does not have
     ├── SimDeadlock (RuntimeError)      every simulated task waits and no timer is pending
     ├── RequestClosed (RuntimeError)    a call through the driver of a request that has finished
+    ├── RequestHorizon (RuntimeError)   a request's algorithm waited past its virtual-time horizon
+    ├── SwallowedCancellation (RuntimeError)  an algorithm swallowed the cancellations stopping it
     ├── AlgorithmError (RuntimeError)   strict=True: most requests failed on the algorithm's side
     ├── RealIOError (RuntimeError)      real network I/O attempted on the virtual-time loop
     └── RecordLimit (RuntimeError)      more calls, races or models than the records can number
@@ -28,7 +30,8 @@ the builtin they resemble, so ``except ValueError`` keeps working::
 
 The errors a routing algorithm catches are also at the top level: ``sy.ModelError`` and
 ``sy.errors.ModelError`` are one object, two spellings (likewise every class above but
-``RealIOError``, ``RecordLimit`` and ``UngradedWarning``, which live here only).
+``RealIOError``, ``RecordLimit``, ``RequestHorizon``, ``SwallowedCancellation`` and
+``UngradedWarning``, which live here only).
 
 Cancellation is never an error: a cancelled call raises ``asyncio.CancelledError`` (a
 ``BaseException``), which ``except Exception`` does not swallow.
@@ -61,7 +64,7 @@ from sykit._base.errors import (
 )
 from sykit._results.health import AlgorithmError, AlgorithmWarning
 from sykit._results.metrics import UngradedWarning
-from sykit._run.driver import RequestClosed
+from sykit._run.driver import RequestClosed, RequestHorizon, SwallowedCancellation
 from sykit._world.classify import FallbackReason, classify, fallback_reason
 
 __all__ = [
@@ -82,7 +85,9 @@ __all__ = [
     "RealIOError",
     "RecordLimit",
     "RequestClosed",
+    "RequestHorizon",
     "SimDeadlock",
+    "SwallowedCancellation",
     "SykitError",
     "UnavailableError",
     "UngradedWarning",

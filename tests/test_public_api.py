@@ -85,9 +85,9 @@ SUBMODULES = {
         "AlgorithmError", "AlgorithmWarning", "ArgumentError", "ArgumentTypeError",
         "CapabilityError", "ContextWindowError", "FallbackReason", "InvalidRequestError",
         "InvalidResponseError", "ModelError", "ModelTimeout", "NoTargets", "PolicyError",
-        "RateLimitError", "RealIOError", "RecordLimit", "RequestClosed", "SimDeadlock",
-        "SykitError", "UnavailableError", "UngradedWarning", "UnknownModel", "classify",
-        "fallback_reason",
+        "RateLimitError", "RealIOError", "RecordLimit", "RequestClosed", "RequestHorizon",
+        "SimDeadlock", "SwallowedCancellation", "SykitError", "UnavailableError",
+        "UngradedWarning", "UnknownModel", "classify", "fallback_reason",
     },
     "faults": {
         "ErrorFault", "Flapping", "RateLimit", "Scenario", "ScenarioOutcome", "catalogue",

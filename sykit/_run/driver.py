@@ -2,32 +2,54 @@
 
 What a call does (candidates, retries, fallback, cooldown, records) is the candidate loop of
 :mod:`sykit._run.candidates`; the driver checks an algorithm's arguments and hands the call to it.
+
+The limits a request puts on its algorithm live here too: its virtual-time horizon
+(:data:`REQUEST_HORIZON_S`), and how many of the cancellations sent to stop it the algorithm may
+swallow (:data:`SWALLOWED_CANCELLATIONS`) before it is abandoned (:func:`guarded`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Coroutine, Generator, Sequence
 from typing import Any
 
 from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError, ModelError, SykitError
-from sykit._base.vocab import Status
+from sykit._base.vocab import CancelCause, Status
 from sykit._run.attempts import log_skip
+from sykit._run.engines.deadlock import unreported_ignored_exits
 from sykit._run.records import DECISION, MODEL, REASON_CODE, ROUTING, STATUS_CODE
 from sykit._run.state import RequestClosed, RequestState, closed_error
 from sykit._run.stream import ModelStream
 from sykit._world.classify import fallback_reason
 from sykit._world.models import DecisionRequest, DecisionResponse, Request, Response
 
-__all__ = ["REQUEST_HORIZON_S", "Driver", "RequestClosed", "RequestHorizon"]
+__all__ = [
+    "REQUEST_HORIZON_S",
+    "SWALLOWED_CANCELLATIONS",
+    "Driver",
+    "RequestClosed",
+    "RequestHorizon",
+    "SwallowedCancellation",
+    "guarded",
+]
 
-#: The most virtual time one request may take in ``driver.sleep``: a sleep that would end later
-#: than this after the request started fails the request (``error_kind="algorithm_error"``, a
-#: :class:`RequestHorizon` naming it) instead of letting virtual time run on forever (an
-#: algorithm that polls ``driver.sleep`` in a loop that never ends). One week; change it with
+#: The most virtual time one request's algorithm may take: a ``driver.sleep`` that would end later
+#: than this after the request started, or any other wait of the algorithm (an ``asyncio.sleep``,
+#: a timeout) that it begins later than this, fails the request (``error_kind="algorithm_error"``,
+#: a :class:`RequestHorizon` naming it) instead of letting virtual time run on forever (an
+#: algorithm that polls in a loop that never ends). One week; change it with
 #: ``sykit._run.driver.REQUEST_HORIZON_S = ...`` before the run.
 REQUEST_HORIZON_S = 7 * 24 * 3600.0
+
+#: How many of the cancellations sent to stop a request (at its horizon, on a deadlock, when it
+#: failed) its algorithm may swallow, catching the ``CancelledError`` and waiting again, before
+#: it is abandoned and the request fails with :class:`SwallowedCancellation`. A few, so that
+#: cleanup code that awaits once after a cancellation still runs.
+SWALLOWED_CANCELLATIONS = 3
 
 _MESSAGE_LIMIT = 300
 _ERROR_CODE = STATUS_CODE[Status.ERROR]
@@ -43,8 +65,13 @@ async def _failing_the_request(state: RequestState, call: Awaitable[Any]) -> Any
 
 
 class RequestHorizon(SykitError, RuntimeError):
-    """A request's ``driver.sleep`` would have ended past its virtual-time horizon
+    """A request's algorithm would have waited past its virtual-time horizon
     (:data:`REQUEST_HORIZON_S`): the request fails."""
+
+
+class SwallowedCancellation(SykitError, RuntimeError):
+    """A request's algorithm swallowed the cancellations sent to stop it
+    (:data:`SWALLOWED_CANCELLATIONS` of them): it is abandoned and the request fails."""
 
 
 def _past_horizon(state: RequestState, seconds: float) -> RequestHorizon | None:
@@ -62,6 +89,31 @@ def _past_horizon(state: RequestState, seconds: float) -> RequestHorizon | None:
     )
 
 
+def _waits_past_horizon(state: RequestState, elapsed: float) -> RequestHorizon:
+    """The error of a request whose algorithm waits again ``elapsed`` seconds after its start,
+    past its horizon."""
+    return RequestHorizon(
+        f"request {state.request_id!r} waited again {elapsed:g} s after its start, past its "
+        f"virtual-time horizon of {REQUEST_HORIZON_S:g} s (sykit._run.driver.REQUEST_HORIZON_S); "
+        "does the algorithm wait (asyncio.sleep, a timeout) in a loop that never ends?"
+    )
+
+
+def _stop_soon(state: RequestState, task: Any) -> None:
+    """Cancel ``task`` of the stopped request ``state`` on the next turn (cause
+    ``request_failed``), as sykit cancels a waiting task from outside: the same turns on every
+    engine, and a cancellation the request's algorithm can be seen to swallow."""
+    state.run.engine.call_soon(_cancel_while_open, state, task)
+
+
+def _cancel_while_open(state: RequestState, task: Any) -> None:
+    if state.closed or task is None or task.done():
+        return  # the algorithm has ended meanwhile: nothing of it is left to stop
+    if task is state.root:
+        state.root_cancelled = True
+    state.run.engine.cancel(task, CancelCause.REQUEST_FAILED)
+
+
 class Driver:
     """What an algorithm uses to act: model calls, decision calls, the clock, evidence.
 
@@ -69,10 +121,11 @@ class Driver:
     and they stop when no longer awaited.
     """
 
-    __slots__ = ("_state",)
+    __slots__ = ("_refused", "_state")
 
     def __init__(self, state: RequestState) -> None:
         self._state = state
+        self._refused = 0  # sleeps past the horizon after the request was stopped
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -179,7 +232,9 @@ class Driver:
 
         A sleep that would end more than ``REQUEST_HORIZON_S`` (one week) of virtual time after
         the request started fails the request instead (:class:`RequestHorizon`): a polling loop
-        with no exit stops there."""
+        with no exit stops there. An algorithm that swallows that cancellation and sleeps again
+        is cancelled again from outside, a few times (:data:`SWALLOWED_CANCELLATIONS`), then
+        left waiting: the request abandons it (see :func:`guarded`)."""
         if type(seconds) is not float or not 0 <= seconds < math.inf:
             if seconds == math.inf:  # as the engines refuse a sleep of their own
                 raise ArgumentError("cannot sleep forever (seconds=inf)")
@@ -192,9 +247,25 @@ class Driver:
             )
         state = self._state
         past = _past_horizon(state, seconds)
-        if past is not None:
-            state.abort(past)
-        await state.run.engine.sleep(seconds)
+        if past is None:
+            await state.run.engine.sleep(seconds)
+        elif state.abort_error is None:
+            state.abort(past)  # raises CancelledError
+        else:
+            await self._refuse_sleep()
+
+    async def _refuse_sleep(self) -> None:
+        """A sleep past the horizon of a request already stopped: the algorithm swallowed the
+        cancellation. Raised again here it could loop without ever waiting; so the task waits,
+        and is cancelled from outside (a cancellation the request counts), until that too has
+        been swallowed :data:`SWALLOWED_CANCELLATIONS` times: then it only waits, and the
+        request (or, for a task it started, the request's end) stops it."""
+        state = self._state
+        engine = state.run.engine
+        self._refused += 1
+        if self._refused <= SWALLOWED_CANCELLATIONS:
+            _stop_soon(state, engine.current_task())
+        await engine.event().wait()
 
     def in_flight(self, model: str) -> int:
         """How many of this run's calls to ``model`` are in flight: started before this instant
@@ -291,3 +362,126 @@ def _check_max_retries(max_retries: object) -> None:
     if max_retries is None:
         return
     check_int(max_retries, "max_retries", low=0, high=10, expected="in [0, 10]")
+
+
+# -- the algorithm, as its request awaits it -----------------------------------------------------
+
+
+def guarded(algorithm: Coroutine[Any, Any, Any], state: RequestState) -> Awaitable[Any]:
+    """``algorithm`` (the coroutine of ``state``'s algorithm) as its request awaits it: see
+    :class:`_Guarded`."""
+    return _Guarded(algorithm, state)
+
+
+class _Guarded:
+    """A request's algorithm, awaited step by step as ``await`` would, so that the request still
+    ends when the algorithm does not:
+
+    * once the request is past its horizon, each wait the algorithm begins is cancelled on the
+      next turn; the first fails the request (:class:`RequestHorizon`), as ``driver.sleep``
+      does for a sleep that would end past it;
+    * a cancellation the algorithm gets while its request is stopped (at its horizon, on a
+      deadlock, after a failure) and answers by waiting again is swallowed; at the
+      :data:`SWALLOWED_CANCELLATIONS`-th the algorithm is closed and left, and the request fails
+      with :class:`SwallowedCancellation`.
+
+    Each step costs a method call, no turn: the engines see the algorithm's own waits."""
+
+    __slots__ = ("_clock", "_coro", "_horizon_end", "_state", "_swallowed")
+
+    def __init__(self, algorithm: Coroutine[Any, Any, Any], state: RequestState) -> None:
+        self._coro: Coroutine[Any, Any, Any] | None = algorithm
+        self._state = state
+        self._clock = state.run.clock
+        self._horizon_end = state.start_s + REQUEST_HORIZON_S
+        self._swallowed = 0
+
+    # -- what ``await`` asks of an iterator ------------------------------------------------------
+    def __await__(self) -> Generator[Any, Any, Any]:
+        return self  # an iterator with send, throw and close: what ``await`` drives
+
+    def __iter__(self) -> _Guarded:
+        return self
+
+    def __next__(self) -> Any:  # send(None), as ``await`` sends most often, without the call
+        trap = self._coro.send(None)  # type: ignore[union-attr]  # (None only once abandoned)
+        if self._clock() > self._horizon_end:
+            self._stop_at_horizon()
+        return trap
+
+    def send(self, value: Any) -> Any:
+        trap = self._coro.send(value)  # type: ignore[union-attr]
+        if self._clock() > self._horizon_end:
+            self._stop_at_horizon()
+        return trap
+
+    def throw(self, error: Any, value: Any = None, traceback: Any = None) -> Any:
+        coro = self._coro
+        assert coro is not None
+        if value is None and traceback is None:
+            trap = coro.throw(error)
+        else:  # the old three-argument form, as a caller may still use it
+            trap = coro.throw(error, value, traceback)
+        del coro  # (an abandoned coroutine must be held by nothing but the guard)
+        state = self._state
+        if state.abort_error is not None and _is_cancellation(error):
+            self._swallowed += 1
+            if self._swallowed >= SWALLOWED_CANCELLATIONS:
+                self._abandon()
+        elif state.abort_error is None and self._clock() > self._horizon_end:
+            self._stop_at_horizon()  # a loop that only wakes by cancellations (timeouts)
+        return trap
+
+    def close(self) -> None:
+        if self._coro is not None:
+            self._coro.close()
+
+    @property
+    def cr_await(self) -> Coroutine[Any, Any, Any] | None:
+        """What waits inside (the algorithm), as a coroutine's ``cr_await`` says: where a
+        deadlock's report looks for the user's line."""
+        return self._coro
+
+    # -- the limits ---------------------------------------------------------------------------------
+    def _stop_at_horizon(self) -> None:
+        """The algorithm begins a wait past the horizon: the first time, the request fails
+        (its other tasks are cancelled now); each time, the wait is cancelled on the next turn."""
+        state = self._state
+        if state.abort_error is None:
+            with contextlib.suppress(asyncio.CancelledError):  # abort raises it: sent below
+                state.abort(_waits_past_horizon(state, self._clock() - state.start_s))
+        _stop_soon(state, state.root)
+
+    def _abandon(self) -> None:
+        """The algorithm swallowed one cancellation too many: close it, and end its part of the
+        request with a cancellation its request reads as :class:`SwallowedCancellation`."""
+        state = self._state
+        reason = state.abort_error
+        state.abort_error = SwallowedCancellation(
+            f"request {state.request_id!r} swallowed the cancellation sent to stop it "
+            f"{SWALLOWED_CANCELLATIONS} times (sykit._run.driver.SWALLOWED_CANCELLATIONS) and "
+            f"was abandoned; it was stopped for {type(reason).__name__}: {reason}. Let "
+            "asyncio.CancelledError propagate: catch Exception, not BaseException"
+        )
+        held = [self._coro]
+        self._coro = None
+        _close_abandoned(held)
+        raise asyncio.CancelledError
+
+
+def _is_cancellation(error: Any) -> bool:
+    if isinstance(error, type):
+        return issubclass(error, asyncio.CancelledError)
+    return isinstance(error, asyncio.CancelledError)
+
+
+def _close_abandoned(held: list[Any]) -> None:
+    """Close the abandoned coroutine in ``held`` (its only reference): ``GeneratorExit`` where it
+    waits. One that swallows that too cannot be ended: it is dropped suspended, without Python's
+    reports that it (or a coroutine it awaits) ignored ``GeneratorExit``, made as each is freed,
+    here: the request's row says what happened."""
+    with unreported_ignored_exits():
+        coro = held.pop()
+        with contextlib.suppress(RuntimeError):
+            coro.close()
+        del coro

@@ -24,7 +24,7 @@ from typing import Any
 from sykit._base.errors import ArgumentTypeError, ModelError, NoTargets, SimDeadlock, UnknownModel
 from sykit._base.vocab import CancelCause, ErrorKind
 from sykit._results.health import await_hint
-from sykit._run.driver import Driver
+from sykit._run.driver import Driver, guarded
 from sykit._run.engines.base import EngineExit
 from sykit._run.engines.columnwise import NeedsEvents
 from sykit._run.records import MODEL, RESERVED
@@ -484,7 +484,11 @@ class StrategyRun:
         failure: tuple[str, str] | None = None
         try:
             pending = self.fn(state.request, Driver(state))
-            if type(pending) is not CoroutineType and not inspect.isawaitable(pending):
+            if type(pending) is CoroutineType:
+                # awaited through its request's limits (horizon, swallowed cancellations); the
+                # guard holds the coroutine alone, so an abandoned one is freed when it is left
+                pending = guarded(pending, state)
+            elif not inspect.isawaitable(pending):
                 # a lambda or wrapper that returned no awaitable: the whole run is wrong
                 raise _NotAwaitable(_not_awaitable(run.strategy, pending))
             outcome = await pending

@@ -225,12 +225,20 @@ async def hedge(
     engine = current()
     race_id = engine.new_race()
     tasks: list[Any] = [spawn(engine, make_call(), race_id, "make_call()")]
+    held = False  # ``only_if`` held the last copy back
     while True:
         running = [t for t in tasks if not t.done()]
         can_add = len(tasks) < copies
         woke = None
         if running:
-            woke = await _wait_first(engine, running, after if can_add else None)
+            # With after=0 the copies start one after another, each on a timer of 0 s, once
+            # what is due at this instant before it has run (docs/engines.md): a race won at
+            # this instant ends before they start. A copy held back with after=0 is not asked
+            # for again at the same instant (the answer could not change: it would spin); the
+            # hedge waits for a copy to end.
+            due = after if can_add and not (held and after == 0.0) else None
+            woke = await _wait_first(engine, running, due)
+            held = held and woke is None
         for task in tasks:
             if _succeeded(task):
                 await engine.settle(tasks, LOST_RACE)
@@ -245,12 +253,11 @@ async def hedge(
             raise last_error
         # the delay passed with no answer, or every copy failed: the next copy starts now,
         # unless it would be a hedge (others still run) that ``only_if`` holds back
-        if (
-            can_add
-            and (woke is None or not running)
-            and (not running or only_if is None or only_if())
-        ):
-            tasks.append(spawn(engine, make_call(), race_id, "make_call()"))
+        if can_add and (woke is None or not running):
+            if not running or only_if is None or only_if():
+                tasks.append(spawn(engine, make_call(), race_id, "make_call()"))
+            else:
+                held = True
 
 
 # -- started now, decided later ----------------------------------------------------------------------

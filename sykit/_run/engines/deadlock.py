@@ -1,15 +1,18 @@
-"""What a stuck simulation says: which tasks wait, and where in the user's code, on either engine."""
+"""What a stuck simulation says: which tasks wait, and where in the user's code, on either engine;
+and the quiet dropping of a coroutine that will not stop."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import anyio
 
-__all__ = ["describe_deadlock", "innermost_user_frame"]
+__all__ = ["describe_deadlock", "innermost_user_frame", "unreported_ignored_exits"]
 
 _LIBRARY_DIRS = (
     *(os.path.dirname(module.__file__ or "") + os.sep for module in (asyncio, anyio)),
@@ -23,10 +26,11 @@ def innermost_user_frame(coro: Any) -> Any:
     frames = []
     awaited: Any = coro
     while awaited is not None:
+        # an awaitable that steps a coroutine by hand (a request's guard on its algorithm) has
+        # no frame of its own but says what it awaits, as ``cr_await``
         frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
-        if frame is None:
-            break
-        frames.append(frame)
+        if frame is not None:
+            frames.append(frame)
         awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
     for frame in reversed(frames):
         if not frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
@@ -50,3 +54,22 @@ def describe_deadlock(now: float, waiting: Iterable[tuple[str, Any]], example: s
         f"simulation deadlock at t={now:g} s: every task is waiting and no timer is pending, so "
         f"virtual time cannot move ({example}). Waiting tasks:\n" + "\n".join(lines) + more
     )
+
+
+@contextlib.contextmanager
+def unreported_ignored_exits() -> Iterator[None]:
+    """While it lasts, leave out Python's reports that a coroutine ignored ``GeneratorExit``
+    (made when one that swallows every exception is closed or freed): sykit drops such a
+    coroutine on purpose, and its request's records say why. Other reports go through."""
+    report = sys.unraisablehook
+
+    def quiet(unraisable: Any) -> None:
+        error = unraisable.exc_value
+        if not (isinstance(error, RuntimeError) and "ignored GeneratorExit" in str(error)):
+            report(unraisable)
+
+    sys.unraisablehook = quiet
+    try:
+        yield
+    finally:
+        sys.unraisablehook = report

@@ -7,6 +7,8 @@ coroutine suspends by yielding a *trap* — a plain tuple saying "wake me after 
 
 * Timers are a heap of plain tuples ``(when, seq, task)``: C tuple comparison, ties fire in the order
   they were set, and a cancelled wait is deleted lazily (a stale ``seq`` is skipped when popped).
+  A timer due at the instant it is set (a wait or deadline of 0 s) fires on the next turn, behind
+  what the current turn queued, as asyncio moves due timers to its ready queue once a turn.
 * The clock is set to each timer's own deadline, so it stays exact at any time; waits must be
   finite.
 * What happens at one instant happens in asyncio's order, so both engines start a request's calls
@@ -19,8 +21,9 @@ coroutine suspends by yielding a *trap* — a plain tuple saying "wake me after 
   frames, so no per-request reference cycle is left for the cyclic collector.
 
 Algorithms that await asyncio or anyio primitives cannot run here. While the kernel runs, the
-thread's "running loop" is a stand-in whose every use raises :class:`NeedsAsyncio`; the runner
-catches it and runs the whole simulation again on the asyncio engine (see :mod:`sykit._run.api`).
+thread's "running loop" is a stand-in whose first use raises :class:`NeedsAsyncio` (and whose
+later uses stop the coroutine at its next await, should it swallow that); the runner catches it
+and runs the whole simulation again on the asyncio engine (see :mod:`sykit._run.api`).
 """
 
 from __future__ import annotations
@@ -32,13 +35,13 @@ import inspect
 import math
 import types
 from collections import deque
-from collections.abc import Callable, Coroutine, Generator, Sequence
+from collections.abc import Callable, Coroutine, Generator, Iterator, Sequence
 from typing import Any
 
 from sykit._base.errors import ArgumentError, SimDeadlock
 from sykit._base.vocab import CancelCause
 from sykit._run.engines.base import SLEEP, Call, Engine, EngineExit, current, sleep, sleep_refusal
-from sykit._run.engines.deadlock import describe_deadlock
+from sykit._run.engines.deadlock import describe_deadlock, unreported_ignored_exits
 
 __all__ = [
     "Call",
@@ -223,10 +226,73 @@ def close_arguments(coro: Any) -> None:
                 item.close()
 
 
+class _Void:
+    """What the stand-ins hand out once a use of asyncio has been refused: whatever is done with
+    it gives itself (or nothing), and awaiting it yields it, which is no trap of the kernel's, so
+    the kernel stops the run there (:class:`NeedsAsyncio`) from outside the coroutine. An
+    algorithm that swallows the refusal (``except BaseException``) and tries again thus waits,
+    instead of raising and catching again forever without ever waiting."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> _Void:
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> _Void:
+        return self
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        yield self
+        return self
+
+    def __aenter__(self) -> _Void:
+        return self
+
+    def __aexit__(self, *exc_info: object) -> _Void:
+        return self
+
+    def __enter__(self) -> _Void:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __len__(self) -> int:
+        return 0
+
+    def __float__(self) -> float:
+        return 0.0
+
+    def __int__(self) -> int:
+        return 0
+
+    __index__ = __int__
+
+    def _same(self, other: object) -> _Void:
+        return self
+
+    def _never(self, other: object) -> bool:
+        return False
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _same
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _same
+    __lt__ = __le__ = __gt__ = __ge__ = _never
+
+
+_VOID = _Void()
+
+
 def _stand_ins(kernel: Kernel) -> tuple[asyncio.AbstractEventLoop, Any]:
     """The thread's "running loop" and "current task" while ``kernel`` runs: any use of them
     means asyncio is needed. Each use is also noted on the kernel, so an algorithm that catches
-    the error (or an exception group that wraps it) cannot hide it."""
+    the error (or an exception group that wraps it) cannot hide it; after the first, a use gives
+    :data:`_VOID`, so one that catches every error and tries again stops at its next await."""
 
     def refuse(what: str) -> NeedsAsyncio:
         if kernel.foreign is None:
@@ -236,16 +302,22 @@ def _stand_ins(kernel: Kernel) -> tuple[asyncio.AbstractEventLoop, Any]:
     def refuse_task(coro: Any, *args: Any, **kwargs: Any) -> Any:
         if hasattr(coro, "close"):
             coro.close()  # never to run: close it, so Python does not also warn it was not awaited
+        if kernel.foreign is not None:
+            return _VOID
         raise refuse("an asyncio task was created")
 
     class StandInLoop(asyncio.AbstractEventLoop):
         def __getattribute__(self, name: str) -> Any:
             if name == "create_task":
                 return refuse_task
+            if kernel.foreign is not None:
+                return _VOID
             raise refuse(f"asyncio loop method {name!r} was used")
 
     class StandInTask:
         def __getattr__(self, name: str) -> Any:
+            if kernel.foreign is not None:
+                return _VOID
             raise refuse(f"asyncio task attribute {name!r} was used")
 
     # typeshed marks the loop's methods abstract; asyncio's class is no ABC, so this works
@@ -269,6 +341,7 @@ class Kernel:
         self._heap: list[tuple[float, int, Any]] = []
         self._ready: deque[tuple[Any, Any]] = deque()
         self._seq = 0
+        self._soon = False  # a timer was set for the instant it was set (see _queue_due)
         self._live: dict[KTask, None] = {}  # unfinished tasks, in the order they started
 
     # -- tasks -------------------------------------------------------------------------------
@@ -315,7 +388,10 @@ class Kernel:
         timer = Timer(fn, args)
         self._seq += 1
         timer.wake = self._seq
-        heapq.heappush(self._heap, (self.now + seconds, self._seq, timer))
+        when = self.now + seconds
+        heapq.heappush(self._heap, (when, self._seq, timer))
+        if when == self.now:
+            self._soon = True
         return timer
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
@@ -357,6 +433,16 @@ class Kernel:
             ):
                 close_arguments(coro)
                 coro.close()
+
+    def _drop_left(self) -> None:
+        """The run stops for asyncio: drop the tasks it leaves now, while the stand-ins still
+        hand out :data:`_VOID`. Left to the collector, an algorithm that swallows
+        ``GeneratorExit`` would go on when its coroutine is freed, with no loop at all, and could
+        raise and catch forever; here its next await suspends it and it is dropped (Python's
+        reports that it ignored ``GeneratorExit`` are left out: the run starts again)."""
+        with unreported_ignored_exits():
+            self.close()
+            self._close_unstarted()  # any its last steps started
 
     def live_tasks(self) -> list[KTask]:
         return list(self._live)
@@ -412,7 +498,8 @@ class Kernel:
                     if trap is None:  # a bare yield (asyncio.sleep(0)): let others run first
                         self._ready.append((task, None))
                         return
-                    self.foreign = f"a coroutine awaited {type(trap).__name__}"
+                    if self.foreign is None:  # (else a refusal it swallowed says what)
+                        self.foreign = f"a coroutine awaited {type(trap).__name__}"
                     raise NeedsAsyncio(self.foreign)
                 kind = trap[0]
                 if kind == SLEEP:
@@ -425,17 +512,17 @@ class Kernel:
                         continue
                     self._seq += 1
                     task.wake = self._seq
-                    heapq.heappush(self._heap, (self.now + seconds, self._seq, task))
+                    when = self.now + seconds
+                    heapq.heappush(self._heap, (when, self._seq, task))
+                    if when == self.now:  # too short to move the clock: due now
+                        self._soon = True
                     return
                 if kind == _WAIT_ANY:
                     tasks = trap[1]
                     timeout = trap[2]
                     if timeout is not None:
-                        if not timeout > 0:
-                            if timeout != timeout or timeout < 0:
-                                value, error = None, ArgumentError(f"cannot wait {timeout!r} s")
-                            else:
-                                value = None
+                        if not timeout >= 0:  # (NaN too)
+                            value, error = None, ArgumentError(f"cannot wait {timeout!r} s")
                             continue
                         if timeout == math.inf:
                             timeout = None  # waiting forever for tasks is waiting for them
@@ -448,7 +535,10 @@ class Kernel:
                     if timeout is not None:
                         self._seq += 1
                         task.wake = self._seq
-                        heapq.heappush(self._heap, (self.now + timeout, self._seq, task))
+                        when = self.now + timeout
+                        heapq.heappush(self._heap, (when, self._seq, task))
+                        if when == self.now:  # a wait of 0 s: due now
+                            self._soon = True
                     return
                 if kind == _TWO_TURNS:
                     task.wake = _HOPPING
@@ -505,6 +595,8 @@ class Kernel:
             self._loop()
         except BaseException:
             self._close_unstarted()
+            if self.foreign is not None:
+                self._drop_left()
             raise
         finally:
             asyncio._leave_task(stand_in, fake_task)
@@ -516,19 +608,34 @@ class Kernel:
     def _loop(self) -> None:
         heap = self._heap
         ready = self._ready
+        popleft = ready.popleft
         pop = heapq.heappop
         step = self._step
         while True:
-            while ready:
-                task, value = ready.popleft()
-                if type(task) is Timer:
-                    task.fn(*task.args)
-                elif value is _HOP:
-                    if task.wake == _HOPPING:  # else a cancellation already woke it
-                        task.wake = 0
-                        ready.append((task, None))
-                else:
-                    step(task, value, None)
+            n = len(ready)
+            if n:
+                # One turn, as asyncio's loop iteration: the timers set during the last turn
+                # and due now (a wait of 0 s) join the queue behind what that turn queued; then
+                # what is queued runs, and what it queues waits for the next turn.
+                if self._soon:
+                    self._queue_due()
+                    n = len(ready)
+                while n:
+                    n -= 1
+                    task, value = popleft()
+                    if type(task) is Timer:
+                        if value is _HOP:  # a timer queued by _queue_due
+                            if not task.wake:
+                                continue  # cancelled since
+                            task.wake = 0
+                        task.fn(*task.args)
+                    elif value is _HOP:
+                        if task.wake == _HOPPING:  # else a cancellation already woke it
+                            task.wake = 0
+                            ready.append((task, None))
+                    else:
+                        step(task, value, None)
+                continue
             if self.interrupted:
                 self.interrupted = False
                 for task in list(self._live):
@@ -543,9 +650,11 @@ class Kernel:
                 raise SimDeadlock(self.describe_deadlock())
             # Every timer due at this instant fires before anything it wakes runs, as in asyncio:
             # a callback runs now; a task whose sleep (or wait) ends joins the ready queue, in
-            # the timers' order, behind what the callbacks before it scheduled.
+            # the timers' order, behind what the callbacks before it scheduled. A timer that one
+            # of these callbacks sets for this same instant waits for the next turn.
             when = heap[0][0]
-            while heap and heap[0][0] == when:
+            last = self._seq
+            while heap and heap[0][0] == when and heap[0][1] <= last:
                 _, seq, task = pop(heap)
                 if task.wake != seq:
                     continue  # a wait that was cancelled or already ended
@@ -557,6 +666,26 @@ class Kernel:
                 if task.waiting is not None:  # a wait_any that timed out
                     self._unwait(task)
                 ready.append((task, None))
+
+    def _queue_due(self) -> None:
+        """Queue the timers due now that were set during this instant (a wait or deadline of
+        0 s), in the order they were set, behind what is ready: asyncio moves a due timer to its
+        ready queue at the start of a turn. A timer's callback runs on its turn; a task it wakes
+        runs on the turn after (the timer's turn, then its own), and still waits until then, so
+        a cancellation meanwhile wakes it at once, as it wakes a task whose wait just ended."""
+        self._soon = False
+        heap = self._heap
+        ready = self._ready
+        now = self.now
+        while heap and heap[0][0] <= now:
+            _, seq, task = heapq.heappop(heap)
+            if task.wake != seq:
+                continue  # a wait that was cancelled or already ended
+            if type(task) is not Timer:
+                if task.waiting is not None:  # a wait_any that timed out
+                    self._unwait(task)
+                task.wake = _HOPPING
+            ready.append((task, _HOP))
 
     def describe_deadlock(self) -> str:
         """A readable account of what is stuck, for the SimDeadlock message."""
