@@ -84,11 +84,8 @@ def test_a_run_does_not_keep_a_datasets_requests(monkeypatch):
     assert not ds._cache  # nor does it fill the dataset's own cache
 
 
-def test_a_small_dataset_builds_each_request_once_across_runs_and_folds(monkeypatch):
-    """A comparison's strategies and a cross-fit's folds share the requests a dataset of at most
-    KEPT_ROWS rows built: each row becomes a request once, and every run sees the same rows."""
-    frame = pd.DataFrame({"prompt": [f"question {i}" for i in range(300)], "q": [0.5] * 300})
-    ds = sy.datasets.from_frame(frame, prompt="prompt", quality={"a": "q"}, name="few")
+def count_builds(monkeypatch) -> dict[str, int]:
+    """Count the rows every dataset turns into requests from now on (``["rows"]``)."""
     built = {"rows": 0}
     build = Dataset._build
 
@@ -97,6 +94,15 @@ def test_a_small_dataset_builds_each_request_once_across_runs_and_folds(monkeypa
         return build(self, rows)
 
     monkeypatch.setattr(Dataset, "_build", counting)
+    return built
+
+
+def test_a_small_dataset_builds_each_request_once_across_runs_and_folds(monkeypatch):
+    """A comparison's strategies and a cross-fit's folds share the requests a dataset of at most
+    KEPT_ROWS rows built: each row becomes a request once, and every run sees the same rows."""
+    frame = pd.DataFrame({"prompt": [f"question {i}" for i in range(300)], "q": [0.5] * 300})
+    ds = sy.datasets.from_frame(frame, prompt="prompt", quality={"a": "q"}, name="few")
+    built = count_builds(monkeypatch)
     host = sy.SimHost({"a": sy.ModelProfile()})
     lineup = {"x": st.single("a"), "y": st.single("a")}
     for engine in ("bulk", "kernel"):
@@ -118,14 +124,7 @@ def test_a_bulk_run_over_a_large_dataset_builds_each_row_once(monkeypatch):
         {"prompt": [f"question {i}" for i in range(1_000)], "q": np.arange(1_000) % 2 * 1.0}
     )
     ds = sy.datasets.from_frame(frame, prompt="prompt", quality={"a": "q"}, name="graded")
-    built = {"rows": 0}
-    build = Dataset._build
-
-    def counting(self, rows):
-        built["rows"] += len(rows)
-        return build(self, rows)
-
-    monkeypatch.setattr(Dataset, "_build", counting)
+    built = count_builds(monkeypatch)
     host = sy.SimHost({"a": sy.ModelProfile(), "b": sy.ModelProfile(quality=0.5)})
     result = sy.run(st.single("a"), ds, host=host, engine="bulk", progress=False)
     assert built["rows"] == 1_000
