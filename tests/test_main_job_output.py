@@ -237,3 +237,21 @@ def test_each_figure_of_the_job_says_which_run_it_shows():
     assert left.get_title(loc="left") == "Attempt outcomes — part 2: under injected faults"
     assert right.get_title().endswith("\npart 2: under injected faults")
     plt.close(figure)
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_every_figure_the_robustness_finding_quotes_is_a_cell_of_its_printed_table(job, columns):
+    """Read at 80 and at 120 columns: the finding names its criterion, and the shares answered
+    and the changes it quotes are cells of the robustness table printed below it."""
+    import re
+
+    printed = job[0] if columns == 120 else run(["compare", "--sample", str(SAMPLE), "--quiet"], 80)
+    part = printed.split("2. Robustness", 1)[1]
+    finding = " ".join(part.split("\n  mixtral", 1)[0].split())
+    assert "ranked by the answered requests it lost and then by its quality" in finding
+    table = part[part.index("\nstrategy ") :].split("\n\n", 1)[0]
+    cells = {cell for line in table.splitlines()[1:] for cell in line.split()}
+    quoted = re.findall(r"([\d.]+%) answered", finding)
+    quoted += re.findall(r"Δ (?:quality|\$/1k|p99) ([+-][\d.]+)", finding)
+    assert len(quoted) >= 6
+    assert [q for q in quoted if q not in cells] == []
