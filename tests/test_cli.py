@@ -57,7 +57,9 @@ def test_compare_prints_routing_quality_without_faults_then_robustness_and_write
     for row in ("kNN (TF-IDF)", "logistic (TF-IDF)", "category prior", "random (expected ± sd)"):
         assert row in routing
     assert "simulated score (reads the truth)" in routing
-    assert "bound" not in " ".join(routing.split()).replace("upper bound", "")  # no score is a bound
+    assert "bound" not in " ".join(routing.split()).replace(
+        "upper bound", ""
+    )  # no score is a bound
     assert "race (first ok)" in routing and "race (first ok)" in robustness
     assert "cascade (judge) by the simulated judge's accuracy: 75%" in routing
     # every injected fault is named, the outage included
