@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["fit_table", "fmt_number", "fmt_percent", "say", "terminal_width"]
+__all__ = ["fit_table", "fmt_answered", "fmt_number", "fmt_percent", "say", "terminal_width"]
 
 
 def terminal_width() -> int:

@@ -19,7 +19,14 @@ import pandas as pd
 from sykit import strategies
 from sykit._base.errors import SykitError
 from sykit._cli.compare_job import add_arguments, run_job
-from sykit._cli.layout import fit_table, fmt_number, fmt_percent, say, terminal_width
+from sykit._cli.layout import (
+    fit_table,
+    fmt_answered,
+    fmt_number,
+    fmt_percent,
+    say,
+    terminal_width,
+)
 from sykit._cli.writers import save_figures
 from sykit._grid.compare import compare
 from sykit._hosts.sim import SimHost
@@ -146,6 +153,8 @@ def demo_cells(summary: pd.DataFrame) -> pd.DataFrame:
         values = summary[column]
         if column == "strategy":
             cells[header] = values
+        elif column == "success_rate":  # rounded as the figures round it (see fmt_answered)
+            cells[header] = values.map(fmt_answered)
         elif column.endswith(("_rate", "_share")):
             cells[header] = values.map(fmt_percent)
         else:

@@ -50,7 +50,7 @@ _SHOWN_LATENCY = ("latency_p50_s", "latency_p99_s")
 def view_columns(columns: Sequence[str], realizable: bool = True) -> list[str]:
     """The columns of a summary with ``columns`` that its view shows: the key columns (those
     before ``realizable``), then :data:`VIEW_COLUMNS` it has. ``realizable`` only when some
-    strategy is not (it read the ground truth): that row is a bound, and the view says so."""
+    strategy is not (it read the ground truth), which the view then says."""
     names = list(columns)
     keys = names[: names.index("realizable")] if "realizable" in names else names[:1]
     latency = [c for c in names if c.startswith("latency_p") and c.endswith("_s")]
