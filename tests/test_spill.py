@@ -500,3 +500,145 @@ def test_from_spill_recovers_a_killed_process_run(tmp_path):
 
     plain = sy.run(stalls, dataset(200, text_ids=False), host=busy_host(), concurrency=4)
     _assert_rows_equal(plain, recovered, list(recovered.requests["request_id"]))
+
+
+def _interrupting_writes(monkeypatch, kind: str, at: int, moment: str) -> None:
+    """Ctrl-C (a real SIGINT) as the ``at``-th ``kind`` chunk is written: before the file is
+    written, or once it is whole and before it gets its name (``moment``)."""
+    write, replace = _spill._Writer._write, os.replace
+    seen = []
+
+    def interrupted_write(self, name, columns, tables):
+        if name.startswith(kind):
+            seen.append(name)
+            if len(seen) == at:
+                if moment == "before":
+                    os.kill(os.getpid(), signal.SIGINT)  # the handler runs before the write
+                else:
+                    monkeypatch.setattr(_spill.os, "replace", renamed_after_a_signal)
+        write(self, name, columns, tables)
+
+    def renamed_after_a_signal(source, target):
+        monkeypatch.setattr(_spill.os, "replace", replace)  # once
+        os.kill(os.getpid(), signal.SIGINT)
+        replace(source, target)
+
+    monkeypatch.setattr(_spill._Writer, "_write", interrupted_write)
+
+
+def _rows_on_disk(folder: Path) -> int:
+    return sum(pq.read_metadata(p).num_rows for p in folder.glob("requests-*.parquet*"))
+
+
+@pytest.mark.parametrize("moment", ["before", "after"])
+@pytest.mark.parametrize("kind", ["attempts", "requests"])
+@pytest.mark.parametrize("engine", ["bulk", "kernel"])
+def test_ctrl_c_while_a_chunk_is_written_keeps_every_finished_row(
+    tmp_path, tiny_chunks, monkeypatch, kind, engine, moment
+):
+    from sykit._run.engines.bulk import _run as bulk
+
+    monkeypatch.setattr(bulk, "_BLOCK", 16)  # the bulk engine records 16 requests at a time
+    chain = sy.strategies.fallback_chain(["flaky", "steady"])
+    policy = sy.HostPolicy(max_retries=1, cooldown_s=0, timeout_s=4.0)  # no cooldown: bulk runs it
+    host = sy.SimHost(busy_host().profiles, policy=policy)
+    requests = dataset(120, text_ids=True)
+    plain = sy.run(chain, requests, host=host, concurrency=8, engine=engine)
+    _interrupting_writes(monkeypatch, kind, at=3, moment=moment)
+    with pytest.warns(UserWarning, match="interrupted"):
+        stopped = sy.run(chain, requests, host=host, concurrency=8, engine=engine, spill=tmp_path)
+    assert stopped.interrupted and stopped.engine == engine
+    finished = list(stopped.requests["request_id"])
+    assert 0 < len(finished) < 120
+    if engine == "bulk" and kind == "requests":  # the chunk of the third block is kept whole
+        assert len(finished) == 3 * 16
+    # every row a file holds is in the Result, and nothing is left half-written
+    assert _rows_on_disk(tmp_path) == len(finished)
+    assert not list(tmp_path.glob("*.part"))
+    assert set(stopped.attempts["request_id"]) == set(finished)
+    _assert_rows_equal(plain, stopped, finished)
+    assert_same(stopped, sy.Result.from_spill(tmp_path))
+
+
+def test_ctrl_c_while_a_spilling_run_starts_raises_and_leaves_a_folder_the_next_run_clears(
+    tmp_path, monkeypatch
+):
+    def interrupted_ids(self, ids):
+        os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(_spill._Writer, "write_ids", interrupted_ids)
+    with pytest.raises(KeyboardInterrupt):
+        sy.run(mixed, dataset(5, text_ids=False), host=busy_host(), spill=tmp_path)
+    monkeypatch.undo()
+    result = sy.run(mixed, dataset(5, text_ids=False), host=busy_host(), spill=tmp_path)
+    assert len(result.requests) == 5
+
+
+def test_ctrl_c_between_two_runs_of_a_comparison_keeps_the_first(tmp_path, monkeypatch):
+    attach = _spill.Spill.attach
+    attached = []
+
+    def interrupted_attach(self, run, ids):
+        attached.append(run.strategy)
+        if len(attached) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        attach(self, run, ids)
+
+    monkeypatch.setattr(_spill.Spill, "attach", interrupted_attach)
+    strategies = {"steady": sy.strategies.single("steady"), "mixed": mixed}
+    with pytest.warns(UserWarning, match=r"returning the 10 of 20 .*each one whole"):
+        comparison = sy.compare(
+            strategies, dataset(10, text_ids=False), host=busy_host(), spill=tmp_path
+        )
+    assert [r.strategy for r in comparison.results] == ["steady"]
+
+
+def test_ctrl_c_as_a_spilling_run_ends_returns_it_whole_and_stops_the_comparison(
+    tmp_path, monkeypatch
+):
+    finish = _spill._Writer.finish
+    finished = []
+
+    def interrupted_finish(self, run, requests, ids):
+        finished.append(run.strategy)
+        os.kill(os.getpid(), signal.SIGINT)
+        return finish(self, run, requests, ids)
+
+    monkeypatch.setattr(_spill._Writer, "finish", interrupted_finish)
+    strategies = {"steady": sy.strategies.single("steady"), "mixed": mixed}
+    with pytest.warns(UserWarning, match=r"returning the 10 of 20 .*each one whole"):
+        comparison = sy.compare(
+            strategies, dataset(10, text_ids=False), host=busy_host(), spill=tmp_path
+        )
+    (result,) = comparison.results
+    assert finished == ["steady"] and not result.interrupted and len(result.requests) == 10
+    assert_same(result, sy.Result.from_spill(tmp_path / "steady-seed0"))
+
+
+@pytest.mark.parametrize("spill", [False, True])
+def test_ctrl_c_during_a_bulk_run_keeps_the_blocks_it_recorded(tmp_path, monkeypatch, spill):
+    from sykit._run.engines.bulk import _run as bulk
+
+    monkeypatch.setattr(bulk, "_BLOCK", 16)
+    place = bulk._Bulk._place_and_record
+    blocks = []
+
+    def interrupted(self, low, *args):
+        blocks.append(low)
+        if len(blocks) == 4:
+            os.kill(os.getpid(), signal.SIGINT)  # while the fourth block is being placed
+        return place(self, low, *args)
+
+    chain = sy.strategies.fallback_chain(["flaky", "steady"])
+    host = sy.SimHost(busy_host().profiles, policy=sy.HostPolicy(max_retries=1, cooldown_s=0))
+    requests = dataset(120, text_ids=True)
+    plain = sy.run(chain, requests, host=host, concurrency=8)
+    monkeypatch.setattr(bulk._Bulk, "_place_and_record", interrupted)
+    with pytest.warns(UserWarning, match="returning the 48 of 120"):
+        stopped = sy.run(
+            chain, requests, host=host, concurrency=8, spill=tmp_path if spill else None
+        )
+    assert stopped.engine == "bulk" and stopped.interrupted
+    finished = list(stopped.requests["request_id"])
+    assert finished == [r.id for r in requests[:48]]
+    _assert_rows_equal(plain, stopped, finished)

@@ -126,7 +126,7 @@ async def arun(
                 result = await plan.run_real(name, fn, plan.seeds[0], bar)
         except RunInterrupted as stop:
             result = stop.result
-            warn_interrupted(plan, [result], stacklevel=3)
+            warn_interrupted(plan, [result], stacklevel=3, partial=result.interrupted)
     finally:
         if bar is not None:
             bar.close()

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from sykit._base.errors import ArgumentError, ArgumentTypeError, SykitError
+from sykit._base.interrupts import interrupts_held
 from sykit._results.result import Lazy, Result
 from sykit._run import engines as _engines
 from sykit._run.engines import ENGINES, Engine
@@ -146,13 +147,16 @@ class Plan:
                 "is a bug in sykit: please report it with the algorithm and host"
             )
         keep = None
+        ended_early = False
         if interrupted:  # only the requests that finished, with their attempts
             keep = np.zeros(len(self.items), dtype=bool)
             keep[np.frombuffer(run.requests.index, dtype=np.int32)] = True
         attempts: Lazy
         requests: pd.DataFrame | Lazy
         if self.spill is not None:
-            attempts, requests = self.spill.finish(run, self.ids)
+            with interrupts_held(deliver=False) as held:  # the last chunks and run.json whole
+                attempts, requests = self.spill.finish(run, self.ids)
+            ended_early = held.caught  # Ctrl-C as the run ended: it is whole, and stops here
         else:
             attempts = run.log.columns(name, self.ids, keep)  # the frame is built when used
             run.log.drop()
@@ -166,7 +170,7 @@ class Plan:
             engine=run.engine.name,
             interrupted=interrupted,
         )
-        if interrupted:
+        if interrupted or ended_early:
             raise RunInterrupted(result)
         return result
 
@@ -186,7 +190,7 @@ class Plan:
                 build, self.engine, restart=counted.undo, what=f"strategy {name!r}"
             )
             return self._result(runner, started)
-        except Exception:
+        except (Exception, KeyboardInterrupt):  # Ctrl-C before the engine ran: nothing finished
             self._abandon_spill()
             raise
 
@@ -217,7 +221,7 @@ class Plan:
                     results.append(await self.run_real(name, fn, seed, progress))
                 except RunInterrupted as stop:
                     results.append(stop.result)
-                    warn_interrupted(self, results, stacklevel=2)
+                    warn_interrupted(self, results, stacklevel=2, partial=stop.result.interrupted)
                     return results
         return results
 
@@ -257,7 +261,12 @@ def execute(plan: Plan, progress_flag: bool | None, description: str) -> list[Re
                         results.append(plan.run_simulated(name, fn, seed, progress))
                     except RunInterrupted as stop:
                         results.append(stop.result)
-                        warn_interrupted(plan, results)
+                        warn_interrupted(plan, results, partial=stop.result.interrupted)
+                        return results
+                    except KeyboardInterrupt:  # between runs: the finished ones are kept
+                        if not results:
+                            raise
+                        warn_interrupted(plan, results, partial=False)
                         return results
             return results
         return run_real(plan, progress)
@@ -266,11 +275,14 @@ def execute(plan: Plan, progress_flag: bool | None, description: str) -> list[Re
             progress.close()
 
 
-def warn_interrupted(plan: Plan, results: list[Result], stacklevel: int = 4) -> None:
+def warn_interrupted(
+    plan: Plan, results: list[Result], stacklevel: int = 4, *, partial: bool = True
+) -> None:
     done = sum(len(r.requests) for r in results)
+    last = "the last one partial: result.interrupted is True" if partial else "each one whole"
     warnings.warn(
         f"interrupted: returning the {done} of {plan.total_requests} requests that had finished "
-        f"({len(results)} run(s), the last one partial: result.interrupted is True)",
+        f"({len(results)} run(s), {last})",
         UserWarning,
         stacklevel=stacklevel,
     )

@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from sykit._base.errors import ArgumentError, ArgumentTypeError, SykitError
+from sykit._base.interrupts import interrupts_held
 from sykit._base.vocab import RequestStatus
 from sykit._results import spilled as _spilled
 from sykit._run.attempt_log import AttemptLog
@@ -286,10 +287,14 @@ class SpillingRequestLog(RequestLog):
         """Write the attempts before the watermark, and the finished requests' rows, when
         enough of either are held."""
         writer = self.writer
-        if self.log.held() >= writer.next_check:
-            writer.flush_attempts(final=False)
-        if len(self.index) >= writer.chunk_rows:
-            writer.flush_requests(self)
+        due_attempts = self.log.held() >= writer.next_check
+        due_requests = len(self.index) >= writer.chunk_rows
+        if due_attempts or due_requests:
+            with interrupts_held():  # rows handed over reach their file, or stay held
+                if due_attempts:
+                    writer.flush_attempts(final=False)
+                if due_requests:
+                    writer.flush_requests(self)
 
 
 class _Writer:
@@ -368,7 +373,8 @@ class _Writer:
             column = pa.array(ids, type=pa.int64())
         else:
             column = pa.array([str(v) for v in ids], type=pa.string())
-        self.pq.write_table(pa.table({"id": column}), self.folder / _IDS_FILE)
+        with interrupts_held():
+            self.pq.write_table(pa.table({"id": column}), self.folder / _IDS_FILE)
 
     def finish(self, run: RunState, requests: SpillingRequestLog, ids: Sequence[Any]) -> SpilledRun:
         log = self.log

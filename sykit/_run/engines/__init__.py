@@ -126,7 +126,7 @@ def simulate(
                 evaluate()
             return run
         except KeyboardInterrupt:
-            run.abandon()  # nothing is recorded until the run's end: nothing finished
+            run.abandon()  # the blocks recorded so far are whole: they are kept
             return run
         except NeedsEvents as need:
             run.close()
