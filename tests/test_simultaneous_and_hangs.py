@@ -551,3 +551,113 @@ def test_timers_of_0_s_fire_on_the_next_turn_on_both_engines() -> None:
         "a 3",
         "b 3",
     ]
+
+
+# -- a limit on waits, and the limits in the tasks an algorithm starts -----------------------------
+
+
+@pytest.fixture
+def few_waits(monkeypatch: pytest.MonkeyPatch) -> int:
+    """At most 1,000 waits a request, so a polling loop reaches the limit in a few turns."""
+    monkeypatch.setattr("sykit._run.driver.WAITS_PER_REQUEST", 1000)
+    return 1000
+
+
+async def polls_driver_sleep_in_tiny_steps(request: sy.Request, driver: sy.Driver) -> None:
+    while True:
+        await driver.sleep(0.001)
+
+
+def test_a_driver_sleep_loop_in_tiny_steps_stops_at_the_wait_limit_on_both_engines(
+    few_waits: int,
+) -> None:
+    """A week of 1 ms sleeps would take hours of wall time; the wait limit stops it first, at the
+    same instant on both engines."""
+    algorithm = runaway(polls_driver_sleep_in_tiny_steps)
+    result = finishes(lambda: run_both(algorithm, requests(3), host=host()))
+    assert_exact_records(result, 3)
+    kind, message, end = looper_failure(result)
+    assert kind == "algorithm_error"
+    assert message == (
+        "RequestHorizon: request 1 began more than 1,000 driver.sleep calls "
+        "(sykit._run.driver.WAITS_PER_REQUEST) without finishing; does the algorithm poll in a "
+        "loop that never ends?"
+    )
+    assert end == pytest.approx(1.0)
+
+
+def test_an_asyncio_sleep_loop_in_tiny_steps_stops_at_the_default_wait_limit() -> None:
+    async def polls_every_millisecond(request: sy.Request, driver: sy.Driver) -> None:
+        while True:
+            await asyncio.sleep(0.001)
+
+    algorithm = runaway(polls_every_millisecond)
+    result = finishes(lambda: sy.run(algorithm, requests(2), host=host(), progress=False))
+    _kind, message, end = looper_failure(result)
+    assert message.startswith("RequestHorizon: request 1 began more than 100,000 waits ")
+    assert end == pytest.approx(100.0)
+
+
+async def polls_in_a_task_it_started(request: sy.Request, driver: sy.Driver) -> None:
+    async def poll() -> None:
+        while True:
+            await asyncio.sleep(0.001)
+
+    await asyncio.ensure_future(poll())
+
+
+def test_a_loop_in_a_task_the_algorithm_started_stops_at_the_wait_limit(few_waits: int) -> None:
+    algorithm = runaway(polls_in_a_task_it_started)
+    result = finishes(lambda: sy.run(algorithm, requests(3), host=host(), progress=False))
+    assert result.engine == "asyncio"
+    assert_exact_records(result, 3)
+    _kind, message, end = looper_failure(result)
+    assert message == (
+        "RequestHorizon: request 1 began more than 1,000 waits in the tasks it started "
+        "(sykit._run.driver.WAITS_PER_REQUEST) without finishing; does the algorithm poll in a "
+        "loop that never ends?"
+    )
+    assert end == pytest.approx(1.0)
+
+
+def test_a_loop_in_a_task_the_algorithm_started_stops_at_the_horizon(short_horizon: float) -> None:
+    async def polls_every_minute_in_a_task(request: sy.Request, driver: sy.Driver) -> None:
+        async def poll() -> None:
+            while True:
+                await asyncio.sleep(60)
+
+        await asyncio.ensure_future(poll())
+
+    algorithm = runaway(polls_every_minute_in_a_task)
+    result = finishes(lambda: sy.run(algorithm, requests(3), host=host(), progress=False))
+    assert_exact_records(result, 3)
+    _kind, message, end = looper_failure(result)
+    assert message == (
+        "RequestHorizon: request 1 waited again 660 s after its start, past its virtual-time "
+        "horizon of 600 s (sykit._run.driver.REQUEST_HORIZON_S); does the algorithm wait "
+        "(asyncio.sleep, a timeout) in a loop that never ends?"
+    )
+    assert end == short_horizon + 60.0
+
+
+def test_a_task_cleaning_up_after_its_request_failed_may_still_wait() -> None:
+    cleaned: list[float] = []
+
+    async def cleans_up(request: sy.Request, driver: sy.Driver) -> sy.Outcome:
+        async def worker() -> None:
+            try:
+                await asyncio.sleep(100)
+            finally:
+                await asyncio.sleep(0.5)  # cleanup that waits once
+                cleaned.append(driver.now())
+
+        task = asyncio.ensure_future(worker())
+        await asyncio.sleep(1)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return sy.route_to("m", request)
+
+    result = finishes(lambda: sy.run(cleans_up, requests(2), host=host(), progress=False))
+    assert (result.requests["status"] == "ok").all()
+    assert cleaned == [1.5, 1.5]

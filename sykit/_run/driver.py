@@ -45,6 +45,14 @@ __all__ = [
 #: ``sykit._run.driver.REQUEST_HORIZON_S = ...`` before the run.
 REQUEST_HORIZON_S = 7 * 24 * 3600.0
 
+#: The most waits one request's algorithm may begin: its ``driver.sleep`` calls (in any of its
+#: tasks), and the times its algorithm's own task waits (on anything). A loop that polls in tiny
+#: steps would take hours of wall time to reach the horizon in virtual time; past this many
+#: waits the request fails (:class:`RequestHorizon`, naming it) within a second. 100,000:
+#: no algorithm that ends comes near it; change it with
+#: ``sykit._run.driver.WAITS_PER_REQUEST = ...`` before the run.
+WAITS_PER_REQUEST = 100_000
+
 #: How many of the cancellations sent to stop a request (at its horizon, on a deadlock, when it
 #: failed) its algorithm may swallow, catching the ``CancelledError`` and waiting again, before
 #: it is abandoned and the request fails with :class:`SwallowedCancellation`. A few, so that
@@ -89,6 +97,16 @@ def _past_horizon(state: RequestState, seconds: float) -> RequestHorizon | None:
     )
 
 
+def _too_many_waits(state: RequestState, what: str) -> RequestHorizon:
+    """The error of a request whose algorithm began more than :data:`WAITS_PER_REQUEST`
+    waits (``what`` names them)."""
+    return RequestHorizon(
+        f"request {state.request_id!r} began more than {WAITS_PER_REQUEST:,} {what} "
+        "(sykit._run.driver.WAITS_PER_REQUEST) without finishing; does the algorithm poll in a "
+        "loop that never ends?"
+    )
+
+
 def _waits_past_horizon(state: RequestState, elapsed: float) -> RequestHorizon:
     """The error of a request whose algorithm waits again ``elapsed`` seconds after its start,
     past its horizon."""
@@ -97,6 +115,32 @@ def _waits_past_horizon(state: RequestState, elapsed: float) -> RequestHorizon:
         f"virtual-time horizon of {REQUEST_HORIZON_S:g} s (sykit._run.driver.REQUEST_HORIZON_S); "
         "does the algorithm wait (asyncio.sleep, a timeout) in a loop that never ends?"
     )
+
+
+def task_wait_begins(state: RequestState | None) -> None:
+    """On the virtual asyncio loop, a task begins a wait on a timer of asyncio's (an
+    ``asyncio.sleep``, an ``asyncio.timeout``; sykit's own timers are not seen): the limits of
+    its request, as the guard applies them to the algorithm's own task (which this leaves to
+    it), for the tasks the algorithm started. Past them, the request fails and each such wait
+    is cancelled on the next turn. ``state``: the request of the task that waits (None: no
+    request's)."""
+    if state is None or state.closed:
+        return
+    task = state.run.engine.current_task()
+    if task is None or task is state.root:
+        return
+    state.task_waits += 1
+    elapsed = state.run.clock() - state.start_s
+    if elapsed > REQUEST_HORIZON_S:
+        error = _waits_past_horizon(state, elapsed)
+    elif state.task_waits > WAITS_PER_REQUEST:
+        error = _too_many_waits(state, "waits in the tasks it started")
+    else:
+        return
+    if state.abort_error is None:
+        with contextlib.suppress(asyncio.CancelledError):  # abort raises it: sent below
+            state.abort(error)
+    _stop_soon(state, task)
 
 
 def _stop_soon(state: RequestState, task: Any) -> None:
@@ -232,7 +276,8 @@ class Driver:
 
         A sleep that would end more than ``REQUEST_HORIZON_S`` (one week) of virtual time after
         the request started fails the request instead (:class:`RequestHorizon`): a polling loop
-        with no exit stops there. An algorithm that swallows that cancellation and sleeps again
+        with no exit stops there, or at its :data:`WAITS_PER_REQUEST`-th sleep (100,000) when it
+        polls in steps so small that a week of them would take hours of wall time. An algorithm that swallows that cancellation and sleeps again
         is cancelled again from outside, a few times (:data:`SWALLOWED_CANCELLATIONS`), then
         left waiting: the request abandons it (see :func:`guarded`)."""
         if type(seconds) is not float or not 0 <= seconds < math.inf:
@@ -247,6 +292,9 @@ class Driver:
             )
         state = self._state
         past = _past_horizon(state, seconds)
+        state.sleeps += 1
+        if state.sleeps > WAITS_PER_REQUEST and past is None:
+            past = _too_many_waits(state, "driver.sleep calls")
         if past is None:
             await state.run.engine.sleep(seconds)
         elif state.abort_error is None:
@@ -387,7 +435,7 @@ class _Guarded:
 
     Each step costs a method call, no turn: the engines see the algorithm's own waits."""
 
-    __slots__ = ("_clock", "_coro", "_horizon_end", "_state", "_swallowed")
+    __slots__ = ("_clock", "_coro", "_horizon_end", "_state", "_swallowed", "_waits_left")
 
     def __init__(self, algorithm: Coroutine[Any, Any, Any], state: RequestState) -> None:
         self._coro: Coroutine[Any, Any, Any] | None = algorithm
@@ -395,6 +443,7 @@ class _Guarded:
         self._clock = state.run.clock
         self._horizon_end = state.start_s + REQUEST_HORIZON_S
         self._swallowed = 0
+        self._waits_left = WAITS_PER_REQUEST
 
     # -- what ``await`` asks of an iterator ------------------------------------------------------
     def __await__(self) -> Generator[Any, Any, Any]:
@@ -405,13 +454,15 @@ class _Guarded:
 
     def __next__(self) -> Any:  # send(None), as ``await`` sends most often, without the call
         trap = self._coro.send(None)  # type: ignore[union-attr]  # (None only once abandoned)
-        if self._clock() > self._horizon_end:
+        self._waits_left -= 1
+        if self._clock() > self._horizon_end or self._waits_left < 0:
             self._stop_at_horizon()
         return trap
 
     def send(self, value: Any) -> Any:
         trap = self._coro.send(value)  # type: ignore[union-attr]
-        if self._clock() > self._horizon_end:
+        self._waits_left -= 1
+        if self._clock() > self._horizon_end or self._waits_left < 0:
             self._stop_at_horizon()
         return trap
 
@@ -428,8 +479,12 @@ class _Guarded:
             self._swallowed += 1
             if self._swallowed >= SWALLOWED_CANCELLATIONS:
                 self._abandon()
-        elif state.abort_error is None and self._clock() > self._horizon_end:
-            self._stop_at_horizon()  # a loop that only wakes by cancellations (timeouts)
+        else:
+            self._waits_left -= 1
+            if state.abort_error is None and (
+                self._clock() > self._horizon_end or self._waits_left < 0
+            ):
+                self._stop_at_horizon()  # a loop that only wakes by cancellations (timeouts)
         return trap
 
     def close(self) -> None:
@@ -448,8 +503,14 @@ class _Guarded:
         (its other tasks are cancelled now); each time, the wait is cancelled on the next turn."""
         state = self._state
         if state.abort_error is None:
+            elapsed = self._clock() - state.start_s
+            error = (
+                _too_many_waits(state, "waits")
+                if self._waits_left < 0 and not elapsed > REQUEST_HORIZON_S
+                else _waits_past_horizon(state, elapsed)
+            )
             with contextlib.suppress(asyncio.CancelledError):  # abort raises it: sent below
-                state.abort(_waits_past_horizon(state, self._clock() - state.start_s))
+                state.abort(error)
         _stop_soon(state, state.root)
 
     def _abandon(self) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 from sykit._base.errors import ArgumentTypeError, ModelError, NoTargets, SimDeadlock, UnknownModel
 from sykit._base.vocab import CancelCause, ErrorKind
 from sykit._results.health import await_hint
-from sykit._run.driver import Driver, guarded
+from sykit._run.driver import Driver, guarded, task_wait_begins
 from sykit._run.engines.base import EngineExit
 from sykit._run.engines.columnwise import NeedsEvents
 from sykit._run.records import MODEL, RESERVED
@@ -412,6 +412,10 @@ class StrategyRun:
         for state in list(self.run.in_flight):
             if state.root is not None and not state.root.done():
                 b.cancel(state.root, CancelCause.CANCELLED)
+
+    #: On the virtual asyncio loop: a task of a request begins a wait (see
+    #: :func:`sykit._run.driver.task_wait_begins`).
+    wait_begins = staticmethod(task_wait_begins)
 
     def interrupt(self) -> None:
         """Ctrl-C: stop the requests in flight without recording them; those that finished are

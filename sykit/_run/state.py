@@ -228,9 +228,11 @@ class RequestState:
         "routing_cost",
         "run",
         "session_state",
+        "sleeps",
         "start_s",
         "streams",
         "succeeded",
+        "task_waits",
         "tasks",
     )
 
@@ -267,6 +269,9 @@ class RequestState:
         self.call_rows: dict[int, int] = {}
         self.open_failures: dict[int, tuple[int, int, int]] | None = None
         self.failures_noted = 0
+        # waits so far (see driver.WAITS_PER_REQUEST): driver.sleep calls, and the asyncio
+        # timers of the tasks the algorithm started (on the asyncio engine)
+        self.sleeps = self.task_waits = 0
         self._calls = 0
         self._races = 0
         self.n_attempts = self.n_cancelled = self.n_fallbacks = self.n_retries = 0

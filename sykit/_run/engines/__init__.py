@@ -33,7 +33,12 @@ import anyio
 
 from sykit._base.collection import collection_paused
 from sykit._base.errors import ArgumentError
-from sykit._run.engines.aio import AsyncioEngine, install_task_tracking, track_task
+from sykit._run.engines.aio import (
+    CURRENT_REQUEST,
+    AsyncioEngine,
+    install_task_tracking,
+    track_task,
+)
 from sykit._run.engines.base import Engine, current, new_race_id, using
 from sykit._run.engines.columnwise import BulkEngine, NeedsEvents
 from sykit._run.engines.kernel import Kernel, KernelEngine, NeedsAsyncio
@@ -173,6 +178,9 @@ async def _on_virtual_loop(build: Callable[[Engine], R]) -> R:
     engine = AsyncioEngine(origin=loop.time())
     run = build(engine)
     loop.task_created = track_task
+    wait_begins = getattr(run, "wait_begins", None)  # the limits of the request's tasks
+    if wait_begins is not None:
+        loop.wait_begins = lambda: wait_begins(CURRENT_REQUEST.get())
     if not run.strict:
         loop.deadlock_handler = lambda: run.unstick(loop.describe_deadlock)
     loop.interrupt_handler = run.interrupt  # Ctrl-C while the loop runs in a thread
@@ -184,7 +192,7 @@ async def _on_virtual_loop(build: Callable[[Engine], R]) -> R:
         # that finished, as the kernel does.
         run.interrupt()
     finally:
-        loop.deadlock_handler = loop.interrupt_handler = None
+        loop.deadlock_handler = loop.interrupt_handler = loop.wait_begins = None
         run.close()
     return run
 

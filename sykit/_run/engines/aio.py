@@ -68,7 +68,7 @@ class _Deadline:
         self._task = task
         self._already = task.cancelling()
         self._token = CURRENT_RACE.set(self._engine.new_race())
-        self._handle = asyncio.get_running_loop().call_later(self._seconds, self._expire)
+        self._handle = _call_later(self._seconds, self._expire)
         return self
 
     def _expire(self) -> None:
@@ -108,13 +108,14 @@ class AsyncioEngine(Engine):
         return asyncio.get_running_loop().time() - self.origin
 
     def sleep(self, seconds: float) -> Any:
-        return asyncio.sleep(seconds)
+        unwatched = getattr(asyncio.get_running_loop(), "unwatched_sleep", None)  # sykit's loop
+        return asyncio.sleep(seconds) if unwatched is None else unwatched(seconds)
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         asyncio.get_running_loop().call_soon(fn, *args)
 
     def call_later(self, seconds: float, fn: Callable[..., Any], *args: Any) -> Any:
-        return asyncio.get_running_loop().call_later(seconds, fn, *args)
+        return _call_later(seconds, fn, *args)
 
     def spawn(self, awaitable: Any, race_id: int | None) -> asyncio.Task[Any]:
         coro = awaitable if isinstance(awaitable, Coroutine) else _await(awaitable)
@@ -234,6 +235,15 @@ async def _drive(steps: Generator[Any, Any, Any], session: Any) -> Any:
 def _quietly(task: asyncio.Task[Any]) -> None:
     if not task.cancelled():
         task.exception()  # retrieved: a dropped task's end is no error of its own
+
+
+def _call_later(seconds: float, fn: Callable[..., Any], *args: Any) -> asyncio.TimerHandle:
+    """A timer of sykit's own: on the virtual loop, one its wait limits do not count."""
+    loop = asyncio.get_running_loop()
+    unwatched = getattr(loop, "unwatched_timer", None)  # sykit's virtual-time loop
+    return (
+        loop.call_later(seconds, fn, *args) if unwatched is None else unwatched(seconds, fn, *args)
+    )
 
 
 def track_task(task: asyncio.Task[Any], context: contextvars.Context | None) -> None:

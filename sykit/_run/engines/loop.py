@@ -162,6 +162,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self.jumps = 0
         self.task_created: Callable[[asyncio.Task[Any], contextvars.Context | None], None] | None
         self.task_created = None
+        # called as a task sets a timer of asyncio's (sykit's own are set by unwatched_timer):
+        # the runner stops there a request that waits on past its limits
+        self.wait_begins: Callable[[], None] | None = None
         self.deadlock_handler: Callable[[], bool] | None = None
         self.interrupt_handler: Callable[[], None] | None = None
         self.interrupt_handler_ran = False
@@ -239,11 +242,36 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             # A timer that never fires would move the virtual clock to infinity (or NaN) if it
             # did: refused as the kernel refuses ``sleep(inf)``, with the same error.
             raise ArgumentError(sleep_refusal(when - self._vtime))
+        hook = self.wait_begins
+        if hook is not None:
+            hook()
+        return self._timer(when, callback, args, context)
+
+    def unwatched_timer(self, delay: float, callback: Any, *args: Any) -> asyncio.TimerHandle:
+        """``call_later`` for sykit's own timers (a model call's latency, a deadline, a
+        ``driver.sleep``, which counts itself): the same timer, unseen by :attr:`wait_begins`."""
+        return self._timer(self.time() + delay, callback, args)
+
+    def _timer(
+        self, when: float, callback: Any, args: Any, context: contextvars.Context | None = None
+    ) -> asyncio.TimerHandle:
         self._check_closed()
         timer = _SeqTimerHandle(when, callback, args, self, context, next(self._timer_seq))
         heapq.heappush(self._scheduled, timer)
         timer._scheduled = True
         return timer
+
+    async def unwatched_sleep(self, seconds: float) -> None:
+        """``asyncio.sleep(seconds)`` on an :meth:`unwatched_timer`."""
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        future = self.create_future()
+        handle = self.unwatched_timer(seconds, _wake, future)
+        try:
+            await future
+        finally:
+            handle.cancel()
 
     # -- tasks and futures (C classes, whatever nest_asyncio did to the asyncio module) ---------
     def create_task(self, coro: Any, *, name: Any = None, context: Any = None) -> Any:
@@ -314,6 +342,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             waiting,
             "e.g. awaiting an Event that nobody sets, or a lock that is never released",
         )
+
+
+def _wake(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def loop_is_running() -> bool:
