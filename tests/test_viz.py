@@ -400,11 +400,17 @@ def test_latency_cdf_plots_sorted_latencies_with_p50_and_p99(comparison):
         expected = np.sort(comparison[name].requests["latency_s"].to_numpy())
         assert list(line.get_xdata()) == expected.tolist()
         assert list(line.get_ydata()) == (np.arange(1, 7) / 6).tolist()
-        for q, column in ((50, "latency_p50_s"), (99, "latency_p99_s")):
-            (mark,) = [line for line in ax.lines if line.get_gid() == f"p{q}:{name}"]
-            assert mark.get_xdata()[0] == pytest.approx(summary.loc[name, column])
-            assert mark.get_ydata()[0] == q / 100
-    assert legend_texts(ax) == [f"{name} (100 % ok)" for name in comparison.strategies]
+    # the race always serves the fast answer: one curve, one entry; p50 and p99 as the summary's
+    assert [tuple(summary.loc[n, ["latency_p50_s", "latency_p99_s"]]) for n in summary.index] == [
+        (1.0, 1.0),
+        (1.0, 1.0),
+        (3.0, 3.0),
+    ]
+    assert legend_texts(ax) == [
+        "fast = race (100 % ok; p50 1.0 · p99 1.0 s)",
+        "strong (100 % ok; p50 3.0 · p99 3.0 s)",
+    ]
+    assert not [line for line in ax.lines if line.get_marker() not in ("None", "", None)]
 
 
 def test_latency_cdf_counts_failed_requests_as_never_served(failing_race):
@@ -425,17 +431,14 @@ def test_latency_cdf_counts_failed_requests_as_never_served(failing_race):
     assert list(plateau.get_xdata()) == [0.5, ax.get_xlim()[1]]
     (vision,) = [line for line in ax.lines if line.get_gid() == "plateau:vision"]
     assert list(vision.get_ydata()) == [1.0, 1.0]
+    # p99 over all 20 requests falls among the failures; p50 and p99 of the answered ones are
+    # the summary's (oracle's p99 3.0405 reads 3.0, as the tables print it)
+    assert summary.loc["oracle", "latency_p99_s"] == pytest.approx(3.0405)
     assert legend_texts(ax) == [
-        "race (80 % ok; p99 not reached)",
-        "vision (100 % ok)",
-        "oracle (100 % ok)",
+        "race (80 % ok; p99 not reached; answered: p50 0.5 · p99 0.5 s)",
+        "vision (100 % ok; p50 3.0 · p99 3.0 s)",
+        "oracle (100 % ok; p50 3.0 · p99 3.0 s)",
     ]
-    # p50 over all 20 requests is served; p99 falls among the failures: no marker
-    (p50,) = [line for line in ax.lines if line.get_gid() == "p50:race"]
-    assert (list(p50.get_xdata()), list(p50.get_ydata())) == ([0.5], [0.5])
-    assert not [line for line in ax.lines if line.get_gid() == "p99:race"]
-    (p99,) = [line for line in ax.lines if line.get_gid() == "p99:vision"]
-    assert list(p99.get_xdata()) == [3.0]
     assert ax.get_ylabel() == "share of all requests served"
 
 
@@ -445,8 +448,9 @@ def test_latency_cdf_of_a_mostly_failing_strategy(vision_host):
     ax = res.plot.latency_cdf()
     (line,) = [line for line in ax.lines if line.get_gid() == "cdf:single(text)"]
     assert (list(line.get_xdata()), list(line.get_ydata())) == ([0.5], [0.25])
-    assert legend_texts(ax) == ["single(text) (25 % ok; p50, p99 not reached)"]
-    assert not [line for line in ax.lines if str(line.get_gid()).startswith(("p50:", "p99:"))]
+    assert legend_texts(ax) == [
+        "single(text) (25 % ok; p50, p99 not reached; answered: p50 0.5 · p99 0.5 s)"
+    ]
     images_only = [sy.Request("q", id=0, images=["cat.png"])]
     res = sy.run(sy.strategies.single("text"), images_only, host=vision_host)
     ax = plot_latency_cdf(res.requests)
@@ -548,7 +552,8 @@ def test_outcomes_accepts_given_axes_and_names_bad_ones(comparison):
 def test_result_plots_work_alone(comparison):
     res = comparison["race"]
     ax = res.plot.latency_cdf(log=False)
-    assert ax.get_xscale() == "linear" and legend_texts(ax) == ["race (100 % ok)"]
+    assert ax.get_xscale() == "linear"
+    assert legend_texts(ax) == ["race (100 % ok; p50 1.0 · p99 1.0 s)"]
 
 
 def test_importing_sykit_does_not_load_matplotlib_or_ipywidgets():
@@ -641,9 +646,9 @@ def test_cost_quality_labels_points_directly_and_keeps_equal_points_visible(twin
         summary.loc["fast again", ["cost_per_request_usd", "mean_quality"]].tolist()
     )
     ax = twins.plot.cost_quality()
-    assert point_labels(ax) == [
-        "fast",
-        "fast again (= fast)",
+    # one label names both (on one line, or one name per line where that fits better)
+    assert [" ".join(text.split()) for text in point_labels(ax)] == [
+        "fast = fast again",
         "race",
         "strong",
         "oracle (reads the truth)",
@@ -759,35 +764,15 @@ def test_latency_survival_draws_the_tail_on_a_log_axis(failing_race):
     (plateau,) = [line for line in ax.lines if line.get_gid() == "plateau:race"]
     assert list(plateau.get_ydata()) == pytest.approx([0.2, 0.2])
     assert len(race) == 20
-    # p99.9 is marked where it is reached, and the axis goes down far enough to show it
-    (tail,) = [line for line in ax.lines if line.get_gid() == "p99.9:vision"]
-    assert tail.get_ydata()[0] == pytest.approx(0.001)
+    # the legend gives p99.9 too, and the axis goes down far enough to show it
     assert ax.get_ylim()[0] < 0.001
-    assert "race (80 % ok; p99, p99.9 not reached)" in legend_texts(ax)
+    assert legend_texts(ax)[:2] == [
+        "race (80 % ok; p99, p99.9 not reached; answered: p50 0.5 · p99 0.5 · p99.9 0.5 s)",
+        "vision (100 % ok; p50 3.0 · p99 3.0 · p99.9 3.0 s)",
+    ]
     assert "1 − CDF" in ax.get_title(loc="left")
     # the default stays the CDF
     assert failing_race.plot.latency_cdf().get_yscale() == "linear"
-
-
-def test_percentile_markers_of_equal_latencies_do_not_pile_up(twins):
-    ax = twins.plot.latency_cdf()
-    marks = {}
-    for name in ("fast", "fast again"):
-        (mark,) = [line for line in ax.lines if line.get_gid() == f"p99:{name}"]
-        marks[name] = mark
-    # the same latency in the data ...
-    assert list(marks["fast"].get_xdata()) == list(marks["fast again"].get_xdata())
-    assert list(marks["fast"].get_ydata()) == list(marks["fast again"].get_ydata()) == [0.99]
-    # ... drawn on one spot, on their curves, as nested rings so both stay visible
-    ax.figure.canvas.draw()
-    shown = [
-        tuple(m.get_transform().transform((m.get_xdata()[0], m.get_ydata()[0])))
-        for m in marks.values()
-    ]
-    assert shown[0] == shown[1]
-    outer, inner = marks["fast"], marks["fast again"]
-    assert outer.get_markersize() >= inner.get_markersize() + 3
-    assert outer.get_markerfacecolor() == "none"
 
 
 def test_outcomes_say_failed_attempts_and_failed_requests_apart(failing_race):
@@ -893,3 +878,403 @@ def test_timeline_labels_end_inside_the_axes():
     right = ax.get_window_extent(renderer).x1
     labels = [t for t in ax.texts if t.get_gid() == "attempt_label"]
     assert labels and all(t.get_window_extent(renderer).x1 <= right + 1 for t in labels)
+
+
+# -- latency CDF: coinciding curves, and p50 / p99 in the legend ---------------------------------
+
+
+def marked_lines(ax):
+    """The lines that draw markers (percentile markers piled where tails end together)."""
+    return [line for line in ax.lines if line.get_marker() not in ("None", "", None)]
+
+
+def cdf_lines(ax):
+    return {
+        str(line.get_gid()).split(":", 1)[1]: line
+        for line in ax.lines
+        if str(line.get_gid()).startswith("cdf:")
+    }
+
+
+def lognormal_requests(names, *, failed=0, spread=0.6, seed=0, n=400):
+    """``n`` requests per strategy, latencies from one lognormal scaled a little per strategy
+    (similar tails), the first ``failed`` of each strategy failed."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for i, name in enumerate(names):
+        latency = np.exp(rng.normal(0.0, spread, n)) * (1 + 0.3 * i)
+        status = np.where(np.arange(n) < failed, "failed", "ok")
+        frames.append(pd.DataFrame({"strategy": name, "status": status, "latency_s": latency}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_identical_latency_curves_share_one_legend_entry_and_interleave_their_colours(twins):
+    ax = twins.plot.latency_cdf()
+    colors = twins.plot.colors
+    # fast, race (always won by fast) and fast again have the very same latencies
+    assert legend_texts(ax) == [
+        "fast = race = fast again (100 % ok; p50 1.0 · p99 1.0 s)",
+        "strong (100 % ok; p50 3.0 · p99 3.0 s)",
+        "oracle (100 % ok; p50 1.0 · p99 3.0 s)",
+    ]
+    lines = cdf_lines(ax)
+    shared = [lines[name] for name in ("fast", "race", "fast again")]
+    assert [list(line.get_xdata()) for line in shared] == [list(shared[0].get_xdata())] * 3
+    # one dash pattern, three offsets: each colour takes its turn along the shared path
+    offsets = [line._unscaled_dash_pattern[0] for line in shared]
+    patterns = {tuple(line._unscaled_dash_pattern[1]) for line in shared}
+    assert len(set(offsets)) == 3 and len(patterns) == 1
+    (on, off) = patterns.pop()
+    assert off == 2 * on and sorted(offsets) == [0, on, 2 * on]
+    assert [to_hex(line.get_color()) for line in shared] == [
+        colors[n] for n in ("fast", "race", "fast again")
+    ]
+    for name in ("strong", "oracle"):
+        assert lines[name].get_linestyle() == "-"
+    # the shared entry's handle draws all three lines, as on the plot
+    handles = ax.get_legend().legend_handles
+    assert len(handles) == 3
+
+
+def test_curves_a_hair_apart_with_different_numbers_keep_their_entries_and_both_show():
+    from sykit._viz.latency_cdf import COINCIDE, _curve, _gap
+
+    latency = np.linspace(1.0, 10.0, 400)
+    nudged = latency + 0.06  # 60 ms later: never more than 3 requests of 400 apart
+    requests = pd.concat(
+        [
+            pd.DataFrame({"strategy": "a", "status": "ok", "latency_s": latency}),
+            pd.DataFrame({"strategy": "b", "status": "ok", "latency_s": nudged}),
+            pd.DataFrame({"strategy": "c", "status": "ok", "latency_s": latency * 1.2}),
+        ]
+    )
+    gap = _gap(_curve(requests, "a"), _curve(requests, "b"), True)
+    assert gap == pytest.approx(3 / 400) and gap < COINCIDE
+    ax = plot_latency_cdf(requests)
+    assert legend_texts(ax) == [
+        "a (100 % ok; p50 5.5 · p99 9.9 s)",
+        "b (100 % ok; p50 5.6 · p99 10.0 s)",
+        "c (100 % ok; p50 6.6 · p99 11.9 s)",
+    ]
+    lines = cdf_lines(ax)
+    assert lines["a"]._unscaled_dash_pattern[0] != lines["b"]._unscaled_dash_pattern[0]
+    assert lines["a"].get_linestyle() == lines["b"].get_linestyle() == "--"
+    assert lines["c"].get_linestyle() == "-"  # 0.2 apart somewhere: a curve of its own
+
+
+def test_the_survival_plot_interleaves_identical_curves_only():
+    latency = np.linspace(1.0, 10.0, 400)
+    nudged = latency.copy()
+    nudged[-1] = 30.0  # one request in 400: on a log y axis the tail parts visibly
+    requests = pd.concat(
+        [
+            pd.DataFrame({"strategy": name, "status": "ok", "latency_s": values})
+            for name, values in (("a", latency), ("a twin", latency), ("b", nudged))
+        ]
+    )
+    lines = {
+        str(line.get_gid()).split(":", 1)[1]: line
+        for line in plot_latency_cdf(requests, survival=True).lines
+        if str(line.get_gid()).startswith("survival:")
+    }
+    assert lines["a"].get_linestyle() == lines["a twin"].get_linestyle() == "--"
+    assert lines["b"].get_linestyle() == "-"
+
+
+def test_twelve_strategies_pile_no_markers_and_read_p50_and_p99_in_the_legend():
+    names = [f"strategy {i} with a long name" for i in range(12)]
+    requests = lognormal_requests(names, spread=1.2)
+    ax = plot_latency_cdf(requests)
+    ax.figure.canvas.draw()
+    assert marked_lines(ax) == []
+    texts = ax.get_legend().get_texts()
+    assert len(texts) == 12
+    assert overlapping_pairs(list(texts)) == []
+    for name, text in zip(names, texts, strict=True):
+        mine = requests.loc[requests["strategy"] == name, "latency_s"]
+        p50, p99 = (np.quantile(mine, q) for q in (0.5, 0.99))
+        assert text.get_text() == f"{name} (100 % ok; p50 {p50:.1f} · p99 {p99:.1f} s)"
+    # the figure grew to fit the legend rather than squeezing the curves
+    assert ax.get_window_extent().width / ax.figure.dpi >= 4.5
+
+
+def test_legend_percentiles_are_the_tables_to_the_digit(failing_race):
+    from sykit._cli.layout import fmt_answered, fmt_number
+
+    summary = failing_race.summary().set_index("strategy")
+    texts = legend_texts(failing_race.plot.latency_cdf())
+    for name, text in zip(failing_race.strategies, texts, strict=True):
+        row = summary.loc[name]
+        ok = fmt_answered(row["success_rate"]).removesuffix("%")
+        p50, p99 = fmt_number(row["latency_p50_s"], 1), fmt_number(row["latency_p99_s"], 1)
+        assert text.startswith(f"{name} ({ok} % ok;")
+        assert text.endswith(f"p50 {p50} · p99 {p99} s)")
+
+
+def test_legend_percentiles_of_the_answered_requests_when_some_failed():
+    from sykit._cli.layout import fmt_number
+
+    requests = pd.concat(
+        [lognormal_requests(["flaky"], failed=8), lognormal_requests(["steady"], seed=1)]
+    )
+    texts = legend_texts(plot_latency_cdf(requests))
+    flaky = requests[(requests["strategy"] == "flaky") & (requests["status"] == "ok")]
+    p50, p99 = (fmt_number(np.quantile(flaky["latency_s"], q), 1) for q in (0.5, 0.99))
+    # 98 % served: the curve never reaches 99 %, and the numbers say whose they are
+    assert texts[0] == f"flaky (98 % ok; p99 not reached; answered: p50 {p50} · p99 {p99} s)"
+    assert "answered" not in texts[1]
+
+
+def test_seconds_read_as_the_tables_print_them():
+    from sykit._cli.layout import fmt_number
+    from sykit._viz.latency_cdf import seconds_text
+
+    for value in (0.05, 0.0849, 0.86, 0.95, 1.25, 6.204, 57.06, 67.81, 123.45, 1e4):
+        assert seconds_text(value) == fmt_number(value, 1)
+    # one decimal would read 0.0 s: two significant figures instead
+    assert [seconds_text(v) for v in (0.032, 0.0049, 0.0)] == ["0.032", "0.0049", "0.0"]
+
+
+# -- cost vs quality: labels that collide with nothing ----------------------------------------------
+
+#: The README job's routing summary (12 strategies): three on one spot, two on another, two a
+#: hair apart (strong only, hedge strong @p95), two that read the truth.
+README_JOB = [
+    ("weak only", 7.17007e-05, 0.68621, 0.671333, 0.701573, True),
+    ("strong only", 0.00759323, 0.823278, 0.81086, 0.834737, True),
+    ("random 30% strong", 0.00242085, 0.72041, 0.705506, 0.734524, True),
+    ("fallback weak>strong", 7.17007e-05, 0.68621, 0.671333, 0.701573, True),
+    ("cascade (judge)", 0.00304612, 0.845229, 0.833636, 0.856048, True),
+    ("threshold 30% strong", 0.00234889, 0.739735, 0.724977, 0.753957, False),
+    ("speculative (judge)", 0.00338131, 0.839681, 0.82794, 0.851542, True),
+    ("race weak|strong", 0.00179905, 0.702265, 0.687828, 0.717814, True),
+    ("race (first ok)", 0.00179905, 0.702265, 0.687828, 0.717814, True),
+    ("hedge strong @p95", 0.00759903, 0.823278, 0.81086, 0.834737, True),
+    ("litellm-like", 7.17007e-05, 0.68621, 0.671333, 0.701573, True),
+    ("oracle", 0.00156327, 0.886157, 0.876105, 0.895823, False),
+]
+
+
+def cq_summary(rows):
+    """A summary from (strategy, cost, quality, ci low, ci high, realizable) rows."""
+    columns = ["strategy", "cost_per_request_usd", "mean_quality", "quality_ci_low"]
+    return pd.DataFrame(rows, columns=[*columns, "quality_ci_high", "realizable"])
+
+
+def cq_crowd():
+    """15 strategies: long names, three spots shared by two or three of them, a cluster of four
+    points a hair apart, one that reads the truth."""
+    names = [f"strategy {i} with a rather long name" if i % 4 == 0 else f"s{i}" for i in range(15)]
+    costs = [0.001, 0.001, 0.001, 0.002, 0.002, 0.0021, 0.00205, 0.00207, 0.00203]
+    costs += [0.01, 0.01, 0.0003, 0.0003, 0.0003, 0.005]
+    quality = [0.6, 0.6, 0.6, 0.7, 0.7, 0.705, 0.702, 0.708, 0.71, 0.9, 0.9, 0.5, 0.5, 0.5, 0.8]
+    rows = [
+        (n, c, q, q - 0.015, q + 0.015, i != 14)
+        for i, (n, c, q) in enumerate(zip(names, costs, quality, strict=True))
+    ]
+    return cq_summary(rows)
+
+
+def cq_labels(ax):
+    """The shown point labels and their text's extent (display pixels), after a draw."""
+    from matplotlib.text import Text
+
+    ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    labels = [t for t in ax.texts if str(t.get_gid()).startswith("label:") and t.get_visible()]
+    return [(t, Text.get_window_extent(t, renderer)) for t in labels]
+
+
+def cq_leaders(ax):
+    """The leader lines drawn (display pixels), by gid."""
+    return {
+        a.get_gid(): a.get_transform().transform(np.column_stack(a.get_data()))
+        for a in ax.get_children()
+        if str(a.get_gid()).startswith("leader:") and a.get_visible()
+    }
+
+
+def segments_cross(a, b, c, d):
+    def turn(p, q, r):
+        return np.sign((q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0]))
+
+    return turn(a, b, c) != turn(a, b, d) and turn(c, d, a) != turn(c, d, b)
+
+
+def segment_enters(segment, box):
+    """Whether a segment passes through the inside of a Bbox (checked at 200 points)."""
+    x, y = (segment[0] + np.linspace(0, 1, 200)[:, None] * (segment[1] - segment[0])).T
+    inside = (box.x0 + 0.5 < x) & (x < box.x1 - 0.5) & (box.y0 + 0.5 < y) & (y < box.y1 - 0.5)
+    return bool(inside.any())
+
+
+def cq_collisions(ax):
+    """Everything a cost–quality plot's labels hide or leave: labels on labels, on markers, on
+    error bars, outside the Axes; leader lines crossing each other or a label."""
+    from matplotlib.transforms import Bbox
+
+    labels = cq_labels(ax)
+    renderer = ax.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    markers = [
+        (m.get_gid(), m.get_window_extent(renderer))
+        for m in ax.lines
+        if str(m.get_gid()).startswith(("point:", "bound:"))
+    ]
+    bars = []
+    for bar in ax.collections:
+        if str(bar.get_gid()).startswith("ci:"):
+            half = bar.get_linewidth()[0] * ax.figure.dpi / 72 / 2
+            for segment in bar.get_segments():
+                box = Bbox(ax.transData.transform(segment))
+                bars.append(
+                    (bar.get_gid(), Bbox.from_extents(box.x0 - half, box.y0, box.x1 + half, box.y1))
+                )
+    problems = []
+    for i, (text, box) in enumerate(labels):
+        name = text.get_text()
+        if not (
+            frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+        ):
+            problems.append(("outside the axes", name))
+        problems += [
+            (name, other.get_text()) for other, b in labels[i + 1 :] if boxes_overlap(box, b)
+        ]
+        problems += [(name, gid) for gid, b in [*markers, *bars] if boxes_overlap(box, b)]
+    leaders = cq_leaders(ax)
+    gids = list(leaders)
+    for i, gid in enumerate(gids):
+        a, b = leaders[gid]
+        problems += [
+            (gid, other) for other in gids[i + 1 :] if segments_cross(a, b, *leaders[other])
+        ]
+        own = "label:" + gid.removeprefix("leader:")
+        problems += [
+            (gid, text.get_text())
+            for text, box in labels
+            if text.get_gid() != own and segment_enters(leaders[gid], box)
+        ]
+    return problems
+
+
+def cq_named(ax):
+    """What the labels say, one string per label (line breaks as spaces); a label shown as a
+    number says what its legend line spells out."""
+    spelled = {}
+    if ax.get_legend() is not None:
+        for entry in legend_texts(ax):
+            number, _, names = entry.partition("  ")
+            spelled[number] = " ".join(names.split())
+    return [spelled.get(t.get_text(), " ".join(t.get_text().split())) for t, _ in cq_labels(ax)]
+
+
+def test_cost_quality_labels_of_the_readme_job_collide_with_nothing():
+    from sykit._cli.writers import _titled
+
+    ax = plot_cost_quality(cq_summary(README_JOB))
+    assert cq_collisions(ax) == []
+    assert cq_named(ax) == [
+        "weak only = fallback weak>strong = litellm-like",
+        "strong only",
+        "hedge strong @p95",
+        "random 30% strong",
+        "cascade (judge)",
+        "threshold 30% strong (reads the truth)",
+        "speculative (judge)",
+        "race weak|strong = race (first ok)",
+        "oracle (reads the truth)",
+    ]
+    assert not [t for t in point_labels(ax) if "(=" in t]
+    # the job then titles it with its run and saves it at 110 dpi: the labels follow
+    _titled(ax.figure, "part 1: no faults injected")
+    assert cq_collisions(ax) == []
+    ax.figure.set_dpi(110)
+    assert cq_collisions(ax) == []
+
+
+def test_cost_quality_names_the_strategies_on_one_spot_in_one_label():
+    rows = [
+        ("weak only", 0.0001, 0.6, 0.58, 0.62, True),
+        ("fallback weak>strong", 0.0001, 0.6, 0.58, 0.62, True),
+        ("litellm-like with a long name", 0.0001, 0.6, 0.58, 0.62, True),
+        ("strong", 0.01, 0.8, 0.78, 0.82, True),
+        ("router", 0.002, 0.75, 0.73, 0.77, True),
+        ("oracle", 0.002, 0.75, 0.73, 0.77, False),
+    ]
+    ax = plot_cost_quality(cq_summary(rows))
+    assert cq_collisions(ax) == []
+    assert cq_named(ax) == [
+        "weak only = fallback weak>strong = litellm-like with a long name",
+        "strong",
+        "router = oracle (reads the truth)",
+    ]
+    (weak,) = [t for t, _ in cq_labels(ax) if t.get_gid() == "label:weak only"]
+    # too long for one line: wrapped between names
+    assert weak.get_text().count("\n") >= 1
+    assert all(line.startswith(("weak only", "= ")) for line in weak.get_text().splitlines())
+    # every strategy keeps its marker and colour; the spot's first is the label's colour
+    for name, *_ in rows:
+        assert [line for line in ax.lines if line.get_gid().endswith(f":{name}")]
+    assert to_hex(weak.get_color()) == text_color(
+        strategy_colors([r[0] for r in rows])["weak only"]
+    )
+
+
+def test_cost_quality_labels_collide_with_nothing_in_a_hostile_crowd():
+    summary = cq_crowd()
+    ax = plot_cost_quality(summary)
+    assert cq_collisions(ax) == []
+    named = [
+        n for label in cq_named(ax) for n in label.removesuffix(" (reads the truth)").split(" = ")
+    ]
+    assert sorted(named) == sorted(summary["strategy"])
+    assert ax.get_title(loc="left").startswith("Cost vs quality")
+    assert [line for line in ax.lines if line.get_gid() == "pareto"]
+
+
+def test_cost_quality_labels_that_fit_nowhere_become_numbers_in_the_legend():
+    import matplotlib.pyplot as plt
+
+    summary = cq_crowd()
+    _, ax = plt.subplots(figsize=(5.0, 3.5), layout="constrained")
+    plot_cost_quality(summary, ax=ax)
+    assert cq_collisions(ax) == []
+    numbers = [t.get_text() for t, _ in cq_labels(ax) if t.get_text().isdigit()]
+    assert numbers == [str(n) for n in range(1, len(numbers) + 1)] and numbers
+    assert legend_texts(ax)[0] == "Pareto frontier"
+    assert [entry.split("  ")[0] for entry in legend_texts(ax)[1:]] == numbers
+    named = [
+        n for label in cq_named(ax) for n in label.removesuffix(" (reads the truth)").split(" = ")
+    ]
+    assert sorted(named) == sorted(summary["strategy"])
+
+
+def test_cost_quality_labels_one_strategy_skip_unknown_quality_and_keep_edge_points_inside():
+    import matplotlib.pyplot as plt
+
+    alone = plot_cost_quality(cq_summary([("only one", 0.001, 0.7, 0.68, 0.72, True)]))
+    assert cq_collisions(alone) == [] and cq_named(alone) == ["only one"]
+    rows = [("a", 0.001, 0.6, 0.58, 0.62, True), ("b", 0.002, np.nan, np.nan, np.nan, True)]
+    rows.append(("c", 0.003, 0.7, 0.68, 0.72, True))
+    unknown = plot_cost_quality(cq_summary(rows))
+    assert cq_collisions(unknown) == [] and cq_named(unknown) == ["a", "c"]
+    # the caller's limits put the first and last points on the corners of the Axes
+    rows = [
+        (f"edge {i}", 0.001 * (i + 1), 0.5 + 0.05 * i, 0.49 + 0.05 * i, 0.51 + 0.05 * i, True)
+        for i in range(8)
+    ]
+    _, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+    ax.set_xlim(0.001, 0.008)
+    ax.set_ylim(0.5, 0.85)
+    plot_cost_quality(cq_summary(rows), log_cost=False, ax=ax)
+    assert cq_collisions(ax) == []
+    assert cq_named(ax) == [f"edge {i}" for i in range(8)]
+
+
+def test_cost_quality_labels_land_on_the_same_spots_every_time():
+    def spots():
+        ax = plot_cost_quality(cq_crowd())
+        return [(t.get_text(), tuple(np.round(b.extents, 3))) for t, b in cq_labels(ax)]
+
+    first = spots()
+    assert spots() == first

@@ -17,9 +17,11 @@ references you name as ``bounds`` (the oracle by default) as stars labelled "(bo
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -204,6 +206,442 @@ def _place_labels(
     return drawn
 
 
+#: Where a cost–quality label may go around its point, in order of preference among spots as
+#: near: (side, slide). Beside the point (E, W) a slide moves the label up or down by half its
+#: height; above or below it (N, S), 1 puts it right of the error bar and -1 left of it.
+_SPOTS = (
+    ("E", 0), ("W", 0), ("E", 1), ("E", -1), ("W", 1), ("W", -1),
+    ("N", 1), ("N", -1), ("S", 1), ("S", -1), ("N", 0), ("S", 0),
+    ("E", 2), ("E", -2), ("W", 2), ("W", -2), ("E", 3), ("E", -3), ("W", 3), ("W", -3),
+    ("E", 4), ("E", -4), ("W", 4), ("W", -4),
+)  # fmt: skip
+#: How far past its marker a label may sit (points), nearest first.
+_GAPS_PT = (0.0, 4.0, 8.0, 13.0, 19.0, 26.0, 35.0, 46.0, 60.0, 78.0, 100.0)
+#: Spots this much nearer (points) count as nearer; within that, the order of :data:`_SPOTS`.
+_NEAR_PT = 4.0
+#: A label on the Pareto frontier's line only wins over spots this much (points) further out.
+_LINE_COST_PT = 12.0
+#: A label more than this (points) off its marker is joined to its point by a leader line.
+_LEADER_PT = 4.0
+#: Room kept between a label and anything else (points).
+_PAD_PT = 1.5
+#: A label naming several strategies wraps between names past this many characters.
+_WRAP = 32
+
+
+def _joined(names: list[str], width: int = _WRAP) -> str:
+    """One label for strategies drawn on one spot, e.g. ``weak only = litellm-like``: wrapped
+    between names, so a long list stays narrow enough to fit beside its point."""
+    lines = [names[0]]
+    for name in names[1:]:
+        if len(lines[-1]) + 3 + len(name) <= width:
+            lines[-1] += f" = {name}"
+        else:
+            lines.append(f"= {name}")
+    return "\n".join(lines)
+
+
+def _coincident(rows: list[tuple[str, float, float]], group: list[int]) -> list[list[int]]:
+    """The members of an overlap group split into runs of equal cost and quality, in order."""
+    spots: list[list[int]] = []
+    for i in group:
+        for spot in spots:
+            if _same(rows[i][1:], rows[spot[0]][1:]):
+                spot.append(i)
+                break
+        else:
+            spots.append([i])
+    return spots
+
+
+def _array(rows: Sequence[Any] | np.ndarray, width: int = 4) -> np.ndarray:
+    """``rows`` as an n×``width`` float array (0×``width`` when empty)."""
+    return np.asarray(rows, dtype=float).reshape(-1, width)
+
+
+def _meets(boxes: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """For each box (n×4, x0 y0 x1 y1), whether it overlaps any of ``others`` (m×4)."""
+    if not len(others):
+        return np.zeros(len(boxes), dtype=bool)
+    a, b = boxes[:, None, :], others[None, :, :]
+    hit = (a[..., 0] < b[..., 2]) & (b[..., 0] < a[..., 2])
+    hit &= (a[..., 1] < b[..., 3]) & (b[..., 1] < a[..., 3])
+    return np.asarray(hit.any(axis=1))
+
+
+def _overlap(boxes: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """For each box (n×4), the summed area it shares with ``others`` (m×4)."""
+    if not len(others):
+        return np.zeros(len(boxes))
+    a, b = boxes[:, None, :], others[None, :, :]
+    width = np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0])
+    height = np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1])
+    return np.asarray((np.clip(width, 0, None) * np.clip(height, 0, None)).sum(axis=1))
+
+
+def _crossed(boxes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """For each box (n×4), whether any segment ``starts[k]``–``ends[k]`` passes through its
+    inside (Liang–Barsky clipping, all at once)."""
+    if not len(starts) or not len(boxes):
+        return np.zeros(len(boxes), dtype=bool)
+    start, delta = starts[None, :, :], (ends - starts)[None, :, :]
+    delta = np.where(np.abs(delta) < 1e-9, 1e-9, delta)  # parallel: inside or out, never between
+    enter, leave = np.zeros(delta.shape[:2]), np.ones(delta.shape[:2])
+    for axis in (0, 1):
+        a = (boxes[:, None, axis] - start[..., axis]) / delta[..., axis]
+        b = (boxes[:, None, axis + 2] - start[..., axis]) / delta[..., axis]
+        enter = np.maximum(enter, np.minimum(a, b))
+        leave = np.minimum(leave, np.maximum(a, b))
+    return np.asarray((enter < leave).any(axis=1))
+
+
+def _turn(p: np.ndarray, q: np.ndarray, r: np.ndarray) -> float:
+    return float(np.sign((q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])))
+
+
+def _segments_cross(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> bool:
+    """Whether segments ``a``–``b`` and ``c``–``d`` cross or touch."""
+    ab_c, ab_d, cd_a, cd_b = _turn(a, b, c), _turn(a, b, d), _turn(c, d, a), _turn(c, d, b)
+    if ab_c == ab_d == cd_a == cd_b == 0:  # on one line: crossing when their spans overlap
+        low = np.maximum(np.minimum(a, b), np.minimum(c, d))
+        high = np.minimum(np.maximum(a, b), np.maximum(c, d))
+        return bool((low <= high).all())
+    return ab_c != ab_d and cd_a != cd_b
+
+
+def _candidates(
+    anchor: np.ndarray, reach: float, size: tuple[float, float], px_per_pt: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes (n×4) a label of ``size`` may take around ``anchor``, clear of a marker reaching
+    ``reach`` (all display pixels): every spot of :data:`_SPOTS` at every gap of
+    :data:`_GAPS_PT`; with each box's distance from ``anchor``."""
+    width, height = size
+    x, y = anchor
+    nudge = 2 * _PAD_PT * px_per_pt  # off the error bar through the point
+    boxes = []
+    for gap in reach + np.array(_GAPS_PT) * px_per_pt:
+        for side, slide in _SPOTS:
+            if side in "EW":
+                x0 = x + gap if side == "E" else x - gap - width
+                y0 = y - height / 2 + slide * (height / 2 + nudge / 2)
+            else:
+                x0 = x - width / 2 if slide == 0 else x + nudge if slide > 0 else x - nudge - width
+                y0 = y + gap if side == "N" else y - gap - height
+            boxes.append((x0, y0, x0 + width, y0 + height))
+    candidates = np.array(boxes)
+    nearest = np.clip(anchor, candidates[:, :2], candidates[:, 2:])
+    return candidates, np.hypot(*(nearest - anchor).T)
+
+
+def _leader(anchor: np.ndarray, reach: float, box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The line from the edge of a point's marker (``reach`` from ``anchor``) to the nearest
+    point of its label's box."""
+    end = np.clip(anchor, box[:2], box[2:])
+    direction = end - anchor
+    start = anchor + direction / max(float(np.hypot(*direction)), 1e-9) * reach
+    return start, end
+
+
+def _set_text(text: Any, value: str) -> None:
+    """Show ``value`` (left alone when shown already: a redraw then changes nothing)."""
+    if text.get_text() != value:
+        text.set_text(value)
+
+
+def _size(text: Any, renderer: Any) -> tuple[float, float]:
+    """Width and height of a text alone (an Annotation's extent would take in its arrow)."""
+    from matplotlib.text import Text
+
+    extent = Text.get_window_extent(text, renderer)
+    return extent.width, extent.height
+
+
+def _within(point: np.ndarray, frame: Sequence[float] | np.ndarray) -> bool:
+    """Whether ``point`` lies inside ``frame`` (x0, y0, x1, y1)."""
+    return bool(frame[0] <= point[0] <= frame[2] and frame[1] <= point[1] <= frame[3])
+
+
+def _within_all(boxes: np.ndarray, frame: np.ndarray) -> np.ndarray:
+    """For each box (n×4), whether it lies wholly inside ``frame``."""
+    inside = (boxes[:, :2] >= frame[:2]).all(axis=1) & (boxes[:, 2:] <= frame[2:]).all(axis=1)
+    return np.asarray(inside)
+
+
+def _marker_box(line: Any, px_per_pt: float) -> tuple[np.ndarray, float]:
+    """Where a one-point marker line is drawn (display pixels) and half its drawn width."""
+    xy = np.asarray(line.get_xydata(), dtype=float)[0]
+    centre = np.asarray(line.get_transform().transform(xy), dtype=float)
+    half = (line.get_markersize() + line.get_markeredgewidth()) * px_per_pt / 2
+    return centre, half
+
+
+@dataclass
+class _Label:
+    """One label of a cost–quality plot: the strategies on one spot, named once."""
+
+    text: Any  # the Annotation, anchored at the spot's data point
+    leader: Any  # a Line2D in display pixels, shown when the label sits away from its point
+    spot: list[Any]  # the markers of the strategies it names
+    ring: list[Any]  # every marker drawn around the spot (its own and those nested with it)
+    full: str  # the names, as the legend spells them when the label falls back to a number
+    texts: list[str]  # what it may show, in order of preference (the names, wrapped narrower)
+    side: str = ""  # how its lines align: towards the point
+
+
+class _Spots(NamedTuple):
+    """Where a label may go (display pixels): boxes, the same with room around them, their
+    distance from the point and whether that takes a leader line."""
+
+    boxes: np.ndarray
+    padded: np.ndarray
+    distance: np.ndarray
+    far: np.ndarray
+
+
+@dataclass
+class _Scene:
+    """What a label has to keep off (display pixels): the Axes, markers, error bars, the
+    frontier's line (only preferably), and the labels and leader lines placed so far."""
+
+    frame: np.ndarray
+    markers: list[Any]
+    marker_boxes: np.ndarray
+    bars: np.ndarray
+    line: tuple[np.ndarray, np.ndarray]
+    boxes: list[np.ndarray] = field(default_factory=list)
+    leaders: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+
+    def fits(self, padded: np.ndarray) -> np.ndarray:
+        """For each padded box, whether it hides nothing and stays inside the Axes."""
+        starts = _array([p for p, _ in self.leaders], 2)
+        ends = _array([q for _, q in self.leaders], 2)
+        ok = _within_all(padded, self.frame) & ~_meets(padded, _array(self.boxes))
+        ok &= ~_meets(padded, self.marker_boxes) & ~_meets(padded, self.bars)
+        return ok & ~_crossed(padded, starts, ends)
+
+    def clear(self, leader: tuple[np.ndarray, np.ndarray], ring: list[Any]) -> bool:
+        """Whether ``leader`` crosses no label, leader line, error bar or marker but those of
+        its own spot (``ring``)."""
+        p, q = leader
+        others = [b for m, b in zip(self.markers, self.marker_boxes, strict=True) if m not in ring]
+        obstacles = _array([*self.boxes, *others, *self.bars])
+        if _crossed(obstacles, p[None, :], q[None, :]).any():
+            return False
+        return not any(_segments_cross(p, q, a, b) for a, b in self.leaders)
+
+
+class _LabelLayout:
+    """Places the labels of a cost–quality plot whenever the figure is drawn: where they fit
+    depends on the final layout (a title added afterwards, a legend, the dpi it is saved at), so
+    they are placed then, in a fixed order, each at the nearest spot that hides nothing."""
+
+    def __init__(self, ax: Axes, labels: list[_Label], bars: list[Any], line: Any) -> None:
+        self._ax = ax
+        self.labels = labels
+        self._bars = bars
+        self._line = line
+        #: Labels that found no free spot at the last placement (indices into ``labels``).
+        self.failed: list[int] = []
+
+    def number(self, numbered: list[int]) -> list[Any]:
+        """Write a number instead of the names on each of ``numbered``; the legend entries that
+        say what each number stands for."""
+        from matplotlib.lines import Line2D
+
+        handles = []
+        for n, i in enumerate(sorted(numbered), start=1):
+            label = self.labels[i]
+            label.texts = [str(n)]
+            marker = label.spot[0]
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    ls="none",
+                    marker=marker.get_marker(),
+                    ms=7,
+                    color=marker.get_color(),
+                    label=textwrap.fill(f"{n}  {label.full}", _WRAP, subsequent_indent="    "),
+                )
+            )
+        return handles
+
+    def _scene(self, px_per_pt: float) -> _Scene:
+        """The Axes, every marker, the error bars and the frontier, in display pixels."""
+        ax = self._ax
+        markers = list(dict.fromkeys(m for label in self.labels for m in label.ring))
+        boxes = []
+        for marker in markers:
+            (x, y), half = _marker_box(marker, px_per_pt)
+            boxes.append((x - half, y - half, x + half, y + half))
+        bars = []
+        for bar in self._bars:
+            half = max(bar.get_linewidth()) * px_per_pt / 2
+            for segment in bar.get_segments():
+                (x0, y0), (x1, y1) = ax.transData.transform(segment)
+                bars.append((min(x0, x1) - half, min(y0, y1), max(x0, x1) + half, max(y0, y1)))
+        path = np.empty((0, 2))
+        if self._line is not None:
+            path = ax.transData.transform(np.asarray(self._line.get_xydata(), dtype=float))
+            path = path[np.isfinite(path).all(axis=1)]
+        frame = np.array(ax.bbox.extents) + np.array([1.0, 1.0, -1.0, -1.0])
+        line = (path[:-1], path[1:])
+        return _Scene(frame, markers, _array(boxes), _array(bars), line)
+
+    def place(self, renderer: Any) -> list[int]:
+        """Put each label at its nearest free spot; return the labels that found none (each is
+        put where it hides the least instead)."""
+        px_per_pt = self._ax.figure.dpi / 72.0
+        scene = self._scene(px_per_pt)
+        # a point on the edge of the Axes is drawn (half of it); one past it gets no label
+        edge = np.array(self._ax.bbox.extents) + np.array([-1.0, -1.0, 1.0, 1.0])
+        failed = []
+        for i, label in enumerate(self.labels):
+            anchor, reach = self._anchor(label, px_per_pt)
+            shown = bool(np.isfinite(anchor).all()) and _within(anchor, edge)
+            label.text.set_visible(shown)
+            label.leader.set_visible(False)
+            if shown and not self._place_one(label, anchor, reach, scene, renderer):
+                failed.append(i)
+        return failed
+
+    def _place_one(
+        self, label: _Label, anchor: np.ndarray, reach: float, scene: _Scene, renderer: Any
+    ) -> bool:
+        """Place ``label`` with the first of its texts that fits somewhere free (a long list of
+        names may fit one per line); when none does, with its first text where it hides the
+        least. Whether it found a free spot."""
+        for text in label.texts:
+            spots = self._spots_for(label, text, anchor, reach, renderer)
+            found = self._nearest_free(label, anchor, reach, spots, scene)
+            if found is not None:
+                self._take(label, spots, found, anchor, reach, scene)
+                return True
+        spots = self._spots_for(label, label.texts[0], anchor, reach, renderer)
+        self._take(label, spots, self._least_bad(spots.boxes, scene), anchor, reach, scene)
+        return False
+
+    def _spots_for(
+        self, label: _Label, text: str, anchor: np.ndarray, reach: float, renderer: Any
+    ) -> _Spots:
+        """Where ``label`` showing ``text`` may go around ``anchor``."""
+        px_per_pt = self._ax.figure.dpi / 72.0
+        pad = _PAD_PT * px_per_pt
+        _set_text(label.text, text)
+        clearance = reach + pad + 0.5  # half a pixel more: rounding never lets it touch a marker
+        boxes, distance = _candidates(anchor, clearance, _size(label.text, renderer), px_per_pt)
+        padded = boxes + np.array([-pad, -pad, pad, pad])
+        far = (distance - reach) > _LEADER_PT * px_per_pt
+        return _Spots(boxes, padded, distance, far)
+
+    def _nearest_free(
+        self, label: _Label, anchor: np.ndarray, reach: float, spots: _Spots, scene: _Scene
+    ) -> int | None:
+        """The nearest spot that hides nothing and whose leader line (when it needs one) crosses
+        nothing; one off the frontier's line is preferred over a slightly nearer one."""
+        near = _NEAR_PT * self._ax.figure.dpi / 72.0
+        on_line = _crossed(spots.boxes, *scene.line)
+        rank = np.floor(spots.distance / near) + on_line * (_LINE_COST_PT / _NEAR_PT)
+        preference = np.arange(len(spots.boxes)) % len(_SPOTS)
+        order = np.lexsort((preference, rank))
+        fits = scene.fits(spots.padded)
+        for k in order[fits[order]]:
+            if not spots.far[k] or scene.clear(_leader(anchor, reach, spots.boxes[k]), label.ring):
+                return int(k)
+        return None
+
+    def _take(
+        self,
+        label: _Label,
+        spots: _Spots,
+        k: int,
+        anchor: np.ndarray,
+        reach: float,
+        scene: _Scene,
+    ) -> None:
+        """Put ``label`` at spot ``k``, with its leader line when it sits away from its point."""
+        leader = _leader(anchor, reach, spots.boxes[k]) if spots.far[k] else None
+        scene.boxes.append(spots.padded[k])
+        if leader is not None:
+            scene.leaders.append(leader)
+        self._put(label, spots.boxes[k], anchor, leader, self._ax.figure.dpi / 72.0)
+
+    @staticmethod
+    def _least_bad(boxes: np.ndarray, scene: _Scene) -> int:
+        """The candidate that hides the least: labels weigh most, then leaving the Axes."""
+        area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+        score = 20.0 * (area - _overlap(boxes, scene.frame[None, :]))
+        score += 50.0 * _overlap(boxes, _array(scene.boxes))
+        score += _overlap(boxes, scene.marker_boxes) + _overlap(boxes, scene.bars)
+        return int(np.argmin(score))
+
+    @staticmethod
+    def _anchor(label: _Label, px_per_pt: float) -> tuple[np.ndarray, float]:
+        """Where the label's strategies are drawn (display pixels) and how far from there the
+        markers around them reach."""
+        anchor = np.mean([_marker_box(m, px_per_pt)[0] for m in label.spot], axis=0)
+        reach = 0.0
+        for marker in label.ring:
+            centre, half = _marker_box(marker, px_per_pt)
+            reach = max(reach, float(np.hypot(*(centre - anchor))) + half)
+        return anchor, reach
+
+    def _put(
+        self,
+        label: _Label,
+        box: np.ndarray,
+        anchor: np.ndarray,
+        leader: tuple[np.ndarray, np.ndarray] | None,
+        px_per_pt: float,
+    ) -> None:
+        """Move the label's text and leader line to ``box``, touching them only when they move
+        (a redraw then leaves the figure as it was)."""
+        origin = self._ax.transData.transform(label.text.xy)
+        offset = ((box[0] - origin[0]) / px_per_pt, (box[1] - origin[1]) / px_per_pt)
+        if not np.allclose(label.text.xyann, offset):
+            label.text.xyann = offset
+        side = "left" if box[0] > anchor[0] else "right" if box[2] < anchor[0] else "center"
+        if label.side != side:
+            label.side = side
+            label.text.set_multialignment(side)
+        label.leader.set_visible(leader is not None)
+        if leader is not None:
+            xs, ys = [leader[0][0], leader[1][0]], [leader[0][1], leader[1][1]]
+            old = np.asarray(label.leader.get_data(), dtype=float)
+            if old.shape != (2, 2) or not np.allclose(old, (xs, ys)):
+                label.leader.set_data(xs, ys)
+
+
+def _layout_artist(layout: _LabelLayout) -> Any:
+    """An artist drawn before the labels that places them (defined on first use: importing sykit
+    loads no matplotlib)."""
+    from matplotlib.artist import Artist
+
+    class LabelLayoutArtist(Artist):
+        def draw(self, renderer: Any) -> None:
+            if self.get_visible():
+                layout.failed = layout.place(renderer)
+            self.stale = False
+
+    artist = LabelLayoutArtist()
+    artist.set_zorder(0)
+    artist.set_in_layout(False)
+    artist.set_gid("label_layout")
+    return artist
+
+
+def _settle(ax: Axes, layout: _LabelLayout, legend_handles: list[Any]) -> None:
+    """Lay the labels out once now; a label that fits nowhere becomes a number beside its point
+    with a legend entry saying what it stands for (the legend takes room, so lay out again)."""
+    figure = _root(ax)
+    figure.draw_without_rendering()
+    numbered: list[int] = []
+    while new := [i for i in layout.failed if i not in numbered]:
+        numbered += new
+        _legend_outside(ax, [*legend_handles, *layout.number(numbered)])
+        figure.draw_without_rendering()
+
+
 def plot_cost_quality(
     summary: pd.DataFrame,
     *,
@@ -222,13 +660,14 @@ def plot_cost_quality(
     as a star labelled "(reads the truth)" and kept off the frontier. ``log_cost=None`` uses a
     log x axis when costs span 20×.
 
-    Each point is labelled with its name beside it (``direct_labels=False``: a legend instead);
-    points that would hide each other are drawn as nested rings, and a strategy with exactly the
-    cost and quality of an earlier one says so, e.g. ``litellm-like (= weak only)``.
-    ``strategies`` draws a subset, in that order; colours stay those of the whole summary.
+    Each point is labelled with its name beside it (``direct_labels=False``: a legend instead).
+    Labels cover no other label, marker or bar and stay inside the Axes; one moved away from its
+    point is joined to it by a leader line, and leader lines do not cross. Points that would hide
+    each other are drawn as nested rings; strategies with the very same cost and quality share
+    one label naming them all, e.g. ``weak only = litellm-like``. A label that fits nowhere
+    becomes a number, spelled out in the legend. ``strategies`` draws a subset, in that order;
+    colours stay those of the whole summary.
     """
-    from matplotlib.transforms import ScaledTranslation
-
     _check_frame(summary, "summary", ("strategy", "cost_per_request_usd", "mean_quality"))
     names = [str(s) for s in summary["strategy"]]
     colors = dict(colors) if colors is not None else strategy_colors(names)
@@ -246,14 +685,7 @@ def plot_cost_quality(
         for _, row in known.iterrows()
     ]
     has_ci = {"quality_ci_low", "quality_ci_high"} <= set(known.columns)
-    cis = []
-    for (_, row), (name, cost, _) in zip(known.iterrows(), rows, strict=True):
-        if has_ci:
-            low, high = float(row["quality_ci_low"]), float(row["quality_ci_high"])
-            if math.isfinite(low) and math.isfinite(high):
-                color = colors.get(name, "0.3")
-                ax.vlines(cost, low, high, color=color, lw=1.4, zorder=2, gid=f"ci:{name}")
-                cis.append((cost, low, high))
+    bars = _draw_cis(ax, known, rows, colors) if has_ci else []
     # only strategies you could deploy make the frontier; bounds are drawn but never on it
     frontier = pareto_frontier(known[~np.array(bounds, dtype=bool)])
     frontier_line = None
@@ -278,77 +710,128 @@ def plot_cost_quality(
     ax.set_title(title, fontsize=10, loc="left")
     ax.grid(color="0.92")
     ax.margins(0.12)
-    if direct_labels and frontier_line is not None:
-        _legend_outside(ax, [frontier_line])
+    legend_handles = [frontier_line] if frontier_line is not None else []
+    if direct_labels and legend_handles:
+        _legend_outside(ax, legend_handles)
     # lay the figure out first: which points hide each other depends on where they land
     ax.autoscale_view()
     _root(ax).draw_without_rendering()
     points = ax.transData.transform([(cost, quality) for _, cost, quality in rows])
-    px_per_pt = ax.figure.dpi / 72.0
-    groups = _overlap_groups(points, 8.0 * px_per_pt)
-    texts = []
-    markers = []
-    handles: list[Any] = []
+    groups = _overlap_groups(points, 8.0 * ax.figure.dpi / 72.0)
+    handles: list[tuple[int, Any]] = []
+    labels: list[_Label] = []
     for group in groups:
-        first = rows[group[0]]
+        spots = _coincident(rows, group)
+        drawn = _draw_group(ax, [i for spot in spots for i in spot], rows, bounds, colors)
+        handles.extend(drawn.items())
         spread = len(group) > _MAX_RINGS
-        for depth, i in enumerate(group):
-            name, cost, quality = rows[i]
-            bound = bounds[i]
-            color = colors.get(name, "0.3")
-            rings = 0 if spread else len(group) - 1 - depth  # earlier members: outer rings
-            size = (15 if bound else 8) + 6 * rings
-            hollow = rings > 0
-            transform = ax.transData
-            if spread:
-                # too many for rings: each on a small circle around the spot, on screen only
-                angle = 2 * math.pi * depth / len(group)
-                radius = max(6.0, 2.0 * len(group))
-                shift = (radius * math.cos(angle), radius * math.sin(angle))
-                transform = ax.transData + ScaledTranslation(
-                    shift[0] / 72.0, shift[1] / 72.0, ax.figure.dpi_scale_trans
-                )
-                points[i] = points[i] + np.array(shift) * px_per_pt
-            (handle,) = ax.plot(
-                [cost],
-                [quality],
-                ls="none",
-                marker="*" if bound else "o",
-                ms=size,
-                color=color,
-                mfc="none" if hollow else color,
-                mec=color if hollow else ("black" if bound else "white"),
-                mew=2.0 if hollow else 0.8,
-                zorder=3 + 0.01 * depth,
-                transform=transform,
-                label=f"{name} {READS_TRUTH}" if bound else name,
-                gid=f"{'bound' if bound else 'point'}:{name}",
-            )
-            handles.append((i, handle))
-            markers.append((points[i], size * px_per_pt / 2))
-            text = f"{name} {READS_TRUTH}" if bound else name
-            if depth and _same(rows[i][1:], first[1:]):
-                text += f" (= {first[0]})"
-            texts.append((i, text))
+        for spot in spots:
+            name, cost, quality = rows[spot[0]]
+            spelled = [f"{rows[i][0]} {READS_TRUTH}" if bounds[i] else rows[i][0] for i in spot]
+            texts = list(dict.fromkeys([_joined(spelled), _joined(spelled, width=0)]))
+            text, leader = _new_label(ax, texts[0], (cost, quality), colors.get(name, "0.3"), name)
+            markers = [drawn[i] for i in spot]
+            ring = markers if spread else list(drawn.values())
+            labels.append(_Label(text, leader, markers, ring, " = ".join(spelled), texts))
     if direct_labels:
-        obstacles = [np.array([x - r, y - r, x + r, y + r]) for (x, y), r in markers]
-        for cost, low, high in cis:
-            (x, y0), (_, y1) = ax.transData.transform([(cost, low), (cost, high)])
-            obstacles.append(np.array([x - 1.5, min(y0, y1), x + 1.5, max(y0, y1)]))
-        order = [i for i, _ in texts]
-        _place_labels(
-            ax,
-            points[order],
-            [text for _, text in texts],
-            [text_color(colors.get(rows[i][0], "0.3")) for i in order],
-            [f"label:{rows[i][0]}" for i in order],
-            obstacles,
-            clearance=7.0 * px_per_pt,
-        )
+        layout = _LabelLayout(ax, labels, bars, frontier_line)
+        ax.add_artist(_layout_artist(layout))
+        _settle(ax, layout, legend_handles)
     else:
         ordered = [handle for _, handle in sorted(handles, key=lambda pair: pair[0])]
-        _legend_outside(ax, ordered + ([frontier_line] if frontier_line is not None else []))
+        _legend_outside(ax, ordered + legend_handles)
     return ax
+
+
+def _draw_cis(
+    ax: Axes, known: pd.DataFrame, rows: list[tuple[str, float, float]], colors: Mapping[str, str]
+) -> list[Any]:
+    """The 95 % CI bar of each strategy with a finite interval."""
+    bars = []
+    for (_, row), (name, cost, _) in zip(known.iterrows(), rows, strict=True):
+        low, high = float(row["quality_ci_low"]), float(row["quality_ci_high"])
+        if math.isfinite(low) and math.isfinite(high):
+            color = colors.get(name, "0.3")
+            bars.append(ax.vlines(cost, low, high, color=color, lw=1.4, zorder=2, gid=f"ci:{name}"))
+    return bars
+
+
+def _draw_group(
+    ax: Axes,
+    members: list[int],
+    rows: list[tuple[str, float, float]],
+    bounds: list[bool],
+    colors: Mapping[str, str],
+) -> dict[int, Any]:
+    """The markers of points that would hide each other, so every colour stays visible: up to
+    :data:`_MAX_RINGS` as nested rings (earlier ones wider and hollow), more spread on a small
+    circle around their spot, on screen only."""
+    from matplotlib.transforms import ScaledTranslation
+
+    spread = len(members) > _MAX_RINGS
+    drawn = {}
+    for depth, i in enumerate(members):
+        name, cost, quality = rows[i]
+        bound = bounds[i]
+        color = colors.get(name, "0.3")
+        rings = 0 if spread else len(members) - 1 - depth
+        size = (15 if bound else 8) + 6 * rings
+        hollow = rings > 0
+        transform = ax.transData
+        if spread:
+            angle = 2 * math.pi * depth / len(members)
+            radius = max(6.0, 2.0 * len(members))
+            transform = ax.transData + ScaledTranslation(
+                radius * math.cos(angle) / 72.0,
+                radius * math.sin(angle) / 72.0,
+                ax.figure.dpi_scale_trans,
+            )
+        (drawn[i],) = ax.plot(
+            [cost],
+            [quality],
+            ls="none",
+            marker="*" if bound else "o",
+            ms=size,
+            color=color,
+            mfc="none" if hollow else color,
+            mec=color if hollow else ("black" if bound else "white"),
+            mew=2.0 if hollow else 0.8,
+            zorder=3 + 0.01 * depth,
+            transform=transform,
+            label=f"{name} {READS_TRUTH}" if bound else name,
+            gid=f"{'bound' if bound else 'point'}:{name}",
+        )
+    return drawn
+
+
+def _new_label(
+    ax: Axes, text: str, xy: tuple[float, float], color: str, name: str
+) -> tuple[Any, Any]:
+    """A label anchored at its point and its (hidden) leader line, both placed at draw time."""
+    from matplotlib.lines import Line2D
+    from matplotlib.transforms import IdentityTransform
+
+    shade = text_color(color)
+    label = ax.annotate(
+        text,
+        xy,
+        xytext=(0.0, 0.0),
+        textcoords="offset points",
+        ha="left",
+        va="bottom",
+        fontsize=8,
+        color=shade,
+        gid=f"label:{name}",
+        zorder=5,
+        annotation_clip=False,
+    )
+    label.set_in_layout(False)
+    leader = Line2D([], [], transform=IdentityTransform(), color=shade, lw=0.6, zorder=2.5)
+    leader.set_gid(f"leader:{name}")
+    leader.set_visible(False)
+    leader.set_in_layout(False)
+    ax.add_artist(leader)
+    return label, leader
 
 
 _REFERENCE_STYLES: dict[str, dict[str, Any]] = {
