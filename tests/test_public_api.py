@@ -108,7 +108,7 @@ SUBMODULES = {
         "DEFAULT_LAMBDAS", "CategoryPrior", "Column", "CostCrossFit", "CrossFit", "Embed",
         "Estimate", "Estimator", "Features", "Knn", "Logistic", "MatrixFactorization", "Router", "TfIdf",
         "cost_router", "cross_fit", "cross_fit_costs", "evaluation_host", "from_scores",
-        "prompt_text", "random_apgr",
+        "prompt_text", "random_apgr", "Transfer", "transfer",
     },
     "testing": {"FAULTS", "FakeModel", "FakeProvider", "ServedRequest"},
     "sessions": {

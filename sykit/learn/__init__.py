@@ -11,7 +11,8 @@ dataset and predict each model's quality for a request from its prompt (TF-IDF f
 or any ``Embed(fn)``) or its metadata: thin adapters over scikit-learn (``TfidfVectorizer``,
 ``NearestNeighbors``, ``LogisticRegression``) and SciPy. ``Estimator(your_pipeline,
 target="wins")`` makes any scikit-learn estimator or pipeline a learner. :func:`cross_fit` judges a router on a
-weak/strong pair (APGR, AIQ, the random baseline); :func:`cross_fit_costs` over n models with a
+weak/strong pair (APGR, AIQ, the random baseline), :func:`transfer` the same router fitted on one
+table and judged on another (out of distribution); :func:`cross_fit_costs` over n models with a
 cost–quality trade-off (AIQ and the non-dominated frontier). docs/evaluating-routers.md explains
 how not to fool yourself.
 
@@ -27,6 +28,7 @@ from sykit.learn._estimator import Estimator
 from sykit.learn._features import Column, Embed, Features, TfIdf, prompt_text
 from sykit.learn._learners import CategoryPrior, Knn, Logistic, MatrixFactorization
 from sykit.learn._routers import Router, from_scores
+from sykit.learn._transfer import Transfer, transfer
 
 __all__ = [
     "DEFAULT_LAMBDAS",
@@ -43,6 +45,7 @@ __all__ = [
     "MatrixFactorization",
     "Router",
     "TfIdf",
+    "Transfer",
     "cost_router",
     "cross_fit",
     "cross_fit_costs",
@@ -50,6 +53,7 @@ __all__ = [
     "from_scores",
     "prompt_text",
     "random_apgr",
+    "transfer",
 ]
 
 for _name in __all__:

@@ -80,6 +80,11 @@ def how_to_price(unpriced: Sequence[str]) -> str:
     )
 
 
+def prompt_keys(frame: pd.DataFrame) -> list[str]:
+    """Each row's prompt as the key identical prompts share (its text; another value's repr)."""
+    return [p if isinstance(p, str) else repr(p) for p in frame["prompt"]]
+
+
 def default_group(data: Dataset) -> GroupBy:
     """The dataset's group column, with rows of one prompt text kept together as well: the same
     prompt under two ids in two folds would let a router that memorises prompts see the grades of
@@ -89,7 +94,7 @@ def default_group(data: Dataset) -> GroupBy:
     column = data.group_column
     if "prompt" not in frame.columns or "id" not in frame.columns:
         return column
-    prompts = [p if isinstance(p, str) else repr(p) for p in frame["prompt"]]
+    prompts = prompt_keys(frame)
     if len(set(prompts)) == len(prompts):
         return column
     parent = list(range(len(prompts)))
@@ -241,11 +246,26 @@ def run_folds(
     side, and those of them whose router errors must stop the evaluation; run each strategy once
     over the whole dataset, every request routed by its own fold's strategy (see
     :func:`_by_fold`); return the runs, the fitted routers and the router's name."""
+    splits = data.folds(folds, seed=seed, group=group)
+    return run_splits(learner, splits, data, models, lineup, seed, host, progress)
+
+
+def run_splits(
+    learner: Any,
+    splits: Sequence[tuple[Dataset, Dataset]],
+    data: Dataset,
+    models: Sequence[str],
+    lineup: Callable[[str, Any, Dataset], tuple[dict[str, Any], list[str]]],
+    seed: int,
+    host: Any,
+    progress: bool | None,
+) -> tuple[Comparison, list[Any], str]:
+    """:func:`run_folds` over given ``(train, test)`` splits whose test sides partition ``data``."""
     by_fold: dict[str, dict[Any, Any]] = {}  # strategy → request id → its fold's strategy
     checked: set[str] = set()
     routers = []
     name = None
-    for train, test in data.folds(folds, seed=seed, group=group):
+    for train, test in splits:
         router = _fit(learner, train, models)
         routers.append(router)
         if name is None:
@@ -381,6 +401,41 @@ def cross_fit(
         raise ArgumentTypeError(f"data must be a sy.datasets.Dataset, got {type(data).__name__}")
     weak, strong = _check_pair(data, weak, strong)
     folds = check_int(folds, "folds", low=2, type_error=ArgumentError)
+    return judge(
+        learner,
+        data,
+        lambda group: data.folds(folds, seed=seed, group=group),
+        weak,
+        strong,
+        shares=shares,
+        seed=seed,
+        group=group,
+        host=host,
+        resamples=resamples,
+        progress=progress,
+        folds=folds,
+    )
+
+
+def judge(
+    learner: Any,
+    data: Dataset,
+    splits: Callable[[GroupBy], Sequence[tuple[Dataset, Dataset]]],
+    weak: str,
+    strong: str,
+    *,
+    shares: Sequence[float],
+    seed: int,
+    group: GroupBy | DatasetGroup,
+    host: Any,
+    resamples: int,
+    progress: bool | None,
+    folds: int,
+) -> CrossFit:
+    """The evaluation :func:`cross_fit` and :func:`~sykit.learn._transfer.transfer` share: fit on
+    each ``(train, test)`` of ``splits(group)`` (their test sides partition ``data``), route each
+    test side over the sweep of ``shares`` at thresholds calibrated on its scores, pool, and
+    measure APGR/AIQ (bootstrap by ``group``'s clusters of ``data``) and the random baseline."""
     resamples = check_int(resamples, "resamples", low=100, type_error=ArgumentError)
     if isinstance(shares, str) or not isinstance(shares, Sequence):
         raise ArgumentTypeError(f"shares must be a list of strong shares, got {shares!r}")
@@ -400,7 +455,7 @@ def cross_fit(
                 f"{how_to_price(unpriced)}; until then they cost 0, so AIQ and the cost "
                 "columns do not mean anything (APGR, which reads only grades, stands)",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
     started = time.perf_counter()
 
@@ -416,8 +471,8 @@ def cross_fit(
             strategies[label] = threshold_router(weak, strong, score=scorer, threshold=threshold)
         return {**strategies, **alone}, _share_labels(name, points)
 
-    pooled, routers, name = run_folds(
-        learner, data, (weak, strong), lineup, folds, seed, group, host, progress
+    pooled, routers, name = run_splits(
+        learner, splits(group), data, (weak, strong), lineup, seed, host, progress
     )
     named = _share_labels(name, points)
     curve_data, table = _curve(pooled, named, points, weak, strong, data, group)
@@ -427,7 +482,7 @@ def cross_fit(
             f"APGR is undefined here: {weak!r} and {strong!r} have the same mean quality on these "
             "requests, so there is no gap to recover (AIQ is still computed)",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     random = random_apgr(curve_data.weak, curve_data.strong_only, points, seed=seed)
     requests = pooled.requests
