@@ -16,20 +16,18 @@ catches. The rest lives in named sub-modules: ``sy.traffic`` (arrivals, traces, 
 import sys as _sys
 import warnings as _warnings
 from contextlib import suppress as _suppress
+from importlib import import_module as _import_module
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
 from sykit import datasets as datasets
 from sykit import dists as dists
 from sykit import errors as errors
-from sykit import failoverbench as failoverbench
 from sykit import faults as faults
-from sykit import learn as learn
 from sykit import profiles as profiles
 from sykit import sessions as sessions
 from sykit import strategies as strategies
-from sykit import testing as testing
 from sykit import traffic as traffic
-from sykit import widgets as widgets
 from sykit._base.errors import ArgumentError as ArgumentError
 from sykit._base.errors import ArgumentTypeError as ArgumentTypeError
 from sykit._base.errors import CapabilityError as CapabilityError
@@ -188,9 +186,25 @@ _MOVED = {
 }
 
 
+if _TYPE_CHECKING:
+    from sykit import failoverbench as failoverbench
+    from sykit import learn as learn
+    from sykit import testing as testing
+    from sykit import widgets as widgets
+
+#: Sub-modules loaded when first used (``sy.learn`` imports it then): ``import sykit`` stays
+#: short for the notebooks that never use them.
+_LAZY = frozenset({"failoverbench", "learn", "testing", "widgets"})
+
+
 def __getattr__(name: str) -> _Any:
-    """The old spellings of the names that moved to a sub-module: the same object, with a
-    DeprecationWarning naming its new home."""
+    """The sub-modules of :data:`_LAZY`, imported when first used; and the old spellings of the
+    names that moved to a sub-module: the same object, with a DeprecationWarning naming its new
+    home."""
+    if name in _LAZY:
+        module = _import_module(f"sykit.{name}")
+        globals()[name] = module
+        return module
     home = _MOVED.get(name)
     if home is None:
         raise AttributeError(f"module 'sykit' has no attribute {name!r}")

@@ -16,11 +16,16 @@ strategy. The presets' and the catalogue's former spellings here
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sykit._world.faults import ErrorFault, Faults, Flapping, RateLimit
-from sykit.failoverbench import Scenario, ScenarioOutcome, catalogue, run_catalogue
 from sykit.profiles import with_faults
+
+if TYPE_CHECKING:
+    from sykit.failoverbench import Scenario, ScenarioOutcome, catalogue, run_catalogue
+
+#: The catalogue's names, from ``sy.failoverbench`` (its HTTP harness), loaded when first used.
+_CATALOGUE = frozenset({"Scenario", "ScenarioOutcome", "catalogue", "run_catalogue"})
 
 __all__ = [
     "ErrorFault",
@@ -33,6 +38,14 @@ __all__ = [
     "run_catalogue",
     "with_faults",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CATALOGUE:
+        from sykit import failoverbench
+
+        return getattr(failoverbench, name)
+    raise AttributeError(f"module 'sykit.faults' has no attribute {name!r}")
 
 
 def realistic(**changes: Any) -> Faults:

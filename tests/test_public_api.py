@@ -265,3 +265,24 @@ def test_fault_presets_and_the_catalogue_have_their_own_homes():
     assert sy.faults.with_faults(profiles, sy.Faults()) == profiles
     assert sy.faults.run_catalogue is sy.failoverbench.run_catalogue
     assert sy.faults.catalogue is sy.failoverbench.catalogue
+
+
+def test_import_sykit_leaves_the_parts_a_notebook_may_never_use_unloaded():
+    """The fault catalogue and its HTTP harness, the HTTP client, the learned routers, the
+    widgets and the plots load when first used (each costs import time for every notebook)."""
+    code = (
+        "import sys, sykit as sy\n"
+        "lazy = ['sykit.failoverbench', 'sykit.testing', 'sykit.learn', 'sykit.widgets',\n"
+        "        'httpx', 'sykit._viz.cost_quality', 'sykit._viz.latency_cdf',\n"
+        "        'sykit.sessions._plots', 'sklearn', 'matplotlib']\n"
+        "loaded = [m for m in lazy if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+        "assert sy.faults.catalogue is sy.failoverbench.catalogue\n"
+        "assert sy.learn.Knn and sy.sessions.plot_session_timeline.__module__ == 'sykit.sessions'\n"
+        "assert sy._viz.plot_cost_quality.__name__ == 'plot_cost_quality'\n"
+        "from sykit.sessions import plot_session_cost_success\n"
+        "from sykit._viz import strategy_colors, ComparisonPlots\n"
+        "sy.HttpHost(base_url='http://127.0.0.1:9', models=['m'])\n"
+        "assert 'httpx' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

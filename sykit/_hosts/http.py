@@ -35,8 +35,6 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-import httpx
-
 from sykit._base.checks import check_int, check_real
 from sykit._base.errors import (
     ArgumentError,
@@ -72,6 +70,8 @@ from sykit._world.config import HostPolicy, ModelProfile
 from sykit._world.models import DecisionRequest, Request
 
 if TYPE_CHECKING:
+    import httpx
+
     from sykit._base.types import Converted, converted
 
 __all__ = ["HttpHost", "HttpModel"]
@@ -99,6 +99,8 @@ _DNS_MARKERS = (
 
 def _check_url(url: object, name: str) -> str:
     """``url`` without a trailing slash; the errors show it with any credentials redacted."""
+    import httpx  # loaded with the first HTTP host, not with sykit
+
     if not isinstance(url, str) or not url:
         raise ArgumentTypeError(
             f"{name} must be a URL string such as 'https://api.openai.com/v1', "
@@ -477,6 +479,8 @@ class _SseReader:
                 await self.held.aclose()
 
     async def _read(self) -> str | Reply:
+        import httpx  # loaded with the first HTTP host, not with sykit
+
         sse, attempt, session = self.sse, self.attempt, self.session
         try:
             async for line in self.lines:
@@ -522,6 +526,8 @@ class _HttpSession:
     """One run's HTTP client; closing it closes every pooled connection."""
 
     def __init__(self, host: HttpHost) -> None:
+        import httpx  # loaded with the first HTTP host, not with sykit
+
         self.host = host
         # With decision_format="auto": each model whose server refused JSON-schema decisions, and
         # what it said; its later decisions go straight to the tool format.
@@ -581,6 +587,8 @@ class _HttpSession:
     async def _exchange(self, attempt: Attempt, clock: _Clock, live: bool) -> Reply | _SseReader:
         """One HTTP request. With ``live``, a streamed answer is returned open at its first token
         (its connection stays open until the reader ends or is closed)."""
+        import httpx  # loaded with the first HTTP host, not with sykit
+
         host = self.host
         endpoint = host._endpoints[attempt.model]
         request = attempt.request
@@ -694,6 +702,8 @@ class _HttpSession:
         return Reply(status, error=InvalidRequestError(message, model=model, http_status=status))
 
     def _describe(self, exc: httpx.HTTPError, endpoint: Endpoint) -> str:
+        import httpx  # loaded with the first HTTP host, not with sykit
+
         url = httpx.URL(endpoint.url)
         where = f"{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
         text = str(exc) or type(exc).__name__

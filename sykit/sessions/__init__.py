@@ -23,6 +23,8 @@ May import: :mod:`sykit._base`, :mod:`sykit._results`, :mod:`sykit._world`, :mod
 :mod:`sykit._run`.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from sykit._world.sessions import Session, Turn
 from sykit.sessions._agent.calibration import StageCalibration, calibrate_stage_router
 from sykit.sessions._grounded import grounded_sessions
@@ -37,12 +39,29 @@ from sykit.sessions._outcome import (
     quadrant_probabilities,
 )
 from sykit.sessions._per_task import pair_tasks
-from sykit.sessions._plots import plot_session_cost_success, plot_session_timeline
 from sykit.sessions._summary import CachePrices, session_frame, session_summary, task_frame
 from sykit.sessions._swebench import quadrant_counts, swebench_pro, swebench_pro_runs
 from sykit.sessions._synthetic import AgentTrace, fit_openhands, synthetic_sessions
 from sykit.sessions._transcripts import load_transcripts
 from sykit.sessions._trials import taubench_airline
+
+if TYPE_CHECKING:
+    from sykit.sessions._plots import plot_session_cost_success, plot_session_timeline
+
+#: The plots load matplotlib's side of sykit when first used, not with ``import sykit``.
+_PLOTS = frozenset({"plot_session_cost_success", "plot_session_timeline"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PLOTS:
+        from sykit.sessions import _plots
+
+        plot = getattr(_plots, name)
+        plot.__module__ = __name__
+        globals()[name] = plot
+        return plot
+    raise AttributeError(f"module 'sykit.sessions' has no attribute {name!r}")
+
 
 __all__ = [
     "QUADRANTS",
@@ -85,8 +104,6 @@ for _obj in (
     Turn,
     calibrate_stage_router,
     grounded_sessions,
-    plot_session_cost_success,
-    plot_session_timeline,
     session_frame,
     session_summary,
     expected_success,
