@@ -93,14 +93,27 @@ def test_trial_counts_may_differ_and_a_trial_twice_is_an_error():
         pair_tasks(pd.concat([twice, single]), "gpt-4o", "one-run", trial="trial")
 
 
-def test_quadrant_probabilities_share_one_draw_between_the_models():
+def test_quadrant_probabilities_draw_the_models_apart_unless_told_comonotone():
     assert quadrant_probabilities(0.7, 0.2) == pytest.approx(
-        {"SAFE": 0.2, "RESCUE": 0.5, "LOSS": 0.0, "HARD": 0.3}
+        {"SAFE": 0.14, "RESCUE": 0.56, "LOSS": 0.06, "HARD": 0.24}
     )
     assert quadrant_probabilities(0.25, 0.75) == pytest.approx(
-        {"SAFE": 0.25, "RESCUE": 0.0, "LOSS": 0.5, "HARD": 0.25}
+        {"SAFE": 0.1875, "RESCUE": 0.0625, "LOSS": 0.5625, "HARD": 0.1875}
     )
     assert quadrant_probabilities(0.5, 0.5) == {
+        "SAFE": 0.25,
+        "RESCUE": 0.25,
+        "LOSS": 0.25,
+        "HARD": 0.25,
+    }
+    # one draw for both models: as much agreement as the two rates allow
+    assert quadrant_probabilities(0.7, 0.2, coupling="comonotone") == pytest.approx(
+        {"SAFE": 0.2, "RESCUE": 0.5, "LOSS": 0.0, "HARD": 0.3}
+    )
+    assert quadrant_probabilities(0.25, 0.75, coupling="comonotone") == pytest.approx(
+        {"SAFE": 0.25, "RESCUE": 0.0, "LOSS": 0.5, "HARD": 0.25}
+    )
+    assert quadrant_probabilities(0.5, 0.5, coupling="comonotone") == {
         "SAFE": 0.5,
         "RESCUE": 0.0,
         "LOSS": 0.0,
@@ -121,10 +134,11 @@ def test_the_drawn_quadrant_follows_the_probabilities():
     for quadrant, p in quadrant_probabilities(0.7, 0.2).items():
         se = math.sqrt(max(p * (1 - p), 1e-12) / n)
         assert abs(shares.get(quadrant, 0.0) - p) <= 4 * se, quadrant
-    # the draw is the keyed uniform: a model resolves the task iff it is below its probability
+    # the draws are keyed uniforms, [0] for the strong model and [1] for the weak one: a model
+    # resolves the task iff its uniform is below its probability
     for seed in range(20):
-        u = uniforms(seed, "session-task-draw", "t")[0]
-        expected = sy.sessions.quadrant_of(u < 0.7, u < 0.2)
+        u = uniforms(seed, "session-task-draw", "t")
+        expected = sy.sessions.quadrant_of(u[0] < 0.7, u[1] < 0.2)
         assert outcomes.task_quadrant("t", "SAFE", seed) == expected
 
 
@@ -135,7 +149,7 @@ def test_draws_depend_on_seed_and_task_only():
     first = [outcomes.task_quadrant("a", "SAFE", s) for s in range(30)]
     outcomes.task_quadrant("b", "SAFE", 3)  # other calls in between change nothing
     assert [outcomes.task_quadrant("a", "HARD", s) for s in range(30)] == first
-    assert len(set(first)) == 2  # SAFE or HARD, moving with the seed
+    assert len(set(first)) == 4  # each model its own draw, moving with the seed
     other = [outcomes.task_quadrant("b", "SAFE", s) for s in range(30)]
     assert other != first
 
@@ -218,11 +232,13 @@ def test_strategies_compared_in_one_call_see_the_same_draws():
     frame = session_frame(cmp, outcomes=outcomes)
     p = tasks.set_index("instance_id")[["strong_p", "weak_p"]]
     for row in frame.itertuples(index=False):
-        u = uniforms(row.seed, "session-task-draw", row.session_id)[0]
+        u = uniforms(row.seed, "session-task-draw", row.session_id)
         chance = p.loc[row.session_id, f"{row.strategy}_p"]
-        assert row.success == float(u < chance)
-    # where the two models resolve a task equally often, they win or lose it together
+        assert row.success == float(u[0 if row.strategy == "strong" else 1] < chance)
+    # with one draw for both models (comonotone), where the two resolve a task equally often,
+    # they win or lose it together
     same = p.index[p["strong_p"] == p["weak_p"]]
+    frame = session_frame(cmp, outcomes=TaskOutcomes.for_tasks(tasks, coupling="comonotone"))
     pivot = frame.pivot_table(index=["seed", "session_id"], columns="strategy", values="success")
     at = pivot.index.get_level_values("session_id").isin(same)
     assert len(same) > 10 and (pivot.loc[at, "strong"] == pivot.loc[at, "weak"]).all()
@@ -359,7 +375,7 @@ def test_the_per_task_page_runs_as_written():
     assert first(namespace["tasks"]) == {"SAFE": 14, "RESCUE": 0, "LOSS": 0, "HARD": 36}
     assert namespace["tasks"]["strong_p"].mean() == 0.42
     summary = namespace["summary"]
-    assert summary["success_rate"].tolist() == [0.43, 0.43]
+    assert summary["success_rate"].tolist() == [0.43, 0.44]
     assert [round(v, 3) for v in summary["success_ci_low"]] == [0.325, 0.325]
-    assert [round(v, 3) for v in summary["success_ci_high"]] == [0.545, 0.545]
+    assert [round(v, 3) for v in summary["success_ci_high"]] == [0.545, 0.56]
     assert len(namespace["configs"]) == 43

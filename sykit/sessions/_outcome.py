@@ -19,9 +19,14 @@ a task with ``k`` critical turns succeeds with probability :func:`expected_succe
 
 Where a benchmark ran each task several times, a task has a success probability per model
 instead of one result (:func:`~sykit.sessions.pair_tasks` with ``trial=``). Its quadrant is then
-drawn per seed: one keyed uniform ``u`` per (seed, task), and a model resolves the task iff ``u``
-is below its probability, so every strategy run with the same seed faces the same quadrant
-(:func:`quadrant_probabilities` gives the four chances).
+drawn per seed: two keyed uniforms per (seed, task), ``uniforms(seed, "session-task-draw",
+task_id)[0]`` for the strong model and ``[1]`` for the weak one, and a model resolves the task
+iff its uniform is below its probability. The two models' trials are independent given the
+task's pass rates (which already carry its difficulty), so a task is SAFE with chance s·w,
+RESCUE s(1 − w), LOSS (1 − s)w and HARD (1 − s)(1 − w) (:func:`quadrant_probabilities`). The
+draws depend on the seed and the task only, so every strategy run with the same seed faces the
+same quadrant. ``coupling="comonotone"`` uses the strong uniform for both models instead: the
+upper bound on their agreement (SAFE min(s, w), RESCUE max(s − w, 0), ...).
 """
 
 from __future__ import annotations
@@ -55,6 +60,10 @@ QUADRANTS = ("SAFE", "RESCUE", "LOSS", "HARD")
 #: What a served model counts as when a task's outcome is decided.
 TIERS = ("strong", "weak")
 
+#: How the strong and weak draws of a task with success probabilities relate: independent given
+#: the two pass rates, or both from one uniform (comonotone: as much agreement as they allow).
+_COUPLINGS = ("independent", "comonotone")
+
 
 def quadrant_of(strong_resolved: bool, weak_resolved: bool) -> str:
     """The quadrant of a task from the two runs' results, so every caller names them alike."""
@@ -79,11 +88,20 @@ class TaskOutcomes:
     chance rather than a fact: each task's quadrant is drawn per seed (:meth:`task_quadrant`),
     the quadrant given to :meth:`success` being only a label. :meth:`for_tasks` builds the
     whole model from a pair table.
+
+    ``coupling`` says how a task's strong and weak draws relate (it matters only with
+    ``probabilities``). ``"independent"`` (the default): each model's trial is its own draw
+    given the task's two pass rates, right when the trials were run separately, as benchmark
+    trials are; the pass rates already carry the task's difficulty. ``"comonotone"``: one
+    uniform decides both, as if a task's trials for both models shared one difficulty draw, so
+    the models agree as much as their pass rates allow: an upper bound on agreement, and so a
+    lower bound on RESCUE and LOSS (:func:`quadrant_probabilities` gives both).
     """
 
     tiers: Mapping[str, str]
     critical_turns: int
     probabilities: Mapping[str, tuple[float, float]] | None
+    coupling: str
 
     def __init__(
         self,
@@ -91,6 +109,7 @@ class TaskOutcomes:
         *,
         critical_turns: int = 1,
         probabilities: Mapping[str, tuple[float, float]] | None = None,
+        coupling: str = "independent",
     ) -> None:
         if not isinstance(tiers, Mapping):
             raise ArgumentTypeError(
@@ -112,6 +131,7 @@ class TaskOutcomes:
         object.__setattr__(self, "tiers", MappingProxyType(dict(tiers)))
         object.__setattr__(self, "critical_turns", critical_turns)
         object.__setattr__(self, "probabilities", _check_probabilities(probabilities))
+        object.__setattr__(self, "coupling", _check_coupling(coupling))
 
     @classmethod
     def for_tasks(
@@ -120,6 +140,7 @@ class TaskOutcomes:
         tiers: Mapping[str, str] | None = None,
         *,
         critical_turns: int = 1,
+        coupling: str = "independent",
     ) -> TaskOutcomes:
         """The outcome model of a pair table (:func:`~sykit.sessions.pair_tasks`,
         :func:`~sykit.sessions.openhands_index`, :func:`~sykit.sessions.swebench_pro`).
@@ -127,8 +148,9 @@ class TaskOutcomes:
         ``tiers`` defaults to the table's two model names (``attrs["strong"]`` and
         ``attrs["weak"]``): run a host whose models bear those names, or map your host's names.
         A table with ``strong_p`` and ``weak_p`` columns (per-task results from trials) gives
-        each task's probabilities, so its quadrant is drawn per seed; without them each task's
-        ``quadrant`` column decides."""
+        each task's probabilities, so its quadrant is drawn per seed (the two models
+        independently, or as ``coupling`` says); without them each task's ``quadrant`` column
+        decides."""
         columns = getattr(tasks, "columns", None)
         if columns is None or "instance_id" not in columns:
             raise ArgumentTypeError(
@@ -154,13 +176,17 @@ class TaskOutcomes:
                     tasks["instance_id"], tasks["strong_p"], tasks["weak_p"], strict=True
                 )
             }
-        return cls(tiers, critical_turns=critical_turns, probabilities=probabilities)
+        return cls(
+            tiers, critical_turns=critical_turns, probabilities=probabilities, coupling=coupling
+        )
 
     def task_quadrant(self, task_id: str | int, quadrant: str, seed: int) -> str:
         """The quadrant that decides ``task_id`` in the run with ``seed``: ``quadrant`` as
         given, or, when this model holds the task's success probabilities, the one drawn from
-        them with ``uniforms(seed, "session-task-draw", task_id)`` (``quadrant`` is then only
-        the table's label and is not used)."""
+        them (``quadrant`` is then only the table's label and is not used). With ``u =
+        uniforms(seed, "session-task-draw", task_id)``, the strong model resolves the task iff
+        ``u[0] < strong_p`` and the weak one iff ``u[1] < weak_p`` (``u[0] < weak_p`` when
+        ``coupling="comonotone"``)."""
         _check_task(task_id)
         seed = _check_seed(seed)
         if quadrant not in QUADRANTS:
@@ -176,8 +202,9 @@ class TaskOutcomes:
                 f"task {task_id!r} has no success probabilities in this TaskOutcomes; build it "
                 "with TaskOutcomes.for_tasks(tasks) from the table the sessions came from"
             )
-        u = uniforms(seed, "session-task-draw", task_id)[0]
-        return quadrant_of(u < chances[0], u < chances[1])
+        u = uniforms(seed, "session-task-draw", task_id)
+        weak_u = u[0] if self.coupling == "comonotone" else u[1]
+        return quadrant_of(u[0] < chances[0], weak_u < chances[1])
 
     def critical(self, task_id: str | int, planned_turns: int, seed: int) -> tuple[int, ...]:
         """The turns (0-based, ascending) that carry ``task_id``'s difficulty in a session of
@@ -299,19 +326,34 @@ def expected_success_rate(
     return expected / total
 
 
-def quadrant_probabilities(strong_p: float, weak_p: float) -> dict[str, float]:
+def quadrant_probabilities(
+    strong_p: float, weak_p: float, *, coupling: str = "independent"
+) -> dict[str, float]:
     """The chance of each quadrant for a task the strong model resolves with probability
-    ``strong_p`` and the weak one with ``weak_p``, as :class:`TaskOutcomes` draws it (one
-    uniform per seed and task for both models): SAFE min(s, w), RESCUE max(s − w, 0), LOSS
-    max(w − s, 0), HARD 1 − max(s, w). A task the two resolve equally often is never RESCUE or
-    LOSS: routing cannot change its outcome."""
+    ``strong_p`` and the weak one with ``weak_p``, as :class:`TaskOutcomes` with the same
+    ``coupling`` draws it.
+
+    ``"independent"`` (the default; a draw per model): SAFE s·w, RESCUE s(1 − w), LOSS
+    (1 − s)w, HARD (1 − s)(1 − w). Two models that resolve a task equally often still
+    disagree on it in some seeds, as two trials of one model do.
+
+    ``"comonotone"`` (one draw for both): SAFE min(s, w), RESCUE max(s − w, 0), LOSS
+    max(w − s, 0), HARD 1 − max(s, w), the most agreement the two rates allow: a task the two
+    resolve equally often is never RESCUE or LOSS."""
     s = check_probability(strong_p, "strong_p")
     w = check_probability(weak_p, "weak_p")
+    if _check_coupling(coupling) == "comonotone":
+        return {
+            "SAFE": min(s, w),
+            "RESCUE": max(s - w, 0.0),
+            "LOSS": max(w - s, 0.0),
+            "HARD": 1.0 - max(s, w),
+        }
     return {
-        "SAFE": min(s, w),
-        "RESCUE": max(s - w, 0.0),
-        "LOSS": max(w - s, 0.0),
-        "HARD": 1.0 - max(s, w),
+        "SAFE": s * w,
+        "RESCUE": s * (1.0 - w),
+        "LOSS": (1.0 - s) * w,
+        "HARD": (1.0 - s) * (1.0 - w),
     }
 
 
@@ -341,6 +383,14 @@ def _check_probabilities(given: object) -> Mapping[str, tuple[float, float]] | N
             check_probability(values[1], f"probabilities[{task!r}] weak_p"),
         )
     return MappingProxyType(checked)
+
+
+def _check_coupling(coupling: object) -> str:
+    if not isinstance(coupling, str) or coupling not in _COUPLINGS:
+        raise ArgumentError(
+            f"coupling must be one of {', '.join(map(repr, _COUPLINGS))}, got {coupling!r}"
+        )
+    return coupling
 
 
 def _check_count(name: str, value: object) -> int:
