@@ -246,25 +246,38 @@ def point_of(curve: Curve) -> tuple[float, float]:
     return float(apgrs[0]), float(aiqs[0])
 
 
-def _curve_sums(curve: Curve, clusters: ClusterSums) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    return {
-        "quality": clusters.sums(curve.quality),
-        "share": clusters.sums(curve.strong.astype(float)),
-        "weak": clusters.sums(curve.weak[:, None]),
-        "strong": clusters.sums(curve.strong_only[:, None]),
-        "cost": clusters.sums(curve.cost),
-    }
+#: The columns of a curve's per-cluster sums, in the order :func:`_curve_sums` stacks them.
+_PARTS = ("quality", "share", "weak", "strong", "cost")
+
+
+def _curve_sums(curve: Curve, clusters: ClusterSums) -> tuple[np.ndarray, list[slice]]:
+    """A curve's per-cluster sums and counts side by side, ``[totals | counts]`` (clusters ×
+    2·columns), and the columns of each part of :data:`_PARTS`: one product with a bootstrap's
+    weights gives every mean, reading the weights once instead of once a part."""
+    parts = [
+        clusters.sums(curve.quality),
+        clusters.sums(curve.strong.astype(float)),
+        clusters.sums(curve.weak[:, None]),
+        clusters.sums(curve.strong_only[:, None]),
+        clusters.sums(curve.cost),
+    ]
+    totals = np.concatenate([t for t, _ in parts], axis=1)
+    counts = np.concatenate([c for _, c in parts], axis=1)
+    edges = np.cumsum([0] + [t.shape[1] for t, _ in parts])
+    slices = [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    return np.concatenate([totals, counts], axis=1), slices
 
 
 def _curve_stats(
-    sums: dict[str, tuple[np.ndarray, np.ndarray]], weights: np.ndarray
+    sums: tuple[np.ndarray, list[slice]], weights: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    quality = weighted_means(weights, sums["quality"])
-    share = weighted_means(weights, sums["share"])
-    weak = weighted_means(weights, sums["weak"])[:, 0]
-    strong = weighted_means(weights, sums["strong"])[:, 0]
-    apgrs = apgr_of(share, quality, weak, strong)
-    cost = weighted_means(weights, sums["cost"])
+    stacked, slices = sums
+    width = stacked.shape[1] // 2
+    products = weights @ stacked
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = products[:, :width] / products[:, width:]
+    quality, share, weak, strong, cost = (means[:, part] for part in slices)
+    apgrs = apgr_of(share, quality, weak[:, 0], strong[:, 0])
     aiqs = np.array([aiq(cost[i], quality[i]) for i in range(len(weights))])
     return apgrs, aiqs
 
