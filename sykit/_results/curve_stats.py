@@ -11,6 +11,7 @@ how far a router must be from 0.5 to be better than luck on this much traffic.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -264,7 +265,7 @@ def _curve_sums(curve: Curve, clusters: ClusterSums) -> tuple[np.ndarray, list[s
     totals = np.concatenate([t for t, _ in parts], axis=1)
     counts = np.concatenate([c for _, c in parts], axis=1)
     edges = np.cumsum([0] + [t.shape[1] for t, _ in parts])
-    slices = [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    slices = [slice(int(a), int(b)) for a, b in itertools.pairwise(edges)]
     return np.concatenate([totals, counts], axis=1), slices
 
 
