@@ -73,3 +73,29 @@ def test_a_dataset_pickles_as_its_table_and_settings():
     )
     assert [r.id for r in copy] == [r.id for r in ds]
     assert [sy.learn.prompt_text(r) for r in copy] == [sy.learn.prompt_text(r) for r in ds]
+
+
+def test_the_files_written_beside_the_figures_equal_those_written_in_one_process(tmp_path):
+    """The records (CSV and Parquet) are written by the second process's spare worker while
+    the figures are drawn: the same bytes, the same list of files."""
+    args = ["compare", "--sample", "120", "--quiet"]
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert main([*args, "--workers", "1", "--out", str(one)]) == 0
+    assert main([*args, "--workers", "2", "--out", str(two)]) == 0
+    names = sorted(p.name for p in one.iterdir())
+    assert names == sorted(p.name for p in two.iterdir())
+    assert "robustness_attempts.parquet" in names
+    for name in names:
+        if name != "run.json":  # its wall times differ
+            assert (one / name).read_bytes() == (two / name).read_bytes(), name
+
+
+def test_a_side_task_runs_on_the_spare_worker_or_here(tmp_path):
+    import os
+
+    for workers in (1, 2):
+        part = Background(sum, [1, 2], workers=workers)
+        wait = part.also(os.getpid)
+        pid = wait()
+        assert (pid != os.getpid()) == part.alongside
+        assert part.result()[0] == 3

@@ -37,8 +37,20 @@ class Background(Generic[T]):
         self._pool: cf.ProcessPoolExecutor | None = None
         self._future: cf.Future[tuple[T, float]] | None = None
         if workers >= 2 and cpu_count() >= 2:
-            self._pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=_context())
+            # a second worker, started with the first, for the side tasks of :meth:`also`: the
+            # part's own worker is busy, and one started later, from a process running the
+            # pool's threads, could not be a fork
+            self._pool = cf.ProcessPoolExecutor(max_workers=2, mp_context=_context())
             self._future = self._pool.submit(_timed, fn, args)
+
+    def also(self, fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+        """Run ``fn(*args)`` on the pool's spare worker (its arguments pickled to it), while this
+        process goes on; returns what waits for its result. Without a pool, ``fn`` runs when
+        the result is asked for. Ask before :meth:`result`, which stops the pool."""
+        if self._pool is None:
+            return lambda: fn(*args)
+        future = self._pool.submit(fn, *args)
+        return future.result
 
     @property
     def alongside(self) -> bool:

@@ -90,11 +90,11 @@ def run_job(args: argparse.Namespace) -> int:
     written: list[str] = []
     writing_s = 0.0
 
-    def meanwhile(results: experiment.Results) -> None:
+    def meanwhile(results: experiment.Results, offload: experiment.Offload) -> None:
         nonlocal writing_s
         if out is not None:  # every file but the learned routers', while they finish
             writing = time.perf_counter()
-            written.extend(writers.write_files(out, results))
+            written.extend(writers.write_files(out, results, offload))
             writing_s = time.perf_counter() - writing
 
     results = experiment.run(args, meanwhile=meanwhile)

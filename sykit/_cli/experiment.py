@@ -124,11 +124,18 @@ class Results:
     seconds: dict[str, float]
 
 
-def run(args: argparse.Namespace, meanwhile: Callable[[Results], None] | None = None) -> Results:
+#: Runs a side task, maybe in another process: ``offload(fn, *args)`` returns what waits for
+#: ``fn(*args)``'s result (see :meth:`Background.also`).
+Offload = Callable[..., Callable[[], Any]]
+
+
+def run(
+    args: argparse.Namespace, meanwhile: Callable[[Results, Offload], None] | None = None
+) -> Results:
     """Run everything ``sykit compare`` shows, with parsed arguments: a bad setting is refused
-    before anything runs. ``meanwhile(results)`` is called once every part but the learned
-    routers has run (their fields then empty), while they finish in their own process: the
-    job writes its other files there."""
+    before anything runs. ``meanwhile(results, offload)`` is called once every part but the
+    learned routers has run (their fields then empty), while they finish in their own process:
+    the job writes its other files there, handing what it can to ``offload``."""
     from sykit import profiles
 
     _checked_share(args.long_prompts)
@@ -185,7 +192,7 @@ def _run(
     routing_host: SimHost,
     runs: dict[str, Any],
     learning: Background[tuple[Any, dict[float, tuple[float, float]], dict[str, float]]],
-    meanwhile: Callable[[Results], None] | None,
+    meanwhile: Callable[[Results, Offload], None] | None,
 ) -> Results:
     from sykit._grid.sweep import sweep
 
@@ -257,7 +264,7 @@ def _run(
         seconds=seconds,
     )
     if meanwhile is not None:
-        meanwhile(results)
+        meanwhile(results, learning.also)
     waiting = time.perf_counter()
     ((learned, learned_long, too_small), others, part_s), _ = learning.result()
     where = " (alongside, in a second process)" if learning.alongside else ""

@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from sykit._cli.experiment import JUDGE, RACE, Results
+from sykit._cli.experiment import JUDGE, RACE, Offload, Results
 
 __all__ = [
     "ROBUSTNESS_COLUMNS",
@@ -60,12 +60,13 @@ ROBUSTNESS_COLUMNS = (
 )
 
 
-def write_files(out: Path, results: Results) -> list[str]:
+def write_files(out: Path, results: Results, offload: Offload | None = None) -> list[str]:
     """Write every file of the job in ``out`` but the learned routers' table and ``run.json``
-    (see :func:`write_learned`); return the names written, in order."""
+    (see :func:`write_learned`); return the names written, in order. ``offload`` runs the
+    writing of the records (CSV and Parquet, the longest part) beside the figures."""
     robust = results.robust
     written = write_comparisons(
-        out, results.routing, results.routing_summary, robust.comparison, robust.summary
+        out, results.routing, results.routing_summary, robust.comparison, robust.summary, offload
     )
     return written + write_sweeps(out, results.thresholds, results.randoms)
 
@@ -88,20 +89,23 @@ def write_comparisons(
     routing_summary: pd.DataFrame,
     robustness: Any,
     robustness_summary: pd.DataFrame | None,
+    offload: Offload | None = None,
 ) -> list[str]:
-    """The routing and robustness runs' tables as CSV and their figures as PNG."""
+    """The routing and robustness runs' tables as CSV and their figures as PNG (the records
+    written by ``offload``'s worker, when given one, while the figures are drawn)."""
     out.mkdir(parents=True, exist_ok=True)
     routing_summary.to_csv(out / "routing_summary.csv", index=False)
-    written = ["routing_summary.csv", *_records(out, "routing_requests", routing.requests)]
+    written = ["routing_summary.csv"]
+    records = [("routing_requests", routing.requests)]
     figures = {
         "cost_quality.png": lambda: _titled(routing.plot.cost_quality().figure, FAULT_FREE_RUN)
     }
     if robustness is not None and robustness_summary is not None:
         robustness_summary.to_csv(out / "robustness_summary.csv", index=False)
-        written += [
-            "robustness_summary.csv",
-            *_records(out, "robustness_requests", robustness.requests),
-            *_records(out, "robustness_attempts", robustness.attempts),
+        written.append("robustness_summary.csv")
+        records += [
+            ("robustness_requests", robustness.requests),
+            ("robustness_attempts", robustness.attempts),
         ]
         figures["latency_cdf.png"] = lambda: _titled(
             robustness.plot.latency_cdf().figure, FAULTY_RUN
@@ -110,17 +114,27 @@ def write_comparisons(
         figures["race_timeline.png"] = lambda: _titled(
             robustness.plot.timeline(RACE).figure, FAULTY_RUN
         )
-    return written + save_figures(out, figures)
+    writing = (offload or _inline)(_records, out, records)
+    figures_written = save_figures(out, figures)
+    names = writing()  # the records of each run follow its summary, as they always have
+    return [written[0], *names[:2], *written[1:], *names[2:], *figures_written]
 
 
-def _records(out: Path, name: str, frame: pd.DataFrame) -> list[str]:
-    """A run's records as CSV, and as Parquet beside it with their dtypes: a CSV of tens of
+def _inline(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+    return lambda: fn(*args)
+
+
+def _records(out: Path, records: list[tuple[str, pd.DataFrame]]) -> list[str]:
+    """Runs' records as CSV, and as Parquet beside them with their dtypes: a CSV of tens of
     thousands of rows makes ``pd.read_csv`` guess types a block at a time (a ``DtypeWarning``
     where a text column is empty for a whole block); ``pd.read_parquet`` reads them back as they
-    were."""
-    frame.to_csv(out / f"{name}.csv", index=False)
-    frame.to_parquet(out / f"{name}.parquet", index=False)
-    return [f"{name}.csv", f"{name}.parquet"]
+    were. Returns the names written."""
+    written = []
+    for name, frame in records:
+        frame.to_csv(out / f"{name}.csv", index=False)
+        frame.to_parquet(out / f"{name}.parquet", index=False)
+        written += [f"{name}.csv", f"{name}.parquet"]
+    return written
 
 
 #: What each figure of the job says it shows, after its own title.
