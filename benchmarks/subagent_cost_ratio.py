@@ -7,21 +7,28 @@ cost without (and the median of the per-task ratios), on SWE-bench Verified and 
 benchmark.
 
 Modelled: ``sy.sessions.synthetic_sessions(n, seed=, subagents=k)`` against ``subagents=0`` —
-the same drawn work, either in one session or split into a parent whose turn 0 spawns ``k``
-sub-agents doing the first half of its later turns in fresh contexts — run with one model at that
-model's list prices (with its prompt cache), costs rolled up per task
-(``sy.sessions.session_summary``'s cost per session counts tasks). The ratio is the mean task
-cost with sub-agents over the mean without.
+the same drawn work, either in one session or in a family: a parent whose turn 0 briefs ``k``
+sub-agents (``briefing_tokens`` each) that make the first half of the session's calls in fresh
+contexts and end with a report, after which the parent re-makes a share ``rediscovery`` of their
+reads (views, searches, listings) and makes the rest of the calls (the mechanism and the evidence
+for its defaults: ``sykit/sessions/_synthetic.py``'s docstring, ``docs/sessions.md``) — run with
+one model at that model's list prices (with its prompt cache, and without), costs rolled up per
+task (``sy.sessions.session_summary``'s cost per session counts tasks). The ratio is the mean task
+cost with sub-agents over the mean without. The real runs used the prompt cache; the rows without
+one show what caching does to the comparison.
 
     python benchmarks/subagent_cost_ratio.py
     python benchmarks/subagent_cost_ratio.py --index PATH --n 300 --subagents 1 2 4
+    python benchmarks/subagent_cost_ratio.py --briefing-tokens 0 --rediscovery 0   # the split alone
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -91,14 +98,15 @@ def profile_of(meta: dict, *, cache: bool = True) -> sy.ModelProfile:
 
 
 def modelled_cost_ratio(
-    profile: sy.ModelProfile, *, n: int, seed: int, subagents: int
+    profile: sy.ModelProfile, *, n: int, seed: int, subagents: int, **delegation: Any
 ) -> tuple[float, float, float]:
     """Mean task cost with ``subagents`` sub-agents per task, without, and their ratio: one
-    model serving every turn of ``synthetic_sessions(n, seed=seed)`` split or whole."""
+    model serving every turn of ``synthetic_sessions(n, seed=seed)`` split or whole;
+    ``delegation`` goes to ``synthetic_sessions`` (``briefing_tokens=``, ``rediscovery=``)."""
     host = sy.SimHost({"model": profile})
     costs = []
     for k in (subagents, 0):
-        sessions = sy.sessions.synthetic_sessions(n, seed=seed, subagents=k)
+        sessions = sy.sessions.synthetic_sessions(n, seed=seed, subagents=k, **delegation)
         result = sy.run(st.single("model"), sessions, host=host, seed=seed, progress=False)
         costs.append(float(sy.sessions.session_summary(result)["cost_per_session_usd"].iloc[0]))
     return costs[0], costs[1], costs[0] / costs[1]
@@ -110,19 +118,36 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=300, help="synthetic tasks per run")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--subagents", type=int, nargs="+", default=[1, 2, 4])
+    defaults = inspect.signature(sy.sessions.synthetic_sessions).parameters
+    parser.add_argument(
+        "--briefing-tokens",
+        type=int,
+        default=defaults["briefing_tokens"].default,
+        help="the parent's instructions to each sub-agent, in tokens (default: sykit's)",
+    )
+    parser.add_argument(
+        "--rediscovery",
+        type=float,
+        default=defaults["rediscovery"].default,
+        help="the share of the delegated reads the parent re-makes (default: sykit's)",
+    )
     args = parser.parse_args()
+    delegation = {"briefing_tokens": args.briefing_tokens, "rediscovery": args.rediscovery}
     real = real_ratios(args.index)
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print("Real: OpenHands Index, the same model with and without sub-agents")
         print(real.round(3).to_string(index=False))
     meta = json.loads((args.index / "openhands_index_metadata.json").read_text())
-    print(f"\nModelled: {args.n} synthetic tasks, seed {args.seed}, one model serving every turn")
+    print(
+        f"\nModelled: {args.n} synthetic tasks, seed {args.seed}, one model serving every turn, "
+        f"briefing_tokens={args.briefing_tokens}, rediscovery={args.rediscovery}"
+    )
     for model in real["model"].unique():
         for cache in (True, False):
             for k in args.subagents:
                 profile = profile_of(meta[f"results/{model}"], cache=cache)
                 with_, without, ratio = modelled_cost_ratio(
-                    profile, n=args.n, seed=args.seed, subagents=k
+                    profile, n=args.n, seed=args.seed, subagents=k, **delegation
                 )
                 label = "cache" if cache else "no cache"
                 print(

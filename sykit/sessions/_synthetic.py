@@ -31,15 +31,43 @@ conversation whose context grows, so a restart starts a new one: 62 conversation
 calls; 22 per task when a task's restarts are counted together). The 12 restart pauses are harness
 time, not pauses between turns, and are counted in :attr:`AgentTrace.restarts`, not resampled.
 
-**Sub-agents.** ``subagents=k`` gives each session of at least ``2k + 1`` turns a family doing
-the same work: its turn 0 spawns ``k`` sub-agents that do the first half of its later turns
-(consecutive parts, in parallel), each in a fresh context (the system prompt and its delegated
-task: the size of the session's first prompt, plus its own part's growth); the parent then goes
-on with the rest, without the delegated turns' growth in its history, and with the sub-agents'
-answers (sykit adds their tokens at run time). Same draws, same tools, same pauses: only where
-the work runs changes, so ``subagents=0`` and ``subagents=k`` compare like for like. It models
-delegation as a split of the work, nothing more: no extra turns for briefing, re-exploring or
-checking a sub-agent's report.
+**Sub-agents.** ``subagents=k`` gives each session of at least ``2k + 1`` turns (``N``) a family
+doing the same work plus what delegation adds to it. The work: ``k`` sub-agents make the
+session's first ``N // 2`` calls (consecutive parts, in parallel), the parent the rest. What
+delegation adds, each part named, and each default set from this trace (the OpenHands Index,
+which has only a cost per task, checks the result; it cannot tell the parts apart):
+
+1. *Briefing* (``briefing_tokens``, default 300). The parent's turn 0 delegates, writing each
+   sub-agent its task. A sub-agent's context opens with its own system prompt and the task (the
+   size of the session's first prompt, as a fresh conversation in the trace opens) plus the
+   parent's instructions; the instructions also stay in the parent's history. 300 tokens: the
+   length of the prose the traced agent wrote for a reader, its ``finish`` messages (median 327)
+   and its answers without a tool call (median 279).
+2. *Report.* A sub-agent ends with one turn more than its calls: it reads its last tool result
+   and answers with its report. sykit adds that answer's tokens to the parent's next prompt at
+   run time (the answer length the model serves; the traced final answers are ~300 tokens), so
+   the report has no knob of its own: one would count it twice.
+3. *Re-discovery* (``rediscovery``, default 0.84). A report is not a context: before it goes
+   on, the parent re-makes the delegated calls that read the code (file views, searches,
+   listings), each with probability ``rediscovery``, each adding the growth it added in the
+   sub-agent. 0.84: on the 11 tasks whose agent the harness restarted with a fresh history, the
+   restarted conversation re-made 84 % of the growth the first conversation's views, searches
+   and listings had added before its first code edit (pooled; 95 % of those calls; per task,
+   median 98 %). The parent delegates at turn 0, before it has read anything, so the sub-agents
+   have none of its context to re-discover, and sub-agents running in parallel cannot wait for
+   each other's findings.
+4. *Caching.* Each context is its own session to the prompt cache: a sub-agent's first call
+   writes its whole opening and reads nothing, and a re-made read is written again in the
+   parent's cache. (sykit's cache is per session; a provider may serve a fresh context's system
+   prompt from another context's entry, as on 8 of the trace's 62 first calls, 1,348 tokens: a
+   small overstatement per sub-agent.)
+
+The family shares the session's draws (calls, growth, pauses, tools, answer lengths); its own
+(which reads are re-made, the report turns' traced lengths) are keyed by seed, session and call,
+so a ``subagents=0`` session is exactly the one a run without the option draws, and which reads
+are re-made does not depend on ``k`` or ``n``. Run at list prices with the prompt cache
+(``benchmarks/subagent_cost_ratio.py``), a family costs 1.21-1.29 times its session for 1-4
+sub-agents: mostly the re-made reads (0.87-0.95 times without them).
 
 **Pauses include the next call's latency.** The trace's ``gap_s`` is the time from one call's log
 entry to the next: tool execution, the agent's own work and the next call's latency. sykit adds
@@ -54,13 +82,13 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 import pandas as pd
 
-from sykit._base.checks import check_int
+from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._base.files import read_table
 from sykit._base.rng import uniforms
@@ -83,6 +111,16 @@ _COLUMNS = (
     "tool_sub",
     "prev_obs_error",
 )
+
+#: The tokens of the parent's instructions to each sub-agent, on top of the task: the length of
+#: the prose the traced agent wrote for a reader (``finish`` messages: median 327 tokens; text
+#: answers: median 279).
+BRIEFING_TOKENS = 300
+#: The share of the delegated reads the parent re-makes after the reports: what the traced
+#: restarts re-made of the first conversation's reads before the first code edit (growth, pooled).
+REDISCOVERY = 0.84
+#: The tool kinds whose calls only read the code, which a context that did not see them re-makes.
+REDISCOVERED_KINDS = ("view", "search", "list")
 
 
 @dataclass(frozen=True)
@@ -211,6 +249,8 @@ def synthetic_sessions(
     trace: AgentTrace | None = None,
     id_prefix: str = "task",
     subagents: int = 0,
+    briefing_tokens: int = BRIEFING_TOKENS,
+    rediscovery: float = REDISCOVERY,
 ) -> list[Session]:
     """``n`` coding-agent sessions drawn from ``trace`` (the OpenHands fit by default), the same
     ones for the same seed; session ``i`` has id ``f"{id_prefix}-{i}"``.
@@ -227,12 +267,36 @@ def synthetic_sessions(
     ``Turn.gap_s`` is the drawn pause in seconds.
 
     ``subagents=k`` (default 0: none) splits each session of at least ``2k + 1`` turns into a
-    parent and ``k`` sub-agents spawned by its turn 0 that do the first half of its later turns
-    in fresh contexts (ids ``f"{id}/sub{j}"``, listed after their parent); shorter sessions stay
-    whole. The draws are the same as with ``subagents=0``: the family does the same work.
+    parent and ``k`` sub-agents spawned by its turn 0 (ids ``f"{id}/sub{j}"``, listed after their
+    parent); shorter sessions stay whole. The sub-agents make the first half of the session's
+    calls, each in a fresh context that opens with the task plus ``briefing_tokens`` of the
+    parent's instructions (which stay in the parent's history too), and each ends with a turn
+    that answers with its report (sykit adds the answer to the parent's next prompt). The parent
+    then re-makes each delegated read (file view, search, listing) with probability
+    ``rediscovery``, as a context that has a report but not the files, and makes the rest of the
+    calls. The defaults come from the OpenHands trace (300: the traced agent's final messages;
+    0.84: what its restarted conversations re-read); docs/sessions.md gives the evidence and the
+    check against the OpenHands Index. The session's own draws are those of ``subagents=0``, so
+    the two compare like for like; ``briefing_tokens`` and ``rediscovery`` change nothing
+    without sub-agents.
     """
     n = check_int(n, "n", low=1, type_error=ArgumentError)
     subagents = check_int(subagents, "subagents", low=0, type_error=ArgumentError)
+    briefing_tokens = check_int(
+        briefing_tokens,
+        "briefing_tokens",
+        low=0,
+        type_error=ArgumentError,
+        expected="an int ≥ 0 (tokens of the parent's instructions to each sub-agent)",
+    )
+    rediscovery = check_real(
+        rediscovery,
+        "rediscovery",
+        low=0,
+        high=1,
+        expected="a share from 0 to 1 (of the delegated reads the parent re-makes)",
+        type_error=ArgumentError,
+    )
     seed = check_int(seed, "seed")
     if not isinstance(id_prefix, str):
         raise ArgumentTypeError(f"id_prefix must be a str, got {type(id_prefix).__name__}")
@@ -242,10 +306,11 @@ def synthetic_sessions(
         raise ArgumentTypeError(f"trace must be an AgentTrace, got {type(trace).__name__}")
     if not subagents:
         return [_session(trace, seed, i, f"{id_prefix}-{i}") for i in range(n)]
+    delegation = _Delegation(subagents, briefing_tokens, rediscovery)
     return [
         session
         for i in range(n)
-        for session in _family(trace, seed, i, f"{id_prefix}-{i}", subagents)
+        for session in _family(trace, seed, i, f"{id_prefix}-{i}", delegation)
     ]
 
 
@@ -293,15 +358,21 @@ def _draw(trace: AgentTrace, seed: int, index: int) -> list[_Drawn]:
     return drawn
 
 
-def _turn(trace: AgentTrace, history: list[dict[str, Any]], tokens: int, turn: _Drawn) -> Turn:
+def _turn(
+    trace: AgentTrace,
+    history: list[dict[str, Any]],
+    tokens: int,
+    metadata: Mapping[str, Any],
+    gap_s: float,
+) -> Turn:
     request = Request(
         list(history),
         tools=TOOLS,
         input_tokens=tokens,
         max_output_tokens=trace.max_output_tokens,
-        metadata=dict(turn.metadata),
+        metadata=dict(metadata),
     )
-    return Turn(request, gap_s=turn.gap_s)
+    return Turn(request, gap_s=gap_s)
 
 
 def _session(trace: AgentTrace, seed: int, index: int, sid: str) -> Session:
@@ -310,7 +381,7 @@ def _session(trace: AgentTrace, seed: int, index: int, sid: str) -> Session:
     for turn in _draw(trace, seed, index):
         if turn.result is not None:
             history.append(turn.result)
-        turns.append(_turn(trace, history, turn.tokens, turn))
+        turns.append(_turn(trace, history, turn.tokens, turn.metadata, turn.gap_s))
         if turn.call is not None:
             history.append(turn.call)
     return Session(turns, id=sid)
@@ -320,47 +391,115 @@ def _opening(task: str) -> list[dict[str, Any]]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task}]
 
 
-def _family(trace: AgentTrace, seed: int, index: int, sid: str, k: int) -> list[Session]:
-    """Session ``index`` as a parent and ``k`` sub-agents doing the first half of its later
-    turns (see the module's docstring); whole when it has fewer than ``2k + 1`` turns (each
-    sub-agent needs one of the delegated half, and the parent one after it)."""
+@dataclass(frozen=True)
+class _Delegation:
+    """How a family delegates: ``k`` sub-agents, each briefed with ``briefing_tokens``, and the
+    share of the delegated reads the parent re-makes (``rediscovery``)."""
+
+    k: int
+    briefing_tokens: int
+    rediscovery: float
+
+
+def _family(trace: AgentTrace, seed: int, index: int, sid: str, how: _Delegation) -> list[Session]:
+    """Session ``index`` as a parent and ``how.k`` sub-agents (see the module's docstring); whole
+    when it has fewer than ``2k + 1`` turns.
+
+    Call ``t`` is drawn turn ``t``'s (``drawn[t].call``); its result, and the growth it adds, are
+    those that open drawn turn ``t + 1``. The sub-agents make calls ``0 … m - 1`` (``m = N // 2``),
+    the parent calls ``m … N - 1`` after its re-made reads."""
+    k = how.k
     drawn = _draw(trace, seed, index)
     if len(drawn) < 2 * k + 1:
         return [_session(trace, seed, index, sid)]
-    m = (len(drawn) - 1) // 2  # turns 1 … m are delegated
-    parts = [list(range(1 + m * j // k, 1 + m * (j + 1) // k)) for j in range(k)]
+    m = len(drawn) // 2
+    parts = [range(m * j // k, m * (j + 1) // k) for j in range(k)]
     first = drawn[0].tokens
-    delegated = drawn[m].tokens - first  # the growth the delegated turns added
+
+    def grown(t: int) -> int:  # what call t's result adds to the prompt
+        return drawn[t + 1].tokens - drawn[t].tokens
+
     children = []
     for j, part in enumerate(parts):
         history = _opening(_delegated_text(sid, j, k))
+        tokens = first + how.briefing_tokens
         turns = []
-        for position, t in enumerate(part):
-            turn = drawn[t]
-            if position:
-                assert turn.result is not None  # every turn after the first has one
-                history.append(turn.result)
-            tokens = first + turn.tokens - drawn[part[0]].tokens
-            turns.append(_turn(trace, history, tokens, turn))
-            if turn.call is not None:
-                history.append(turn.call)
+        for t in part:
+            if t != part.start:
+                result = drawn[t].result
+                assert result is not None  # every turn after the first has one
+                history.append(result)
+                tokens += grown(t - 1)
+            metadata = drawn[t].metadata if t != part.start else {**drawn[t].metadata, **_OPENS}
+            turns.append(_turn(trace, history, tokens, metadata, drawn[t].gap_s))
+            call = drawn[t].call
+            assert call is not None  # t < m < N - 1: not the session's last turn
+            history.append(call)
+        report = drawn[part.stop]  # the report turn reads the last call's result
+        assert report.result is not None
+        history.append(report.result)
+        tokens += grown(part.stop - 1)
+        answer = {"completion_tokens": _pick(_report_lengths(trace), _report_draw(seed, index, j))}
+        turns.append(_turn(trace, history, tokens, {**report.metadata, **answer}, report.gap_s))
         children.append(Session(turns, id=f"{sid}/sub{j}", parent=sid, parent_turn=0))
+
     history = _opening(_task_text(sid))
-    parent = [_turn(trace, history, first, drawn[0])]
-    history.append(_delegate_call(k))
-    for t in range(m + 1, len(drawn)):
-        turn = drawn[t]
-        if t == m + 1:  # the prompt ends with the sub-agents' reports, not the last delegated tool
-            history += [_delegate_result(j) for j in range(k)]
-            delegate = {"tool": "delegate", "tool_kind": "delegate", "tool_error": False}
-            turn = replace(turn, metadata={**turn.metadata, **delegate})
-        else:
-            assert turn.result is not None
-            history.append(turn.result)
-        parent.append(_turn(trace, history, turn.tokens - delegated, turn))
-        if turn.call is not None:
-            history.append(turn.call)
+    parent = [_turn(trace, history, first, drawn[0].metadata, drawn[0].gap_s)]
+    history.append(_delegate_call(sid, k))
+    history += [_delegate_result(j) for j in range(k)]
+    tokens = first + k * how.briefing_tokens  # the briefings stay in the parent's history
+    ended: dict[str, Any] = {"tool": "delegate", "tool_kind": "delegate", "tool_error": False}
+    gap = drawn[m].gap_s  # the pause before the work goes on, as in the whole session
+    again = [t for t in range(m) if _rediscovered(drawn[t], seed, index, t, how.rediscovery)]
+    for t in [*again, *range(m, len(drawn))]:
+        if t > m:  # the parent's own calls go on from call m
+            result = drawn[t].result
+            assert result is not None
+            history.append(result)
+            tokens += grown(t - 1)
+            ended, gap = _ended(drawn[t]), drawn[t].gap_s
+        answer = {"completion_tokens": drawn[t].metadata["completion_tokens"]}
+        parent.append(_turn(trace, history, tokens, {**ended, **answer}, gap))
+        call = drawn[t].call
+        if t < m:  # a re-made read: its result and growth, as in the sub-agent
+            assert call is not None
+            history.append(call)
+            after = drawn[t + 1]
+            assert after.result is not None
+            history.append(after.result)
+            tokens += grown(t)
+            ended, gap = _ended(after), after.gap_s
+        elif call is not None:
+            history.append(call)
     return [Session(parent, id=sid), *children]
+
+
+#: A sub-agent's first prompt ends with its briefing, not with a tool result.
+_OPENS: dict[str, Any] = {"tool": None, "tool_kind": None, "tool_error": False}
+
+
+def _ended(turn: _Drawn) -> dict[str, Any]:
+    """The metadata that names the tool result ending ``turn``'s prompt."""
+    return {key: turn.metadata[key] for key in ("tool", "tool_kind", "tool_error")}
+
+
+def _rediscovered(turn: _Drawn, seed: int, index: int, t: int, share: float) -> bool:
+    """Whether the parent re-makes delegated call ``t``: a read, drawn with probability
+    ``share`` (keyed by seed, session and call, so the same for any number of sub-agents)."""
+    if turn.step.kind not in REDISCOVERED_KINDS or share <= 0:
+        return False
+    return uniforms(seed, "agent-rediscovery", index, t)[0] < share
+
+
+def _report_draw(seed: int, index: int, j: int) -> float:
+    return uniforms(seed, "agent-report", index, j)[0]
+
+
+def _report_lengths(trace: AgentTrace) -> tuple[int, ...]:
+    """The traced lengths of final answers (``finish`` calls and answers without a tool call),
+    for a report turn's ``completion_tokens``; every traced answer when the trace has none."""
+    final = tuple(n for kind in ("finish", "none") for n in trace.completion_tokens.get(kind, ()))
+    return final or tuple(n for pool in trace.completion_tokens.values() for n in pool)
 
 
 # -- the messages: short stand-ins in OpenHands' shapes ----------------------------------------
@@ -380,25 +519,38 @@ _MODULES = ("core.py", "utils.py", "models.py", "io.py", "validation.py", "forma
 
 
 def _delegated_text(sid: str, j: int, k: int) -> str:
+    """The parent's briefing of sub-agent ``j``: the task restated, and its part."""
     return (
-        f"You are sub-agent {j + 1} of {k} working on issue {sid} in {_REPO}. Explore part "
-        f"{j + 1} of the code the issue touches and report what you find."
+        f"You are sub-agent {j + 1} of {k} working on issue {sid} in {_REPO}: a function returns "
+        f"the wrong result for one kind of input. Take on part {j + 1} of {k} of the work "
+        "(find the code, reproduce the problem, change what it needs) and report what you found "
+        "and what you changed."
     )
 
 
-def _delegate_call(k: int) -> dict[str, Any]:
+def _delegate_call(sid: str, k: int) -> dict[str, Any]:
+    """The parent's turn 0 answer: one ``delegate`` call per sub-agent, carrying its briefing."""
     calls = [
         {
             "id": f"delegate_{j}",
             "type": "function",
-            "function": {"name": "delegate", "arguments": json.dumps({"part": j + 1})},
+            "function": {
+                "name": "delegate",
+                "arguments": json.dumps({"part": j + 1, "task": _delegated_text(sid, j, k)}),
+            },
         }
         for j in range(k)
     ]
-    return {"role": "assistant", "content": "Let me delegate the exploration.", "tool_calls": calls}
+    return {
+        "role": "assistant",
+        "content": "Let me delegate parts of the work.",
+        "tool_calls": calls,
+    }
 
 
 def _delegate_result(j: int) -> dict[str, Any]:
+    """Where sub-agent ``j``'s report lands in the parent's history (its tokens are the
+    sub-agent's final answer, which sykit adds at run time)."""
     return {
         "role": "tool",
         "tool_call_id": f"delegate_{j}",
