@@ -57,3 +57,17 @@ def run_both(algorithm, items, **kwargs) -> sy.Result:
 def numbered_requests(n: int) -> list[sy.Request]:
     """``n`` requests with ids 0 to n - 1."""
     return [sy.Request(f"q{i}", id=i) for i in range(n)]
+
+
+def load_script(path) -> object:
+    """A script of the repository (a benchmark, a docs generator) imported as a module, for
+    tests of its functions."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(path)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

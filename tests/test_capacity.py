@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pandas.testing as pdt
 import pytest
+from helpers import load_script
 
 import sykit as sy
 from tests.helpers import numbered_requests as requests
@@ -502,14 +503,9 @@ def test_the_capacity_page_runs_as_written_and_quotes_what_it_gives(capsys):
 
 
 def _processor_sharing_benchmark():
-    import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "processor_sharing.py"
-    spec = importlib.util.spec_from_file_location("processor_sharing", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(Path(__file__).resolve().parents[1] / "benchmarks" / "processor_sharing.py")
 
 
 def test_the_exact_processor_sharing_reference_re_times_every_call():

@@ -6,13 +6,13 @@ sub-agents exactly as before the model had these parts."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import load_script
 
 import sykit as sy
 from sykit import strategies as st
@@ -25,11 +25,7 @@ READS = ("view", "search", "list")
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("subagent_cost_ratio", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def _plain(value: Any) -> Any:

@@ -3,10 +3,10 @@ parent and sub-agents, and the with/without cost ratio benchmarks/subagent_cost_
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from helpers import load_script
 
 import sykit as sy
 
@@ -14,11 +14,7 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "subagent_cost_
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("subagent_cost_ratio", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_a_family_makes_each_call_of_the_whole_session_once_plus_the_delegation():
