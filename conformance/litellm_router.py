@@ -180,6 +180,31 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "what": "group a = a1 (order 1, 503 every time) + a2 (order 2, healthy), allowed_fails=1, "
         "cooldown_time=5, num_retries=0, a request every 0.5 s for 6.5 s",
     },
+    # A deployment's own cooldown_time (litellm_params), before the Router's and Retry-After
+    "cooldown-time-deployment": {
+        "deployments": {
+            "a1": (FakeModel(fault="fail-503"), {"order": 1, "cooldown_time": 1}),
+            "a2": (FakeModel(), {"order": 2}),
+        },
+        "router": {"allowed_fails": 0, "cooldown_time": 5, "num_retries": 0},
+        "arrivals": [0.4 * i for i in range(8)],
+        "what": "group a = a1 (order 1, cooldown_time=1, 503 every time) + a2 (order 2, "
+        "healthy), allowed_fails=0, cooldown_time=5, num_retries=0, a request every 0.4 s",
+    },
+    "cooldown-time-deployment-429": {
+        "deployments": {
+            "a1": (
+                FakeModel(fault="fail-429", retry_after_s=3.0),
+                {"order": 1, "cooldown_time": 1},
+            ),
+            "a2": (FakeModel(), {"order": 2}),
+        },
+        "router": {"allowed_fails": 0, "cooldown_time": 5, "num_retries": 0},
+        "arrivals": [0.4 * i for i in range(8)],
+        "what": "group a = a1 (order 1, cooldown_time=1, 429 with Retry-After: 3 every time) + "
+        "a2 (order 2, healthy), allowed_fails=0, cooldown_time=5, num_retries=0, a request "
+        "every 0.4 s",
+    },
     # max_fallbacks limits how deep fallbacks of fallbacks go, not how many groups one list
     # names: "b" and "c" fail too here (a FakeModel under their names replaces the healthy one).
     "max-fallbacks-1-list": {
@@ -257,6 +282,31 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "what": "latency-based-routing, group a = a1 (first token after 3 s) + a2 (0.02 s), "
         "timeout=0.5, num_retries=0, a request every 1 s",
     },
+    "latency-503-once": {
+        "deployments": {
+            "a1": (FakeModel(ttft_s=0.3), {}),
+            "a2": (FakeModel(ttft_s=0.1), {}),
+            "a3": (FakeModel(ttft_s=0.02, outages=[(4.5, 5.5)]), {}),
+        },
+        "router": {"routing_strategy": "latency-based-routing", "num_retries": 1},
+        "arrivals": [1.0 * i for i in range(12)],
+        "what": "latency-based-routing, group a = a1 (0.3 s) + a2 (0.1 s) + a3 (0.02 s, 503 "
+        "from 4.5 to 5.5 s), num_retries=1, a request every 1 s",
+    },
+    "latency-buffer-0.5": {
+        "deployments": {
+            "a1": (FakeModel(ttft_s=0.1), {}),
+            "a2": (FakeModel(ttft_s=0.1), {}),
+            "a3": (FakeModel(ttft_s=0.5), {}),
+        },
+        "router": {
+            "routing_strategy": "latency-based-routing",
+            "routing_strategy_args": {"lowest_latency_buffer": 0.5},
+        },
+        "arrivals": [1.0 * i for i in range(12)],
+        "what": "latency-based-routing with lowest_latency_buffer=0.5, group a = a1 (0.1 s) + "
+        "a2 (0.1 s) + a3 (0.5 s), a request every 1 s",
+    },
     "least-busy-overlapping": {
         "deployments": {"a1": (FakeModel(ttft_s=1.0), {}), "a2": (FakeModel(ttft_s=1.0), {})},
         "router": {"routing_strategy": "least-busy"},
@@ -287,6 +337,26 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "minute_aligned": True,
         "what": "usage-based-routing-v2, group a = a1 (64 output tokens) + a2 (16), a request "
         "every 0.5 s",
+    },
+    "usage-rpm-2": {
+        "deployments": {"a1": (FakeModel(), {"rpm": 2}), "a2": (FakeModel(), {"rpm": 2})},
+        "router": {"routing_strategy": "usage-based-routing-v2", "num_retries": 0},
+        "arrivals": [0.2 * i for i in range(8)],
+        "minute_aligned": True,
+        "what": "usage-based-routing-v2, group a = a1 + a2 (rpm 2 each), num_retries=0, a "
+        "request every 0.2 s",
+    },
+    "usage-no-limits": {
+        "deployments": {
+            "a1": (FakeModel(ttft_s=0.5), {}),
+            "a2": (FakeModel(ttft_s=0.5), {}),
+            "a3": (FakeModel(ttft_s=0.5), {}),
+        },
+        "router": {"routing_strategy": "usage-based-routing-v2"},
+        "arrivals": [0.2 * i for i in range(12)],
+        "minute_aligned": True,
+        "what": "usage-based-routing-v2, group a = a1 + a2 + a3 (0.5 s each, no limits), a "
+        "request every 0.2 s",
     },
 }
 

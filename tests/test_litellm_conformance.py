@@ -103,6 +103,17 @@ SCENARIOS: dict[str, tuple[sy.Faults | dict[str, sy.Faults], dict, list[float]]]
         {"allowed_fails": 1, "cooldown_time": 5, "num_retries": 0},
         [0.5 * i for i in range(14)],
     ),
+    # a1's own cooldown_time (1 s, in the recorded model_list) before the Router's and Retry-After
+    "cooldown-time-deployment": (
+        {"a1": DOWN, "a2": HEALTHY},
+        {"allowed_fails": 0, "cooldown_time": 5, "num_retries": 0},
+        [0.4 * i for i in range(8)],
+    ),
+    "cooldown-time-deployment-429": (
+        {"a1": sy.Faults(rate_limit=1.0, retry_after_s=3.0), "a2": HEALTHY},
+        {"allowed_fails": 0, "cooldown_time": 5, "num_retries": 0},
+        [0.4 * i for i in range(8)],
+    ),
     "max-fallbacks-1-list": (
         {m: AUTH for m in ("a", "b", "c")},
         {"fallbacks": {"a": ["b", "c"]}, "max_fallbacks": 1, "num_retries": 0},
@@ -195,6 +206,23 @@ LOAD_SCENARIOS: dict[str, tuple[dict[str, sy.ModelProfile], dict, list[float]]] 
         {"routing_strategy": "latency-based-routing", "timeout": 0.5, "num_retries": 0},
         [1.0 * i for i in range(5)],
     ),
+    "latency-503-once": (
+        {
+            "a1": speed(0.3),
+            "a2": speed(0.1),
+            "a3": constant_profile(0.02, 16, 2000.0, faults=sy.Faults(outages=[(4.5, 5.5)])),
+        },
+        {"routing_strategy": "latency-based-routing", "num_retries": 1},
+        [1.0 * i for i in range(12)],
+    ),
+    "latency-buffer-0.5": (
+        {"a1": speed(0.1), "a2": speed(0.1), "a3": speed(0.5)},
+        {
+            "routing_strategy": "latency-based-routing",
+            "routing_strategy_args": {"lowest_latency_buffer": 0.5},
+        },
+        [1.0 * i for i in range(12)],
+    ),
     "least-busy-overlapping": (
         {"a1": speed(1.0), "a2": speed(1.0)},
         {"routing_strategy": "least-busy"},
@@ -215,6 +243,16 @@ LOAD_SCENARIOS: dict[str, tuple[dict[str, sy.ModelProfile], dict, list[float]]] 
         {"routing_strategy": "usage-based-routing-v2"},
         [0.5 * i for i in range(6)],
     ),
+    "usage-rpm-2": (
+        {"a1": speed(0.01), "a2": speed(0.01)},
+        {"routing_strategy": "usage-based-routing-v2", "num_retries": 0},
+        [0.2 * i for i in range(8)],
+    ),
+    "usage-no-limits": (
+        {"a1": speed(0.5), "a2": speed(0.5), "a3": speed(0.5)},
+        {"routing_strategy": "usage-based-routing-v2"},
+        [0.2 * i for i in range(12)],
+    ),
 }
 
 # Load scenarios where the strategy picks at random among several deployments (latency-based:
@@ -228,6 +266,10 @@ REPLAYED_CHOICES = {
     "latency-timeout",
     "usage-rpm-limits",
     "usage-lowest-tpm",
+    "latency-503-once",
+    "latency-buffer-0.5",
+    "usage-rpm-2",
+    "usage-no-limits",
 }
 
 # name -> why litellm_like over HTTP does not do what the real Router did

@@ -548,6 +548,40 @@ def test_a_cooled_low_order_hands_its_requests_to_the_next_order():
     ]  # fmt: skip
 
 
+OWN_COOLDOWN = ["east", "west", "east", "west", "east", "west"]  # cooled 1 s: back at 1.5 s
+HEADER_COOLDOWN = ["east", "west", "west", "east", "west"]  # cooled for Retry-After: 3 s
+
+
+@pytest.mark.parametrize(
+    ("params", "info", "expected"),
+    [
+        ({"cooldown_time": 1}, None, OWN_COOLDOWN),
+        ({"cooldown_time": 10}, {"cooldown_time": 1.0}, OWN_COOLDOWN),  # model_info first
+        ({}, None, HEADER_COOLDOWN),
+        ({"cooldown_time": True}, None, HEADER_COOLDOWN),  # not a number: passed over
+        ({"cooldown_time": "1"}, None, HEADER_COOLDOWN),
+        ({"cooldown_time": -1}, None, HEADER_COOLDOWN),  # negative: passed over when cooling
+    ],
+)
+def test_a_deployments_own_cooldown_time_comes_before_retry_after(params, info, expected):
+    # as LiteLLM 1.110.2 (conformance: cooldown-time-deployment-429): the deployment's own
+    # cooldown_time, then Retry-After, then the Router's cooldown_time
+    h = host(east=sy.Faults(rate_limit=1.0, retry_after_s=3.0), west=None)
+    east = deployment("gpt-4o", "openai/east", order=1, **params)
+    if info is not None:
+        east["model_info"] = info
+    router = st.litellm_like(
+        model_list=[east, deployment("gpt-4o", "openai/west", order=2)],
+        allowed_fails=0,
+        cooldown_time=5,
+        num_retries=0,
+    )
+    requests = [sy.Request("x", id=i) for i in range(3)]
+    result = sy.run(router, requests, host=h, arrivals=[0.0, 1.5, 4.0])
+    models = result.attempts.sort_values(["request_id", "start_s", "call_id"])["model"]
+    assert models.tolist() == expected
+
+
 def test_simple_shuffle_weighs_by_weight_then_rpm_and_is_uniform_without():
     h = host(a1=None, a2=None)
 

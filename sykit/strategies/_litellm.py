@@ -65,11 +65,13 @@ class _LiteLLMLike:
         routing_strategy: str = "simple-shuffle",
         routing_args: RoutingArgs | None = None,
         limits: dict[str, dict[str, Limits]] | None = None,
+        cooldowns: dict[str, float] | None = None,
     ) -> None:
         self.groups = groups
         self.routing_strategy = routing_strategy
         self.routing_args = routing_args or RoutingArgs()
         self.limits = limits or {}  # group -> model -> its tpm and rpm
+        self.cooldowns = cooldowns or {}  # model -> its own cooldown_time (model_list)
         self.orders = orders or {}  # model -> its order (LiteLLM's litellm_params["order"])
         self.weights = weights or {}  # group -> model -> its simple-shuffle weight
         self.first = next(iter(groups))
@@ -220,8 +222,14 @@ class _LiteLLMLike:
             or (successes + failures >= _LITELLM_MIN_REQUESTS and failures > successes)
         ):
             return
-        header = self._retry_after(error)
-        cooldown = self.cooldown_time if header is None or header < 0 else header
+        # LiteLLM's precedence: the deployment's own cooldown_time, then Retry-After, then the
+        # Router's cooldown_time (each passed over when negative)
+        own = self.cooldowns.get(model)
+        if own is not None and own >= 0:
+            cooldown = own
+        else:
+            header = self._retry_after(error)
+            cooldown = self.cooldown_time if header is None or header < 0 else header
         self.cooled_until[model] = now + cooldown
 
     # -- waiting -----------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from :mod:`sykit.strategies`.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import warnings
 from collections.abc import Mapping, Sequence
@@ -80,9 +81,11 @@ def _litellm_model_list(
     dict[str, int],
     dict[str, dict[str, float]],
     dict[str, dict[str, Limits]],
+    dict[str, float],
 ]:
-    """groups, orders (model -> order), simple-shuffle weights (group -> model -> weight) and
-    tpm/rpm limits (group -> model -> Limits) from LiteLLM's ``model_list``."""
+    """groups, orders (model -> order), simple-shuffle weights (group -> model -> weight),
+    tpm/rpm limits (group -> model -> Limits) and the deployments' own cooldown_time (model ->
+    seconds) from LiteLLM's ``model_list``."""
     if isinstance(model_list, (str, Mapping)) or not isinstance(model_list, Sequence):
         raise ArgumentTypeError(
             f"model_list must be a list of LiteLLM deployments, got {type(model_list).__name__}"
@@ -93,6 +96,7 @@ def _litellm_model_list(
     orders: dict[str, int] = {}
     params_of: dict[str, list[Mapping[str, Any]]] = {}
     limits: dict[str, dict[str, Limits]] = {}
+    cooldowns: dict[str, float] = {}
     for i, entry in enumerate(model_list):
         where = f"model_list[{i}]"
         if not isinstance(entry, Mapping):
@@ -125,6 +129,11 @@ def _litellm_model_list(
             if orders.get(deployment, order) != order:
                 raise ArgumentError(f"{where}: {deployment!r} has two orders")
             orders[deployment] = order
+        cooldown = _litellm_cooldown_time(params, info)
+        if cooldown is not None:
+            if cooldowns.get(deployment, cooldown) != cooldown:
+                raise ArgumentError(f"{where}: {deployment!r} has two cooldown_time values")
+            cooldowns[deployment] = cooldown
         groups.setdefault(group, []).append(deployment)
         params_of.setdefault(group, []).append(params)
         limit = _litellm_limits(params, info, where)
@@ -142,7 +151,23 @@ def _litellm_model_list(
             if max(values) > 0:
                 weights[group] = dict(zip(deployments, values, strict=True))
                 break
-    return {g: tuple(d) for g, d in groups.items()}, orders, weights, limits
+    return {g: tuple(d) for g, d in groups.items()}, orders, weights, limits, cooldowns
+
+
+def _litellm_cooldown_time(params: Mapping[str, Any], info: Any) -> float | None:
+    """A deployment's own ``cooldown_time`` as LiteLLM 1.110.2 reads it
+    (``cooldown_handlers._first_present``): ``model_info``'s, else ``litellm_params``'s; only a
+    number counts (a bool or a string is passed over, so the Router's applies), and a negative
+    one is then passed over where the cooldown is set (None: none of its own)."""
+    for source in (info, params):
+        if not isinstance(source, Mapping):
+            continue
+        value = source.get("cooldown_time")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if math.isnan(value):
+                raise ArgumentError(f"cooldown_time must be a number, got {value!r}")
+            return float(value)
+    return None
 
 
 def _litellm_limits(params: Mapping[str, Any], info: Any, where: str) -> Limits | None:
@@ -253,7 +278,11 @@ def litellm_like(
       5 requests in the current minute. A group of one deployment and no fallbacks is never cooled.
       A cooldown lasts the error's Retry-After, read as for the wait but with no 60 s limit
       (``Retry-After: 90`` cools the deployment for 90 s, ``Retry-After: 0`` for none), else
-      ``cooldown_time``.
+      ``cooldown_time``. A deployment's own ``cooldown_time`` (``model_info``, else
+      ``litellm_params``; a number ≥ 0, anything else passed over as LiteLLM passes it over)
+      comes before both: with ``cooldown_time: 1`` it cools for 1 s after a 429 with
+      ``Retry-After: 3`` under a Router ``cooldown_time=5``. The ``allowed_fails`` window stays
+      the Router's ``cooldown_time``.
     * A cooled deployment is skipped: a retry under way for a group with no healthy deployment goes
       straight to the fallbacks, and a new request for it fails over with no call made.
     * **Picking a deployment** (``routing_strategy="simple-shuffle"``, the default): at random
@@ -317,7 +346,7 @@ def litellm_like(
     check at the call's start that refuses a deployment whose rpm another pick filled since (a
     race between concurrent picks, which a pick and its call at one instant never meet),
     LiteLLM's own token count of the messages (``input_tokens`` is sykit's), a deployment's own
-    ``cooldown_time`` (which LiteLLM puts before Retry-After), retry policies per error class,
+    ``allowed_fails`` or ``allowed_fails_policy`` (``model_info``), retry policies per error class,
     retries on other 4xx when a group has several deployments, a stream that an HttpHost sees
     break after its 200 but before any content without a malformed chunk (LiteLLM falls back at
     once; here it is an ``unavailable`` attempt, retried), the continuation of a cut stream
@@ -341,6 +370,7 @@ def litellm_like(
     orders: dict[str, int] = {}
     weights: dict[str, dict[str, float]] = {}
     limits: dict[str, dict[str, Limits]] = {}
+    cooldowns: dict[str, float] = {}
     if not isinstance(routing_strategy, str) or routing_strategy not in ROUTING_STRATEGIES:
         raise ArgumentError(
             f"unknown routing_strategy {routing_strategy!r:.60}; litellm_like supports "
@@ -354,7 +384,7 @@ def litellm_like(
                 "litellm_like() takes either groups or model_list=, not both: put every "
                 "deployment in model_list"
             )
-        groups, orders, weights, limits = _litellm_model_list(model_list)
+        groups, orders, weights, limits, cooldowns = _litellm_model_list(model_list)
     elif models_or_groups is None:
         raise ArgumentError("litellm_like() needs the models, the groups or model_list=")
     elif isinstance(models_or_groups, Mapping):
@@ -420,4 +450,5 @@ def litellm_like(
         routing_strategy=routing_strategy,
         routing_args=args,
         limits=limits,
+        cooldowns=cooldowns,
     )
