@@ -121,6 +121,23 @@ def test_non_chat_bodies_and_error_faults_at_probability_one_become_the_fake_mod
     assert _fake_model("primary", _primary_with(spared), 0.1, None).fault is None
 
 
+def test_the_retry_after_spellings_reach_the_fake_model_scaled():
+    ms = _fake_model(
+        "primary", _primary_with(sy.Faults(rate_limit=1.0, retry_after_ms=3000)), 0.1, None
+    )
+    assert ms.retry_after_ms == pytest.approx(300) and ms.retry_after_as == "seconds"
+    error = sy.faults.ErrorFault(503, 1.0, retry_after_s=None, retry_after_ms=2000)
+    scaled = _fake_model("primary", _primary_with(sy.Faults(errors=[error])), 0.1, None)
+    assert scaled.fault.retry_after_ms == pytest.approx(200)
+    dated = sy.Faults(rate_limit=1.0, retry_after_s=2, retry_after_as="date")
+    assert _fake_model("primary", _primary_with(dated), 1.0, None).retry_after_as == "date"
+    with pytest.raises(sy.ArgumentError, match=r"cannot reproduce retry_after_as='date'"):
+        _fake_model("primary", _primary_with(dated), 0.1, None)
+    dated_error = sy.faults.ErrorFault(429, 1.0, retry_after_s=2, retry_after_as="date")
+    with pytest.raises(sy.ArgumentError, match=r"ErrorFault: FakeProvider cannot reproduce"):
+        _fake_model("primary", _primary_with(sy.Faults(errors=[dated_error])), 0.1, None)
+
+
 @pytest.mark.parametrize(
     ("faults", "named"),
     [

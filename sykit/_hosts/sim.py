@@ -11,7 +11,9 @@ requests meet the same latencies and the same faults.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from email.utils import formatdate
 from typing import Any
 
 from sykit._base.errors import (
@@ -27,8 +29,18 @@ from sykit._hosts._openai_wire import not_chat_message
 from sykit._hosts.base import _NO_HEADERS, Attempt, Reply
 from sykit._world import prompt_cache as _prompt_cache
 from sykit._world.capacity import Queues, Server
+from sykit._world.classify import classify
 from sykit._world.config import HostPolicy, Judge, ModelProfile, PromptCache, check_profiles
-from sykit._world.faults import LATER_RANDOM_FAULTS, RANDOM_FAULTS
+from sykit._world.faults import (
+    LATER_RANDOM_FAULTS,
+    RANDOM_FAULTS,
+    VIRTUAL_EPOCH,
+    VIRTUAL_EPOCH_S,
+    ErrorFault,
+    Faults,
+    RateLimit,
+    retry_after_headers,
+)
 from sykit._world.models import (
     Answer,
     Boolean,
@@ -55,6 +67,40 @@ def _error_body(
     message: str, code: str | None = None, type_: str = "invalid_request_error"
 ) -> dict[str, Any]:
     return {"error": {"message": message, "type": type_, "param": None, "code": code}}
+
+
+#: The headers of an error answer that names a date: written from the virtual time it leaves at.
+_Dated = Callable[[float], dict[str, str]]
+
+
+def _retry_after(spec: Faults | ErrorFault) -> dict[str, str] | _Dated:
+    """The Retry-After headers ``spec`` sends; for a date, what writes them when the answer leaves
+    (the ``Date`` is the whole second of the virtual wall clock it leaves in)."""
+    if spec.retry_after_as == "date" and spec.retry_after_s is not None:
+        return lambda t: retry_after_headers(
+            spec.retry_after_s, "date", spec.retry_after_ms, VIRTUAL_EPOCH_S + math.floor(t)
+        )
+    return retry_after_headers(spec.retry_after_s, spec.retry_after_as, spec.retry_after_ms)
+
+
+def _quota_retry_after(limit: RateLimit, now: float, wait: float) -> dict[str, str] | _Dated:
+    """The truthful Retry-After of a quota that holds enough again ``wait`` s after ``now`` (inf:
+    never, no header): in seconds or milliseconds rounded up to the millisecond, or as the date of
+    the first whole second of the virtual wall clock from which it holds enough."""
+    if math.isinf(wait):
+        return {}
+    ms = math.ceil(wait * 1000)
+    extra = {"retry-after-ms": f"{ms:d}"} if limit.retry_after_ms else {}
+    if limit.retry_after_as == "date":
+        ready = VIRTUAL_EPOCH_S + math.ceil(now + wait)
+
+        def dated(t: float) -> dict[str, str]:
+            sent = VIRTUAL_EPOCH_S + math.floor(t)
+            date = formatdate(sent, usegmt=True)
+            return {"date": date, "retry-after": formatdate(ready, usegmt=True), **extra}
+
+        return dated
+    return {"retry-after": f"{ms / 1000:g}", **extra}
 
 
 class SimHost:
@@ -268,6 +314,8 @@ class _SimSession:
                 after_s=profile.reject_delay_s.quantile(u[SLOT.TTFT]),
             )
         if not isinstance(failure, str):
+            if len(failure) == 3 and callable(failure[2]):
+                return self._dated(attempt, profile, u, *failure)
             return self._error(profile, u, *failure)
         if failure == "non_chat":
             # A 200 answered at once with JSON that is not a chat completion: nothing generated.
@@ -288,6 +336,21 @@ class _SimSession:
     ) -> Reply:
         delay = profile.reject_delay_s.quantile(u[SLOT.TTFT])
         return Reply(status, body, headers or {}, after_s=delay)
+
+    @staticmethod
+    def _dated(
+        attempt: Attempt, profile: ModelProfile, u: Sequence[float], status: int, body: Any,
+        write: _Dated,
+    ) -> Reply:  # fmt: skip
+        """An error answer whose headers name a date: written when it leaves, on the virtual wall
+        clock, and classified against that clock as an HTTP client classifies an answer against
+        its own when it comes (a date's ``RetryAfter.date_s``, which LiteLLM's reading uses)."""
+        delay = profile.reject_delay_s.quantile(u[SLOT.TTFT])
+        leaves = attempt.start_s + delay
+        headers = write(leaves)
+        now = VIRTUAL_EPOCH + timedelta(seconds=leaves)
+        error = classify(status, body, headers, model=attempt.model, now=now)
+        return Reply(status, body, headers, error=error, after_s=delay)
 
     def _structural(
         self, model: str, profile: ModelProfile, request: Request, u: Sequence[float]
@@ -323,7 +386,7 @@ class _SimSession:
                     return first
                 if first == 429:
                     return self._rate_limited(
-                        faults.retry_after_s, "Rate limit reached (scripted)."
+                        _retry_after(faults), "Rate limit reached (scripted)."
                     )
                 return first, _error_body("Internal server error (scripted).", type_="server_error")
         if profile.rate_limit is not None:
@@ -349,9 +412,9 @@ class _SimSession:
                 bucket.refill(now)
                 wait = max(wait, bucket.wait_for(amount))
         if wait > 0:
-            after = None if math.isinf(wait) else math.ceil(wait * 1000) / 1000
             return self._rate_limited(
-                after, "Rate limit reached for requests or tokens per minute."
+                _quota_retry_after(limit, now, wait),
+                "Rate limit reached for requests or tokens per minute.",
             )
         for bucket, amount in ((requests_bucket, 1.0), (tokens_bucket, float(tokens))):
             if bucket is not None:
@@ -359,8 +422,9 @@ class _SimSession:
         return None
 
     @staticmethod
-    def _rate_limited(retry_after_s: float | None, message: str) -> tuple[int, Any, dict[str, str]]:
-        headers = {} if retry_after_s is None else {"retry-after": f"{retry_after_s:g}"}
+    def _rate_limited(
+        headers: dict[str, str] | _Dated, message: str
+    ) -> tuple[int, Any, dict[str, str] | _Dated]:
         return 429, _error_body(message, code="rate_limit_exceeded", type_="requests"), headers
 
     def _random(self, model: str, profile: ModelProfile, u: Sequence[float]) -> Any:
@@ -377,12 +441,12 @@ class _SimSession:
         for error in faults.errors:
             x -= error.p
             if x < 0:
-                return error.status, error.body(model), error.headers()
+                return error.status, error.body(model), _retry_after(error)
         return None
 
     def _fault(self, name: str, faults: Any) -> Any:
         if name == "rate_limit":
-            return self._rate_limited(faults.retry_after_s, "Rate limit reached.")
+            return self._rate_limited(_retry_after(faults), "Rate limit reached.")
         if name == "unavailable":
             return faults.unavailable_status, _error_body(
                 "The server had an error processing your request.", type_="server_error"

@@ -12,10 +12,14 @@ Frozen, keyword-only dataclasses checked on construction, like the rest of the c
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
+from datetime import UTC, datetime
+from email.utils import formatdate
 from typing import TYPE_CHECKING, Any, Literal
 
+from sykit._base.checks import check_real
 from sykit._base.error_bodies import error_object
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._world.dists import check_number
@@ -28,7 +32,71 @@ from sykit._world.values import (
     unavailable_status,
 )
 
-__all__ = ["LATER_RANDOM_FAULTS", "RANDOM_FAULTS", "ErrorFault", "Faults", "Flapping", "RateLimit"]
+__all__ = [
+    "LATER_RANDOM_FAULTS",
+    "RANDOM_FAULTS",
+    "RETRY_AFTER_SPELLINGS",
+    "VIRTUAL_EPOCH",
+    "VIRTUAL_EPOCH_S",
+    "ErrorFault",
+    "Faults",
+    "Flapping",
+    "RateLimit",
+    "retry_after_headers",
+]
+
+#: How a Retry-After is spelt (``retry_after_as``): a number of seconds, or an HTTP-date.
+RETRY_AFTER_SPELLINGS = ("seconds", "date")
+
+#: The virtual wall clock of a simulated run: a date Retry-After and its ``Date`` header name
+#: this instant plus the run's virtual seconds (``VIRTUAL_EPOCH_S`` as seconds since 1970).
+VIRTUAL_EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
+VIRTUAL_EPOCH_S = 1_735_689_600
+
+
+def _check_retry_after(owner: str, retry_after_as: object, retry_after_ms: object) -> None:
+    """Refuse a ``retry_after_as`` that is not a spelling, and a ``retry_after_ms`` that is not a
+    number of milliseconds ≥ 0 (``owner`` prefixes the field's name in the message)."""
+    if not isinstance(retry_after_as, str) or retry_after_as not in RETRY_AFTER_SPELLINGS:
+        raise ArgumentError(
+            f"{owner}retry_after_as must be one of {list(RETRY_AFTER_SPELLINGS)}, "
+            f"got {retry_after_as!r}"
+        )
+    if retry_after_ms is not None:
+        check_real(
+            retry_after_ms,
+            f"{owner}retry_after_ms",
+            low=0,
+            expected="a number of milliseconds ≥ 0 or None",
+            type_error=ArgumentError,
+        )
+
+
+def retry_after_headers(
+    retry_after_s: float | None,
+    retry_after_as: str = "seconds",
+    retry_after_ms: float | None = None,
+    now_s: float | None = None,
+) -> dict[str, str]:
+    """The Retry-After headers of an answer that leaves at ``now_s`` (seconds since 1970; default
+    the current time, only read for a date), written as the ``FakeProvider`` writes them
+    (``sy.testing.FakeModel.retry_after_headers``).
+
+    ``"seconds"``: ``retry-after: <retry_after_s>``. ``"date"``: a ``date`` header, the whole
+    second the answer leaves in, and ``retry-after``, the HTTP-date ``retry_after_s`` whole seconds
+    later (a fraction is dropped: 2.7 s is 2 s after the ``Date``, 0.5 s is the ``Date`` itself).
+    ``retry_after_ms`` adds ``retry-after-ms`` (alone when ``retry_after_s`` is None)."""
+    headers: dict[str, str] = {}
+    if retry_after_s is not None:
+        if retry_after_as == "date":
+            sent = math.floor(time.time() if now_s is None else now_s)
+            headers["date"] = formatdate(sent, usegmt=True)
+            headers["retry-after"] = formatdate(sent + math.floor(retry_after_s), usegmt=True)
+        else:
+            headers["retry-after"] = f"{retry_after_s:g}"
+    if retry_after_ms is not None:
+        headers["retry-after-ms"] = f"{retry_after_ms:g}"
+    return headers
 
 
 @spelled
@@ -91,8 +159,10 @@ class ErrorFault(Replaceable):
     ``model_not_found``, 408 ``request_timeout``, 422 ``unprocessable_entity``, ...; a 400 with
     ``code="content_policy_violation"`` or ``"context_length_exceeded"`` gets that code's wording).
     ``{model}`` in a message is replaced by the model's name. ``retry_after_s`` sends a
-    ``Retry-After`` header. The answer is classified like any other (``sy.errors.classify``): the
-    text decides what a 400 is.
+    ``Retry-After`` header, spelt as ``retry_after_as`` says (``"seconds"`` or ``"date"``, an
+    HTTP-date with a ``Date`` header, as :class:`Faults` describes), and ``retry_after_ms`` adds
+    OpenAI's ``retry-after-ms`` (alone when ``retry_after_s`` is None). The answer is classified
+    like any other (``sy.errors.classify``): the text decides what a 400 is.
 
         sy.faults.ErrorFault(401, 0.01)                  # a revoked key, 1% of attempts
         sy.faults.ErrorFault(404, 0.05, message="No endpoints found for {model}.")
@@ -107,6 +177,8 @@ class ErrorFault(Replaceable):
     type: str | None = None
     code: str | None = None
     retry_after_s: float | None = None
+    retry_after_as: str = "seconds"
+    retry_after_ms: float | None = None
 
     def __post_init__(self) -> None:
         http_status(self.status, "ErrorFault status", "400-599", lambda s: 400 <= s <= 599)
@@ -122,6 +194,7 @@ class ErrorFault(Replaceable):
                 raise ArgumentError(f"ErrorFault {name} must not be empty (None for the default)")
         if self.retry_after_s is not None:
             check_number(self.retry_after_s, "ErrorFault retry_after_s")
+        _check_retry_after("ErrorFault ", self.retry_after_as, self.retry_after_ms)
 
     @classmethod
     def policy(cls, p: float, **fields: Any) -> ErrorFault:
@@ -148,9 +221,15 @@ class ErrorFault(Replaceable):
         """The JSON body the provider sends: ``{"error": {"message", "type", "param", "code"}}``."""
         return {"error": self.error(model)}
 
-    def headers(self) -> dict[str, str]:
-        """The response headers: ``retry-after`` when ``retry_after_s`` is set."""
-        return {} if self.retry_after_s is None else {"retry-after": f"{self.retry_after_s:g}"}
+    def headers(self, now_s: float | None = None) -> dict[str, str]:
+        """The response headers: its Retry-After headers, as :func:`retry_after_headers` writes them.
+
+        ``retry-after`` when ``retry_after_s`` is set (with ``date`` when it is a date: the answer
+        leaves at ``now_s``, seconds since 1970, default the current time; a ``SimHost`` gives its
+        virtual wall clock), ``retry-after-ms`` when ``retry_after_ms`` is."""
+        return retry_after_headers(
+            self.retry_after_s, self.retry_after_as, self.retry_after_ms, now_s
+        )
 
 
 @spelled
@@ -180,7 +259,21 @@ class Faults(Replaceable):
     (429 or 5xx like Switchyard's soak mock, or ``"timeout"`` / ``"reset"``); ``flapping``
     alternates up and down periods.
 
+    Retry-After (on a ``rate_limit`` and a ``fail_first`` 429) is spelt as ``retry_after_as`` says,
+    like ``sy.testing.FakeModel``'s: ``"seconds"`` (``Retry-After: 2``, the default) or ``"date"``,
+    an HTTP-date with a ``Date`` header on the run's virtual wall clock: ``VIRTUAL_EPOCH``
+    (2025-01-01 00:00:00 UTC) plus the virtual seconds, so a run gives the same headers every
+    time. HTTP-dates are whole seconds: the ``Date`` is the second the answer leaves in (its
+    virtual time rounded down) and the ``Retry-After`` ``retry_after_s`` whole seconds after it (a
+    fraction dropped, as the ``FakeProvider`` drops it: 2.5 is 2 s, 0.5 is the ``Date`` itself).
+    A reader of the ``Date`` (sykit's own retries) waits exactly those whole seconds; a reader of
+    its own clock (LiteLLM) sees the date a fraction of a second nearer, by how far into its
+    second the answer left. ``retry_after_ms`` adds OpenAI's ``retry-after-ms`` header (sykit's
+    retries read it first, LiteLLM never); with ``retry_after_s=None`` it is the only one.
+
         sy.Faults(rate_limit=0.05, retry_after_s=2.0)       # 5% of attempts get 429, Retry-After 2
+        sy.Faults(rate_limit=0.05, retry_after_s=2, retry_after_as="date")  # an HTTP-date 2 s on
+        sy.Faults(rate_limit=0.05, retry_after_s=None, retry_after_ms=1500)  # retry-after-ms alone
         sy.Faults(fail_first=2, fail_first_status=500)      # the soak mock's "upstream_500" marker
         sy.Faults(outages=[(60, 120)], spike_p=0.01, spike_factor=20)
         sy.Faults(errors=[sy.faults.ErrorFault(401, 0.01), sy.faults.ErrorFault.capability(0.05)],
@@ -189,6 +282,8 @@ class Faults(Replaceable):
 
     rate_limit: float = 0.0
     retry_after_s: float | None = 1.0
+    retry_after_as: str = "seconds"
+    retry_after_ms: float | None = None
     unavailable: float = 0.0
     unavailable_status: int = 503
     timeout: float = 0.0
@@ -239,6 +334,7 @@ class Faults(Replaceable):
             raise ArgumentError(f"{names} + the errors' p must be ≤ 1, got {total:g}")
         if self.retry_after_s is not None:
             check_number(self.retry_after_s, "retry_after_s")
+        _check_retry_after("", self.retry_after_as, self.retry_after_ms)
         http_status(self.unavailable_status, "unavailable_status", "5xx, 403 or 408",
                      unavailable_status)  # fmt: skip
         probability(self.spike_p, "spike_p")
@@ -310,20 +406,44 @@ class Faults(Replaceable):
     def in_outage(self, t: float) -> bool:
         return any(t0 <= t < t1 for t0, t1 in self.outages)
 
+    def retry_after_headers(self, now_s: float | None = None) -> dict[str, str]:
+        """The Retry-After headers of a ``rate_limit`` or ``fail_first`` 429.
+
+        The answer leaves at ``now_s`` (seconds since 1970; read only for a date, default the
+        current time): see :func:`retry_after_headers`."""
+        return retry_after_headers(
+            self.retry_after_s, self.retry_after_as, self.retry_after_ms, now_s
+        )
+
 
 @spelled
 @dataclass(frozen=True, kw_only=True)
 class RateLimit(Replaceable):
     """A provider quota as token buckets, per model and run: ``requests_per_min`` and/or
     ``tokens_per_min`` (input plus requested output). Over quota, the target answers 429 with a
-    truthful Retry-After: the time until the bucket holds enough again."""
+    truthful Retry-After: the time until the bucket holds enough again.
+
+    ``retry_after_as`` spells it: ``"seconds"`` (``Retry-After: 0.734``, the wait rounded up to
+    the millisecond) or ``"date"``, the HTTP-date of the first whole second of the virtual wall
+    clock (see :class:`Faults`) at which the bucket holds enough, with a ``Date`` header (the
+    second the answer leaves in): never earlier than the truth, so a reader of the ``Date`` may
+    wait up to two seconds more than the seconds spelling asks. ``retry_after_ms=True`` adds
+    OpenAI's ``retry-after-ms``: the wait in whole milliseconds, rounded up."""
 
     requests_per_min: float | None = None
     tokens_per_min: float | None = None
+    retry_after_as: str = "seconds"
+    retry_after_ms: bool = False
 
     def __post_init__(self) -> None:
         if self.requests_per_min is None and self.tokens_per_min is None:
             raise ArgumentError("RateLimit needs requests_per_min and/or tokens_per_min")
+        _check_retry_after("RateLimit ", self.retry_after_as, None)
+        if not isinstance(self.retry_after_ms, bool):
+            raise ArgumentError(
+                "RateLimit retry_after_ms must be True or False (True adds retry-after-ms: the "
+                f"truthful wait in milliseconds), got {self.retry_after_ms!r}"
+            )
         if self.requests_per_min is not None:
             check_number(self.requests_per_min, "requests_per_min", low_open=True)
         if self.tokens_per_min is not None:

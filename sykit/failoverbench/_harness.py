@@ -196,6 +196,15 @@ def _constant(value: Distribution, what: str) -> float:
     return value.value
 
 
+def _check_date_scale(spelling: str, scale: float, what: str) -> None:
+    """An HTTP-date counts whole seconds: a Retry-After sent as one cannot be scaled in time."""
+    if spelling == "date" and scale != 1.0:
+        raise ArgumentError(
+            f"{what}: FakeProvider cannot reproduce retry_after_as='date' with durations scaled "
+            f"× {scale:g} (an HTTP-date counts whole seconds); run with time_scale=1"
+        )
+
+
 def _fake_model(
     name: str, profile: ModelProfile, scale: float, wire_fault: str | None
 ) -> FakeModel:
@@ -240,8 +249,14 @@ def _fake_model(
         chosen.append("not-chat")
     for error in faults.errors:
         if error.p == 1.0:  # its Retry-After is its own, not the FakeModel's: scaled here
-            retry = error.retry_after_s
-            chosen.append(error.replace(retry_after_s=None if retry is None else retry * scale))
+            _check_date_scale(error.retry_after_as, scale, f"{what} ErrorFault")
+            retry, ms = error.retry_after_s, error.retry_after_ms
+            chosen.append(
+                error.replace(
+                    retry_after_s=None if retry is None else retry * scale,
+                    retry_after_ms=None if ms is None else ms * scale,
+                )
+            )
     if faults.fail_first:
         status = faults.fail_first_status
         base = status if isinstance(status, str) else f"fail-{status}"
@@ -251,6 +266,8 @@ def _fake_model(
         names = [f"error-{c.status}" if isinstance(c, ErrorFault) else c for c in chosen]
         raise ArgumentError(f"{what}: FakeModel takes one fault, this profile has {names}")
     retry_after = faults.retry_after_s
+    retry_after_ms = faults.retry_after_ms
+    _check_date_scale(faults.retry_after_as, scale, f"{what}.faults")
     flapping = faults.flapping
     return FakeModel(
         ttft_s=_constant(profile.latency.ttft, f"{what}.latency.ttft") * scale,
@@ -260,6 +277,8 @@ def _fake_model(
         fault=chosen[0] if chosen else None,
         fault_after_tokens=after,
         retry_after_s=None if retry_after is None else retry_after * scale,
+        retry_after_as=faults.retry_after_as,
+        retry_after_ms=None if retry_after_ms is None else retry_after_ms * scale,
         vision=profile.vision,
         context_window=profile.context_window,
         prefill=profile.prefill,

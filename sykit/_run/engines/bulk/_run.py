@@ -229,6 +229,14 @@ class _Bulk:
                 )
             if profile.rate_limit is not None:
                 raise NeedsEvents(f"model {model!r} has a rate limit shared by all requests")
+            faults = profile.faults
+            if (faults.retry_after_as == "date" and faults.retry_after_s is not None) or any(
+                e.retry_after_as == "date" and e.retry_after_s is not None for e in faults.errors
+            ):
+                raise NeedsEvents(
+                    f"model {model!r} sends Retry-After as an HTTP-date, which a reader of its "
+                    "own clock measures from when the answer comes"
+                )
             if profile.cache is not None:
                 raise NeedsEvents(f"model {model!r} has a prompt cache shared across requests")
             if profile.capacity is not None:
