@@ -65,10 +65,12 @@ def write_files(out: Path, results: Results, offload: Offload | None = None) -> 
     (see :func:`write_learned`); return the names written, in order. ``offload`` runs the
     writing of the records (CSV and Parquet, the longest part) beside the figures."""
     robust = results.robust
+    out.mkdir(parents=True, exist_ok=True)
+    sweeps = (offload or _inline)(_sweep_files, out, *_sweep_parts(results))
     written = write_comparisons(
         out, results.routing, results.routing_summary, robust.comparison, robust.summary, offload
     )
-    return written + write_sweeps(out, results.thresholds, results.randoms)
+    return written + sweeps()
 
 
 def write_learned(out: Path, results: Results, started: float) -> list[str]:
@@ -170,13 +172,44 @@ def save_figures(out: Path, figures: Mapping[str, Callable[[], Any]]) -> list[st
 
 def write_sweeps(out: Path, thresholds: Any, randoms: Any) -> list[str]:
     """The threshold and random sweeps' curves as CSV, and the threshold curve as PNG."""
-    import matplotlib.pyplot as plt
+    return _sweep_files(out, *_sweep_parts_of(thresholds, randoms))
 
+
+def _sweep_parts(results: Results) -> tuple[Any, ...]:
+    return _sweep_parts_of(results.thresholds, results.randoms)
+
+
+def _sweep_parts_of(thresholds: Any, randoms: Any) -> tuple[Any, ...]:
+    """What the sweep files are drawn from: small tables, cheap to hand to another process (the
+    sweeps themselves hold every run's records)."""
     curves = pd.concat(
         [thresholds.curve.assign(router="threshold"), randoms.curve.assign(router="random")]
     )
+    references = thresholds.references
+    bounds = [name for name in references if name not in ("weak", "strong")]
+    curve = thresholds.curve.drop(columns=["strategy"])
+    return curves, curve, references, bounds, thresholds.value_name
+
+
+def _sweep_files(
+    out: Path,
+    curves: pd.DataFrame,
+    curve: pd.DataFrame,
+    references: Mapping[str, tuple[float, float]],
+    bounds: list[str],
+    setting: str,
+) -> list[str]:
+    """``sweeps.csv`` and ``threshold_curve.png`` (as ``Sweep.plot`` draws it)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sykit._viz import plot_cost_quality_curve
+
     curves.to_csv(out / "sweeps.csv", index=False)
-    figure = _titled(thresholds.plot().figure, FAULT_FREE_RUN)
+    ax = plot_cost_quality_curve(curve, references=references, bounds=bounds, setting=setting)
+    figure = _titled(ax.figure, FAULT_FREE_RUN)
     figure.savefig(out / "threshold_curve.png", dpi=110, bbox_inches="tight")
     plt.close(figure)
     return ["sweeps.csv", "threshold_curve.png"]
