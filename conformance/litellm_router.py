@@ -358,6 +358,59 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "what": "usage-based-routing-v2, group a = a1 + a2 + a3 (0.5 s each, no limits), a "
         "request every 0.2 s",
     },
+    # cost-based-routing: the deployments' per-token prices in litellm_params (input plus output;
+    # none, or 0, counts as LiteLLM's unmapped 5.0 each, as a1..a3 are not in its cost map).
+    "cost-cheap-expensive": {
+        "deployments": {
+            "a1": (FakeModel(), {"input_cost_per_token": 1e-5, "output_cost_per_token": 3e-5}),
+            "a2": (FakeModel(), {"input_cost_per_token": 1e-7, "output_cost_per_token": 4e-7}),
+        },
+        "router": {"routing_strategy": "cost-based-routing"},
+        "arrivals": [0.5 * i for i in range(6)],
+        "what": "cost-based-routing, group a = a1 (expensive) + a2 (cheap), a request every 0.5 s",
+    },
+    "cost-cheap-503-cooldown": {
+        "deployments": {
+            "a1": (FakeModel(), {"input_cost_per_token": 1e-5, "output_cost_per_token": 3e-5}),
+            "a2": (
+                FakeModel(outages=[(0.9, 1.5)]),
+                {"input_cost_per_token": 1e-7, "output_cost_per_token": 4e-7},
+            ),
+        },
+        "router": {
+            "routing_strategy": "cost-based-routing",
+            "allowed_fails": 0,
+            "cooldown_time": 2,
+            "num_retries": 1,
+        },
+        "arrivals": [0.0, 1.0, 2.0, 4.0, 5.0],
+        "what": "cost-based-routing, group a = a1 (expensive) + a2 (cheap, 503 from 0.9 to 1.5 s), "
+        "allowed_fails=0, cooldown_time=2, num_retries=1, requests at 0, 1, 2, 4 and 5 s",
+    },
+    "cost-rpm-limit": {
+        "deployments": {
+            "a1": (FakeModel(), {"input_cost_per_token": 1e-5, "output_cost_per_token": 3e-5}),
+            "a2": (
+                FakeModel(),
+                {"input_cost_per_token": 1e-7, "output_cost_per_token": 4e-7, "rpm": 2},
+            ),
+        },
+        "router": {"routing_strategy": "cost-based-routing", "num_retries": 0},
+        "arrivals": [0.5 * i for i in range(5)],
+        "minute_aligned": True,
+        "what": "cost-based-routing, group a = a1 (expensive) + a2 (cheap, rpm 2), num_retries=0, "
+        "a request every 0.5 s",
+    },
+    "cost-zero-is-unknown": {
+        "deployments": {
+            "a1": (FakeModel(), {}),
+            "a2": (FakeModel(), {"input_cost_per_token": 0, "output_cost_per_token": 0}),
+        },
+        "router": {"routing_strategy": "cost-based-routing"},
+        "arrivals": [0.5 * i for i in range(4)],
+        "what": "cost-based-routing, group a = a1 (no price) + a2 (prices 0), a request every "
+        "0.5 s",
+    },
 }
 
 

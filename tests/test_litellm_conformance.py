@@ -253,6 +253,36 @@ LOAD_SCENARIOS: dict[str, tuple[dict[str, sy.ModelProfile], dict, list[float]]] 
         {"routing_strategy": "usage-based-routing-v2"},
         [0.2 * i for i in range(12)],
     ),
+    # cost-based-routing draws nothing: compared as they are. The prices come from the recorded
+    # model_list; the profiles here have none (price 0), as LiteLLM's cost map has no a1, a2.
+    "cost-cheap-expensive": (
+        {"a1": speed(0.01), "a2": speed(0.01)},
+        {"routing_strategy": "cost-based-routing"},
+        [0.5 * i for i in range(6)],
+    ),
+    "cost-cheap-503-cooldown": (
+        {
+            "a1": speed(0.01),
+            "a2": constant_profile(0.01, 16, 2000.0, faults=sy.Faults(outages=[(0.9, 1.5)])),
+        },
+        {
+            "routing_strategy": "cost-based-routing",
+            "allowed_fails": 0,
+            "cooldown_time": 2,
+            "num_retries": 1,
+        },
+        [0.0, 1.0, 2.0, 4.0, 5.0],
+    ),
+    "cost-rpm-limit": (
+        {"a1": speed(0.01), "a2": speed(0.01)},
+        {"routing_strategy": "cost-based-routing", "num_retries": 0},
+        [0.5 * i for i in range(5)],
+    ),
+    "cost-zero-is-unknown": (
+        {"a1": speed(0.01), "a2": speed(0.01)},
+        {"routing_strategy": "cost-based-routing"},
+        [0.5 * i for i in range(4)],
+    ),
 }
 
 # Load scenarios where the strategy picks at random among several deployments (latency-based:

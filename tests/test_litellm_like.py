@@ -612,7 +612,7 @@ def test_simple_shuffle_weighs_by_weight_then_rpm_and_is_uniform_without():
         ({"model_list": [deployment("g", "a", order="first")]}, "order must be a whole"),
         ({"model_list": [deployment("g", "a")], "fallbacks": [{"g": ["h"]}]}, "unknown group"),
         (
-            {"model_list": [deployment("g", "a")], "routing_strategy": "cost-based-routing"},
+            {"model_list": [deployment("g", "a")], "routing_strategy": "usage-based-routing"},
             "unknown routing_strategy",
         ),
         ({}, "needs the models"),
@@ -773,3 +773,140 @@ def test_a_503_that_speaks_of_a_rate_limit_is_a_429_to_litellm(
     calls = result.attempts[result.attempts["status"] != "skipped"]
     per_request = calls.groupby("request_id")["model"].apply(list).tolist()
     assert per_request == [first_request, second_request]
+
+
+# -- cost-based-routing ---------------------------------------------------------------------------
+
+
+def priced(name: str, price_in: float = 0.0, price_out: float = 0.0) -> dict:
+    """A deployment of the group "a" with its litellm_params prices per token (0: none given)."""
+    params: dict = {"model": name}
+    if price_in:
+        params["input_cost_per_token"] = price_in
+    if price_out:
+        params["output_cost_per_token"] = price_out
+    return {"model_name": "a", "litellm_params": params}
+
+
+def cost_run(model_list, n: int = 4, gap: float = 1.0, models=None, **kwargs) -> sy.Result:
+    router = st.litellm_like(
+        model_list=[*model_list, {"model_name": "b", "litellm_params": {"model": "ok"}}],
+        routing_strategy="cost-based-routing",
+        fallbacks={"a": ["b"]},
+        **kwargs,
+    )
+    hosted = models or {m["litellm_params"]["model"]: profile() for m in model_list}
+    requests = [sy.Request(f"q{i}", id=i) for i in range(n)]
+    arrivals = [gap * i for i in range(n)]
+    return sy.run(router, requests, host=sy.SimHost({"ok": profile(), **hosted}), arrivals=arrivals)
+
+
+def served_by(result: sy.Result) -> list[str]:
+    return list(result.requests["served_model"])
+
+
+def test_cost_based_routing_sends_every_request_to_the_cheapest_deployment():
+    # input plus output per token: a2 (1e-7 + 4e-7) under a1 (1e-6 + 1e-6) and a3 (5e-8 + 1e-6)
+    result = cost_run(
+        [priced("a1", 1e-6, 1e-6), priced("a2", 1e-7, 4e-7), priced("a3", 5e-8, 1e-6)]
+    )
+    assert served_by(result) == ["a2"] * 4
+
+
+def test_cost_based_routing_reads_the_hosts_prices_when_litellm_params_give_none():
+    # ModelProfile prices are USD per million tokens: a1 0.15 + 0.6, a2 2.5 + 10
+    models = {
+        "a1": constant_profile(0.25, 10, 100.0).replace(price_in=2.5, price_out=10.0),
+        "a2": constant_profile(0.25, 10, 100.0).replace(price_in=0.15, price_out=0.6),
+    }
+    assert served_by(cost_run([priced("a1"), priced("a2")], models=models)) == ["a2"] * 4
+    # a litellm_params price comes first: a1 at 1e-8 + 1e-8 per token is now the cheapest
+    listed = [priced("a1", 1e-8, 1e-8), priced("a2")]
+    assert served_by(cost_run(listed, models=models)) == ["a1"] * 4
+    # the groups form has no litellm_params: the host's prices alone
+    router = st.litellm_like({"a": ["a1", "a2"]}, routing_strategy="cost-based-routing")
+    result = sy.run(router, [sy.Request("q", id=0)], host=sy.SimHost(models))
+    assert served_by(result) == ["a2"]
+
+
+def test_cost_based_routing_gives_an_unknown_price_5_per_token_and_ties_to_the_first():
+    from sykit.strategies._litellm_routing import deployment_price
+
+    assert deployment_price((None, None), None) == 10.0
+    assert deployment_price((1e-6, None), None) == pytest.approx(5.000001)
+    assert deployment_price((0.0, 0.0), None) == 10.0  # LiteLLM passes over a 0
+    assert deployment_price((None, None), (0.0, 0.0)) == 10.0  # sykit's unpriced profile
+    assert deployment_price((None, None), (1.0, 3.0)) == pytest.approx(4e-6)
+    assert deployment_price((2e-6, None), (1.0, 3.0)) == pytest.approx(5e-6)
+    # no price known anywhere: a tie at 10, to the deployment listed first, every time
+    assert served_by(cost_run([priced("a1"), priced("a2")])) == ["a1"] * 4
+    assert served_by(cost_run([priced("a2"), priced("a1")])) == ["a2"] * 4
+    # an input price alone: its output counts 5, still under an unpriced deployment's 10
+    assert served_by(cost_run([priced("a1"), priced("a2", price_in=1e-6)])) == ["a2"] * 4
+
+
+def test_a_cost_tie_goes_to_the_deployment_that_answered_first_in_the_group():
+    # LiteLLM's record lists the deployments in the order of their first answer: a1 (listed
+    # first) is rate limited at first and cools, so a2 answers first and wins the later ties.
+    models = {
+        "a1": profile(sy.Faults(fail_first=1, fail_first_status=429, retry_after_s=1.0)),
+        "a2": profile(),
+    }
+    result = cost_run([priced("a1"), priced("a2")], n=4, gap=10.0, models=models)
+    assert served_by(result) == ["a2"] * 4
+    assert attempts(result)[0][:2] == ("a1", 429)
+
+
+def test_cost_based_routing_keeps_to_rpm_and_tpm_limits_per_minute():
+    # the cheap a2 serves rpm 2 answered calls a minute, then the dearer a1 takes the rest of
+    # that minute, and a2 is back the next minute
+    cheap = priced("a2", 1e-7, 1e-7)
+    cheap["litellm_params"]["rpm"] = 2
+    result = cost_run([priced("a1", 1e-6, 1e-6), cheap], n=5, gap=1.0)
+    assert served_by(result) == ["a2", "a2", "a1", "a1", "a1"]
+    result = cost_run([priced("a1", 1e-6, 1e-6), cheap], n=4, gap=25.0)
+    assert served_by(result) == ["a2", "a2", "a1", "a2"]  # t = 0, 25 | 50 | 75
+    # rpm 0 is no limit (LiteLLM reads the limits with `or`)
+    cheap["litellm_params"]["rpm"] = 0
+    assert served_by(cost_run([priced("a1", 1e-6, 1e-6), cheap], n=4)) == ["a2"] * 4
+    # every deployment over its limit: no call on the group, the fallback b
+    both = [
+        {**d, "litellm_params": {**d["litellm_params"], "rpm": 1}}
+        for d in (priced("a1", 1e-6, 1e-6), priced("a2", 1e-7, 1e-7))
+    ]
+    result = cost_run(both, n=3)
+    assert served_by(result) == ["a2", "a1", "ok"]
+    assert (result.attempts["status"] == "skipped").sum() == 2
+
+
+def test_cost_based_routing_refuses_what_it_does_not_model():
+    with pytest.raises(sy.ArgumentError, match="base_model"):
+        st.litellm_like(
+            model_list=[
+                {"model_name": "a", "litellm_params": {"model": "a1", "base_model": "gpt-4o"}}
+            ],
+            routing_strategy="cost-based-routing",
+        )
+    with pytest.raises(sy.ArgumentTypeError, match="input_cost_per_token must be a number"):
+        st.litellm_like(
+            model_list=[
+                {"model_name": "a", "litellm_params": {"model": "a1", "input_cost_per_token": "1"}}
+            ],
+            routing_strategy="cost-based-routing",
+        )
+    with pytest.raises(sy.ArgumentError, match="are not read by 'cost-based-routing'"):
+        st.litellm_like(
+            ["a"], routing_strategy="cost-based-routing", routing_strategy_args={"ttl": 60}
+        )
+
+
+def test_cost_based_routing_runs_on_the_event_engines_only():
+    router = st.litellm_like(
+        model_list=[priced("a1", 1e-6, 1e-6), priced("a2", 1e-7, 1e-7)],
+        routing_strategy="cost-based-routing",
+    )
+    assert router.bulk_path() is None
+    hosted = sy.SimHost({"a1": profile(), "a2": profile()})
+    with pytest.raises(sy.ArgumentError, match="can change one another's course"):
+        sy.run(router, REQUEST, host=hosted, engine="bulk")
+    assert sy.run(router, REQUEST, host=hosted).engine == "kernel"

@@ -63,8 +63,8 @@ def test_an_unknown_routing_strategy_lists_the_supported_ones():
     assert "unknown routing_strategy 'lowest-latency'" in message
     for name in ("simple-shuffle", "least-busy", "latency-based-routing", "usage-based-routing-v2"):
         assert name in message
-    with pytest.raises(sy.ArgumentError, match="cost-based-routing are not modelled"):
-        st.litellm_like(["a"], routing_strategy="cost-based-routing")
+    with pytest.raises(sy.ArgumentError, match="usage-based-routing is not modelled"):
+        st.litellm_like(["a"], routing_strategy="usage-based-routing")
 
 
 def test_routing_strategy_args_are_checked_against_the_strategy():

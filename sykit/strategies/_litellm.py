@@ -27,7 +27,7 @@ from sykit.strategies._litellm_errors import (
     _litellm_special,
     _litellm_status,
 )
-from sykit.strategies._litellm_routing import Limits, LoadState, RoutingArgs
+from sykit.strategies._litellm_routing import Limits, LoadState, RoutingArgs, deployment_price
 
 __all__ = ["LITELLM_VERSION"]
 
@@ -66,12 +66,14 @@ class _LiteLLMLike:
         routing_args: RoutingArgs | None = None,
         limits: dict[str, dict[str, Limits]] | None = None,
         cooldowns: dict[str, float] | None = None,
+        prices: dict[str, dict[str, tuple[float | None, float | None]]] | None = None,
     ) -> None:
         self.groups = groups
         self.routing_strategy = routing_strategy
         self.routing_args = routing_args or RoutingArgs()
         self.limits = limits or {}  # group -> model -> its tpm and rpm
         self.cooldowns = cooldowns or {}  # model -> its own cooldown_time (model_list)
+        self.prices = prices or {}  # group -> model -> its litellm_params prices per token
         self.orders = orders or {}  # model -> its order (LiteLLM's litellm_params["order"])
         self.weights = weights or {}  # group -> model -> its simple-shuffle weight
         self.first = next(iter(groups))
@@ -251,7 +253,23 @@ class _LiteLLMLike:
         return backoff + _LITELLM_JITTER_S * jitter
 
     # -- serving -----------------------------------------------------------------------------------
+    def _priced(self, driver: Driver) -> dict[str, dict[str, float]]:
+        """cost-based-routing's price of every deployment (:func:`deployment_price`): its
+        ``litellm_params`` prices, else its ModelProfile's on the run's host."""
+        profiles = driver._state.run.profiles  # the host's models, as the run holds them
+        out: dict[str, dict[str, float]] = {}
+        for group, deployments in self.groups.items():
+            declared = self.prices.get(group, {})
+            for model in deployments:
+                profile = profiles.get(model)
+                prices = None if profile is None else (profile.price_in, profile.price_out)
+                own = declared.get(model, (None, None))
+                out.setdefault(group, {})[model] = deployment_price(own, prices)
+        return out
+
     async def route(self, request: Request, driver: Driver) -> Outcome:
+        if self.routing_strategy == "cost-based-routing" and self.load.prices is None:
+            self.load.prices = self._priced(driver)
         draws = _Draws(driver.seed, driver.request_id)
         try:
             return await self._serve_group(request, driver, self.first, 0, draws)

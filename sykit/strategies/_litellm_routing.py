@@ -17,6 +17,12 @@ Each keeps the state LiteLLM's own router keeps for it (read in LiteLLM 1.110.2'
   calls started (rpm, counted as a call starts) and the tokens of the answered ones (tpm); the
   lowest tpm wins (a tie at random) among the deployments whose tpm plus the request's input
   would stay within their ``tpm`` and whose rpm plus one stays under their ``rpm``.
+* ``cost-based-routing`` (``lowest_cost.py``, ``LowestCostLoggingHandler``): the lowest
+  per-token price, input plus output (:func:`deployment_price`), among the deployments whose
+  tokens this minute plus the request's input stay within their ``tpm`` and whose answered calls
+  this minute plus one stay within their ``rpm`` (both counted when an answer lands); a tie goes
+  to the deployment LiteLLM's record lists first: the group's deployments in the order of their
+  first answer, then those never answered in the group's order. No random draw.
 
 A minute is a virtual one here (``int(now // 60)``), a wall-clock one in LiteLLM.
 """
@@ -32,7 +38,15 @@ from sykit._base.checks import check_int
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._world.dists import check_number
 
-__all__ = ["ROUTING_STRATEGIES", "Limits", "LoadState", "RoutingArgs", "routing_args"]
+__all__ = [
+    "ROUTING_STRATEGIES",
+    "UNKNOWN_PRICE_PER_TOKEN",
+    "Limits",
+    "LoadState",
+    "RoutingArgs",
+    "deployment_price",
+    "routing_args",
+]
 
 #: The routing_strategy names litellm_like models.
 ROUTING_STRATEGIES = (
@@ -40,6 +54,7 @@ ROUTING_STRATEGIES = (
     "least-busy",
     "latency-based-routing",
     "usage-based-routing-v2",
+    "cost-based-routing",
 )
 #: routing_strategy_args each strategy reads (``ttl``: how long LiteLLM keeps its record, which
 #: a run of less than an hour, or a minute for usage, never reaches: accepted and not used).
@@ -50,7 +65,11 @@ _ARGS: dict[str, frozenset[str]] = {
         {"ttl", "lowest_latency_buffer", "max_latency_list_size", "ttft_percentile"}
     ),
     "usage-based-routing-v2": frozenset({"ttl"}),
+    "cost-based-routing": frozenset(),  # LiteLLM builds its handler with routing_args={}
 }
+#: LiteLLM's price per token for a deployment whose input or output price it does not know
+#: (``lowest_cost.py``: neither in ``litellm_params`` nor in its model cost map).
+UNKNOWN_PRICE_PER_TOKEN = 5.0
 _TIMEOUT_SAMPLE_S = 1000.0  # what a timeout adds to a deployment's latencies
 
 
@@ -69,6 +88,24 @@ class Limits:
 
     tpm: float = math.inf
     rpm: float = math.inf
+
+
+def deployment_price(
+    declared: tuple[float | None, float | None], profile_prices: tuple[float, float] | None
+) -> float:
+    """A deployment's cost for cost-based-routing, LiteLLM's ``item_input_cost +
+    item_output_cost``: each price per token from ``litellm_params`` (``declared``; LiteLLM
+    passes over a 0 there), else from the host's ModelProfile (``profile_prices``, USD per
+    million tokens, in place of LiteLLM's model cost map; a profile with both prices 0, sykit's
+    default, counts as unpriced), else :data:`UNKNOWN_PRICE_PER_TOKEN`."""
+    mapped: tuple[float | None, float | None] = (None, None)
+    if profile_prices is not None and any(profile_prices):
+        mapped = (profile_prices[0] / 1e6, profile_prices[1] / 1e6)
+    total = 0.0
+    for own, row in zip(declared, mapped, strict=True):
+        price = own if own else row  # LiteLLM's truthiness test: a declared 0 is passed over
+        total += UNKNOWN_PRICE_PER_TOKEN if price is None else price
+    return total
 
 
 def routing_args(strategy: str, args: Mapping[str, Any] | None) -> RoutingArgs:
@@ -141,6 +178,11 @@ class LoadState:
         self.in_flight: dict[tuple[str, str], int] = {}
         self.latencies: dict[str, dict[str, _Latencies]] = {}  # absent: no record for the group
         self.usage: dict[tuple[str, str], list[Any]] = {}  # [minute, rpm or None, tpm or None]
+        #: cost-based-routing: group -> model -> its price (set by the router at its first pick
+        #: of a run), the answered calls and tokens per minute, and each group's record order
+        self.prices: dict[str, dict[str, float]] | None = None
+        self.answered: dict[tuple[str, str], list[int]] = {}  # [minute, calls, tokens]
+        self.record: dict[str, dict[str, None]] = {}  # absent: no record for the group yet
 
     def _limits(self, group: str, model: str) -> Limits:
         return self.limits.get(group, {}).get(model, _NO_LIMITS)
@@ -157,6 +199,8 @@ class LoadState:
         minute = int(now // 60.0)
         if self.strategy == "latency-based-routing":
             return self._within_buffer(group, candidates, minute, input_tokens, stream)
+        if self.strategy == "cost-based-routing":
+            return self._lowest_cost(group, candidates, minute, input_tokens)
         return self._lowest_usage(group, candidates, minute, input_tokens)
 
     def _within_buffer(
@@ -209,6 +253,34 @@ class LoadState:
                 best.append(m)
         return best
 
+    def _lowest_cost(
+        self, group: str, candidates: list[str], minute: int, input_tokens: int
+    ) -> list[str]:
+        """LiteLLM's ``LowestCostLoggingHandler.async_get_available_deployments``: its record
+        (once the group has one, a deployment it has not seen is added to it, after those it
+        has), each deployment within its limits, sorted by price (a stable sort: a tie to the
+        one listed first in the record)."""
+        record = self.record.get(group)
+        if record is not None:  # LiteLLM adds the unseen deployments to the stored record
+            for m in candidates:
+                record.setdefault(m)
+            ordered = [m for m in record if m in candidates]
+        else:
+            ordered = list(candidates)
+        prices = (self.prices or {}).get(group, {})
+        best: str | None = None
+        lowest = math.inf
+        for m in ordered:
+            used = self.answered.get((group, m))
+            calls, tokens = (used[1], used[2]) if used and used[0] == minute else (0, 0)
+            limits = self._limits(group, m)
+            if tokens + input_tokens > limits.tpm or calls + 1 > limits.rpm:
+                continue
+            price = prices.get(m, 2 * UNKNOWN_PRICE_PER_TOKEN)
+            if best is None or price < lowest:
+                best, lowest = m, price
+        return [] if best is None else [best]
+
     def over_limit(self, group: str, model: str, now: float) -> str:
         """Why ``model`` was left out of a pick, for the skip it is recorded as."""
         limits = self._limits(group, model)
@@ -246,6 +318,14 @@ class LoadState:
         if self.strategy == "usage-based-routing-v2":
             used = self._usage((group, model), now)
             used[2] = (used[2] or 0) + total_tokens
+        elif self.strategy == "cost-based-routing":
+            minute = int(now // 60.0)
+            answered = self.answered.get((group, model))
+            if answered is None or answered[0] != minute:
+                answered = self.answered[(group, model)] = [minute, 0, 0]
+            answered[1] += 1
+            answered[2] += total_tokens
+            self.record.setdefault(group, {}).setdefault(model)
         elif self.strategy == "latency-based-routing":
             entry = self._entry(group, model)
             size = self.args.max_latency_list_size

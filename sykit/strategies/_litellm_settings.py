@@ -74,18 +74,23 @@ def _litellm_order(value: Any, where: str) -> int | None:
     raise ArgumentError(f"{where}: order must be a whole number, got {value!r}")
 
 
+Prices = dict[str, dict[str, tuple[float | None, float | None]]]
+
+
 def _litellm_model_list(
-    model_list: Any,
+    model_list: Any, by_cost: bool = False
 ) -> tuple[
     dict[str, tuple[str, ...]],
     dict[str, int],
     dict[str, dict[str, float]],
     dict[str, dict[str, Limits]],
     dict[str, float],
+    Prices,
 ]:
     """groups, orders (model -> order), simple-shuffle weights (group -> model -> weight),
-    tpm/rpm limits (group -> model -> Limits) and the deployments' own cooldown_time (model ->
-    seconds) from LiteLLM's ``model_list``."""
+    tpm/rpm limits (group -> model -> Limits), the deployments' own cooldown_time (model ->
+    seconds) and, for cost-based-routing (``by_cost``), their declared prices per token (group
+    -> model -> (input, output), None where not given or 0) from LiteLLM's ``model_list``."""
     if isinstance(model_list, (str, Mapping)) or not isinstance(model_list, Sequence):
         raise ArgumentTypeError(
             f"model_list must be a list of LiteLLM deployments, got {type(model_list).__name__}"
@@ -97,6 +102,7 @@ def _litellm_model_list(
     params_of: dict[str, list[Mapping[str, Any]]] = {}
     limits: dict[str, dict[str, Limits]] = {}
     cooldowns: dict[str, float] = {}
+    prices: Prices = {}
     for i, entry in enumerate(model_list):
         where = f"model_list[{i}]"
         if not isinstance(entry, Mapping):
@@ -136,9 +142,11 @@ def _litellm_model_list(
             cooldowns[deployment] = cooldown
         groups.setdefault(group, []).append(deployment)
         params_of.setdefault(group, []).append(params)
-        limit = _litellm_limits(params, info, where)
+        limit = _litellm_limits(params, info, where, by_cost)
         if limit is not None:
             limits.setdefault(group, {})[deployment] = limit
+        if by_cost:
+            prices.setdefault(group, {})[deployment] = _litellm_prices(params, info, where)
     weights: dict[str, dict[str, float]] = {}
     for group, deployments in groups.items():
         for key in _LITELLM_WEIGHTS:
@@ -151,7 +159,30 @@ def _litellm_model_list(
             if max(values) > 0:
                 weights[group] = dict(zip(deployments, values, strict=True))
                 break
-    return {g: tuple(d) for g, d in groups.items()}, orders, weights, limits, cooldowns
+    return {g: tuple(d) for g, d in groups.items()}, orders, weights, limits, cooldowns, prices
+
+
+def _litellm_prices(
+    params: Mapping[str, Any], info: Any, where: str
+) -> tuple[float | None, float | None]:
+    """A deployment's ``input_cost_per_token`` and ``output_cost_per_token`` from
+    ``litellm_params``, as cost-based-routing reads them (LiteLLM passes over a 0, as over a
+    missing one). A ``base_model`` is refused: LiteLLM would price that name from its model
+    cost map, which sykit does not have."""
+    for source in (info, params):
+        if isinstance(source, Mapping) and source.get("base_model"):
+            raise ArgumentError(
+                f"{where}: cost-based-routing in litellm_like does not model base_model (LiteLLM "
+                "prices it from its model cost map): give input_cost_per_token and "
+                "output_cost_per_token in litellm_params, or the host's ModelProfile prices"
+            )
+    out: list[float | None] = []
+    for key in ("input_cost_per_token", "output_cost_per_token"):
+        value = params.get(key)
+        if value is not None:
+            value = check_number(value, f"{where} {key}")
+        out.append(float(value) if value else None)
+    return out[0], out[1]
 
 
 def _litellm_cooldown_time(params: Mapping[str, Any], info: Any) -> float | None:
@@ -170,16 +201,21 @@ def _litellm_cooldown_time(params: Mapping[str, Any], info: Any) -> float | None
     return None
 
 
-def _litellm_limits(params: Mapping[str, Any], info: Any, where: str) -> Limits | None:
+def _litellm_limits(
+    params: Mapping[str, Any], info: Any, where: str, by_cost: bool = False
+) -> Limits | None:
     """A deployment's tpm and rpm, as the load-aware strategies read them: from
-    ``litellm_params``, else ``model_info`` (None when it sets neither)."""
+    ``litellm_params``, else ``model_info`` (None when it sets neither). cost-based-routing
+    reads them with ``or``, so a 0 there is passed over too, and means no limit."""
     values: dict[str, float] = {}
     for key in ("tpm", "rpm"):
         value = params.get(key)
-        if value is None and isinstance(info, Mapping):
+        if (not value if by_cost else value is None) and isinstance(info, Mapping):
             value = info.get(key)
         if value is not None:
-            values[key] = float(check_number(value, f"{where} {key}", low=0.0))
+            number = float(check_number(value, f"{where} {key}", low=0.0))
+            if number or not by_cost:
+                values[key] = number
     return Limits(**values) if values else None
 
 
@@ -313,6 +349,18 @@ def litellm_like(
         deployments available". Latency-based routing applies the same limits, counting
         answered calls per minute.
 
+      - ``"cost-based-routing"``: the lowest price per token, input plus output: each from
+        ``litellm_params`` (``input_cost_per_token``, ``output_cost_per_token``; a 0 is passed
+        over, as LiteLLM passes it over), else from the host's ModelProfile (``price_in``,
+        ``price_out`` / 1e6, in place of LiteLLM's model cost map; a profile with both prices 0
+        counts as unpriced), else 5.0, LiteLLM's price for a model it does not know. Among the
+        deployments whose answered calls this minute plus one stay within their ``rpm`` and
+        whose tokens plus ``input_tokens`` within their ``tpm`` (both counted when an answer
+        lands; a 0 limit is none); none left: the fallbacks, as above. A tie goes to the
+        deployment that answered first in the group (LiteLLM's record order), else the one
+        listed first. No random draw. ``base_model`` is refused (LiteLLM would price it from
+        its cost map).
+
       A minute is the run's (``int(t // 60)``), a wall-clock one in LiteLLM. Unknown names are
       refused with the list of supported ones.
     * **order** (``litellm_params["order"]``, or ``model_info["order"]``): only the healthy
@@ -341,7 +389,8 @@ def litellm_like(
     (the default) to see its calls' errors. Jitter and deployment picks are keyed draws
     (``uniforms(driver.seed, "litellm_like", request id, n)``), so a run is the same for a seed.
 
-    Not modelled: LiteLLM's ``usage-based-routing`` (v1) and ``cost-based-routing``, rpm/tpm
+    Not modelled: LiteLLM's ``usage-based-routing`` (v1), its cost map (cost-based-routing
+    reads the host's prices instead) and the expiry of its record after ~10 min, rpm/tpm
     limits under simple-shuffle (there ``rpm`` only weighs the shuffle), usage-based-routing-v2's
     check at the call's start that refuses a deployment whose rpm another pick filled since (a
     race between concurrent picks, which a pick and its call at one instant never meet),
@@ -371,11 +420,11 @@ def litellm_like(
     weights: dict[str, dict[str, float]] = {}
     limits: dict[str, dict[str, Limits]] = {}
     cooldowns: dict[str, float] = {}
+    prices: dict[str, dict[str, tuple[float | None, float | None]]] = {}
     if not isinstance(routing_strategy, str) or routing_strategy not in ROUTING_STRATEGIES:
         raise ArgumentError(
             f"unknown routing_strategy {routing_strategy!r:.60}; litellm_like supports "
-            f"{list(ROUTING_STRATEGIES)} (LiteLLM's usage-based-routing and cost-based-routing "
-            "are not modelled)"
+            f"{list(ROUTING_STRATEGIES)} (LiteLLM's usage-based-routing is not modelled)"
         )
     args = routing_args(routing_strategy, routing_strategy_args)
     if model_list is not None:
@@ -384,7 +433,9 @@ def litellm_like(
                 "litellm_like() takes either groups or model_list=, not both: put every "
                 "deployment in model_list"
             )
-        groups, orders, weights, limits, cooldowns = _litellm_model_list(model_list)
+        groups, orders, weights, limits, cooldowns, prices = _litellm_model_list(
+            model_list, by_cost=routing_strategy == "cost-based-routing"
+        )
     elif models_or_groups is None:
         raise ArgumentError("litellm_like() needs the models, the groups or model_list=")
     elif isinstance(models_or_groups, Mapping):
@@ -451,4 +502,5 @@ def litellm_like(
         routing_args=args,
         limits=limits,
         cooldowns=cooldowns,
+        prices=prices,
     )
