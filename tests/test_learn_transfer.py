@@ -187,3 +187,13 @@ def test_cross_fit_is_unchanged_by_sharing_its_evaluation():
         1.0,
         1.0,
     ]
+
+
+def test_an_empty_table_is_named():
+    routellm = sy.datasets.load("routellm")
+    mt_bench = routellm.filter(benchmark="mt_bench")
+    empty = routellm.filter(benchmark="no such benchmark")
+    with pytest.raises(sy.ArgumentError, match=r"^test has no rows"):
+        sy.learn.transfer(sy.learn.Knn(), train=mt_bench, test=empty)
+    with pytest.raises(sy.ArgumentError, match=r"^train has no rows"):
+        sy.learn.transfer(sy.learn.Knn(), train=empty, test=mt_bench)

@@ -80,6 +80,8 @@ def transfer(
             raise ArgumentTypeError(
                 f"{role} must be a sy.datasets.Dataset, got {type(data).__name__}"
             )
+        if not len(data):
+            raise ArgumentError(f"{role} has no rows: did a filter leave it empty?")
 
     def need(pair: tuple[str | None, ...]) -> None:
         for role, data in (("train", train), ("test", test)):
