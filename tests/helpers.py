@@ -71,3 +71,29 @@ def load_script(path) -> object:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def finishes(work, seconds: float):
+    """``work()``'s result, or a test failure if it has not returned after ``seconds`` of wall
+    time (it runs in a daemon thread, so a run that spins fails the test instead of hanging it).
+    An error of ``work()`` is raised here."""
+    import threading
+
+    import pytest
+
+    outcome: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as error:  # handed to the caller below
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        pytest.fail(f"still running after {seconds:g} s of wall time: the run never ends")
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]  # a BaseException, stored above
+    return outcome["value"]

@@ -11,11 +11,11 @@ import gc
 import subprocess
 import sys
 import textwrap
-import threading
 import warnings
 
 import pytest
 from helpers import constant_profile
+from helpers import finishes as _finishes
 
 import sykit as sy
 from sykit._run.engines.kernel import Kernel, checkpoint
@@ -24,25 +24,9 @@ from sykit._run.engines.kernel import Kernel, checkpoint
 HANG_S = 60.0
 
 
-def finishes(work, seconds: float = HANG_S):
-    """``work()``'s result, or a test failure if it has not returned after ``seconds`` of wall
-    time (it runs in a daemon thread, so a busy spin fails the test instead of hanging it)."""
-    outcome: dict[str, object] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = work()
-        except BaseException as error:
-            outcome["error"] = error
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        pytest.fail(f"still running after {seconds:g} s of wall time: the engine spins")
-    if "error" in outcome:
-        raise outcome["error"]  # type: ignore[misc]
-    return outcome["value"]
+def finishes(work):
+    """``work()``'s result within :data:`HANG_S` of wall time (see :func:`helpers.finishes`)."""
+    return _finishes(work, HANG_S)
 
 
 def requests(n: int) -> list[sy.Request]:

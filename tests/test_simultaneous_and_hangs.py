@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from helpers import constant_profile, run_both
+from helpers import finishes as _finishes
 
 import sykit as sy
 from sykit._run.driver import REQUEST_HORIZON_S, SWALLOWED_CANCELLATIONS
@@ -181,25 +181,9 @@ def test_many_requests_hedging_after_0_at_one_instant_give_the_same_frames_on_bo
 # -- guarded runs ----------------------------------------------------------------------------------
 
 
-def finishes(work: Callable[[], Any], seconds: float = HANG_S) -> Any:
-    """``work()``'s result, or a test failure if it has not returned after ``seconds`` of wall
-    time (it runs in a daemon thread: a run that spins fails the test instead of hanging it)."""
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = work()
-        except BaseException as error:  # handed to the test below
-            outcome["error"] = error
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        pytest.fail(f"still running after {seconds:g} s of wall time: the run never ends")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+def finishes(work):
+    """``work()``'s result within :data:`HANG_S` of wall time (see :func:`helpers.finishes`)."""
+    return _finishes(work, HANG_S)
 
 
 def assert_exact_records(result: sy.Result, n: int) -> None:
