@@ -66,7 +66,8 @@ def write_files(out: Path, results: Results, offload: Offload | None = None) -> 
     writing of the records (CSV and Parquet, the longest part) beside the figures."""
     robust = results.robust
     out.mkdir(parents=True, exist_ok=True)
-    sweeps = (offload or _inline)(_sweep_files, out, *_sweep_parts(results))
+    parts = _sweep_parts_of(results.thresholds, results.randoms)
+    sweeps = (offload or _inline)(_sweep_files, out, *parts)
     written = write_comparisons(
         out, results.routing, results.routing_summary, robust.comparison, robust.summary, offload
     )
@@ -97,14 +98,18 @@ def write_comparisons(
     written by ``offload``'s worker, when given one, while the figures are drawn)."""
     out.mkdir(parents=True, exist_ok=True)
     routing_summary.to_csv(out / "routing_summary.csv", index=False)
-    written = ["routing_summary.csv"]
+    written = ["routing_summary.csv", *_record_files("routing_requests")]
     records = [("routing_requests", routing.requests)]
     figures = {
         "cost_quality.png": lambda: _titled(routing.plot.cost_quality().figure, FAULT_FREE_RUN)
     }
     if robustness is not None and robustness_summary is not None:
         robustness_summary.to_csv(out / "robustness_summary.csv", index=False)
-        written.append("robustness_summary.csv")
+        written += [
+            "robustness_summary.csv",
+            *_record_files("robustness_requests"),
+            *_record_files("robustness_attempts"),
+        ]
         records += [
             ("robustness_requests", robustness.requests),
             ("robustness_attempts", robustness.attempts),
@@ -118,25 +123,28 @@ def write_comparisons(
         )
     writing = (offload or _inline)(_records, out, records)
     figures_written = save_figures(out, figures)
-    names = writing()  # the records of each run follow its summary, as they always have
-    return [written[0], *names[:2], *written[1:], *names[2:], *figures_written]
+    writing()  # the records are written (or the worker's error raised here)
+    return written + figures_written
 
 
 def _inline(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
     return lambda: fn(*args)
 
 
-def _records(out: Path, records: list[tuple[str, pd.DataFrame]]) -> list[str]:
+def _record_files(name: str) -> list[str]:
+    """The files :func:`_records` writes for the records called ``name``."""
+    return [f"{name}.csv", f"{name}.parquet"]
+
+
+def _records(out: Path, records: list[tuple[str, pd.DataFrame]]) -> None:
     """Runs' records as CSV, and as Parquet beside them with their dtypes: a CSV of tens of
     thousands of rows makes ``pd.read_csv`` guess types a block at a time (a ``DtypeWarning``
     where a text column is empty for a whole block); ``pd.read_parquet`` reads them back as they
-    were. Returns the names written."""
-    written = []
+    were (the files :func:`_record_files` names)."""
     for name, frame in records:
-        frame.to_csv(out / f"{name}.csv", index=False)
-        frame.to_parquet(out / f"{name}.parquet", index=False)
-        written += [f"{name}.csv", f"{name}.parquet"]
-    return written
+        csv, parquet = _record_files(name)
+        frame.to_csv(out / csv, index=False)
+        frame.to_parquet(out / parquet, index=False)
 
 
 #: What each figure of the job says it shows, after its own title.
@@ -173,10 +181,6 @@ def save_figures(out: Path, figures: Mapping[str, Callable[[], Any]]) -> list[st
 def write_sweeps(out: Path, thresholds: Any, randoms: Any) -> list[str]:
     """The threshold and random sweeps' curves as CSV, and the threshold curve as PNG."""
     return _sweep_files(out, *_sweep_parts_of(thresholds, randoms))
-
-
-def _sweep_parts(results: Results) -> tuple[Any, ...]:
-    return _sweep_parts_of(results.thresholds, results.randoms)
 
 
 def _sweep_parts_of(thresholds: Any, randoms: Any) -> tuple[Any, ...]:
