@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import heapq
+import math
 import os
 
 import numpy as np
@@ -43,24 +44,20 @@ def exact_ps(arrivals: np.ndarray, work: np.ndarray) -> np.ndarray:
     ends: list[tuple[float, int]] = []  # (attained service at which the call ends, index)
     attained = 0.0  # service each call in service has received since the clock started
     now = 0.0
-    for i in order:
-        arrival = arrivals[i]
-        # departures before this arrival
+    for i in [*order.tolist(), None]:  # None: after the last arrival, every call departs
+        arrival = math.inf if i is None else arrivals[i]
         while ends and now + (ends[0][0] - attained) * len(ends) <= arrival:
             finish, j = heapq.heappop(ends)
             now += (finish - attained) * (len(ends) + 1)
             attained = finish
             response[j] = now - arrivals[j]
+        if i is None:
+            return response
         if ends:
             attained += (arrival - now) / len(ends)
         now = arrival
         heapq.heappush(ends, (attained + work[i], int(i)))
-    while ends:
-        finish, j = heapq.heappop(ends)
-        now += (finish - attained) * (len(ends) + 1)
-        attained = finish
-        response[j] = now - arrivals[j]
-    return response
+    raise AssertionError("not reached: the loop returns after its last step")
 
 
 def measure(rho: float, n: int, seed: int) -> tuple[float, float, float, float]:
