@@ -80,7 +80,7 @@ def retry_after_headers(
 ) -> dict[str, str]:
     """The Retry-After headers of an answer that leaves at ``now_s`` (seconds since 1970; default
     the current time, only read for a date), written as the ``FakeProvider`` writes them
-    (``sy.testing.FakeModel.retry_after_headers``).
+    (``sy.testing.FakeModel.retry_after_headers`` writes the same, with names in title case).
 
     ``"seconds"``: ``retry-after: <retry_after_s>``. ``"date"``: a ``date`` header, the whole
     second the answer leaves in, and ``retry-after``, the HTTP-date ``retry_after_s`` whole seconds

@@ -10,14 +10,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from email.utils import formatdate
 from typing import TYPE_CHECKING, Any
 
 from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._world.capacity import Capacity
 from sykit._world.dists import Distribution, as_distribution, check_number
-from sykit._world.faults import ErrorFault, Flapping
+from sykit._world.faults import (
+    RETRY_AFTER_SPELLINGS,
+    ErrorFault,
+    Flapping,
+    retry_after_headers,
+)
 from sykit.testing._faults import ERROR_FAULT, parse_fault
 
 if TYPE_CHECKING:
@@ -25,7 +29,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FakeModel"]
 
-_RETRY_AFTER_SPELLINGS = ("seconds", "date")
+#: How the test server spells the headers of :func:`~sykit._world.faults.retry_after_headers`
+#: on the wire (HTTP reads names in any case).
+_WIRE_NAMES = {"retry-after": "Retry-After", "date": "Date"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,9 +138,9 @@ class FakeModel:
                 expected="a number ≥ 0 or None",
                 type_error=ArgumentError,
             )
-        if self.retry_after_as not in _RETRY_AFTER_SPELLINGS:
+        if self.retry_after_as not in RETRY_AFTER_SPELLINGS:
             raise ArgumentError(
-                f"retry_after_as must be one of {list(_RETRY_AFTER_SPELLINGS)}, "
+                f"retry_after_as must be one of {list(RETRY_AFTER_SPELLINGS)}, "
                 f"got {self.retry_after_as!r}"
             )
         if self.retry_after_ms is not None:
@@ -209,17 +215,10 @@ class FakeModel:
     def retry_after_headers(self, now: float) -> dict[str, str]:
         """The Retry-After headers of an answer sent at ``now`` (seconds since the epoch), with the
         ``Date`` header a date is measured from; empty when the model sends none."""
-        headers: dict[str, str] = {}
-        if self.retry_after_s is not None:
-            if self.retry_after_as == "date" and math.isfinite(self.retry_after_s):
-                sent = math.floor(now)
-                headers["Date"] = formatdate(sent, usegmt=True)
-                headers["Retry-After"] = formatdate(sent + self.retry_after_s, usegmt=True)
-            else:
-                headers["Retry-After"] = f"{self.retry_after_s:g}"
-        if self.retry_after_ms is not None:
-            headers["retry-after-ms"] = f"{self.retry_after_ms:g}"
-        return headers
+        finite = self.retry_after_s is not None and math.isfinite(self.retry_after_s)
+        spelling = self.retry_after_as if finite else "seconds"  # no date is infinitely far
+        headers = retry_after_headers(self.retry_after_s, spelling, self.retry_after_ms, now)
+        return {_WIRE_NAMES.get(name, name): value for name, value in headers.items()}
 
     def down_status(self, t: float) -> int | None:
         """The status a request gets ``t`` s into the run while an outage or flapping has the model
