@@ -51,7 +51,7 @@ RETRY_AFTER_SPELLINGS = ("seconds", "date")
 #: The virtual wall clock of a simulated run: a date Retry-After and its ``Date`` header name
 #: this instant plus the run's virtual seconds (``VIRTUAL_EPOCH_S`` as seconds since 1970).
 VIRTUAL_EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
-VIRTUAL_EPOCH_S = 1_735_689_600
+VIRTUAL_EPOCH_S = int(VIRTUAL_EPOCH.timestamp())
 
 
 def _check_retry_after(owner: str, retry_after_as: object, retry_after_ms: object) -> None:
