@@ -17,9 +17,15 @@ from typing import Any, Generic, TypeVar
 
 from sykit._grid.execute import _context, _stop_pool, cpu_count
 
-__all__ = ["Background"]
+__all__ = ["Background", "later"]
 
 T = TypeVar("T")
+
+
+def later(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+    """What runs ``fn(*args)`` here when its result is asked for: a side task without a spare
+    worker (see :meth:`Background.also`)."""
+    return lambda: fn(*args)
 
 
 def _timed(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, float]:
@@ -48,7 +54,7 @@ class Background(Generic[T]):
         process goes on; returns what waits for its result. Without a pool, ``fn`` runs when
         the result is asked for. Ask before :meth:`result`, which stops the pool."""
         if self._pool is None:
-            return lambda: fn(*args)
+            return later(fn, *args)
         future = self._pool.submit(fn, *args)
         return future.result
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from sykit._cli.background import later
 from sykit._cli.experiment import JUDGE, RACE, Offload, Results
 
 __all__ = [
@@ -67,7 +68,7 @@ def write_files(out: Path, results: Results, offload: Offload | None = None) -> 
     robust = results.robust
     out.mkdir(parents=True, exist_ok=True)
     parts = _sweep_parts_of(results.thresholds, results.randoms)
-    sweeps = (offload or _inline)(_sweep_files, out, *parts)
+    sweeps = (offload or later)(_sweep_files, out, *parts)
     written = write_comparisons(
         out, results.routing, results.routing_summary, robust.comparison, robust.summary, offload
     )
@@ -121,14 +122,10 @@ def write_comparisons(
         figures["race_timeline.png"] = lambda: _titled(
             robustness.plot.timeline(RACE).figure, FAULTY_RUN
         )
-    writing = (offload or _inline)(_records, out, records)
+    writing = (offload or later)(_records, out, records)
     figures_written = save_figures(out, figures)
     writing()  # the records are written (or the worker's error raised here)
     return written + figures_written
-
-
-def _inline(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
-    return lambda: fn(*args)
 
 
 def _record_files(name: str) -> list[str]:
