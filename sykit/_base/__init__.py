@@ -4,7 +4,8 @@ Owns the error tree (:mod:`.errors`) and the default wording of providers' error
 (:mod:`.error_bodies`), argument checks (:mod:`.checks`), the algorithm type (:mod:`.types`), keyed
 random draws (:mod:`.rng`), the records' vocabulary of statuses, phases, kinds and causes
 (:mod:`.vocab`), request-id rules (:mod:`.request_ids`), Retry-After in every spelling
-(:mod:`.retry_after`) and where the shipped tables live (:mod:`.files`).
+(:mod:`.retry_after`), where the shipped tables live (:mod:`.files`) and a wake-up that may move
+(:mod:`.alarm`).
 
 May import: nothing of sykit.
 """

@@ -12,12 +12,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import math
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from typing import Any
 
+from sykit._base.errors import ArgumentError
 from sykit._base.vocab import CancelCause
-from sykit._run.engines.base import NEXT, SEND, SLEEP, Engine, Owner, set_default
+from sykit._run.engines.base import (
+    ALARM,
+    NEXT,
+    SEND,
+    SLEEP,
+    Alarm,
+    Engine,
+    Owner,
+    set_default,
+    sleep_refusal,
+)
 from sykit._run.engines.kernel import close_arguments
 
 __all__ = ["AsyncioEngine", "install_task_tracking", "track_task"]
@@ -117,6 +129,9 @@ class AsyncioEngine(Engine):
     def call_later(self, seconds: float, fn: Callable[..., Any], *args: Any) -> Any:
         return _call_later(seconds, fn, *args)
 
+    def call_at_alarm(self, alarm: Alarm, fn: Callable[..., Any], *args: Any) -> Any:
+        return _AlarmTimer(alarm, self.origin, fn, *args)
+
     def spawn(self, awaitable: Any, race_id: int | None) -> asyncio.Task[Any]:
         coro = awaitable if isinstance(awaitable, Coroutine) else _await(awaitable)
         context = contextvars.copy_context()
@@ -199,10 +214,10 @@ class AsyncioEngine(Engine):
         return CURRENT_REQUEST.get()
 
     def drive(self, steps: Generator[Any, Any, Any], session: Any) -> Coroutine[Any, Any, Any]:
-        return _drive(steps, session)
+        return _drive(steps, session, self.origin)
 
 
-async def _drive(steps: Generator[Any, Any, Any], session: Any) -> Any:
+async def _drive(steps: Generator[Any, Any, Any], session: Any, origin: float = 0.0) -> Any:
     """Run a call's candidate loop on an asyncio loop: sleeps, and on a real host its exchanges.
     A live stream whose read was interrupted is closed once the loop has recorded why."""
     value: Any = None
@@ -222,6 +237,8 @@ async def _drive(steps: Generator[Any, Any, Any], session: Any) -> Any:
         try:
             if kind == SLEEP:
                 await asyncio.sleep(trap[1])
+            elif kind == ALARM:
+                await _alarm(trap[1], origin)
             elif kind == NEXT:
                 value = await trap[1].next()
             else:
@@ -230,6 +247,57 @@ async def _drive(steps: Generator[Any, Any, Any], session: Any) -> Any:
             error = exc
             if kind == NEXT:
                 interrupted = trap[1]
+
+
+async def _alarm(alarm: Alarm, origin: float) -> None:
+    """Sleep until ``alarm.when`` (run clock; ``origin`` is its loop time), following its moves."""
+    future = asyncio.get_running_loop().create_future()
+    timer = _AlarmTimer(alarm, origin, _set_result, future)
+    try:
+        await future
+    finally:
+        timer.cancel()
+
+
+class _AlarmTimer:
+    """A timer calling ``fn(*args)`` at ``alarm.when``: each move of the alarm cancels the loop's
+    timer and sets one anew, as the kernel pushes a new entry."""
+
+    __slots__ = ("alarm", "args", "fn", "handle", "origin")
+
+    def __init__(self, alarm: Alarm, origin: float, fn: Callable[..., Any], *args: Any) -> None:
+        if not alarm.when < math.inf:
+            raise ArgumentError(sleep_refusal(alarm.when))
+        self.alarm = alarm
+        self.origin = origin
+        self.fn = fn
+        self.args = args
+        self.handle = self._set(alarm.when)
+        alarm._reset = self._move
+
+    def _set(self, when: float) -> asyncio.TimerHandle:
+        loop = asyncio.get_running_loop()
+        timer_at = getattr(loop, "unwatched_timer_at", None)  # sykit's virtual-time loop
+        if timer_at is None:
+            timer_at = loop.call_at
+        return timer_at(max(when + self.origin, loop.time()), self._fire)
+
+    def _move(self, when: float) -> None:
+        self.handle.cancel()
+        self.handle = self._set(when)
+
+    def _fire(self) -> None:
+        self.alarm._reset = None
+        self.fn(*self.args)
+
+    def cancel(self) -> None:
+        self.handle.cancel()
+        self.alarm._reset = None
+
+
+def _set_result(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _quietly(task: asyncio.Task[Any]) -> None:

@@ -33,13 +33,16 @@ import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from typing import Any, Protocol
 
+from sykit._base.alarm import Alarm
 from sykit._base.vocab import CancelCause
 
 __all__ = [
+    "ALARM",
     "NEXT",
     "OPEN",
     "SEND",
     "SLEEP",
+    "Alarm",
     "Call",
     "DeadlineScope",
     "Engine",
@@ -62,6 +65,9 @@ SEND = 16
 OPEN = 17
 #: ``(NEXT, live_stream)``, on a real host: give me the next token of this stream (or its reply).
 NEXT = 18
+#: ``(ALARM, alarm)``: wake me at ``alarm.when``, an instant that may move while I wait
+#: (:class:`Alarm`).
+ALARM = 19
 
 
 class EngineExit(BaseException):
@@ -121,6 +127,11 @@ class Engine:
 
     def call_later(self, seconds: float, fn: Callable[..., Any], *args: Any) -> Any:
         """Call ``fn(*args)`` after ``seconds``; the handle returned has ``cancel()``."""
+        raise NotImplementedError
+
+    def call_at_alarm(self, alarm: Alarm, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call ``fn(*args)`` at ``alarm.when``, following the alarm's moves until then; the
+        handle returned has ``cancel()``."""
         raise NotImplementedError
 
     # -- tasks -----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import Any
 
 from sykit._base.errors import ModelError
 from sykit._run.candidates import serve_steps
+from sykit._run.engines.base import ALARM
 from sykit._run.lifecycle import StrategyRun, failure_of
 from sykit._run.records import ANSWER, MODEL
 from sykit._run.state import RequestState
@@ -55,7 +56,10 @@ class FixedChainRun(StrategyRun):
         except ModelError as error:
             self._end(state, None, failure_of(error), routing_end)
             return
-        self.run.engine.call_later(trap[1], self._advance, state, steps, routing_end)
+        if trap[0] == ALARM:  # a call whose end its server re-times
+            self.run.engine.call_at_alarm(trap[1], self._advance, state, steps, routing_end)
+        else:
+            self.run.engine.call_later(trap[1], self._advance, state, steps, routing_end)
 
     def _end(
         self,

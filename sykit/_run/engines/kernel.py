@@ -40,7 +40,17 @@ from typing import Any
 
 from sykit._base.errors import ArgumentError, SimDeadlock
 from sykit._base.vocab import CancelCause
-from sykit._run.engines.base import SLEEP, Call, Engine, EngineExit, current, sleep, sleep_refusal
+from sykit._run.engines.base import (
+    ALARM,
+    SLEEP,
+    Alarm,
+    Call,
+    Engine,
+    EngineExit,
+    current,
+    sleep,
+    sleep_refusal,
+)
 from sykit._run.engines.deadlock import describe_deadlock, unreported_ignored_exits
 
 __all__ = [
@@ -517,6 +527,13 @@ class Kernel:
                     if when == self.now:  # too short to move the clock: due now
                         self._soon = True
                     return
+                if kind == ALARM:
+                    alarm = trap[1]
+                    if not alarm.when < math.inf:
+                        value, error = None, ArgumentError(sleep_refusal(alarm.when - self.now))
+                        continue
+                    self.arm(task, alarm)
+                    return
                 if kind == _WAIT_ANY:
                     tasks = trap[1]
                     timeout = trap[2]
@@ -550,6 +567,31 @@ class Kernel:
                 raise NeedsAsyncio(f"unknown trap {trap!r}")
         finally:
             self.current = previous
+
+    def arm(self, waiter: KTask | Timer, alarm: Alarm) -> None:
+        """Wake ``waiter`` (a task that yielded ``(ALARM, alarm)``, or a timer's callback) at
+        ``alarm.when``, and at each instant the alarm moves to until then."""
+        self._set_alarm(waiter, alarm, alarm.when)
+        alarm._reset = lambda when: self._move_alarm(waiter, alarm, when)
+
+    def _set_alarm(self, task: KTask | Timer, alarm: Alarm, when: float) -> None:
+        """``task`` sleeps until ``when`` (never before now) for ``alarm``."""
+        now = self.now
+        if when < now:
+            when = now
+        self._seq += 1
+        task.wake = alarm._token = self._seq
+        heapq.heappush(self._heap, (when, self._seq, task))
+        if when == now:  # due now: fires on the next turn, as a timer set now
+            self._soon = True
+
+    def _move_alarm(self, task: KTask | Timer, alarm: Alarm, when: float) -> None:
+        """``alarm`` moved: a new timer, unless ``task`` no longer sleeps for it (it woke, or
+        was cancelled; the old timer's entry is skipped when popped)."""
+        if task.wake == alarm._token:
+            self._set_alarm(task, alarm, when)
+        else:
+            alarm._reset = None
 
     def _finish(
         self, task: KTask, result: Any, error: BaseException | None, cancelled: bool
@@ -799,6 +841,13 @@ class KernelEngine(Engine):
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         self.kernel.call_soon(fn, *args)
+
+    def call_at_alarm(self, alarm: Alarm, fn: Callable[..., Any], *args: Any) -> Timer:
+        if not alarm.when < math.inf:
+            raise ArgumentError(sleep_refusal(alarm.when - self.kernel.now))
+        timer = Timer(fn, args)
+        self.kernel.arm(timer, alarm)
+        return timer
 
     def call_later(self, seconds: float, fn: Callable[..., Any], *args: Any) -> Timer:
         return self.kernel.call_later(seconds, fn, *args)

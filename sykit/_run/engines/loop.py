@@ -252,6 +252,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         ``driver.sleep``, which counts itself): the same timer, unseen by :attr:`wait_begins`."""
         return self._timer(self.time() + delay, callback, args)
 
+    def unwatched_timer_at(self, when: float, callback: Any, *args: Any) -> asyncio.TimerHandle:
+        """:meth:`unwatched_timer` at an instant of the loop's clock (a simulated call's end,
+        re-timed as its server's load changes)."""
+        return self._timer(when, callback, args)
+
     def _timer(
         self, when: float, callback: Any, args: Any, context: contextvars.Context | None = None
     ) -> asyncio.TimerHandle:
