@@ -327,6 +327,7 @@ capacities = st.builds(
     slowdown=st.sampled_from([1.0, 2.0]),
     queue_limit=st.none() | st.integers(0, 2),
     queue_timeout_s=st.none() | st.sampled_from([0.5, 3.0]),
+    sharing=st.sampled_from(["at_start", "exact"]),
 )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sykit._base.alarm import Alarm
 from sykit._base.errors import ModelError
 from sykit._world.billing import Generation
 from sykit._world.models import Answer, DecisionRequest, Request, Usage
@@ -72,10 +73,13 @@ class Reply:
     ``after_s`` is then how long after the start the reply comes. ``resend`` asks the driver to send
     the same call again at once: the host has changed how it phrases the call after a refusal of
     the phrasing itself (a decision format), so the new attempt is not a retry (no backoff, not
-    counted against ``max_retries``)."""
+    counted against ``max_retries``). ``alarm``, from a simulated server that shares its rate
+    exactly: the reply is not known yet; the driver waits for the alarm, whose instant the
+    server moves as its load changes, then takes the reply from the server."""
 
     __slots__ = (
         "after_s",
+        "alarm",
         "answers",
         "body",
         "error",
@@ -99,6 +103,7 @@ class Reply:
         answers: Mapping[str, Answer] | None = None,
         after_s: float = 0.0,
         resend: bool = False,
+        alarm: Alarm | None = None,
     ) -> None:
         self.status = status
         self.body = body
@@ -110,6 +115,7 @@ class Reply:
         self.answers = answers
         self.after_s = after_s
         self.resend = resend
+        self.alarm = alarm
 
     def __repr__(self) -> str:
         what = self.error if self.error is not None else self.status

@@ -28,7 +28,7 @@ from sykit._base.vocab import Kind
 from sykit._hosts._openai_wire import not_chat_message
 from sykit._hosts.base import _NO_HEADERS, Attempt, Reply
 from sykit._world import prompt_cache as _prompt_cache
-from sykit._world.capacity import Queues, Server
+from sykit._world.capacity import Server
 from sykit._world.classify import classify
 from sykit._world.config import HostPolicy, Judge, ModelProfile, PromptCache, check_profiles
 from sykit._world.faults import (
@@ -51,6 +51,8 @@ from sykit._world.models import (
     Score,
     make_usage,
 )
+from sykit._world.servers import Queues
+from sykit._world.sharing import DEADLINE, DECODE, FIXED, GAVE_UP, WORK, Job, SharedServer
 from sykit._world.truth import TruthView
 
 __all__ = ["SimHost", "broken_reply", "fault_error", "structural_refusal"]
@@ -475,6 +477,8 @@ class _SimSession:
         server = card.server
         if server is None:
             return self._generate(attempt, card, words, now, broken, truth, 0.0, 1.0)
+        if type(server) is SharedServer:
+            return self._shared(attempt, card, words, now, broken, truth, server)
         # A model with a capacity: the call waits for a slot, then runs at the rate the
         # sequences in service leave it (see sykit._world.capacity).
         admitted = server.admit(now)
@@ -511,18 +515,7 @@ class _SimSession:
         times the profile's decode and prefill rates (0 and 1 without a capacity)."""
         request = attempt.request
         model = attempt.model
-        if isinstance(request, DecisionRequest):  # attempt.kind == "decision"
-            out = self.host.judges[model].output_tokens * len(request.questions)
-        else:
-            known = truth.output_tokens.get(model) if truth is not None else None
-            if known is not None:
-                out = int(known)
-            else:
-                u_out = ((words[SLOT.OUTPUT_TOKENS] >> 10) | 1) * HALF
-                out = max(1, round(card.output_tokens(u_out)))
-            cap = request.max_output_tokens
-            if cap is not None and out > cap:
-                out = cap
+        out = self._output_tokens(attempt, card, words, truth)
         cached = 0
         cache = card.cache
         key, cacheable, tier = _cache_key(request, model, cache)
@@ -580,6 +573,101 @@ class _SimSession:
             return Reply(200, None, _NO_HEADERS, None, "", usage, ttft, answers, total)
         return Reply(200, None, _NO_HEADERS, None, card.text, usage, ttft, None, total)
 
+    def _output_tokens(
+        self, attempt: Attempt, card: _Card, words: tuple[int, ...], truth: GroundTruth | None
+    ) -> int:
+        """How many tokens the answer to ``attempt`` has: the judge's per question for a
+        decision, the truth's when it knows, else the profile's draw; capped by the request."""
+        request = attempt.request
+        model = attempt.model
+        if isinstance(request, DecisionRequest):  # attempt.kind == "decision"
+            return self.host.judges[model].output_tokens * len(request.questions)
+        known = truth.output_tokens.get(model) if truth is not None else None
+        if known is not None:
+            out = int(known)
+        else:
+            u_out = ((words[SLOT.OUTPUT_TOKENS] >> 10) | 1) * HALF
+            out = max(1, round(card.output_tokens(u_out)))
+        cap = request.max_output_tokens
+        return cap if cap is not None and out > cap else out
+
+    def _shared(
+        self,
+        attempt: Attempt,
+        card: _Card,
+        words: tuple[int, ...],
+        now: float,
+        broken: str | None,
+        truth: GroundTruth | None,
+        server: SharedServer,
+    ) -> Reply:
+        """An answer from a model under exact processor sharing: the same draws as
+        :meth:`_generate`, laid out as segments the server times (see
+        :mod:`sykit._world.sharing`); the reply waits on the job's alarm and is made when it
+        rings (:func:`_shared_reply`)."""
+        waits = server.must_wait(now)
+        if waits is None:  # the queue is full
+            status, body = server.rejection(attempt.model)
+            delay = card.profile.reject_delay_s.quantile(unit(words[SLOT.TTFT]))
+            return Reply(status, body, after_s=delay)
+        request = attempt.request
+        out = self._output_tokens(attempt, card, words, truth)
+        cached = 0
+        cache = card.cache
+        key, cacheable, tier = _cache_key(request, attempt.model, cache)
+        if key is not None and cache is not None:
+            cached = _prompt_cache.lookup(self.prompt_cache, key, now, cacheable, cache)
+        factor = 1.0
+        if card.spike_p and ((words[SLOT.SPIKE] >> 10) | 1) * HALF < card.spike_p:
+            factor = card.spike_factor
+        ttft = card.ttft(((words[SLOT.TTFT] >> 10) | 1) * HALF) * factor
+        prefill = 0.0
+        if card.prefill_tokens_per_s:
+            prefill = (request.input_tokens - cached) / card.prefill_tokens_per_s * factor
+        tps = card.tokens_per_s(((words[SLOT.TOKENS_PER_S] >> 10) | 1) * HALF)
+        unit_work = factor / tps  # full-rate seconds per token
+        stall = 0.0
+        if card.stall_p and ((words[SLOT.STALL] >> 10) | 1) * HALF < card.stall_p:
+            stall = card.stall_s
+        stall_after = max(1, out // 2) if stall else 0
+        segments: list[tuple[int, float]] = [(FIXED, ttft), (WORK, prefill)]
+        malformed_first = broken == "malformed" and not card.break_after
+        produced = out
+        if broken is not None and not malformed_first:
+            after = card.break_after
+            produced = max(1, (2 * out) // 3) if after is None else max(1, min(after, out))
+        if not malformed_first:
+            # token i comes at i units of generation (after the stall when i ≥ stall_after);
+            # the answer ends one unit after its last token, a broken one at its last token
+            last = produced if broken is None else produced - 1
+            if stall and last >= stall_after:
+                before = min(last, stall_after)
+                segments += [(DECODE, before * unit_work), (FIXED, stall)]
+                segments.append((DECODE, (last - before) * unit_work))
+            else:
+                segments.append((DECODE, last * unit_work))
+            attempt.accepted = True
+            attempt.planned = out
+            attempt.received = 0
+        give_up = min(now + server.queue_timeout_s, attempt.deadline_s)
+        context = _SharedCall(self, attempt, card, truth, out, broken, malformed_first)
+        context.cache = (key, cached, cacheable, tier)
+        job = Job(
+            attempt,
+            now,
+            attempt.deadline_s,
+            give_up,
+            segments,
+            unit_work,
+            out,
+            stall_after,
+            context.reply,
+        )
+        if waits:
+            attempt.in_service_from = math.inf  # billed nothing until its service starts
+        server.admit(job, now)
+        return Reply(None, after_s=math.nan, alarm=job)
+
     def _judge(self, attempt: Attempt, truth: GroundTruth | None) -> dict[str, Answer]:
         request = attempt.request
         assert isinstance(request, DecisionRequest)
@@ -594,6 +682,67 @@ class _SimSession:
             target = oracle(view) if callable(oracle) else oracle
             answers[qid] = _answer(question, target, accuracy, u_right, u_pick)
         return answers
+
+
+class _SharedCall:
+    """What the reply of a call under exact sharing needs once its job has ended."""
+
+    __slots__ = ("attempt", "broken", "cache", "card", "malformed_first", "out", "session", "truth")
+
+    def __init__(
+        self,
+        session: _SimSession,
+        attempt: Attempt,
+        card: _Card,
+        truth: GroundTruth | None,
+        out: int,
+        broken: str | None,
+        malformed_first: bool,
+    ) -> None:
+        self.session = session
+        self.attempt = attempt
+        self.card = card
+        self.truth = truth
+        self.out = out
+        self.broken = broken
+        self.malformed_first = malformed_first
+        self.cache: tuple[Any, int, int, str] = (None, 0, 0, "")
+
+    def reply(self, job: Job) -> Reply:
+        attempt = self.attempt
+        model = attempt.model
+        arrival = job.arrival
+        after = job.end - arrival
+        if job.end_kind == GAVE_UP:
+            if job.give_up < attempt.deadline_s:
+                why = "the server's queue timeout"
+            else:
+                why = "the deadline"
+            message = f"no free slot before {why}: queued {after:g} s"
+            return Reply(None, error=ModelTimeout(message, model=model), after_s=after)
+        if job.end_kind == DEADLINE:
+            attempt.received = job.produced
+            return Reply(None, error=fault_error("timeout", model), after_s=after)
+        if self.malformed_first:
+            return broken_reply("malformed", model, None, self.out, after)
+        if self.broken is not None:
+            attempt.received = job.produced
+            return broken_reply(self.broken, model, job.produced, self.out, after)
+        request = attempt.request
+        ttft = job.first_token - arrival
+        key, cached, cacheable, tier = self.cache
+        cache = self.card.cache
+        if key is not None and cache is not None:
+            written, written_1h = _prompt_cache.write(
+                self.session.prompt_cache, key, cached, cacheable, cache, tier, job.end
+            )
+            usage = make_usage(request.input_tokens, self.out, cached, written, written_1h)
+        else:
+            usage = make_usage(request.input_tokens, self.out)
+        if attempt.kind == "decision":
+            answers = self.session._judge(attempt, self.truth)
+            return Reply(200, None, _NO_HEADERS, None, "", usage, ttft, answers, after)
+        return Reply(200, None, _NO_HEADERS, None, self.card.text, usage, ttft, None, after)
 
 
 def _cache_key(

@@ -70,7 +70,7 @@ def cancel_attempt(
     log = run.log
     log.cancelled(row, now, _CANCELLED_CODE if cause is None else CAUSE_CODE[cause])
     if run.queues is not None:  # its slot, or its place in a queue, is free from now on
-        run.queues.release(attempt, now)
+        log.set_service_start(row, run.queues.release(attempt, now))
     if ttft is not None:
         log.set_ttft(row, ttft)
     state.n_cancelled += 1

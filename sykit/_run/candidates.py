@@ -33,7 +33,7 @@ import math
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from sykit._base.errors import ModelError
+from sykit._base.errors import ArgumentError, ModelError
 from sykit._base.vocab import CancelCause, ErrorKind
 from sykit._hosts.base import Attempt, LiveStream, Reply
 from sykit._run.attempts import (
@@ -45,7 +45,7 @@ from sykit._run.attempts import (
     reply_error,
     succeed,
 )
-from sykit._run.engines.base import OPEN, SEND, SLEEP
+from sykit._run.engines.base import ALARM, OPEN, SEND, SLEEP
 from sykit._run.own_fallbacks import note_failure, note_start
 from sykit._run.records import CAUSE_CODE, MODEL, REASON_CODE
 from sykit._world.classify import fallback_reason, is_retryable
@@ -55,6 +55,12 @@ if TYPE_CHECKING:
     from sykit._run.state import RequestState, RunState
 
 __all__ = ["StreamHead", "serve_steps"]
+
+_NO_EXACT_STREAMS = (
+    "cannot stream from {model!r}: its Capacity(sharing='exact') re-times every call as its "
+    "load changes, and a stream's tokens would have to move with it. Call it without "
+    "streaming, or give it Capacity(sharing='at_start')"
+)
 
 _CANCELLED_CODE = CAUSE_CODE[CancelCause.CANCELLED]
 
@@ -136,7 +142,19 @@ def serve_steps(
                     reply = plan(attempt, index_in_run)
                     if queues is not None:
                         log.set_service_start(row, queues.service_start(attempt))
-                    if (
+                    if queues is not None and reply.alarm is not None:
+                        # exact sharing: its end moves with its server's load until it comes
+                        if stream:
+                            queues.release(attempt, start)
+                            raise ArgumentError(_NO_EXACT_STREAMS.format(model=model))
+                        job = reply.alarm
+                        while True:
+                            yield (ALARM, job)
+                            reply, served = queues.ring(job, clock())
+                            if reply is not None:
+                                break
+                        log.set_service_start(row, served)
+                    elif (
                         stream
                         and reply.after_s > 0
                         and attempt.tokens_at(start + reply.after_s) > 0
@@ -145,7 +163,7 @@ def serve_steps(
                         if wait > 0:
                             yield (SLEEP, wait)
                         return StreamHead(row, attempt, reply, model, start + reply.after_s)
-                    if reply.after_s > 0:
+                    elif reply.after_s > 0:
                         yield (SLEEP, reply.after_s)
                 elif stream:
                     reply = yield (OPEN, attempt)

@@ -44,7 +44,6 @@ from sykit._run.sealed_logs import (
     request_sealer,
 )
 from sykit._run.spill import SpillingRequestLog
-from sykit._world.capacity import Queues
 from sykit._world.config import HostPolicy, ModelProfile
 from sykit._world.models import (
     CANDIDATE_LIMIT,
@@ -52,6 +51,7 @@ from sykit._world.models import (
     Request,
     check_candidate_count,
 )
+from sykit._world.servers import Queues
 from sykit._world.truth import TruthTable, TruthView
 
 __all__ = ["RequestClosed", "RequestState", "RunState", "closed_error"]

@@ -17,7 +17,8 @@ rate factor is the one for the sequences in service at that instant, itself incl
 for the whole call: later arrivals do not slow it, departures do not speed it up. It holds its slot
 until its answer ends (or fails, or reaches the client's deadline). A call cancelled at instant
 ``c`` frees its slot (or its place in the queue) for calls that arrive after ``c``; calls already
-planned keep the start and the rate they were given.
+planned keep the start and the rate they were given. That is ``sharing="at_start"``, the default;
+``sharing="exact"`` re-times every call at each change (:mod:`.sharing`).
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ from typing import Any
 from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 
-__all__ = ["Capacity", "Queues", "Server"]
+__all__ = ["Capacity", "Server", "rejection"]
 
 #: The statuses a full queue may answer with: 503 (the server is overloaded) or 429.
 REJECT_STATUSES = (429, 503)
+#: How the rate is shared: set once at a call's service start, or re-timed at every change.
+SHARING = ("at_start", "exact")
 NAN = math.nan
 
 
@@ -59,9 +62,14 @@ class Capacity:
     client's deadline, ``HostPolicy.timeout_s``); a call that would wait longer fails as a
     timeout at that instant.
 
-    A call's rate factor is set when its service starts (from the sequences in service then, itself
-    included) and held to its end; a cancelled call frees its slot for calls arriving after the
-    cancellation. docs/capacity.md gives the rule and what it leaves out. The waiting time of
+    ``sharing``: ``"at_start"`` (the default) sets a call's rate factor when its service starts
+    (from the sequences in service then, itself included) and holds it to its end; a cancelled
+    call frees its slot for calls arriving after the cancellation. ``"exact"`` is processor
+    sharing proper: every call in service runs at the factor for the sequences in service *now*,
+    re-timed at each arrival and departure, and a cancelled call's slot (or place in the queue)
+    goes at once to the calls behind it; it is slower to simulate, and a streamed call
+    (``driver.stream``) at such a model is refused. docs/capacity.md gives both rules and how far
+    apart they are. The waiting time of
     each attempt is the ``queue_s`` column of ``result.attempts`` (present when a model of the
     host declares a capacity).
     """
@@ -71,6 +79,7 @@ class Capacity:
     queue_limit: int | None = None
     queue_timeout_s: float | None = None
     reject_status: int = 503
+    sharing: str = "at_start"
 
     def __post_init__(self) -> None:
         slots = check_int(self.slots, "slots", low=1, expected="an int ≥ 1 (sequences at once)")
@@ -97,6 +106,10 @@ class Capacity:
                 f"reject_status must be 503 (overloaded) or 429 (too many requests), got {status}"
             )
         object.__setattr__(self, "reject_status", status)
+        if self.sharing not in SHARING:
+            raise ArgumentError(
+                f"sharing must be one of {', '.join(map(repr, SHARING))}, got {self.sharing!r:.40}"
+            )
 
     def factor(self, n: int) -> float:
         """The rate factor of each sequence with ``n`` (≥ 1) sequences in service."""
@@ -235,59 +248,28 @@ class Server:
 
     def rejection(self, model: str) -> tuple[int, dict[str, Any]]:
         """The answer to a call that finds the queue full: a 503 (overloaded) or a 429."""
-        capacity = self.capacity
-        message = (
-            f"{model} is overloaded: its {capacity.slots} slots are busy and its queue of "
-            f"{capacity.queue_limit} calls is full. Please try again later."
-        )
-        kind = "requests" if capacity.reject_status == 429 else "server_error"
-        error = {"message": message, "type": kind, "param": None, "code": "overloaded"}
-        return capacity.reject_status, {"error": error}
+        return rejection(self.capacity, model)
 
     def hold(self, attempt: Any, start: float, end: float) -> None:
         """``attempt`` holds a slot from ``start`` to ``end``."""
         if end > start:
             self.held[attempt] = [start, end]
 
-    def release(self, attempt: Any, now: float) -> None:
+    def release(self, attempt: Any, now: float) -> float:
         """``attempt`` was cancelled at ``now``: its slot, or its place in the queue, is free for
-        calls that arrive after ``now``."""
+        calls that arrive after ``now``. Its service start was recorded when it was planned
+        (NaN: nothing to record anew)."""
         if attempt in self.held:
             self.pending.append((now, attempt))
+        return NAN
 
 
-class Queues:
-    """The servers of a run's models that declare a capacity, and the service start of the last
-    attempt planned (for the records' ``queue_s``)."""
-
-    __slots__ = ("attempt", "servers", "start")
-
-    def __init__(self, servers: dict[str, Server]) -> None:
-        self.servers = servers
-        self.attempt: Any = None
-        self.start = NAN
-
-    @classmethod
-    def of(cls, profiles: Mapping[str, Any]) -> Queues | None:
-        """The run's queues, or None when no model declares a capacity."""
-        servers = {
-            name: Server(profile.capacity)
-            for name, profile in profiles.items()
-            if profile.capacity is not None
-        }
-        return cls(servers) if servers else None
-
-    def planned(self, attempt: Any, start: float) -> None:
-        self.attempt = attempt
-        self.start = start
-
-    def service_start(self, attempt: Any) -> float:
-        """When ``attempt``, just planned, starts (or would have started) service; NaN if it
-        reached no server (a model without a capacity, a rejection, a fault before the queue)."""
-        return self.start if attempt is self.attempt else NAN
-
-    def release(self, attempt: Any, now: float) -> None:
-        """``attempt`` was cancelled at ``now`` (see :meth:`Server.release`)."""
-        server = self.servers.get(attempt.model)
-        if server is not None:
-            server.release(attempt, now)
+def rejection(capacity: Capacity, model: str) -> tuple[int, dict[str, Any]]:
+    """The answer to a call that finds a server's queue full: a 503 (overloaded) or a 429."""
+    message = (
+        f"{model} is overloaded: its {capacity.slots} slots are busy and its queue of "
+        f"{capacity.queue_limit} calls is full. Please try again later."
+    )
+    kind = "requests" if capacity.reject_status == 429 else "server_error"
+    error = {"message": message, "type": kind, "param": None, "code": "overloaded"}
+    return capacity.reject_status, {"error": error}
