@@ -366,3 +366,18 @@ def test_exact_sharing_meets_the_mm1_ps_mean(rho, tolerance):
     of 8,000 requests, the first tenth of each left out (the server starts empty)."""
     means = [mm1_ps(rho, 8000, seed)[0][800:].mean() for seed in range(3)]
     assert np.mean(means) == pytest.approx(1 / (1 - rho), rel=tolerance)
+
+
+def test_a_spilling_run_under_exact_sharing_reads_back_the_same_frames(tmp_path, monkeypatch):
+    """queue_s of a call is known only when its alarm rings: a spilling run, which hands
+    attempts over in chunks of 4, still writes each one's."""
+    from sykit._run import spill as _spill
+
+    monkeypatch.setattr(_spill, "CHUNK_ROWS", 4)
+    items = [sy.Request(f"q{i}", id=i, input_tokens=200) for i in range(30)]
+    kwargs = {"host": _exact(ENGINE_HOST), "arrivals": sy.traffic.Poisson(6.0), "seed": 2}
+    plain = sy.run(hedged, items, progress=False, **kwargs)
+    spilled = sy.run(hedged, items, spill=tmp_path / "s", progress=False, **kwargs)
+    pdt.assert_frame_equal(plain.attempts, spilled.attempts)
+    pdt.assert_frame_equal(plain.requests, spilled.requests)
+    assert (spilled.attempts["queue_s"] > 0).any()
