@@ -374,6 +374,11 @@ def test_cross_fit_costs_refuses_models_it_cannot_price() -> None:
         (lambda: sy.faults.RateLimit(requests_per_minute=3), "did you mean requests_per_min"),
         (lambda: sy.profiles.PromptCache(min_token=3), "did you mean min_tokens"),
         (lambda: sy.faults.Flapping(period=3), None),
+        (lambda: sy.Capacity(slot=3), "did you mean slots"),
+        (lambda: sy.Capacity(slots=2).replace(sharng="exact"), "did you mean sharing"),
+        (lambda: sy.SimHost({}, polcy=None), "did you mean policy"),
+        (lambda: sy.HttpHost("http://localhost:1/v1", model=["m"]), "did you mean models"),
+        (lambda: sy.DecisionRequest({}, sesion_id=1), "did you mean session_id"),
     ],
 )
 def test_a_misspelt_keyword_says_what_was_meant(make, hint) -> None:
@@ -383,6 +388,19 @@ def test_a_misspelt_keyword_says_what_was_meant(make, hint) -> None:
     if hint is not None:
         assert hint in str(info.value)
     assert "fields:" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: sy.run(sy.strategies.single("m"), ["x"], hots=None),
+        lambda: sy.compare({"a": sy.strategies.single("m")}, ["x"], hots=None),
+    ],
+)
+def test_a_misspelt_keyword_of_run_or_compare_says_what_was_meant(call) -> None:
+    with pytest.raises(sy.errors.ArgumentTypeError, match="did you mean host") as info:
+        call()
+    assert "parameters: " in str(info.value) and isinstance(info.value, TypeError)
 
 
 def test_a_wrong_value_of_a_right_keyword_keeps_its_own_error() -> None:

@@ -68,6 +68,7 @@ from sykit._hosts._secrets import (
 from sykit._hosts.base import Attempt, Reply
 from sykit._world.config import HostPolicy, ModelProfile
 from sykit._world.models import DecisionRequest, Request
+from sykit._world.values import spelled
 
 if TYPE_CHECKING:
     import httpx
@@ -175,6 +176,7 @@ class HttpModel:
             raise ArgumentTypeError("stream must be True, False or None")
 
 
+@spelled
 class HttpHost:
     """A host that sends every attempt to a real OpenAI-compatible chat-completions endpoint.
 

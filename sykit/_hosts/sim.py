@@ -54,6 +54,7 @@ from sykit._world.models import (
 from sykit._world.servers import Queues
 from sykit._world.sharing import DEADLINE, DECODE, FIXED, GAVE_UP, WORK, Job, SharedServer
 from sykit._world.truth import TruthView
+from sykit._world.values import spelled
 
 __all__ = ["SimHost", "broken_reply", "fault_error", "structural_refusal"]
 
@@ -105,6 +106,7 @@ def _quota_retry_after(limit: RateLimit, now: float, wait: float) -> dict[str, s
     return {"retry-after": f"{ms / 1000:g}", **extra}
 
 
+@spelled
 class SimHost:
     """A simulated host in virtual time.
 

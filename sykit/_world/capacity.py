@@ -31,6 +31,7 @@ from typing import Any
 
 from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._world.values import spelled
 
 __all__ = ["Capacity", "Server", "rejection"]
 
@@ -41,6 +42,7 @@ SHARING = ("at_start", "exact")
 NAN = math.nan
 
 
+@spelled
 @dataclass(frozen=True, kw_only=True)
 class Capacity:
     """How many calls a simulated model serves at once, and how it slows down as it fills.

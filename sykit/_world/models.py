@@ -17,6 +17,7 @@ from typing import Any
 from sykit._base.checks import check_int
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._world.prompt_cache import check_prefix, check_ttl
+from sykit._world.values import spelled
 
 __all__ = [
     "IMAGE_TOKENS",
@@ -419,6 +420,7 @@ class Score:
 Question = Boolean | Choice | Score
 
 
+@spelled
 @dataclass(frozen=True, init=False)
 class DecisionRequest:
     """Questions for a judge or classifier model, with the context it should judge.
