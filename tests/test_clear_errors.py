@@ -390,19 +390,6 @@ def test_a_misspelt_keyword_says_what_was_meant(make, hint) -> None:
     assert "fields:" in str(info.value)
 
 
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda: sy.run(sy.strategies.single("m"), ["x"], hots=None),
-        lambda: sy.compare({"a": sy.strategies.single("m")}, ["x"], hots=None),
-    ],
-)
-def test_a_misspelt_keyword_of_run_or_compare_says_what_was_meant(call) -> None:
-    with pytest.raises(sy.errors.ArgumentTypeError, match="did you mean host") as info:
-        call()
-    assert "parameters: " in str(info.value) and isinstance(info.value, TypeError)
-
-
 def test_a_wrong_value_of_a_right_keyword_keeps_its_own_error() -> None:
     with pytest.raises(TypeError, match="price_in must be a number"):
         sy.ModelProfile(price_in="x")

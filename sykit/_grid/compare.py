@@ -19,7 +19,6 @@ from sykit._run.progress import make_progress
 from sykit._run.spill import check_spill
 from sykit._world.config import Poisson
 from sykit._world.models import Request
-from sykit._world.values import spelled
 
 if TYPE_CHECKING:
     from sykit.datasets import Trace
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
 __all__ = ["acompare", "compare"]
 
 
-@spelled
 def compare(
     strategies: Mapping[str, Algorithm] | Sequence[Algorithm],
     requests: Iterable[Request | str],

@@ -31,7 +31,6 @@ from sykit._run.progress import make_progress
 from sykit._run.spill import check_spill
 from sykit._world.config import Poisson
 from sykit._world.models import Request
-from sykit._world.values import spelled
 
 if TYPE_CHECKING:
     from sykit.datasets import Trace
@@ -41,7 +40,6 @@ __all__ = ["arun", "check_algorithms_of", "in_daemon_thread", "run"]
 _T = TypeVar("_T")
 
 
-@spelled
 def run(
     algorithm: Algorithm,
     requests: Iterable[Request | str],

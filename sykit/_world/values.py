@@ -8,7 +8,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from sykit._base.checks import check_int
 from sykit._base.errors import ArgumentError, ArgumentTypeError, SykitError
@@ -62,38 +62,36 @@ class Replaceable:
         return replace(self, **changes)
 
 
-def spelled(obj: _T) -> _T:
-    """``obj`` (a dataclass or class, or a function) whose constructor (or call) refuses a
-    misspelt keyword with an :class:`ArgumentTypeError` (a ``TypeError``, as before) naming the
-    closest parameters: ``ModelProfile(price_input=0.1)`` → "did you mean price_in?". Apply it
-    above ``@dataclass``. Nothing is checked until the call itself fails, so a valid call costs
-    only the wrapper's (keep it off constructors built by the hundred thousand)."""
-    if isinstance(obj, type):
-        obj.__init__ = _refusing(obj.__init__, obj.__name__, "fields")  # type: ignore[misc]
-        return obj
-    return cast(_T, _refusing(cast(Callable[..., Any], obj), obj.__name__, "parameters"))  # type: ignore[attr-defined]
+def spelled(cls: type[_T]) -> type[_T]:
+    """``cls`` (a dataclass or class) whose constructor refuses a misspelt keyword with an
+    :class:`ArgumentTypeError` (a ``TypeError``, as before) naming the closest fields:
+    ``ModelProfile(price_input=0.1)`` → "did you mean price_in?". Apply it above ``@dataclass``.
+    Nothing is checked until the constructor itself fails; a valid call costs the wrapper's call
+    (about 0.5 µs: not for ``Request``, built by the hundred thousand), and a warning with a fixed
+    ``stacklevel`` raised inside would point at the wrapper."""
+    init = cls.__init__
+    names = [p for p in inspect.signature(init).parameters if p != "self"]
 
-
-def _refusing(fn: Callable[..., Any], owner: str, what: str) -> Callable[..., Any]:
-    names = [p for p in inspect.signature(fn).parameters if p != "self"]
-
-    @functools.wraps(fn)
-    def checked(*args: Any, **kwargs: Any) -> Any:
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         try:
-            return fn(*args, **kwargs)
+            init(self, *args, **kwargs)
         except TypeError as error:
             if isinstance(error, SykitError):
                 raise
             unknown = [k for k in kwargs if k not in names]
             if not unknown:
                 raise
-            message = _unknown_keywords(owner, unknown, names, what)
+            message = _unknown_keywords(cls.__name__, unknown, names)
+        else:
+            return
         raise ArgumentTypeError(message)
 
-    return checked
+    cls.__init__ = __init__  # type: ignore[method-assign]
+    return cls
 
 
-def _unknown_keywords(owner: str, unknown: list[str], names: list[str], what: str) -> str:
+def _unknown_keywords(owner: str, unknown: list[str], names: list[str]) -> str:
     parts = []
     for key in unknown:
         close = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
@@ -101,4 +99,4 @@ def _unknown_keywords(owner: str, unknown: list[str], names: list[str], what: st
             close = [n for n in names if key.lower() in n or (len(n) >= 3 and n in key.lower())][:3]
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
         parts.append(f"{owner}() got an unexpected keyword argument {key!r}{hint}")
-    return "; ".join(parts) + f" ({owner}'s {what}: {', '.join(names)})"
+    return "; ".join(parts) + f" ({owner}'s fields: {', '.join(names)})"
