@@ -256,7 +256,22 @@ def _exact(host: sy.SimHost) -> sy.SimHost:
     return sy.SimHost(profiles, policy=host.policy)
 
 
-@pytest.mark.parametrize("algorithm", [hedged, raced, judged_with_timeout])
+async def streamed_race(request, driver):
+    """A stream raced against a call, for the engine comparison."""
+
+    async def read():
+        stream = driver.stream_model(request, ["shared", "batched"])
+        async for _ in stream:
+            pass
+        return stream.response
+
+    _, result = await sy.first(read(), driver.call_model(request, ["batched"]))
+    if isinstance(result, BaseException) or result is None:
+        return sy.route_to("free", request)
+    return sy.answered(result.model, result)
+
+
+@pytest.mark.parametrize("algorithm", [hedged, raced, judged_with_timeout, streamed_race])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_both_engines_give_the_same_frames_under_exact_sharing(algorithm, seed):
     items = [sy.Request(f"q{i}", id=i, input_tokens=200 + 40 * i) for i in range(40)]
@@ -268,21 +283,103 @@ def test_both_engines_give_the_same_frames_under_exact_sharing(algorithm, seed):
     assert attempts.loc[attempts["model"] == "free", "queue_s"].isna().all()
 
 
-def test_a_stream_from_a_model_with_exact_sharing_is_refused_clearly():
-    async def streamed(request, driver):
+def _streamed(times: dict):
+    """An algorithm that streams request 0 (noting each chunk's index and time) and calls the
+    model for the others."""
+
+    async def algorithm(request, driver):
+        if request.id != 0:
+            return sy.answered("m", await driver.call_model(request, ["m"]))
         stream = driver.stream_model(request, ["m"])
-        async for _ in stream:
-            pass
+        async for chunk in stream:
+            times[chunk.index] = round(chunk.at_s, 9)
         return sy.answered("m", stream.response)
 
-    with pytest.raises(sy.ArgumentError, match=r"cannot stream from 'm'.*sharing='exact'"):
-        sy.run(
-            streamed,
-            requests(1),
-            host=host_of(sy.Capacity(slots=2, **EXACT)),
-            progress=False,
-            strict=True,
+    return algorithm
+
+
+def test_a_stream_comes_faster_or_slower_as_the_load_changes():
+    """r0 streams 100 tokens at 100 tokens/s from 0; r1 joins at 0.5 (1 s of work): from then
+    on r0's tokens come every 0.02 s. r0 has 0.5 s of work left at 0.5 and ends at 1.5."""
+    times: dict = {}
+    result = run_both(
+        _streamed(times),
+        requests(2),
+        host=host_of(sy.Capacity(slots=4, **EXACT)),
+        arrivals=[0, 0.5],
+    )
+    assert times[0] == 0.0 and times[10] == 0.1 and times[50] == 0.5
+    assert times[60] == 0.7 and times[99] == 1.48
+    assert at_m(result, "end_s", "ttft_s", "output_tokens") == [
+        [1.5, 0.0, 100.0],
+        [2.0, 0.0, 100.0],
+    ]
+
+
+def test_a_stream_alone_reads_as_under_the_default_rule():
+    """One streamed call at a time: the chunks' times and the rows are the same under both
+    rules, with a time to first token, a prefill and a stall."""
+    seen = []
+    for sharing in ("at_start", "exact"):
+        profile = one_second(
+            sy.Capacity(slots=2, sharing=sharing),
+            latency=sy.Latency(ttft=0.3, tokens_per_s=100, prefill_tokens_per_s=1000),
+            faults=sy.Faults(stall_p=1.0, stall_s=0.4),
         )
+        host = sy.SimHost({"m": profile}, policy=sy.HostPolicy(max_retries=0, timeout_s=60))
+        times: dict = {}
+        items = [sy.Request("q", id=0, input_tokens=200)]
+        result = run_both(_streamed(times), items, host=host)
+        seen.append((times, result.attempts.drop(columns=["strategy"])))
+    (a_times, a_rows), (b_times, b_rows) = seen
+    assert a_times == b_times and len(a_times) == 100
+    assert a_times[0] == 0.5 and a_times[49] == 0.99 and a_times[50] == 1.4  # the stall: 0.4 s
+    pdt.assert_frame_equal(a_rows, b_rows, check_exact=False, rtol=1e-9, atol=1e-9)
+
+
+def test_a_stream_read_late_gets_each_chunk_at_the_time_it_came():
+    """The reader sleeps 0.5 s before reading on: the chunks it then reads came while it slept,
+    at the rates of that time (r1 joined at 0.3)."""
+    times: dict = {}
+
+    async def slow_reader(request, driver):
+        if request.id != 0:
+            return sy.answered("m", await driver.call_model(request, ["m"]))
+        stream = driver.stream_model(request, ["m"])
+        async for chunk in stream:
+            times[chunk.index] = round(chunk.at_s, 9)
+            if chunk.index == 0:
+                await driver.sleep(0.5)
+        return sy.answered("m", stream.response)
+
+    run_both(
+        slow_reader, requests(2), host=host_of(sy.Capacity(slots=4, **EXACT)), arrivals=[0, 0.3]
+    )
+    assert times[1] == 0.01 and times[30] == 0.3 and times[40] == 0.5 and times[45] == 0.6
+
+
+def test_a_stream_closed_early_frees_its_rate_and_is_billed_what_it_came_to():
+    """r0 reads 20 tokens (two calls share from 0: one every 0.02 s) and closes at 0.38; r1 then
+    runs alone: 0.19 s of its work done, it ends at 0.38 + 0.81."""
+
+    async def reads_20(request, driver):
+        if request.id != 0:
+            return sy.answered("m", await driver.call_model(request, ["m"]))
+        stream = driver.stream_model(request, ["m"])
+        async for chunk in stream:
+            if chunk.index == 19:
+                break
+        await stream.aclose()
+        return sy.route_to("other", request)
+
+    result = run_both(
+        reads_20,
+        requests(2),
+        host=host_of(sy.Capacity(slots=4, **EXACT), bill_cancelled="generated"),
+        arrivals=[0, 0],
+    )
+    rows = at_m(result, "end_s", "output_tokens")
+    assert rows == [[0.38, 20.0], [1.19, 100.0]]
 
 
 def test_sharing_must_be_one_of_the_two_rules():

@@ -661,7 +661,7 @@ class _SimSession:
             give_up,
             segments,
             unit_work,
-            out,
+            0 if malformed_first else out,  # a malformed first chunk: no token to read
             stall_after,
             context.reply,
         )

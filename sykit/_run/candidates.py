@@ -33,7 +33,7 @@ import math
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from sykit._base.errors import ArgumentError, ModelError
+from sykit._base.errors import ModelError
 from sykit._base.vocab import CancelCause, ErrorKind
 from sykit._hosts.base import Attempt, LiveStream, Reply
 from sykit._run.attempts import (
@@ -56,11 +56,6 @@ if TYPE_CHECKING:
 
 __all__ = ["StreamHead", "serve_steps"]
 
-_NO_EXACT_STREAMS = (
-    "cannot stream from {model!r}: its Capacity(sharing='exact') re-times every call as its "
-    "load changes, and a stream's tokens would have to move with it. Call it without "
-    "streaming, or give it Capacity(sharing='at_start')"
-)
 
 _CANCELLED_CODE = CAUSE_CODE[CancelCause.CANCELLED]
 
@@ -143,16 +138,23 @@ def serve_steps(
                     if queues is not None:
                         log.set_service_start(row, queues.service_start(attempt))
                     if queues is not None and reply.alarm is not None:
-                        # exact sharing: its end moves with its server's load until it comes
-                        if stream:
-                            queues.release(attempt, start)
-                            raise ArgumentError(_NO_EXACT_STREAMS.format(model=model))
+                        # exact sharing: its end (or its first token) moves with its server's
+                        # load until it comes
                         job = reply.alarm
-                        while True:
-                            yield (ALARM, job)
+                        if stream:  # until its first token, or its end without one
+                            queues.stream(job)
+                            while (due := queues.token_due(job, 0, clock())) is not None:
+                                if due <= clock():
+                                    attempt.first_token_at = due
+                                    return StreamHead(row, attempt, None, model, math.inf, job)
+                                yield (ALARM, job)
                             reply, served = queues.ring(job, clock())
-                            if reply is not None:
-                                break
+                        else:
+                            while True:
+                                yield (ALARM, job)
+                                reply, served = queues.ring(job, clock())
+                                if reply is not None:
+                                    break
                         log.set_service_start(row, served)
                     elif (
                         stream
@@ -230,15 +232,23 @@ def serve_steps(
 
 class StreamHead:
     """A streamed attempt at its first token: its row, and its planned reply (with when it ends)
-    or, on a real host, its live stream (``end_s`` infinite: not known in advance)."""
+    or, on a real host, its live stream (``end_s`` infinite: not known in advance), or at a
+    simulated server that shares its rate exactly, its ``job`` (the reply None until it ends)."""
 
-    __slots__ = ("attempt", "end_s", "model", "reply", "row")
+    __slots__ = ("attempt", "end_s", "job", "model", "reply", "row")
 
     def __init__(
-        self, row: int, attempt: Attempt, reply: Reply | LiveStream, model: str, end_s: float
+        self,
+        row: int,
+        attempt: Attempt,
+        reply: Reply | LiveStream | None,
+        model: str,
+        end_s: float,
+        job: Any = None,
     ) -> None:
         self.row = row
         self.attempt = attempt
         self.reply = reply
         self.model = model
         self.end_s = end_s
+        self.job = job

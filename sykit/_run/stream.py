@@ -31,7 +31,7 @@ from sykit._run.attempts import (
     succeed,
 )
 from sykit._run.candidates import StreamHead, serve_steps
-from sykit._run.engines.base import NEXT, SLEEP
+from sykit._run.engines.base import ALARM, NEXT, SLEEP
 from sykit._run.own_fallbacks import note_failure
 from sykit._run.records import MODEL, ROUTING
 from sykit._run.state import RequestState, closed_error
@@ -179,14 +179,22 @@ class ModelStream:
                 return Chunk(0, head.text, state.run.clock())
             self._head = head
             state.streams.append(self)
-            if not isinstance(head.reply, Reply):  # a real host's live stream
-                return self._chunk(state.run.clock(), head.reply.first)
-            return self._chunk(head.attempt.first_token_at)
+            if head.reply is None or isinstance(head.reply, Reply):  # simulated
+                return self._chunk(head.attempt.first_token_at)
+            return self._chunk(state.run.clock(), head.reply.first)  # a real host's live stream
         head = self._head
         attempt = head.attempt
         clock = state.run.clock
         try:
-            if not isinstance(head.reply, Reply):
+            if head.job is not None:  # exact sharing: each token when the server's load lets it
+                queues = state.run.queues
+                assert queues is not None
+                while (due := queues.token_due(head.job, self._sent, clock())) is not None:
+                    if due <= clock():
+                        return self._chunk(due)
+                    yield (ALARM, head.job)
+                self._ended_exactly(head)
+            elif not isinstance(head.reply, Reply):
                 item = yield (NEXT, head.reply)
                 if not isinstance(item, Reply):
                     return self._chunk(clock(), item)
@@ -207,6 +215,15 @@ class ModelStream:
             raise
         self._finish()
         raise StopAsyncIteration
+
+    def _ended_exactly(self, head: StreamHead) -> None:
+        """The job of an attempt at a server that shares its rate exactly has ended: its reply,
+        now, and when it started service."""
+        run = self._state.run
+        assert run.queues is not None
+        head.reply, served = run.queues.ring(head.job, run.clock())
+        head.end_s = run.clock()
+        run.log.set_service_start(head.row, served)
 
     def _chunk(self, at: float, text: str = "") -> Chunk:
         index = self._sent
@@ -249,6 +266,8 @@ class ModelStream:
         state = self._state
         run = state.run
         now = run.clock()
+        if head.job is not None and run.queues is not None and head.job.end_at <= now:
+            self._ended_exactly(head)
         if now >= head.end_s:  # the answer had ended, unread: it ended as it would have
             self._finish(raising=False)
             return

@@ -69,11 +69,10 @@ class Capacity:
     call frees its slot for calls arriving after the cancellation. ``"exact"`` is processor
     sharing proper: every call in service runs at the factor for the sequences in service *now*,
     re-timed at each arrival and departure, and a cancelled call's slot (or place in the queue)
-    goes at once to the calls behind it; it is slower to simulate, and a streamed call
-    (``driver.stream``) at such a model is refused. docs/capacity.md gives both rules and how far
-    apart they are. The waiting time of
-    each attempt is the ``queue_s`` column of ``result.attempts`` (present when a model of the
-    host declares a capacity).
+    goes at once to the calls behind it (a stream's tokens come as the load lets them); it is
+    slower to simulate. docs/capacity.md gives both rules and how far apart they are. The
+    waiting time of each attempt is the ``queue_s`` column of ``result.attempts`` (present when
+    a model of the host declares a capacity).
     """
 
     slots: int

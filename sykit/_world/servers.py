@@ -53,6 +53,14 @@ class Queues:
         not ended yet, wait for the alarm again) and when it started service (inf: never)."""
         return self.servers[job.attempt.model].ring(job, now), job.start
 
+    def stream(self, job: Any) -> None:
+        """The call of ``job`` (exact sharing) is streamed: see :meth:`SharedServer.stream`."""
+        self.servers[job.attempt.model].stream(job)
+
+    def token_due(self, job: Any, token: int, now: float) -> float | None:
+        """See :meth:`SharedServer.token_due`."""
+        return self.servers[job.attempt.model].token_due(job, token, now)
+
     def release(self, attempt: Any, now: float) -> float:
         """``attempt`` was cancelled at ``now`` (see :meth:`Server.release`); returns its service
         start when only now known (NaN: nothing new to record)."""

@@ -26,6 +26,9 @@ The rules (docs/capacity.md, "Exact sharing"):
   which an engine runs two things of one instant never changes a result.
 * A call's alarm is the authority on its end: the server ends a call at the instant its alarm
   was set to, whichever of two things at one instant an engine runs first.
+* A streamed call waits for each token on the same alarm (set to the token's instant, or to the
+  call's end if sooner); the server keeps its progress at every change, so a token read late
+  still carries the instant it came.
 """
 
 from __future__ import annotations
@@ -57,14 +60,17 @@ class Job(Alarm):
     __slots__ = (
         "arrival",
         "attempt",
+        "cursor",
         "deadline",
         "end",
+        "end_at",
         "end_kind",
         "ended",
         "finish",
         "first_decode",
         "first_token",
         "give_up",
+        "history",
         "kinds",
         "left",
         "order",
@@ -74,6 +80,7 @@ class Job(Alarm):
         "sizes",
         "stall_after",
         "start",
+        "target",
         "unit",
     )
 
@@ -111,9 +118,15 @@ class Job(Alarm):
         self.start = math.inf
         self.first_token = math.inf
         self.end = math.inf
+        self.end_at = math.inf  # when it ends if nothing changes (its alarm may ring earlier)
         self.end_kind = 0
         self.ended = False
         self.produced = 0
+        self.target = -1  # the token a stream waits for (-1: the end)
+        # a streamed call's progress, (instant, segment, decode work done), at each change and
+        # segment boundary: when each token came (None: not streamed)
+        self.history: list[tuple[float, int, float]] | None = None
+        self.cursor = 0  # where in it the last token read was found
 
     def reply(self) -> Any:
         """The reply of the job, which has ended."""
@@ -240,6 +253,30 @@ class SharedServer:
             job.attempt.in_service_from = job.start
         return job.reply()
 
+    def stream(self, job: Job) -> None:
+        """``job`` is read token by token: keep its history from its service start."""
+        job.history = [] if job.start == math.inf else [(job.start, 0, 0.0)]
+
+    def token_due(self, job: Job, token: int, now: float) -> float | None:
+        """When ``token`` of the streamed ``job`` comes: an instant not after ``now`` once it
+        has come; a later one (its alarm set there, or at the job's end if that is sooner) while
+        it is to come; None when the job ended without it."""
+        self._advance(now)
+        self._settle(now)
+        came = token_time(job, token)
+        if came is not None and came <= now + _SAME_INSTANT:
+            return min(came, now)  # (a float step can put it a hair after now)
+        if job.ended:
+            return None
+        job.target = token
+        if job not in self.serving:  # queued: its alarm stays at its give-up
+            return math.inf
+        due = _token_at(job, token, now, self.factor(len(self.serving)))
+        if due <= now + _SAME_INSTANT:
+            return now
+        job.move(min(due, job.end_at))
+        return due
+
     def service_start(self, attempt: Any) -> float:
         """When ``attempt`` started service (inf: it never did; NaN: no job of this server)."""
         job = self.jobs.get(attempt)
@@ -263,10 +300,10 @@ class SharedServer:
                 for job in serving:
                     _progress(job, self.now, elapsed, rate)
             self.now = now
-        if serving and any(job.when <= now for job in serving):
+        if serving and any(job.end_at <= now for job in serving):
             staying = []
             for job in serving:
-                if job.when > now:
+                if job.end_at > now:
                     staying.append(job)
                 elif job.end_kind == DONE:
                     if job.first_token == math.inf:  # it ends at its first token
@@ -296,6 +333,8 @@ class SharedServer:
             if job.first_decode == 0:
                 job.first_token = now
             job.end_kind = DONE
+            if job.history is not None:
+                job.history.append((now, 0, 0.0))
             serving.append(job)
             started = True
         if queue and any(job.give_up <= now for job in queue):
@@ -311,14 +350,19 @@ class SharedServer:
                     job.end_kind, end = DEADLINE, job.deadline
                 else:
                     job.end_kind = DONE
+                job.end_at = end
+                if job.target >= 0:
+                    end = min(end, _token_at(job, job.target, now, rate))
                 job.move(end)
 
 
 def _progress(job: Job, now: float, elapsed: float, rate: float) -> None:
     """``job`` runs ``elapsed`` seconds from ``now`` at ``rate`` (fixed delays at 1): its
-    segments are consumed in order, and its first token is noted when it comes."""
+    segments are consumed in order, and its first token is noted when it comes (a streamed
+    call's history too)."""
     kinds, sizes = job.kinds, job.sizes
     seg, left = job.seg, job.left
+    history = job.history
     spent = 0.0
     while seg < len(kinds):
         speed = 1.0 if kinds[seg] == FIXED else rate
@@ -331,8 +375,76 @@ def _progress(job: Job, now: float, elapsed: float, rate: float) -> None:
         left = sizes[seg] if seg < len(kinds) else 0.0
         if seg == job.first_decode:
             job.first_token = now + spent
+        if history is not None:
+            history.append((now + spent, seg, _decoded(job, seg, left)))
     job.seg = seg
     job.left = left if left > 0.0 else 0.0
+    if history is not None and spent < elapsed:
+        history.append((now + elapsed, seg, _decoded(job, seg, job.left)))
+
+
+def _decoded(job: Job, seg: int, left: float) -> float:
+    """Generation work done at progress (``seg``, ``left`` of it to go)."""
+    kinds, sizes = job.kinds, job.sizes
+    done = sum(sizes[i] for i in range(min(seg, len(kinds))) if kinds[i] == DECODE)
+    if seg < len(kinds) and kinds[seg] == DECODE:
+        done += sizes[seg] - left
+    return done
+
+
+def _may_carry(job: Job, seg: int, token: int) -> bool:
+    """Whether segment ``seg`` of ``job`` produces ``token``: one of generation, and, for a token
+    after a stall, one after the stall."""
+    if job.kinds[seg] != DECODE:
+        return False
+    return not (job.stall_after and token >= job.stall_after and seg <= job.first_decode)
+
+
+def _token_at(job: Job, token: int, now: float, rate: float) -> float:
+    """When ``token`` comes if the rate stays ``rate`` (inf: it never does)."""
+    kinds, sizes = job.kinds, job.sizes
+    if token >= job.planned:
+        return math.inf
+    goal = token * job.unit
+    seg = job.seg
+    done = _decoded(job, seg, job.left)
+    t = now
+    for i in range(seg, len(kinds)):
+        size = job.left if i == seg else sizes[i]
+        if kinds[i] == FIXED:
+            t += size
+            continue
+        if _may_carry(job, i, token) and done + size >= goal - _SAME_INSTANT:
+            return t + max(0.0, goal - done) / rate
+        t += size / rate
+        done += size
+    # a broken answer's last token comes at its very end
+    if seg <= len(kinds) and token < job.tokens(len(kinds), 0.0):
+        return t
+    return math.inf
+
+
+def token_time(job: Job, token: int) -> float | None:
+    """When ``token`` of a streamed job came, read from its history (None: not yet)."""
+    history = job.history
+    if not history or token >= job.planned:
+        return None
+    goal = token * job.unit
+    kinds = job.kinds
+    # a stream reads its tokens in order: the search goes on from the last token's interval
+    for at in range(job.cursor, len(history) - 1):
+        (t0, seg, d0), (t1, _, d1) = history[at], history[at + 1]
+        if (
+            seg < len(kinds)
+            and _may_carry(job, seg, token)
+            and d0 - _SAME_INSTANT <= goal <= d1 + _SAME_INSTANT
+        ):
+            job.cursor = at
+            return t0 if d1 <= d0 else t0 + (goal - d0) * (t1 - t0) / (d1 - d0)
+    last_t, last_seg, _ = history[-1]
+    if last_seg >= len(job.kinds) and token < job.tokens(len(job.kinds), 0.0):
+        return last_t  # a broken answer's last token, at its end
+    return None
 
 
 def _end(job: Job, now: float, rate: float) -> float:
