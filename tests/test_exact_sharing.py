@@ -283,9 +283,9 @@ def test_both_engines_give_the_same_frames_under_exact_sharing(algorithm, seed):
     assert attempts.loc[attempts["model"] == "free", "queue_s"].isna().all()
 
 
-def _streamed(times: dict):
-    """An algorithm that streams request 0 (noting each chunk's index and time) and calls the
-    model for the others."""
+def _streamed(times: dict, pause_s: float = 0.0):
+    """An algorithm that streams request 0 (noting each chunk's index and time, and sleeping
+    ``pause_s`` after the first) and calls the model for the others."""
 
     async def algorithm(request, driver):
         if request.id != 0:
@@ -293,6 +293,8 @@ def _streamed(times: dict):
         stream = driver.stream_model(request, ["m"])
         async for chunk in stream:
             times[chunk.index] = round(chunk.at_s, 9)
+            if chunk.index == 0 and pause_s:
+                await driver.sleep(pause_s)
         return sy.answered("m", stream.response)
 
     return algorithm
@@ -341,19 +343,11 @@ def test_a_stream_read_late_gets_each_chunk_at_the_time_it_came():
     """The reader sleeps 0.5 s before reading on: the chunks it then reads came while it slept,
     at the rates of that time (r1 joined at 0.3)."""
     times: dict = {}
-
-    async def slow_reader(request, driver):
-        if request.id != 0:
-            return sy.answered("m", await driver.call_model(request, ["m"]))
-        stream = driver.stream_model(request, ["m"])
-        async for chunk in stream:
-            times[chunk.index] = round(chunk.at_s, 9)
-            if chunk.index == 0:
-                await driver.sleep(0.5)
-        return sy.answered("m", stream.response)
-
     run_both(
-        slow_reader, requests(2), host=host_of(sy.Capacity(slots=4, **EXACT)), arrivals=[0, 0.3]
+        _streamed(times, pause_s=0.5),
+        requests(2),
+        host=host_of(sy.Capacity(slots=4, **EXACT)),
+        arrivals=[0, 0.3],
     )
     assert times[1] == 0.01 and times[30] == 0.3 and times[40] == 0.5 and times[45] == 0.6
 

@@ -485,9 +485,7 @@ class _SimSession:
         # sequences in service leave it (see sykit._world.capacity).
         admitted = server.admit(now)
         if admitted is None:  # the queue is full
-            status, body = server.rejection(attempt.model)
-            delay = card.profile.reject_delay_s.quantile(unit(words[SLOT.TTFT]))
-            return Reply(status, body, after_s=delay)
+            return _rejected(attempt, card, words, server)
         start, rate = admitted
         assert self.queues is not None
         self.queues.planned(attempt, start)
@@ -518,11 +516,8 @@ class _SimSession:
         request = attempt.request
         model = attempt.model
         out = self._output_tokens(attempt, card, words, truth)
-        cached = 0
+        key, cached, cacheable, tier = self._cache_read(request, model, card, now)
         cache = card.cache
-        key, cacheable, tier = _cache_key(request, model, cache)
-        if key is not None and cache is not None:
-            cached = _prompt_cache.lookup(self.prompt_cache, key, now, cacheable, cache)
         ttft = card.ttft(((words[SLOT.TTFT] >> 10) | 1) * HALF)
         if card.prefill_tokens_per_s:  # reading the (uncached part of the) prompt comes first
             ttft += (request.input_tokens - cached) / (card.prefill_tokens_per_s * rate)
@@ -593,6 +588,17 @@ class _SimSession:
         cap = request.max_output_tokens
         return cap if cap is not None and out > cap else out
 
+    def _cache_read(
+        self, request: Request | DecisionRequest, model: str, card: _Card, now: float
+    ) -> tuple[tuple[Any, ...] | None, int, int, str]:
+        """Where the call's prompt is cached (None: nowhere), how many of its tokens are read
+        from the cache now, how many can be, and at which tier."""
+        key, cacheable, tier = _cache_key(request, model, card.cache)
+        cached = 0
+        if key is not None and card.cache is not None:
+            cached = _prompt_cache.lookup(self.prompt_cache, key, now, cacheable, card.cache)
+        return key, cached, cacheable, tier
+
     def _shared(
         self,
         attempt: Attempt,
@@ -605,20 +611,14 @@ class _SimSession:
     ) -> Reply:
         """An answer from a model under exact processor sharing: the same draws as
         :meth:`_generate`, laid out as segments the server times (see
-        :mod:`sykit._world.sharing`); the reply waits on the job's alarm and is made when it
-        rings (:func:`_shared_reply`)."""
+        :mod:`sykit._world.sharing`); the reply waits on the job's alarm and is made when the
+        job has ended (:meth:`_SharedCall.reply`)."""
         waits = server.must_wait(now)
         if waits is None:  # the queue is full
-            status, body = server.rejection(attempt.model)
-            delay = card.profile.reject_delay_s.quantile(unit(words[SLOT.TTFT]))
-            return Reply(status, body, after_s=delay)
+            return _rejected(attempt, card, words, server)
         request = attempt.request
         out = self._output_tokens(attempt, card, words, truth)
-        cached = 0
-        cache = card.cache
-        key, cacheable, tier = _cache_key(request, attempt.model, cache)
-        if key is not None and cache is not None:
-            cached = _prompt_cache.lookup(self.prompt_cache, key, now, cacheable, cache)
+        key, cached, cacheable, tier = self._cache_read(request, attempt.model, card, now)
         factor = 1.0
         if card.spike_p and ((words[SLOT.SPIKE] >> 10) | 1) * HALF < card.spike_p:
             factor = card.spike_factor
@@ -745,6 +745,13 @@ class _SharedCall:
             answers = self.session._judge(attempt, self.truth)
             return Reply(200, None, _NO_HEADERS, None, "", usage, ttft, answers, after)
         return Reply(200, None, _NO_HEADERS, None, self.card.text, usage, ttft, None, after)
+
+
+def _rejected(attempt: Attempt, card: _Card, words: tuple[int, ...], server: Any) -> Reply:
+    """The answer to a call that finds its model's queue full, after the reject delay."""
+    status, body = server.rejection(attempt.model)
+    delay = card.profile.reject_delay_s.quantile(unit(words[SLOT.TTFT]))
+    return Reply(status, body, after_s=delay)
 
 
 def _cache_key(
