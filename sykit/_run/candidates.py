@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 
 __all__ = ["StreamHead", "serve_steps"]
 
-
 _CANCELLED_CODE = CAUSE_CODE[CancelCause.CANCELLED]
 
 
