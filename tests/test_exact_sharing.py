@@ -472,3 +472,32 @@ def test_a_spilling_run_under_exact_sharing_reads_back_the_same_frames(tmp_path,
     pdt.assert_frame_equal(plain.attempts, spilled.attempts)
     pdt.assert_frame_equal(plain.requests, spilled.requests)
     assert (spilled.attempts["queue_s"] > 0).any()
+
+
+def test_a_call_arriving_as_another_ends_is_decided_alike_whichever_runs_first():
+    """slots=1, queue_limit=1: a call ends at 1.0 with another queued, and a third arrives at
+    1.0. Whether the server hears of the arrival before or after the end's alarm rings, the
+    queued call takes the slot and the newcomer is admitted to the queue (not rejected)."""
+    from sykit._world.sharing import DECODE, Job, SharedServer
+
+    class Attempt:  # what the server sets on an attempt
+        in_service_from = -math.inf
+        received = None
+
+    def job(at: float) -> Job:
+        return Job(Attempt(), at, 100.0, 100.0, [(DECODE, 1.0)], 0.01, 100, 0, lambda _: "reply")
+
+    decisions = []
+    for arrival_first in (True, False):
+        server = SharedServer(sy.Capacity(slots=1, queue_limit=1, sharing="exact"))
+        first, second = job(0.0), job(0.5)
+        assert server.must_wait(0.0) is False
+        server.admit(first, 0.0)
+        assert server.must_wait(0.5) is True
+        server.admit(second, 0.5)
+        assert first.when == 1.0
+        if not arrival_first:
+            assert server.ring(first, 1.0) == "reply"
+        decisions.append(server.must_wait(1.0))
+        assert second.start == 1.0
+    assert decisions == [True, True]

@@ -73,7 +73,6 @@ class Job(Alarm):
         "history",
         "kinds",
         "left",
-        "order",
         "planned",
         "produced",
         "seg",
@@ -114,7 +113,6 @@ class Job(Alarm):
         self.finish = finish  # makes the reply once the job has ended
         self.seg = 0
         self.left = self.sizes[0] if kept else 0.0
-        self.order = 0
         self.start = math.inf
         self.first_token = math.inf
         self.end = math.inf
@@ -179,7 +177,6 @@ class SharedServer:
         self.serving: list[Job] = []
         self.queue: deque[Job] = deque()
         self.jobs: dict[Any, Job] = {}  # attempt → its job, until its reply is taken
-        self._order = 0
         # cancellations at the instant ``_instant``: (left service, left the queue, promoted)
         self._instant = -math.inf
         self._gone = [0, 0, 0]
@@ -188,8 +185,10 @@ class SharedServer:
     # -- what the host and the driver ask ------------------------------------------------------
     def must_wait(self, now: float) -> bool | None:
         """Whether a call arriving at ``now`` would queue (None: the queue is full: rejected).
-        Decided as if the calls cancelled at ``now`` were still there."""
+        Decided as if the calls cancelled at ``now`` were still there, and after what ends at
+        ``now`` has made room, whether or not its alarm has rung yet."""
         self._advance(now)
+        self._settle(now)
         serving, queued = len(self.serving), len(self.queue)
         if self._instant == now:
             left_service, left_queue, promoted = self._gone
@@ -202,8 +201,6 @@ class SharedServer:
     def admit(self, job: Job, now: float) -> None:
         """``job`` arrives at ``now`` (after :meth:`must_wait` said it is not rejected)."""
         self._advance(now)
-        self._order += 1
-        job.order = self._order
         self.jobs[job.attempt] = job
         job.end_kind = GAVE_UP  # until it starts
         job.move(job.give_up)
