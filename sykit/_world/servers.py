@@ -45,7 +45,7 @@ class Queues:
     def service_start(self, attempt: Any) -> float:
         """When ``attempt``, just planned, starts (or would have started) service; NaN if it
         reached no server (a model without a capacity, a rejection, a fault before the queue)
-        or if its start is not known yet (exact sharing: see :meth:`reply`)."""
+        or if its start is not known yet (exact sharing: see :meth:`ring`)."""
         return self.start if attempt is self.attempt else NAN
 
     def ring(self, job: Any, now: float) -> tuple[Any, float]:

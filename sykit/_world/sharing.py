@@ -133,21 +133,11 @@ class Job(Alarm):
     def tokens(self, seg: int, left: float) -> int:
         """Output tokens produced at progress (``seg``, ``left`` of it to go): one at the first
         token, then one per :attr:`unit` of generation; none more during a stall."""
-        first = self.first_decode
-        if seg < first:
+        if seg < self.first_decode:
             return 0
-        kinds, sizes = self.kinds, self.sizes
-        done = 0.0
-        for i in range(first, min(seg, len(kinds))):
-            if kinds[i] == DECODE:
-                done += sizes[i]
-        paused = False
-        if seg < len(kinds):
-            if kinds[seg] == DECODE:
-                done += sizes[seg] - left
-            else:
-                paused = True  # the stall: the only fixed delay after the first token
-        produced = 1 + int(done / self.unit + 1e-9)
+        # in a fixed delay after the first token: the stall, the only one there
+        paused = seg < len(self.kinds) and self.kinds[seg] == FIXED
+        produced = 1 + int(_decoded(self, seg, left) / self.unit + 1e-9)
         if paused and produced > self.stall_after:
             produced = self.stall_after
         return min(self.planned, produced)
@@ -274,11 +264,6 @@ class SharedServer:
         job.move(min(due, job.end_at))
         return due
 
-    def service_start(self, attempt: Any) -> float:
-        """When ``attempt`` started service (inf: it never did; NaN: no job of this server)."""
-        job = self.jobs.get(attempt)
-        return math.nan if job is None else job.start
-
     # -- the state -----------------------------------------------------------------------------
     def factor(self, n: int) -> float:
         factors = self.factors
@@ -288,7 +273,7 @@ class SharedServer:
 
     def _advance(self, now: float) -> None:
         """Move the state on to ``now``: every call in service progresses at the rate of their
-        number since the last change point; those whose alarm is at ``now`` end."""
+        number since the last change point; those timed to end by ``now`` end."""
         elapsed = now - self.now
         serving = self.serving
         if elapsed > 0.0:
