@@ -149,12 +149,18 @@ class CrossFit:
     wall_s: float
 
     def __repr__(self) -> str:
-        tag = "" if self.realizable else " (not realizable: read the ground truth)"
+        tag = "" if self.realizable else f" ({self._unrealizable})"
         return (
-            f"<CrossFit {self.name}{tag}: APGR {self.apgr} AIQ {self.aiq}; random APGR "
-            f"{self.random.value:.3f} ± {self.random.sd:.3f}; {self.folds} folds, "
-            f"{len(self.curve)} shares>"
+            f"<{type(self).__name__} {self.name}{tag}: APGR {self.apgr} AIQ {self.aiq}; random "
+            f"APGR {self.random.value:.3f} ± {self.random.sd:.3f}; {self._extent()}>"
         )
+
+    #: Why a result is not realizable, as its repr says it.
+    _unrealizable = "not realizable: read the ground truth"
+
+    def _extent(self) -> str:
+        """What the judgement covered, for the repr."""
+        return f"{self.folds} folds, {len(self.curve)} shares"
 
     def summary(self) -> pd.DataFrame:
         """One row: the router, its APGR and AIQ with intervals, and the random baseline."""

@@ -32,13 +32,10 @@ class Transfer(CrossFit):
 
     shared: int = 0
 
-    def __repr__(self) -> str:
-        tag = "" if self.realizable else " (not realizable)"
-        return (
-            f"<Transfer {self.name}{tag}: APGR {self.apgr} AIQ {self.aiq}; random APGR "
-            f"{self.random.value:.3f} ± {self.random.sd:.3f}; {len(self.curve)} shares; "
-            f"{self.shared} test prompts seen in train>"
-        )
+    _unrealizable = "not realizable"
+
+    def _extent(self) -> str:
+        return f"{len(self.curve)} shares; {self.shared} test prompts seen in train"
 
     def summary(self) -> pd.DataFrame:
         """:meth:`CrossFit.summary`'s row, with ``shared``."""
