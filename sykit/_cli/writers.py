@@ -180,27 +180,19 @@ def write_sweeps(out: Path, thresholds: Any, randoms: Any) -> list[str]:
     return _sweep_files(out, *_sweep_parts_of(thresholds, randoms))
 
 
-def _sweep_parts_of(thresholds: Any, randoms: Any) -> tuple[Any, ...]:
+def _sweep_parts_of(thresholds: Any, randoms: Any) -> tuple[pd.DataFrame, dict[str, Any]]:
     """What the sweep files are drawn from: small tables, cheap to hand to another process (the
     sweeps themselves hold every run's records)."""
+    from sykit._grid.sweep import curve_plot_arguments
+
     curves = pd.concat(
         [thresholds.curve.assign(router="threshold"), randoms.curve.assign(router="random")]
     )
-    references = thresholds.references
-    bounds = [name for name in references if name not in ("weak", "strong")]
-    curve = thresholds.curve.drop(columns=["strategy"])
-    return curves, curve, references, bounds, thresholds.value_name
+    return curves, curve_plot_arguments(thresholds)
 
 
-def _sweep_files(
-    out: Path,
-    curves: pd.DataFrame,
-    curve: pd.DataFrame,
-    references: Mapping[str, tuple[float, float]],
-    bounds: list[str],
-    setting: str,
-) -> list[str]:
-    """``sweeps.csv`` and ``threshold_curve.png`` (as ``Sweep.plot`` draws it)."""
+def _sweep_files(out: Path, curves: pd.DataFrame, plotted: dict[str, Any]) -> list[str]:
+    """``sweeps.csv`` and ``threshold_curve.png`` (``plotted``: as ``Sweep.plot`` draws it)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -209,7 +201,7 @@ def _sweep_files(
     from sykit._viz import plot_cost_quality_curve
 
     curves.to_csv(out / "sweeps.csv", index=False)
-    ax = plot_cost_quality_curve(curve, references=references, bounds=bounds, setting=setting)
+    ax = plot_cost_quality_curve(**plotted)
     figure = _titled(ax.figure, FAULT_FREE_RUN)
     figure.savefig(out / "threshold_curve.png", dpi=110, bbox_inches="tight")
     plt.close(figure)

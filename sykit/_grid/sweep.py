@@ -146,16 +146,25 @@ class Sweep:
         """The cost–quality curve with the weak, strong and bound references; returns the Axes."""
         from sykit._viz import plot_cost_quality_curve
 
-        curve = self.curve.drop(columns=["strategy"])
-        bounds = [name for name in self.references if name not in ("weak", "strong")]
-        return plot_cost_quality_curve(
-            curve, references=self.references, bounds=bounds, setting=self.value_name, ax=ax
-        )
+        return plot_cost_quality_curve(**curve_plot_arguments(self), ax=ax)
 
     def __repr__(self) -> str:
         return (
             f"<sykit.Sweep {len(self.values)} settings, weak={self.weak!r}, strong={self.strong!r}>"
         )
+
+
+def curve_plot_arguments(sweep: Sweep) -> dict[str, Any]:
+    """What :meth:`Sweep.plot` draws, as keyword arguments of ``plot_cost_quality_curve``:
+    small tables, cheap to hand to another process (the sweep itself holds every run's
+    records)."""
+    references = sweep.references
+    return {
+        "curve": sweep.curve.drop(columns=["strategy"]),
+        "references": references,
+        "bounds": [name for name in references if name not in ("weak", "strong")],
+        "setting": sweep.value_name,
+    }
 
 
 def _check_values(values: Any) -> list[float]:
