@@ -128,3 +128,30 @@ def test_estimate_formats_with_its_interval():
     assert float(e) == 0.6812
     assert e.excludes(Estimate(0.5, 0.45, 0.55))
     assert not e.excludes(Estimate(0.6, 0.55, 0.6))
+
+
+def test_kept_draws_give_what_fresh_draws_give_in_any_order():
+    """The bootstrap's weights and the random baseline are kept for the latest call (the
+    learners of one table share them): a call with another seed, another number of clusters or
+    other qualities in between must not change any result."""
+    from sykit._results import curve_stats
+
+    rng = np.random.default_rng(4)
+    pops = [_population(n, rng, 0.6) for n in (300, 300, 200)]
+    curves = [_curve(p, np.linspace(0.1, 0.9, 5)) for p in pops]
+    calls = [(0, 0), (1, 0), (0, 1), (2, 0), (0, 0)]
+
+    def fresh(i: int, seed: int) -> tuple[float, ...]:
+        curve_stats._WEIGHTS.clear()
+        curve_stats._RANDOM.clear()
+        return _results(i, seed)
+
+    def _results(i: int, seed: int) -> tuple[float, ...]:
+        boot = bootstrap_curve(curves[i], resamples=300, seed=seed)
+        random = random_apgr(pops[i]["weak"], pops[i]["strong"], SHARES, rankings=200, seed=seed)
+        return boot.apgr.low, boot.apgr.high, boot.aiq.low, random.value, random.sd
+
+    expected = {call: fresh(*call) for call in set(calls)}
+    assert expected[(0, 0)] != expected[(1, 0)] != expected[(0, 1)]
+    for call in calls:
+        assert _results(*call) == expected[call]

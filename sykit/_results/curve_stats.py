@@ -144,6 +144,14 @@ class Curve:
                 raise ArgumentError(f"{name} must have one value per request ({n})")
 
 
+#: Rows of bootstrap weights drawn at a time (bounds the memory of a bootstrap's products).
+_BLOCK = 250
+#: The latest bootstrap's weights as counts (see :meth:`ClusterSums.weights`), kept when they
+#: hold at most this many numbers (32 MB of int32).
+_WEIGHTS: dict[tuple[int, int, int], list[np.ndarray]] = {}
+_WEIGHTS_KEPT = 8_000_000
+
+
 class ClusterSums:
     """Per-request values summed per cluster, so that a bootstrap's weights (one count per
     cluster) are applied to a cluster's sums instead of being spread over its requests: the same
@@ -153,11 +161,26 @@ class ClusterSums:
         keys, self.index = np.unique(clusters, return_inverse=True)
         self.size = len(keys)
 
-    def draw(self, rng: np.random.Generator, rows: int) -> np.ndarray:
-        """``rows`` bootstrap weight vectors: each cluster drawn with replacement as many times as
-        there are clusters; a cluster's weight is its count."""
-        p = np.full(self.size, 1.0 / self.size)
-        return rng.multinomial(self.size, p, size=rows).astype(float)
+    def weights(self, resamples: int, seed: int) -> list[np.ndarray]:
+        """The weight rows of a bootstrap of ``resamples`` with ``seed``, in blocks of
+        :data:`_BLOCK` rows: in each row, every cluster drawn with replacement as many times as
+        there are clusters, a cluster's weight its count. They depend on the number of clusters alone, not on
+        which request is in which, so they are kept for the latest such bootstrap: the learners of
+        one cross-fit table are judged on the same requests, and each would draw them again (the
+        draws are most of a bootstrap's time)."""
+        key = (self.size, resamples, seed)
+        if key not in _WEIGHTS:
+            rng = np.random.default_rng(seed)
+            p = np.full(self.size, 1.0 / self.size)
+            counts = [
+                rng.multinomial(self.size, p, size=min(_BLOCK, resamples - start)).astype(np.int32)
+                for start in range(0, resamples, _BLOCK)
+            ]
+            _WEIGHTS.clear()
+            if self.size * resamples <= _WEIGHTS_KEPT:
+                _WEIGHTS[key] = counts
+            return [c.astype(float) for c in counts]
+        return [c.astype(float) for c in _WEIGHTS[key]]
 
     def ones(self) -> np.ndarray:
         """The weights of the requests as they are (no resampling)."""
@@ -224,13 +247,12 @@ def bootstrap_curve(
     resamples = check_int(resamples, "resamples", low=100, type_error=ArgumentError)
     level = check_probability(level, "level", type_error=ArgumentError)
     point = point_of(curve)
-    rng = np.random.default_rng(seed)
     clusters = ClusterSums(curve.clusters)
     sums = _curve_sums(curve, clusters)
     apgrs: list[np.ndarray] = []
     aiqs: list[np.ndarray] = []
-    for start in range(0, resamples, 250):
-        a, q = _curve_stats(sums, clusters.draw(rng, min(250, resamples - start)))
+    for weights in clusters.weights(resamples, seed):
+        a, q = _curve_stats(sums, weights)
         apgrs.append(a)
         aiqs.append(q)
     return CurveBootstrap(
@@ -310,6 +332,25 @@ def random_apgr(
     rankings = check_int(rankings, "rankings", low=100, type_error=ArgumentError)
     weak = np.asarray(weak, dtype=float)
     strong = np.asarray(strong, dtype=float)
+    key = (weak.tobytes(), strong.tobytes(), tuple(shares), rankings, level, seed)
+    if key not in _RANDOM:
+        _RANDOM.clear()  # the latest only: the learners of one cross-fit table share it
+        _RANDOM[key] = _random_apgr(weak, strong, shares, rankings, level, seed)
+    return _RANDOM[key]
+
+
+#: The latest random baseline (see :func:`random_apgr`).
+_RANDOM: dict[tuple[object, ...], Estimate] = {}
+
+
+def _random_apgr(
+    weak: np.ndarray,
+    strong: np.ndarray,
+    shares: Sequence[float],
+    rankings: int,
+    level: float,
+    seed: int,
+) -> Estimate:
     known = np.isfinite(weak) & np.isfinite(strong)
     gain = (strong - weak)[known]
     n = len(gain)

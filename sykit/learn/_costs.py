@@ -213,14 +213,10 @@ def cross_fit_costs(
     singles = summary.loc[[f"{m} only" for m in names], ["cost_per_request_usd", "mean_quality"]]
     singles = singles.reset_index()
     frontier = pareto_frontier(table)
-    rng = np.random.default_rng(seed)
     clusters = ClusterSums(_clusters(data, group, ids))
     sums = clusters.sums(cost), clusters.sums(quality)
     point = _aiq_rows(clusters.ones(), *sums)[0]
-    draws = [
-        _aiq_rows(clusters.draw(rng, min(250, resamples - start)), *sums)
-        for start in range(0, resamples, 250)
-    ]
+    draws = [_aiq_rows(weights, *sums) for weights in clusters.weights(resamples, seed)]
     realizable = not bool(requests.loc[requests["strategy"].isin(swept), "reads_truth"].any())
     return CostCrossFit(
         name,
