@@ -57,16 +57,39 @@ def test_tfidf_equals_scikit_learns_vectorizer_with_the_documented_settings(
         assert np.array_equal(rows.toarray(), plain.transform(test).toarray())
 
 
-def test_each_distinct_prompt_is_tokenised_once_across_fits():
+def test_each_distinct_prompt_is_tokenised_once_across_fits_and_transforms():
     _features._terms.cache_clear()
+    _features._CORPORA.clear()
     requests = [sy.Request(f"word{i} shared words here") for i in range(50)]
     TfIdf().fit(requests)
     TfIdf(max_features=10).fit(requests[:40])  # a second fit, as another fold's or learner's
-    TfIdf().fit(requests + requests)
-    info = _features._terms.cache_info()
-    assert info.misses == 50 and info.hits == 40 + 100
+    features = TfIdf()
+    features.fit(requests + requests)
+    features.transform(requests[:10])
+    assert _features._terms.cache_info().misses == 50
+    assert _features._terms.cache_info().hits == 0  # counted once: the counts are read again
     TfIdf(ngrams=(1, 1)).fit(requests)  # other settings: other terms
     assert _features._terms.cache_info().misses == 100
+
+
+def test_a_corpus_started_again_gives_the_same_rows(monkeypatch):
+    """Past its bound the corpus of counts starts again; features fitted on the old one keep
+    transforming as the vectoriser does (through it while it is small, else the vectoriser)."""
+    monkeypatch.setattr(_features, "_CORPUS_KEPT", 60)
+    _features._CORPORA.clear()
+    texts = [f"alpha{i % 7} beta{i % 3} gamma {i}" for i in range(40)]
+    plain = TfidfVectorizer(
+        token_pattern=r"(?u)\w+", ngram_range=(1, 2), sublinear_tf=True, dtype=np.float32
+    )
+    plain.fit(texts[:30])
+    features = TfIdf()
+    features.fit([sy.Request(t) for t in texts[:30]])
+    for batch in (texts[30:], texts[:5], [f"new {i} alpha1" for i in range(30)]):
+        rows = features.transform([sy.Request(t) for t in batch])
+        assert np.array_equal(rows.toarray(), plain.transform(batch).toarray())
+    other = TfIdf()
+    other.fit([sy.Request(t) for t in texts[10:]])  # a new corpus: the old one passed its bound
+    assert other._fitted_on is not None and other._fitted_on[0] is not features._fitted_on[0]
 
 
 def test_a_pickled_tfidf_transforms_as_before():

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -109,15 +110,109 @@ def _analyser(lowercase: bool, ngrams: tuple[int, int]) -> Callable[[str], list[
 
 @functools.lru_cache(maxsize=4096)
 def _terms(text: str, lowercase: bool, ngrams: tuple[int, int]) -> tuple[str, ...]:
-    """A text's terms as scikit-learn's analyser gives them, kept for the latest 4,096 texts (a
-    RouteLLM prompt's unigrams and bigrams hold ~20 kB): the folds of a cross-fit, and the
-    learners fitted on them, tokenise each prompt once."""
+    """A text's terms as scikit-learn's analyser gives them, kept for the latest 4,096 texts (the
+    analyser of :attr:`TfIdf.vectorizer`, for prompts counted before its fit's corpus was reset)."""
     return tuple(_analyser(lowercase, ngrams)(text))
 
 
-#: The latest fits (settings and training texts → fitted vectoriser and rows): the learners of a
+class _Corpus:
+    """Every prompt counted so far under one setting of the analyser: its terms' counts over one
+    index of every term seen. A fit or a transform reads counts made once, instead of tokenising
+    and counting each prompt again for each fold and learner of a cross-fit (each prompt's
+    Python-level counting is most of a TF-IDF fit's time)."""
+
+    def __init__(self, lowercase: bool, ngrams: tuple[int, int]) -> None:
+        self._analyse = functools.partial(_terms, lowercase=lowercase, ngrams=ngrams)
+        self.index: dict[str, int] = {}  # term → its column among every term seen
+        self.names: list[str] = []  # column → term
+        self._rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # text → (columns, counts)
+        self._rank = np.zeros(0, dtype=np.int64)
+
+    @property
+    def size(self) -> int:
+        """Prompts and terms held: what :func:`_corpus` bounds."""
+        return len(self._rows) + len(self.names)
+
+    def _row(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        found = self._rows.get(text)
+        if found is None:
+            counts = Counter(self._analyse(text))
+            index, names = self.index, self.names
+            columns = []
+            for term in counts:
+                at = index.get(term)
+                if at is None:
+                    at = index[term] = len(names)
+                    names.append(term)
+                columns.append(at)
+            found = self._rows[text] = (
+                np.array(columns, dtype=np.int64),
+                np.fromiter(counts.values(), dtype=np.float32, count=len(counts)),
+            )
+        return found
+
+    def counts(self, texts: list[str]) -> Any:
+        """The texts' term counts: a float32 CSR matrix over every term seen (as
+        ``CountVectorizer`` makes one over its vocabulary)."""
+        from scipy import sparse
+
+        rows = [self._row(text) for text in texts]
+        ends = np.cumsum([len(columns) for columns, _ in rows], dtype=np.int64)
+        indptr = np.concatenate([np.zeros(1, dtype=np.int64), ends])
+        empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+        columns = np.concatenate([c for c, _ in rows] or [empty[0]])
+        values = np.concatenate([v for _, v in rows] or [empty[1]])
+        return sparse.csr_matrix((values, columns, indptr), shape=(len(rows), len(self.names)))
+
+    def alphabetical(self, columns: np.ndarray) -> np.ndarray:
+        """``columns`` in the alphabetical order of their terms (the order of a fitted
+        vectoriser's vocabulary)."""
+        if len(self._rank) < len(self.names):
+            order = sorted(range(len(self.names)), key=self.names.__getitem__)
+            self._rank = np.empty(len(order), dtype=np.int64)
+            self._rank[order] = np.arange(len(order))
+        return columns[np.argsort(self._rank[columns])]
+
+
+#: A corpus per setting of the analyser (see :func:`_corpus`).
+_CORPORA: dict[tuple[bool, tuple[int, int]], _Corpus] = {}
+#: Prompts plus terms a corpus holds before it starts again (a RouteLLM prompt holds ~100
+#: terms: about 100 MB).
+_CORPUS_KEPT = 1_000_000
+
+
+def _corpus(lowercase: bool, ngrams: tuple[int, int]) -> _Corpus:
+    """The corpus of this setting of the analyser, started again once it holds
+    :data:`_CORPUS_KEPT` prompts and terms (fitted features keep the one they were fitted on)."""
+    key = (lowercase, ngrams)
+    corpus = _CORPORA.get(key)
+    if corpus is None or corpus.size > _CORPUS_KEPT:
+        corpus = _CORPORA[key] = _Corpus(lowercase, ngrams)
+    return corpus
+
+
+def _select(counts: Any, columns: np.ndarray, width: int) -> Any:
+    """``counts`` with each column ``c`` moved to ``columns[c]`` of ``width`` (``-1``: dropped;
+    columns past the end are terms seen after the fit: dropped), indices sorted as
+    ``CountVectorizer`` sorts them."""
+    from scipy import sparse
+
+    found = np.full(counts.shape[1], -1, dtype=np.int64)
+    known = min(len(columns), len(found))
+    found[:known] = columns[:known]
+    moved = found[counts.indices]
+    kept = moved >= 0
+    ends = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(kept, dtype=np.int64)])
+    selected = sparse.csr_matrix(
+        (counts.data[kept], moved[kept], ends[counts.indptr]), shape=(counts.shape[0], width)
+    )
+    selected.sort_indices()
+    return selected
+
+
+#: The latest fits (settings and training texts → what the fit made): the learners of a
 #: cross-fit fitted on the same folds (kNN, logistic regression, ...) share each fold's fit.
-_FITTED: dict[tuple[str, tuple[str, ...]], tuple[Any, Any]] = {}
+_FITTED: dict[tuple[str, tuple[str, ...]], tuple[Any, Any, Any]] = {}
 _FITS_KEPT = 8
 
 
@@ -125,7 +220,8 @@ class TfIdf:
     """TF-IDF of word n-grams: scikit-learn's ``TfidfVectorizer`` (smooth idf
     ``ln((1+n)/(1+df)) + 1``, optional ``1 + ln(tf)``, rows L2-normalised), with words as runs of
     ``\\w`` (one-letter words and digits count) and ``transform`` giving a float32 SciPy CSR
-    matrix. Each distinct prompt is tokenised once across fits (a cache of the latest 4,096).
+    matrix. Each distinct prompt is tokenised and counted once across fits and transforms (the
+    counts are kept per setting, up to about a million prompts and terms).
 
     The vocabulary is the ``max_features`` most frequent terms (total count in the training
     texts) among those in at least ``min_df`` of them; :attr:`vectorizer` is the fitted
@@ -157,12 +253,19 @@ class TfIdf:
         self.min_df = check_int(min_df, "TfIdf min_df", low=1)
         self.lowercase = lowercase
         self.vectorizer: Any = None
+        # the corpus the fit read, each of its columns' column in the vocabulary (-1: none), and
+        # the fitted weights
+        self._fitted_on: tuple[_Corpus, np.ndarray, Any] | None = None
 
     def __repr__(self) -> str:
         return (
             f"TfIdf(max_features={self.max_features}, ngrams={self.ngrams}, "
             f"sublinear_tf={self.sublinear_tf}, min_df={self.min_df}, lowercase={self.lowercase})"
         )
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the corpus stays in this process: a copy transforms with its vectorizer
+        return {**self.__dict__, "_fitted_on": None}
 
     @property
     def vocabulary(self) -> dict[str, int]:
@@ -179,15 +282,43 @@ class TfIdf:
 
     def fit_transform(self, requests: Sequence[Request]) -> Any:
         """Learn the vocabulary and idf weights of the training prompts; their rows."""
-        from sklearn.feature_extraction.text import TfidfVectorizer
-
         texts = _texts(requests, "TfIdf.fit")
         if not texts:
             raise ArgumentError("TfIdf.fit needs at least one request")
         key = (repr(self), tuple(texts))
-        if key in _FITTED:  # another learner fitted on the same fold
-            self.vectorizer, rows = _FITTED[key]
-            return rows.copy()
+        if key not in _FITTED:  # else another learner fitted on the same fold
+            _FITTED[key] = self._fit(texts)
+            while len(_FITTED) > _FITS_KEPT:
+                del _FITTED[next(iter(_FITTED))]
+        self.vectorizer, self._fitted_on, rows = _FITTED[key]
+        return rows.copy()
+
+    def _fit(self, texts: list[str]) -> tuple[Any, tuple[_Corpus, np.ndarray, Any], Any]:
+        """What ``TfidfVectorizer(...).fit_transform(texts)`` learns and gives (the same
+        vocabulary, weights and rows), from the corpus's counts."""
+        from sklearn.feature_extraction.text import TfidfTransformer, TfidfVectorizer
+
+        corpus = _corpus(self.lowercase, self.ngrams)
+        counts = corpus.counts(texts)
+        frequency = np.bincount(counts.indices, minlength=counts.shape[1])
+        seen = corpus.alphabetical(np.flatnonzero(frequency))
+        kept = frequency[seen] >= self.min_df
+        if kept.sum() > self.max_features:  # the most frequent, as the vectoriser picks them
+            totals = np.asarray(counts.sum(axis=0)).ravel()[seen]
+            best = (-totals[kept]).argsort()[: self.max_features]
+            chosen = np.zeros(len(seen), dtype=bool)
+            chosen[np.flatnonzero(kept)[best]] = True
+            kept = chosen
+        terms = seen[kept]
+        if not len(terms):
+            raise ArgumentError(
+                f"TfIdf.fit: no term of the {len(texts)} training prompt(s) is in at least "
+                f"min_df={self.min_df} of them (or they hold no words at all)"
+            )
+        columns = np.full(counts.shape[1], -1, dtype=np.int64)
+        columns[terms] = np.arange(len(terms))
+        weights = TfidfTransformer(sublinear_tf=self.sublinear_tf)
+        rows = weights.fit_transform(_select(counts, columns, len(terms)))
         vectorizer = TfidfVectorizer(
             analyzer=functools.partial(_terms, lowercase=self.lowercase, ngrams=self.ngrams),
             max_features=self.max_features,
@@ -195,18 +326,9 @@ class TfIdf:
             sublinear_tf=self.sublinear_tf,
             dtype=np.float32,
         )
-        try:
-            rows = vectorizer.fit_transform(texts)
-        except ValueError as e:  # "empty vocabulary", "no terms remain"
-            raise ArgumentError(
-                f"TfIdf.fit: no term of the {len(texts)} training prompt(s) is in at least "
-                f"min_df={self.min_df} of them (or they hold no words at all): {e}"
-            ) from e
-        self.vectorizer = vectorizer
-        _FITTED[key] = vectorizer, rows
-        while len(_FITTED) > _FITS_KEPT:
-            del _FITTED[next(iter(_FITTED))]
-        return rows.copy()
+        vectorizer.vocabulary_ = {corpus.names[at]: j for j, at in enumerate(terms.tolist())}
+        vectorizer.idf_ = weights.idf_
+        return vectorizer, (corpus, columns, weights), rows
 
     def fit(self, requests: Sequence[Request]) -> None:
         """Learn the vocabulary and the idf weights of the training prompts."""
@@ -217,7 +339,12 @@ class TfIdf:
         the vocabulary)."""
         if self.vectorizer is None:
             raise ArgumentError("TfIdf.transform before fit: fit it on training requests first")
-        return self.vectorizer.transform(_texts(requests, "TfIdf.transform"))
+        texts = _texts(requests, "TfIdf.transform")
+        if self._fitted_on is None or self._fitted_on[0].size > _CORPUS_KEPT:
+            return self.vectorizer.transform(texts)  # a copy, or a corpus grown past its bound
+        corpus, columns, weights = self._fitted_on
+        counts = _select(corpus.counts(texts), columns, len(weights.idf_))
+        return weights.transform(counts, copy=False)
 
 
 class Embed:
