@@ -1,12 +1,13 @@
-"""``sykit compare`` runs its learned routers (and the cascade at other judge accuracies) in a
-second process alongside the other parts: the same output as in one process, errors raised in the
-job, and files written while the second process finishes."""
+"""``sykit compare`` runs its sweeps and learned routers in a second process alongside the other
+parts: the same output as in one process, errors raised in the job, the sweeps' files written
+there and the others while the second process finishes."""
 
 from __future__ import annotations
 
 import pickle
 import re
 
+import pandas as pd
 import pytest
 
 import sykit as sy
@@ -19,21 +20,26 @@ def _tables(text: str) -> str:
     return re.sub(r"\n(wrote \d+ files|done in ).*", "", text, flags=re.S).rstrip()
 
 
-def test_two_processes_print_what_one_prints(capsys, tmp_path):
+def test_two_processes_print_and_write_what_one_does(capsys, tmp_path):
     args = ["compare", "--sample", "120", "--quiet", "--faults", "none"]
-    assert main([*args, "--workers", "1"]) == 0
+    assert main([*args, "--workers", "1", "--out", str(tmp_path / "one")]) == 0
     alone = capsys.readouterr().out
-    assert main([*args, "--workers", "2", "--out", str(tmp_path)]) == 0
+    assert main([*args, "--workers", "2", "--out", str(tmp_path / "two")]) == 0
     both = capsys.readouterr().out
     assert _tables(alone) == _tables(both)
-    assert "learned routers" in alone and "judge accuracies" in alone
+    for part in ("sweeps", "learned routers", "judge accuracies"):
+        assert part in alone
     probe = Background(int, workers=2)
     if probe.alongside:  # a machine with two cores
-        assert "(alongside, in a second process)" in both
+        assert "sweeps (alongside, in a second process)" in both
     probe.cancel()
     assert "(alongside" not in alone
-    assert (tmp_path / "learned_routers.csv").exists()
-    assert (tmp_path / "routing_summary.csv").exists()
+    for name in ("learned_routers.csv", "routing_summary.csv", "sweeps.csv", "threshold_curve.png"):
+        assert (tmp_path / "two" / name).exists()
+        assert f" {name}" in both
+    sweeps = [pd.read_csv(tmp_path / run / "sweeps.csv") for run in ("one", "two")]
+    pd.testing.assert_frame_equal(*sweeps)
+    assert len(sweeps[0]) == 9 + 5  # the threshold and random sweeps' points
 
 
 def test_workers_below_one_are_refused():

@@ -1,7 +1,7 @@
 """One part of a job run on a second core while this process runs the others.
 
-``sykit compare``'s learned routers need nothing the other parts compute, so on a machine with two
-cores or more they run in a worker process started before anything else (a fork, while this
+``sykit compare``'s sweeps and learned routers need nothing the other parts compute, so on a
+machine with two cores or more they run in a worker process started before anything else (a fork, while this
 process runs no other thread, so the worker starts at once with everything imported). With one
 core, or ``workers=1``, the part runs here when its result is asked for. Either way the result and
 the seconds it took are the same; an error in the worker is raised here, when the result is asked

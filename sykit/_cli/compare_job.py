@@ -75,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=2,
         metavar="N",
         help="processes the job runs on: with 2 (the default, on a machine with two cores or "
-        "more) the learned routers are cross-fitted in a second process alongside the other "
+        "more) the sweeps and the learned routers run in a second process alongside the other "
         "parts; 1 runs everything in this process (the same results)",
     )
     parser.add_argument("--out", default=None, help="folder for CSVs, PNG plots and run.json")
@@ -97,12 +97,15 @@ def run_job(args: argparse.Namespace) -> int:
             written.extend(writers.write_files(out, results, offload))
             writing_s = time.perf_counter() - writing
 
-    results = experiment.run(args, meanwhile=meanwhile)
+    sweeps = None if out is None else writers.sweep_writer(out)
+    results = experiment.run(args, meanwhile=meanwhile, write_sweeps=sweeps)
     width = terminal_width()
     report.print_report(results, width)
     parts = dict(results.seconds)
     if out is not None:
         writing = time.perf_counter()
+        assert results.sweeps is not None
+        written.extend(results.sweeps.files)
         written.extend(writers.write_learned(out, results, started))
         parts["files"] = writing_s + time.perf_counter() - writing
         print()

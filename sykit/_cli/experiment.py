@@ -5,7 +5,8 @@ threshold and random sweeps, the cascade at other judge accuracies, the learned 
 :mod:`.compare_learned`, the robustness run over requests with their share of long prompts).
 
 :func:`run` returns all of it as one :class:`Results`; this module prints nothing and writes
-nothing (:mod:`.report` and :mod:`.writers` do).
+nothing (:mod:`.report` and :mod:`.writers` do: the sweeps' files by a writer :func:`run` is
+handed and calls where the sweeps run).
 """
 
 from __future__ import annotations
@@ -102,26 +103,59 @@ class Results:
     routing_host: SimHost
     routing: Any
     routing_summary: pd.DataFrame
-    #: The simulated router score behind the threshold sweep, the threshold and random sweeps,
-    #: the threshold sweep's APGR/AIQ intervals and the random router's expected APGR.
+    #: The simulated router score behind the threshold sweep and the random router's expected
+    #: APGR on these requests.
     score: Any
-    thresholds: Any
-    randoms: Any
-    bounds: Any
     random: Any
+    #: The threshold and random sweeps (run alongside the others, with the learned routers).
+    sweeps: Sweeps | None
     #: The judge cascade's (quality, cost per 1,000 requests) by the judge's accuracy.
     judged: dict[float, tuple[float, float]]
-    #: The learned routers' table, the long table behind it, the benchmarks too small to
-    #: cross-fit, and the simulated score's APGR per benchmark (a bound).
+    #: The learned routers' table, the long table behind it, and the benchmarks too small to
+    #: cross-fit.
     learned: pd.DataFrame
     learned_long: pd.DataFrame
     too_small: list[str]
-    bound: dict[str, float]
     #: Part 2.
     robust: Robustness
-    #: Wall seconds of each part (quality, robustness, the learned routers: alongside the
-    #: others in a second process when the machine has two cores).
+    #: Wall seconds of each part (quality, robustness, judge accuracies; the sweeps and the
+    #: learned routers: alongside the others in a second process when the machine has two
+    #: cores).
     seconds: dict[str, float]
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweeps:
+    """The threshold and random sweeps as the job shows them: small tables, cheap to bring back
+    from the second process (a sweep holds every run's records)."""
+
+    #: Both sweeps' curves, a ``router`` column saying which.
+    curves: pd.DataFrame
+    #: The threshold curve's figure, as :meth:`sykit.Sweep.plot` draws it.
+    plotted: dict[str, Any]
+    #: The threshold sweep's APGR and AIQ with their bootstrap intervals.
+    bounds: Any
+    #: The random sweep's APGR in this run.
+    random_apgr: float
+    #: The threshold sweep's APGR per benchmark (a bound for the learned routers).
+    bound: dict[str, float]
+    #: The files written for them, when asked.
+    files: list[str]
+
+
+#: Writes the sweeps' files: ``write(curves, plotted)`` returns the names written.
+SweepWriter = Callable[[pd.DataFrame, dict[str, Any]], list[str]]
+
+
+def sweep_parts(thresholds: Any, randoms: Any) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The sweeps' curves (a ``router`` column saying which) and the threshold curve's figure
+    arguments: what their files are drawn from."""
+    from sykit._grid.sweep import curve_plot_arguments
+
+    curves = pd.concat(
+        [thresholds.curve.assign(router="threshold"), randoms.curve.assign(router="random")]
+    )
+    return curves, curve_plot_arguments(thresholds)
 
 
 #: Runs a side task, maybe in another process: ``offload(fn, *args)`` returns what waits for
@@ -130,12 +164,17 @@ Offload = Callable[..., Callable[[], Any]]
 
 
 def run(
-    args: argparse.Namespace, meanwhile: Callable[[Results, Offload], None] | None = None
+    args: argparse.Namespace,
+    meanwhile: Callable[[Results, Offload], None] | None = None,
+    write_sweeps: SweepWriter | None = None,
 ) -> Results:
     """Run everything ``sykit compare`` shows, with parsed arguments: a bad setting is refused
-    before anything runs. ``meanwhile(results, offload)`` is called once every part but the
-    learned routers has run (their fields then empty), while they finish in their own process:
-    the job writes its other files there, handing what it can to ``offload``."""
+    before anything runs. The sweeps, the learned routers and the cascade at other judge
+    accuracies run in a second process (when the machine has two cores) while this one runs the
+    routing and robustness parts; ``write_sweeps`` writes the sweeps' files there, as soon as
+    they are done. ``meanwhile(results, offload)`` is called once the parts of this process have
+    run (the others' fields then empty), while the others finish: the job writes its other files
+    there, handing what it can to ``offload``."""
     from sykit import profiles
 
     _checked_share(args.long_prompts)
@@ -161,7 +200,15 @@ def run(
         "progress": False if args.quiet else None,
     }
     learning = Background(
-        _alongside, data, weak, strong, routing_host, clean, runs, args.seed, workers=args.workers
+        _alongside,
+        data,
+        weak,
+        strong,
+        routing_host,
+        {**runs, "progress": False},
+        args.seed,
+        write_sweeps,
+        workers=args.workers,
     )
     try:
         return _run(
@@ -191,11 +238,9 @@ def _run(
     judge: Judge,
     routing_host: SimHost,
     runs: dict[str, Any],
-    learning: Background[tuple[Any, dict[float, tuple[float, float]], dict[str, float]]],
+    learning: Background[tuple[Sweeps, Any, dict[str, float]]],
     meanwhile: Callable[[Results, Offload], None] | None,
 ) -> Results:
-    from sykit._grid.sweep import sweep
-
     weak, strong = names["weak"], names["strong"]
     lineup = routellm_lineup(weak, strong, JUDGE, data)
     routing = compare(lineup, data, host=routing_host, **runs)
@@ -207,40 +252,14 @@ def _run(
         routing_summary["strategy"].map(share),
     )
     routing_summary["d_cost_per_1k_requests_usd"] = routing_summary["d_cost_usd"] * 1000
-    score = strategies.simulated_score(weak, strong)
-    thresholds = sweep(
-        lambda target: strategies.threshold_router(
-            weak, strong, score=score, threshold=strategies.calibrate(score, data, target)
-        ),
-        [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
-        data,
-        host=routing_host,
-        weak=weak,
-        strong=strong,
-        value_name="target_share",
-        **runs,
-    )
-    randoms = sweep(
-        lambda target: strategies.weighted_random({weak: 1 - target, strong: target}),
-        [0.1, 0.3, 0.5, 0.7, 0.9],
-        data,
-        host=routing_host,
-        weak=weak,
-        strong=strong,
-        value_name="target_share",
-        **runs,
-    )
     random = random_baseline(routing, weak, strong, seed=args.seed)
-    group = data.group_column if data.group_column in routing.requests.columns else None
-    bounds = thresholds.intervals(seed=args.seed, group=group)
-    benchmarks = (
-        sorted(data.frame["benchmark"].unique()) if "benchmark" in data.frame.columns else []
-    )
-    bound = per_benchmark_apgr(thresholds, benchmarks) if benchmarks else {}
     seconds = {"quality": time.perf_counter() - started}
     started = time.perf_counter()
     robust = _robustness(args, clean, judge, data, lineup, names, routing, routing_summary, runs)
     seconds["robustness"] = time.perf_counter() - started
+    started = time.perf_counter()
+    others = _cascade_at_other_accuracies(clean, data, weak, strong, {**runs, "progress": False})
+    seconds["judge accuracies"] = time.perf_counter() - started
     results = Results(
         args=args,
         data=data,
@@ -250,30 +269,27 @@ def _run(
         routing_host=routing_host,
         routing=routing,
         routing_summary=routing_summary,
-        score=score,
-        thresholds=thresholds,
-        randoms=randoms,
-        bounds=bounds,
+        score=strategies.simulated_score(weak, strong),
         random=random,
-        judged={},
+        sweeps=None,
+        judged=_by_judge_accuracy(others, routing_summary),
         learned=pd.DataFrame(),
         learned_long=pd.DataFrame(),
         too_small=[],
-        bound=bound,
         robust=robust,
         seconds=seconds,
     )
     if meanwhile is not None:
         meanwhile(results, learning.also)
     waiting = time.perf_counter()
-    ((learned, learned_long, too_small), others, part_s), _ = learning.result()
+    (sweeps, (learned, learned_long, too_small), part_s), _ = learning.result()
     where = " (alongside, in a second process)" if learning.alongside else ""
     seconds.update({f"{part}{where}": part_s[part] for part in part_s})
     if learning.alongside:
         seconds["waiting for them"] = time.perf_counter() - waiting
     return dataclasses.replace(
         results,
-        judged=_by_judge_accuracy(others, routing_summary),
+        sweeps=sweeps,
         learned=learned,
         learned_long=learned_long,
         too_small=too_small,
@@ -469,21 +485,74 @@ def _by_judge_accuracy(
     return {accuracy: {**others, **own}[accuracy] for accuracy in JUDGE_ACCURACIES}
 
 
+def _sweeps(
+    data: Any,
+    weak: str,
+    strong: str,
+    routing_host: SimHost,
+    runs: Mapping[str, Any],
+    seed: int,
+    write: SweepWriter | None,
+) -> Sweeps:
+    """The threshold sweep of the simulated score and the random sweep on the routing host, what
+    the job shows of them, and their files (``write``, when given)."""
+    from sykit._grid.sweep import sweep
+
+    score = strategies.simulated_score(weak, strong)
+    thresholds = sweep(
+        lambda target: strategies.threshold_router(
+            weak, strong, score=score, threshold=strategies.calibrate(score, data, target)
+        ),
+        [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
+        data,
+        host=routing_host,
+        weak=weak,
+        strong=strong,
+        value_name="target_share",
+        **runs,
+    )
+    randoms = sweep(
+        lambda target: strategies.weighted_random({weak: 1 - target, strong: target}),
+        [0.1, 0.3, 0.5, 0.7, 0.9],
+        data,
+        host=routing_host,
+        weak=weak,
+        strong=strong,
+        value_name="target_share",
+        **runs,
+    )
+    requests = thresholds.comparison.requests
+    group = data.group_column if data.group_column in requests.columns else None
+    frame = data.frame
+    benchmarks = sorted(frame["benchmark"].unique()) if "benchmark" in frame.columns else []
+    curves, plotted = sweep_parts(thresholds, randoms)
+    return Sweeps(
+        curves,
+        plotted,
+        thresholds.intervals(seed=seed, group=group),
+        randoms.apgr(),
+        per_benchmark_apgr(thresholds, benchmarks) if benchmarks else {},
+        [] if write is None else write(curves, plotted),
+    )
+
+
 def _alongside(
     data: Any,
     weak: str,
     strong: str,
     routing_host: SimHost,
-    clean: Mapping[str, ModelProfile],
     runs: Mapping[str, Any],
     seed: int,
-) -> tuple[Any, dict[float, tuple[float, float]], dict[str, float]]:
-    """What needs nothing the other parts compute (run alongside them when the machine has two
-    cores): the learned routers, the cascade at the other judge accuracies, and the seconds
+    write_sweeps: SweepWriter | None,
+) -> tuple[Sweeps, Any, dict[str, float]]:
+    """What needs nothing the routing and robustness parts compute (run alongside them when the
+    machine has two cores): the sweeps (and their files), the learned routers, and the seconds
     each took."""
+    seconds = {}
+    started = time.perf_counter()
+    sweeps = _sweeps(data, weak, strong, routing_host, runs, seed, write_sweeps)
+    seconds["sweeps"] = time.perf_counter() - started
     started = time.perf_counter()
     learned = learned_routers(data, weak, strong, routing_host, seed)
-    learning_s = time.perf_counter() - started
-    others = _cascade_at_other_accuracies(clean, data, weak, strong, {**runs, "progress": False})
-    judging_s = time.perf_counter() - started - learning_s
-    return learned, others, {"learned routers": learning_s, "judge accuracies": judging_s}
+    seconds["learned routers"] = time.perf_counter() - started
+    return sweeps, learned, seconds

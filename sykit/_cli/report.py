@@ -59,11 +59,13 @@ def print_report(results: Results, width: int) -> None:
         "for a published router's, which deployable routers can beat).",
         width,
     )
-    bounds, random = results.bounds, results.random
+    sweeps, random = results.sweeps, results.random
+    assert sweeps is not None  # run() returns them
+    bounds = sweeps.bounds
     say(
         f"threshold router on a simulated router score ({_score_label(results.score)}; reads the "
         f"ground truth): APGR {bounds.apgr:.3f}, AIQ {bounds.aiq:.3f} (95 % bootstrap); "
-        f"random router: APGR {results.randoms.apgr():.3f} in this run (expected "
+        f"random router: APGR {sweeps.random_apgr:.3f} in this run (expected "
         f"{random.value:.3f} ± {random.sd:.3f} over random rankings of these requests)",
         width,
     )
@@ -78,7 +80,7 @@ def print_report(results: Results, width: int) -> None:
         ),
         width,
     )
-    _print_learned(results.learned, results.learned_long, results.bound, results.too_small, width)
+    _print_learned(results.learned, results.learned_long, sweeps.bound, results.too_small, width)
     _print_robustness(results.robust, routing_summary, width)
 
 

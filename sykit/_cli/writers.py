@@ -9,6 +9,7 @@ hosts, faults, the long prompts' ids, package versions).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import platform
@@ -22,12 +23,13 @@ from typing import Any
 import pandas as pd
 
 from sykit._cli.background import later
-from sykit._cli.experiment import JUDGE, RACE, Offload, Results
+from sykit._cli.experiment import JUDGE, RACE, Offload, Results, SweepWriter, sweep_parts
 
 __all__ = [
     "ROBUSTNESS_COLUMNS",
     "ROUTING_COLUMNS",
     "save_figures",
+    "sweep_writer",
     "write_comparisons",
     "write_files",
     "write_learned",
@@ -62,17 +64,21 @@ ROBUSTNESS_COLUMNS = (
 
 
 def write_files(out: Path, results: Results, offload: Offload | None = None) -> list[str]:
-    """Write every file of the job in ``out`` but the learned routers' table and ``run.json``
-    (see :func:`write_learned`); return the names written, in order. ``offload`` runs the
-    writing of the records (CSV and Parquet, the longest part) beside the figures."""
+    """Write the files of the routing and robustness parts in ``out`` (the sweeps' are written
+    where they run, see :func:`sweep_writer`; the learned routers' table and ``run.json`` by
+    :func:`write_learned`); return the names written, in order. ``offload`` runs the writing of
+    the records (CSV and Parquet, the longest part) beside the figures."""
     robust = results.robust
     out.mkdir(parents=True, exist_ok=True)
-    parts = _sweep_parts_of(results.thresholds, results.randoms)
-    sweeps = (offload or later)(_sweep_files, out, *parts)
-    written = write_comparisons(
+    return write_comparisons(
         out, results.routing, results.routing_summary, robust.comparison, robust.summary, offload
     )
-    return written + sweeps()
+
+
+def sweep_writer(out: Path) -> SweepWriter:
+    """What writes the sweeps' files in ``out`` (``sweeps.csv`` and ``threshold_curve.png``),
+    wherever the sweeps run: a function another process can be handed."""
+    return functools.partial(_sweep_files, out)
 
 
 def write_learned(out: Path, results: Results, started: float) -> list[str]:
@@ -177,22 +183,12 @@ def save_figures(out: Path, figures: Mapping[str, Callable[[], Any]]) -> list[st
 
 def write_sweeps(out: Path, thresholds: Any, randoms: Any) -> list[str]:
     """The threshold and random sweeps' curves as CSV, and the threshold curve as PNG."""
-    return _sweep_files(out, *_sweep_parts_of(thresholds, randoms))
-
-
-def _sweep_parts_of(thresholds: Any, randoms: Any) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """What the sweep files are drawn from: small tables, cheap to hand to another process (the
-    sweeps themselves hold every run's records)."""
-    from sykit._grid.sweep import curve_plot_arguments
-
-    curves = pd.concat(
-        [thresholds.curve.assign(router="threshold"), randoms.curve.assign(router="random")]
-    )
-    return curves, curve_plot_arguments(thresholds)
+    return _sweep_files(out, *sweep_parts(thresholds, randoms))
 
 
 def _sweep_files(out: Path, curves: pd.DataFrame, plotted: dict[str, Any]) -> list[str]:
     """``sweeps.csv`` and ``threshold_curve.png`` (``plotted``: as ``Sweep.plot`` draws it)."""
+    out.mkdir(parents=True, exist_ok=True)
     import matplotlib
 
     matplotlib.use("Agg")

@@ -301,7 +301,8 @@ def _curve_stats(
         means = products[:, :width] / products[:, width:]
     quality, share, weak, strong, cost = (means[:, part] for part in slices)
     apgrs = apgr_of(share, quality, weak[:, 0], strong[:, 0])
-    aiqs = np.array([aiq(cost[i], quality[i]) for i in range(len(weights))])
+    # rows as lists of floats: aiq reads them point by point, thousands of times
+    aiqs = np.array([aiq(c, q) for c, q in zip(cost.tolist(), quality.tolist(), strict=True)])
     return apgrs, aiqs
 
 
