@@ -289,7 +289,7 @@ class _SimSession:
                 request.images
                 or request.tools
                 or request.input_tokens + (request.max_output_tokens or 0) > card.window
-                or (not card.prefill and _ends_with_assistant(request))
+                or (not card.prefill and request._ends_with_assistant())
             )
         ):
             u = [unit(w) for w in words]
@@ -366,7 +366,7 @@ class _SimSession:
             input_tokens=request.input_tokens,
             max_output_tokens=request.max_output_tokens,
             tools=bool(request.tools),
-            ends_with_assistant=_ends_with_assistant(request),
+            ends_with_assistant=request._ends_with_assistant(),
             detail=u[SLOT.DETAIL],
         )
 
@@ -878,9 +878,3 @@ def structural_refusal(
             "end with a user message."
         )
     return None
-
-
-def _ends_with_assistant(request: Request) -> bool:
-    """Whether the request continues a partial answer: its last message is the assistant's."""
-    messages = request.messages
-    return bool(messages) and messages[-1].get("role") == "assistant"

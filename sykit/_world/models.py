@@ -148,11 +148,14 @@ class Request:
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
         # The common request (a prompt string, no images or tools, an int token count or none)
-        # takes the short paths: a user's list comprehension builds 100,000 of them.
+        # takes the short paths: a user's list comprehension builds 100,000 of them. Its
+        # messages are made when first read (see __getattr__): three objects fewer for the
+        # cyclic garbage collector to walk while the list grows, most of a build's time.
+        fields = self.__dict__  # frozen: the fields are set once, here
+        frozen: tuple[Mapping[str, Any], ...] | None
         if type(messages) is str:
-            frozen: tuple[Mapping[str, Any], ...] = (
-                MappingProxyType({"role": "user", "content": messages}),
-            )
+            frozen = None
+            fields["_prompt_text"] = messages
             if (
                 input_tokens is None
                 and type(images) is tuple
@@ -193,6 +196,8 @@ class Request:
                 for t in tools
             )
         if input_tokens is None:
+            if frozen is None:
+                frozen = self.messages
             text_tokens = sum(
                 _estimate_tokens(_content_text(m["content"])) + _MESSAGE_OVERHEAD_TOKENS
                 for m in frozen
@@ -225,14 +230,34 @@ class Request:
             )
         if metadata is not None and not isinstance(metadata, Mapping):
             raise ArgumentTypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
-        fields = self.__dict__  # frozen: the fields are set once, here
-        fields["messages"] = frozen
+        if frozen is not None:
+            fields["messages"] = frozen
         fields["id"] = id
         fields["images"] = images_frozen
         fields["tools"] = tools_frozen
         fields["input_tokens"] = input_tokens
         fields["max_output_tokens"] = max_output_tokens
         fields["metadata"] = MappingProxyType(dict(metadata)) if metadata else _EMPTY
+
+    def __getattr__(self, name: str) -> Any:
+        # called only for an attribute not set: the messages of a request built from a prompt
+        # string, made on first read (then kept)
+        if name == "messages":
+            fields = self.__dict__
+            text = fields.get("_prompt_text")
+            if text is not None:
+                messages = (MappingProxyType({"role": "user", "content": text}),)
+                fields["messages"] = messages
+                return messages
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _ends_with_assistant(self) -> bool:
+        """Whether the last message is the assistant's (the request continues a partial
+        answer), read without making the messages of a request built from a prompt string."""
+        if "_prompt_text" in self.__dict__:
+            return False
+        messages = self.messages
+        return bool(messages) and messages[-1].get("role") == "assistant"
 
     @property
     def prompt(self) -> str:
@@ -285,7 +310,7 @@ class Request:
 
 def truth_of(request: Request) -> GroundTruth | None:
     """The hidden ground truth a dataset attached to a request, if any."""
-    return getattr(request, "_truth", None)
+    return request.__dict__.get("_truth") if isinstance(request, Request) else None
 
 
 @dataclass(frozen=True)

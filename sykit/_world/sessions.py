@@ -41,7 +41,7 @@ from typing import Any
 from sykit._base.checks import check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._base.rng import uniforms
-from sykit._world.models import Request
+from sykit._world.models import Request, truth_of
 
 __all__ = ["Session", "SessionPlan", "Turn", "flatten_sessions", "with_input_tokens"]
 
@@ -330,5 +330,5 @@ def _with(
         max_output_tokens=request.max_output_tokens,
         metadata={**request.metadata, **extra},
     )
-    truth = getattr(request, "_truth", None)
+    truth = truth_of(request)
     return copy if truth is None else copy.with_truth(truth)

@@ -128,8 +128,7 @@ class Columns:
                 images[k] = True
             if request.tools:
                 tools[k] = True
-            messages = request.messages
-            if messages and messages[-1].get("role") == "assistant":
+            if request._ends_with_assistant():
                 assistant[k] = True
         requested = input_tokens + np.maximum(max_output, 0)
         return cls(ids, input_tokens, max_output, requested, images, tools, assistant, known)
