@@ -149,7 +149,7 @@ class Request:
     ) -> None:
         # The common request (a prompt string, no images or tools, an int token count or none)
         # takes the short paths: a user's list comprehension builds 100,000 of them. Its
-        # messages are made when first read (see __getattr__): three objects fewer for the
+        # messages are made when first read (see _PromptMessages): three objects fewer for the
         # cyclic garbage collector to walk while the list grows, most of a build's time.
         fields = self.__dict__  # frozen: the fields are set once, here
         frozen: tuple[Mapping[str, Any], ...] | None
@@ -239,18 +239,6 @@ class Request:
         fields["max_output_tokens"] = max_output_tokens
         fields["metadata"] = MappingProxyType(dict(metadata)) if metadata else _EMPTY
 
-    def __getattr__(self, name: str) -> Any:
-        # called only for an attribute not set: the messages of a request built from a prompt
-        # string, made on first read (then kept)
-        if name == "messages":
-            fields = self.__dict__
-            text = fields.get("_prompt_text")
-            if text is not None:
-                messages = (MappingProxyType({"role": "user", "content": text}),)
-                fields["messages"] = messages
-                return messages
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     def _ends_with_assistant(self) -> bool:
         """Whether the last message is the assistant's (the request continues a partial
         answer), read without making the messages of a request built from a prompt string."""
@@ -308,9 +296,29 @@ class Request:
         return copy
 
 
+class _PromptMessages:
+    """``Request.messages`` of a request built from a prompt string: made when first read and
+    kept in the request, whose own value then shadows this (a non-data descriptor, so reading any
+    other attribute costs nothing more)."""
+
+    def __get__(self, request: Request | None, owner: type | None = None) -> Any:
+        if request is None:
+            return self
+        fields = request.__dict__
+        if "_prompt_text" not in fields:
+            raise AttributeError(f"{type(request).__name__!r} object has no attribute 'messages'")
+        messages = (MappingProxyType({"role": "user", "content": fields["_prompt_text"]}),)
+        fields["messages"] = messages
+        return messages
+
+
+# set after the dataclass is made, so ``messages`` stays a field without a default
+setattr(Request, "messages", _PromptMessages())  # noqa: B010
+
+
 def truth_of(request: Request) -> GroundTruth | None:
     """The hidden ground truth a dataset attached to a request, if any."""
-    return request.__dict__.get("_truth") if isinstance(request, Request) else None
+    return getattr(request, "_truth", None)
 
 
 @dataclass(frozen=True)
