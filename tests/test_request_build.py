@@ -50,3 +50,35 @@ def test_a_run_never_makes_the_messages_it_does_not_read(engine):
     # a request ending with the assistant's message is still refused where prefill is not taken
     prefill = sy.Request([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])
     assert prefill._ends_with_assistant() and not requests[0]._ends_with_assistant()
+
+
+def test_ids_are_given_without_copying_requests_no_algorithm_is_handed(monkeypatch):
+    """An id-less request gets the run's id (its position) where its algorithm is handed it; a
+    fixed chain on the bulk engine hands it to none, so it copies none."""
+    from sykit._world.models import Request
+
+    copies = []
+    original = Request._with_id
+
+    def counted(self, request_id):
+        copies.append(request_id)
+        return original(self, request_id)
+
+    monkeypatch.setattr(Request, "_with_id", counted)
+    host = sy.SimHost({"A": sy.ModelProfile(price_in=1, price_out=1)})
+    requests = [sy.Request(f"q{i}") for i in range(30)]
+    chain = sy.strategies.fallback_chain(["A"])
+    result = sy.run(chain, requests, host=host, seed=0, engine="bulk")
+    assert copies == [] and result.requests["request_id"].tolist() == list(range(30))
+
+    seen = []
+
+    async def noting(request, driver):
+        seen.append((request.id, driver.request_id))
+        return await chain(request, driver)
+
+    for engine in ("kernel", "asyncio"):
+        seen.clear()
+        sy.run(noting, requests, host=host, seed=0, engine=engine)
+        assert sorted(seen) == [(i, i) for i in range(30)]
+    assert all(r.id is None for r in requests)  # the user's requests are left as they were

@@ -183,8 +183,10 @@ def _frame_dataset(frame: Any) -> Any:
 
 
 def as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None]]:
-    """The run's ``(request id, request as the algorithm sees it, truth)`` per request, checked
-    (the collector paused while they are listed: they hold no cycles)."""
+    """The run's ``(request id, request without its truth, truth)`` per request, checked (an
+    id-less request keeps no id here: the algorithm is handed it under the run's id, see
+    :class:`~sykit._run.state.RequestState`); the collector is paused while they are listed (they
+    hold no cycles)."""
     with collection_paused():
         return _as_requests(requests)
 
@@ -226,10 +228,9 @@ def _as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | Non
         if type(request_id) is str:
             texts = True
         truth = getattr(item, "_truth", None)
-        view = item if truth is None else item.without_truth()
-        if own is None:
-            view = view._with_id(request_id)
-        items.append((request_id, view, truth))
+        # an id-less request gets its id where an algorithm is handed it (RequestState): a run
+        # that never hands it over (a fixed chain on the bulk engine) copies nothing
+        items.append((request_id, item if truth is None else item.without_truth(), truth))
     if not items:
         raise ArgumentError("requests is empty")
     if texts and len(seen) > 1:

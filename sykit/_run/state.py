@@ -246,7 +246,8 @@ class RequestState:
     ) -> None:
         self.run = run
         self.index = index  # the request's position in the run: its truth's key (never here)
-        self.request = request
+        # the request as its algorithm sees it: one given without an id carries the run's
+        self.request = request if request.id is not None else request._with_id(request_id)
         self.request_id = request_id
         self.arrival_s = arrival_s
         self.start_s = math.nan
