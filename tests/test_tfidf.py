@@ -102,3 +102,28 @@ def test_a_pickled_tfidf_transforms_as_before():
     assert [prompt_text(r) for r in requests[:1]] == ["word0 shared"]
     with pytest.raises(sy.ArgumentError, match="before fit"):
         TfIdf().transform(requests[:1])
+
+
+def test_fits_in_threads_count_each_term_once():
+    """Fits in threads (a grid's) share the corpus of counts: each term gets one column, and each
+    fit gives what it gives alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"w{i % 97} v{i % 89} u{i} shared words" for i in range(600)]
+    splits = [texts[k::4] for k in range(4)] * 3
+
+    def fitted(part: list[str]) -> tuple[dict[str, int], np.ndarray]:
+        features = TfIdf(max_features=50)
+        rows = features.fit_transform([sy.Request(t) for t in part])
+        return features.vocabulary, rows.toarray()
+
+    _features._CORPORA.clear()
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(fitted, splits))
+    corpus = _features._corpus(True, (1, 2))
+    assert len(corpus.names) == len(set(corpus.names)) == len(corpus.index)
+    _features._CORPORA.clear()
+    _features._FITTED.clear()
+    for (vocabulary, rows), part in zip(together, splits, strict=True):
+        alone_vocabulary, alone_rows = fitted(part)
+        assert vocabulary == alone_vocabulary and np.array_equal(rows, alone_rows)

@@ -169,7 +169,8 @@ class ClusterSums:
         one cross-fit table are judged on the same requests, and each would draw them again (the
         draws are most of a bootstrap's time)."""
         key = (self.size, resamples, seed)
-        if key not in _WEIGHTS:
+        counts = _WEIGHTS.get(key)
+        if counts is None:
             rng = np.random.default_rng(seed)
             p = np.full(self.size, 1.0 / self.size)
             counts = [
@@ -179,8 +180,7 @@ class ClusterSums:
             _WEIGHTS.clear()
             if self.size * resamples <= _WEIGHTS_KEPT:
                 _WEIGHTS[key] = counts
-            return [c.astype(float) for c in counts]
-        return [c.astype(float) for c in _WEIGHTS[key]]
+        return [c.astype(float) for c in counts]
 
     def ones(self) -> np.ndarray:
         """The weights of the requests as they are (no resampling)."""
@@ -334,10 +334,12 @@ def random_apgr(
     weak = np.asarray(weak, dtype=float)
     strong = np.asarray(strong, dtype=float)
     key = (weak.tobytes(), strong.tobytes(), tuple(shares), rankings, level, seed)
-    if key not in _RANDOM:
+    found = _RANDOM.get(key)
+    if found is None:
+        found = _random_apgr(weak, strong, shares, rankings, level, seed)
         _RANDOM.clear()  # the latest only: the learners of one cross-fit table share it
-        _RANDOM[key] = _random_apgr(weak, strong, shares, rankings, level, seed)
-    return _RANDOM[key]
+        _RANDOM[key] = found
+    return found
 
 
 #: The latest random baseline (see :func:`random_apgr`).

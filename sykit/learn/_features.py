@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -127,6 +128,7 @@ class _Corpus:
         self.names: list[str] = []  # column → term
         self._rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # text → (columns, counts)
         self._rank = np.zeros(0, dtype=np.int64)
+        self._lock = threading.Lock()  # fits in threads (a grid's) add terms one at a time
 
     @property
     def size(self) -> int:
@@ -156,22 +158,27 @@ class _Corpus:
         ``CountVectorizer`` makes one over its vocabulary)."""
         from scipy import sparse
 
-        rows = [self._row(text) for text in texts]
+        with self._lock:
+            rows = [self._row(text) for text in texts]
+            width = len(self.names)
         ends = np.cumsum([len(columns) for columns, _ in rows], dtype=np.int64)
         indptr = np.concatenate([np.zeros(1, dtype=np.int64), ends])
         empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
         columns = np.concatenate([c for c, _ in rows] or [empty[0]])
         values = np.concatenate([v for _, v in rows] or [empty[1]])
-        return sparse.csr_matrix((values, columns, indptr), shape=(len(rows), len(self.names)))
+        return sparse.csr_matrix((values, columns, indptr), shape=(len(rows), width))
 
     def alphabetical(self, columns: np.ndarray) -> np.ndarray:
         """``columns`` in the alphabetical order of their terms (the order of a fitted
         vectoriser's vocabulary)."""
-        if len(self._rank) < len(self.names):
-            order = sorted(range(len(self.names)), key=self.names.__getitem__)
-            self._rank = np.empty(len(order), dtype=np.int64)
-            self._rank[order] = np.arange(len(order))
-        return columns[np.argsort(self._rank[columns])]
+        with self._lock:
+            if len(self._rank) < len(self.names):
+                order = sorted(range(len(self.names)), key=self.names.__getitem__)
+                rank = np.empty(len(order), dtype=np.int64)
+                rank[order] = np.arange(len(order))
+                self._rank = rank
+            rank = self._rank
+        return columns[np.argsort(rank[columns])]
 
 
 #: A corpus per setting of the analyser (see :func:`_corpus`).
@@ -286,11 +293,12 @@ class TfIdf:
         if not texts:
             raise ArgumentError("TfIdf.fit needs at least one request")
         key = (repr(self), tuple(texts))
-        if key not in _FITTED:  # else another learner fitted on the same fold
-            _FITTED[key] = self._fit(texts)
+        fitted = _FITTED.get(key)  # another learner's fit on the same fold, if any
+        if fitted is None:
+            fitted = _FITTED[key] = self._fit(texts)
             while len(_FITTED) > _FITS_KEPT:
-                del _FITTED[next(iter(_FITTED))]
-        self.vectorizer, self._fitted_on, rows = _FITTED[key]
+                _FITTED.pop(next(iter(_FITTED)), None)
+        self.vectorizer, self._fitted_on, rows = fitted
         return rows.copy()
 
     def _fit(self, texts: list[str]) -> tuple[Any, tuple[_Corpus, np.ndarray, Any], Any]:
