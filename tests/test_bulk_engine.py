@@ -792,3 +792,21 @@ def test_litellm_like_settings_with_state_or_branches_run_on_the_events(router):
     assert result.engine == "kernel"
     with pytest.raises(sy.ArgumentError, match="can change one another's course"):
         run(router, mixed_requests(3), host=litellm_host(), engine="bulk")
+
+
+@pytest.mark.parametrize("tagged", [None, 0, 7, 19])
+def test_metadata_reaches_the_records_wherever_it_is_in_the_list(tagged):
+    """A list of requests says whether any carries metadata, so records of a list without any
+    skip reading the requests again; one request with metadata, anywhere, brings its column."""
+    requests = [
+        sy.Request(f"q{i}", metadata={"tier": "pro"} if i == tagged else None) for i in range(20)
+    ]
+    host = sy.SimHost({"A": sy.ModelProfile(price_in=1, price_out=1)})
+    chain = sy.strategies.fallback_chain(["A"])
+    bulk = run(chain, requests, host=host, seed=1, engine="bulk")
+    same_frames(bulk, run(chain, requests, host=host, seed=1, engine="kernel"))
+    if tagged is None:
+        assert "tier" not in bulk.requests.columns
+    else:
+        tiers = bulk.requests["tier"]
+        assert tiers.iloc[tagged] == "pro" and tiers.drop(index=tagged).isna().all()

@@ -28,6 +28,7 @@ from sykit._world.models import TOKEN_LIMIT, GroundTruth, Request
 __all__ = [
     "DEFAULT_CONCURRENCY",
     "Algorithm",
+    "RunItems",
     "arrival_times",
     "as_algorithm",
     "as_requests",
@@ -182,7 +183,14 @@ def _frame_dataset(frame: Any) -> Any:
         ) from None
 
 
-def as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None]]:
+class RunItems(list[tuple[Any, Request, GroundTruth | None]]):
+    """A run's ``(request id, request, truth)`` items, and whether any request carries metadata
+    (else its records need not read the requests again, as a dataset's items say too)."""
+
+    has_metadata = True
+
+
+def as_requests(requests: object) -> RunItems:
     """The run's ``(request id, request without its truth, truth)`` per request, checked (an
     id-less request keeps no id here: the algorithm is handed it under the run's id, see
     :class:`~sykit._run.state.RequestState`); the collector is paused while they are listed (they
@@ -191,7 +199,7 @@ def as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None
         return _as_requests(requests)
 
 
-def _as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | None]]:
+def _as_requests(requests: object) -> RunItems:
     requests = as_source(requests)
     if isinstance(requests, Request | str):
         raise ArgumentTypeError(
@@ -201,7 +209,8 @@ def _as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | Non
         raise ArgumentTypeError(
             f"requests must be an iterable of sy.Request (or prompt strings), got {type(requests).__name__}"
         )
-    items = []
+    items = RunItems()
+    metadata = False  # any request with metadata
     given: list[bool] = []  # whether each request came with its own id
     seen: dict[Any, int] = {}  # id → position
     texts = False  # any id given as a string
@@ -227,12 +236,15 @@ def _as_requests(requests: object) -> list[tuple[Any, Request, GroundTruth | Non
             check_encodable(i, request_id)
         if type(request_id) is str:
             texts = True
+        if item.metadata:
+            metadata = True
         truth = getattr(item, "_truth", None)
         # an id-less request gets its id where an algorithm is handed it (RequestState): a run
         # that never hands it over (a fixed chain on the bulk engine) copies nothing
         items.append((request_id, item if truth is None else item.without_truth(), truth))
     if not items:
         raise ArgumentError("requests is empty")
+    items.has_metadata = metadata
     if texts and len(seen) > 1:
         check_ids_as_text([item[0] for item in items], given)
     return items
