@@ -237,7 +237,8 @@ class Request:
         fields["tools"] = tools_frozen
         fields["input_tokens"] = input_tokens
         fields["max_output_tokens"] = max_output_tokens
-        fields["metadata"] = MappingProxyType(dict(metadata)) if metadata else _EMPTY
+        if metadata:  # else the class's empty metadata (see _NoMetadata)
+            fields["metadata"] = MappingProxyType(dict(metadata))
 
     def _ends_with_assistant(self) -> bool:
         """Whether the last message is the assistant's (the request continues a partial
@@ -312,8 +313,18 @@ class _PromptMessages:
         return messages
 
 
-# set after the dataclass is made, so ``messages`` stays a field without a default
+class _NoMetadata:
+    """``Request.metadata`` of a request given none: the one empty mapping, read from the class.
+    A request that stores only strings, numbers and empty tuples is a single object to the cyclic
+    garbage collector (its attribute dict is not tracked); a mapping stored in it would make two."""
+
+    def __get__(self, request: Request | None, owner: type | None = None) -> Any:
+        return self if request is None else _EMPTY
+
+
+# set after the dataclass is made, so ``messages`` and ``metadata`` stay fields without defaults
 setattr(Request, "messages", _PromptMessages())  # noqa: B010
+setattr(Request, "metadata", _NoMetadata())  # noqa: B010
 
 
 def truth_of(request: Request) -> GroundTruth | None:
