@@ -9,8 +9,8 @@ fall back to "b" (about 1.04 attempts per request). The requests are a dataset (
 Each variant runs in a fresh subprocess, so its peak resident memory (VmHWM) is its own:
 
 * ``dataset``: only builds the input and the run's view of it (a dataset's requests are built a
-  block at a time as the run reaches them; a list is checked and copied): the floor every run
-  shares;
+  block at a time as the run reaches them; a list is checked and listed, its requests not
+  copied): the floor every run shares;
 * ``memory``: ``sy.run`` with the frames built in memory at the end (the bulk engine takes it);
 * ``spill``: ``sy.run(..., spill=folder)``: peak measured when the run returns (its Result is lazy),
   then the frames are read back (timed, with the peak after reading);
