@@ -236,7 +236,7 @@ def _as_requests(requests: object) -> RunItems:
             check_encodable(i, request_id)
         if type(request_id) is str:
             texts = True
-        if item.metadata:
+        if "metadata" in item.__dict__:  # (a request stores only metadata it was given)
             metadata = True
         truth = getattr(item, "_truth", None)
         # an id-less request gets its id where an algorithm is handed it (RequestState): a run
