@@ -292,13 +292,13 @@ class _SimSession:
                 or (not card.prefill and request._ends_with_assistant())
             )
         ):
-            u = [unit(w) for w in words]
+            u = [((w >> 10) | 1) * HALF for w in words]  # unit(w), inlined
             rejection = self._structural(attempt.model, profile, request, u)
             if rejection is not None:
                 return self._error(profile, u, *rejection)
         if not card.faulty:
             return self._answer(attempt, card, words, now, None, truth)
-        u = [unit(w) for w in words]
+        u = [((w >> 10) | 1) * HALF for w in words]  # unit(w), inlined
         failure = None
         faults = profile.faults
         if faults.scripted or profile.rate_limit is not None:
