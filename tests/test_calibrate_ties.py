@@ -156,3 +156,30 @@ def test_a_threshold_behaves_as_its_number():
             threshold.tied,
             threshold.note,
         )
+
+
+def test_several_shares_scored_once_give_each_share_s_threshold():
+    """calibrate_shares scores the requests once and gives, share by share, what calibrate
+    gives (ties split alike), for a function of the request and for a simulated score."""
+    from sykit.strategies._calibration import calibrate_shares
+
+    calls = []
+
+    def counted(request: sy.Request) -> float:
+        calls.append(request.id)
+        return coarse(request)
+
+    shares = [0.0, 0.1, 1 / 3, 0.5, 0.9, 1.0]
+    together = calibrate_shares(counted, REQUESTS, shares, seed=3)
+    assert len(calls) == N  # each request scored once
+    for share, threshold in zip(shares, together, strict=True):
+        alone = st.calibrate(coarse, REQUESTS, share, seed=3)
+        assert float(threshold) == float(alone) and threshold.note == alone.note
+    data = sy.datasets.load("routellm").filter(benchmark="gsm8k").sample(300, seed=0)
+    score = st.simulated_score("mixtral-8x7b-instruct-v0.1", "gpt-4-1106-preview")
+    simulated = calibrate_shares(score, data, [0.2, 0.7])
+    assert [float(t) for t in simulated] == [
+        float(st.calibrate(score, data, share)) for share in (0.2, 0.7)
+    ]
+    with pytest.raises(sy.ArgumentError, match="target_share"):
+        calibrate_shares(coarse, REQUESTS, [0.5, 1.5])

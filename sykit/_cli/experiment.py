@@ -40,6 +40,7 @@ from sykit._results.curve_stats import curve_of, random_apgr
 from sykit._world.config import Judge, ModelProfile
 from sykit._world.faults import Faults
 from sykit.learn._crossfit import NO_DEADLINE
+from sykit.strategies._calibration import calibrate_shares
 from sykit.strategies._router_score import SWEEP_SHARES
 
 __all__ = [
@@ -499,11 +500,13 @@ def _sweeps(
     from sykit._grid.sweep import sweep
 
     score = strategies.simulated_score(weak, strong)
+    targets = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    calibrated = dict(zip(targets, calibrate_shares(score, data, targets), strict=True))
     thresholds = sweep(
         lambda target: strategies.threshold_router(
-            weak, strong, score=score, threshold=strategies.calibrate(score, data, target)
+            weak, strong, score=score, threshold=calibrated[target]
         ),
-        [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
+        targets,
         data,
         host=routing_host,
         weak=weak,

@@ -38,7 +38,7 @@ from sykit._world.models import Outcome, Request
 from sykit.datasets import Dataset
 from sykit.datasets._splits import DATASET_GROUP, DatasetGroup, GroupBy
 from sykit.strategies import single, threshold_router
-from sykit.strategies._calibration import calibrate
+from sykit.strategies._calibration import calibrate_shares
 from sykit.strategies._router_score import SWEEP_SHARES, SimulatedScore
 
 __all__ = ["CrossFit", "cross_fit", "default_group", "evaluation_host", "how_to_price"]
@@ -472,8 +472,8 @@ def judge(
         held_out = list(test)
         _score_all(router, scorer, held_out)
         strategies: dict[str, Any] = {}
-        for label, share in zip(_share_labels(name, points), points, strict=True):
-            threshold = calibrate(scorer, held_out, share, seed=seed)
+        thresholds = calibrate_shares(scorer, held_out, points, seed=seed)  # scored once
+        for label, threshold in zip(_share_labels(name, points), thresholds, strict=True):
             strategies[label] = threshold_router(weak, strong, score=scorer, threshold=threshold)
         return {**strategies, **alone}, _share_labels(name, points)
 

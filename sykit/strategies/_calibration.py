@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import math
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sykit._base.checks import check_int, check_probability
@@ -23,7 +23,7 @@ from sykit._world.models import Request, truth_of
 from sykit._world.truth import TruthView
 from sykit.strategies._router_score import SimulatedScore, _request_id, _requests
 
-__all__ = ["Threshold", "calibrate", "tie_draw"]
+__all__ = ["Threshold", "calibrate", "calibrate_shares", "tie_draw"]
 
 
 def tie_draw(seed: int, request_id: Any) -> float:
@@ -167,9 +167,25 @@ def calibrate(
     The result is a :class:`Threshold`, a float that also says how to break ties: of the requests
     tied at it, those whose hash of ``seed`` and request id falls below a cut go strong, as many
     as the share needs. ``threshold.note`` says what was done; nothing is printed or warned."""
-    target_share = check_probability(
-        target_share, "target_share", expected="between 0 and 1", type_error=ArgumentError
-    )
+    return calibrate_shares(score, requests, [target_share], host=host, seed=seed)[0]
+
+
+def calibrate_shares(
+    score: Any,
+    requests: Iterable[Request],
+    target_shares: Sequence[float],
+    *,
+    host: Any = None,
+    seed: int = 0,
+) -> list[Threshold]:
+    """:func:`calibrate` at each of ``target_shares``, the requests scored once: the same
+    thresholds, for a sweep or a cross-fit that calibrates one score at several shares."""
+    shares = [
+        check_probability(
+            share, "target_share", expected="between 0 and 1", type_error=ArgumentError
+        )
+        for share in target_shares
+    ]
     if not (isinstance(score, SimulatedScore) or callable(score)):
         raise ArgumentTypeError(
             "score must be a function of the request or sy.strategies.simulated_score(...)"
@@ -207,7 +223,7 @@ def calibrate(
                     f"calibrate(): the score function must return a number, got "
                     f"{type(value).__name__} for request {_request_id(request, index)!r}"
                 ) from None
-    return _tie_broken(values, ids, target_share, seed)
+    return [_tie_broken(values, ids, share, seed) for share in shares]
 
 
 def _tie_broken(values: list[float], ids: list[Any], share: float, seed: int) -> Threshold:
