@@ -200,17 +200,8 @@ def run(
         "concurrency": args.concurrency,
         "progress": False if args.quiet else None,
     }
-    learning = Background(
-        _alongside,
-        data,
-        weak,
-        strong,
-        routing_host,
-        {**runs, "progress": False},
-        args.seed,
-        write_sweeps,
-        workers=args.workers,
-    )
+    setting = _Routing(data, weak, strong, routing_host, {**runs, "progress": False}, args.seed)
+    learning = Background(_alongside, setting, write_sweeps, workers=args.workers)
     try:
         return _run(
             args,
@@ -486,19 +477,25 @@ def _by_judge_accuracy(
     return {accuracy: {**others, **own}[accuracy] for accuracy in JUDGE_ACCURACIES}
 
 
-def _sweeps(
-    data: Any,
-    weak: str,
-    strong: str,
-    routing_host: SimHost,
-    runs: Mapping[str, Any],
-    seed: int,
-    write: SweepWriter | None,
-) -> Sweeps:
+@dataclasses.dataclass(frozen=True)
+class _Routing:
+    """What the parts run alongside the others share: the requests, the weak and strong models,
+    the fault-free routing host, the runs' settings (no progress bars) and the seed."""
+
+    data: Any
+    weak: str
+    strong: str
+    host: SimHost
+    runs: Mapping[str, Any]
+    seed: int
+
+
+def _sweeps(setting: _Routing, write: SweepWriter | None) -> Sweeps:
     """The threshold sweep of the simulated score and the random sweep on the routing host, what
     the job shows of them, and their files (``write``, when given)."""
     from sykit._grid.sweep import sweep
 
+    data, weak, strong, runs = setting.data, setting.weak, setting.strong, setting.runs
     score = strategies.simulated_score(weak, strong)
     targets = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
     calibrated = dict(zip(targets, calibrate_shares(score, data, targets), strict=True))
@@ -508,7 +505,7 @@ def _sweeps(
         ),
         targets,
         data,
-        host=routing_host,
+        host=setting.host,
         weak=weak,
         strong=strong,
         value_name="target_share",
@@ -518,7 +515,7 @@ def _sweeps(
         lambda target: strategies.weighted_random({weak: 1 - target, strong: target}),
         [0.1, 0.3, 0.5, 0.7, 0.9],
         data,
-        host=routing_host,
+        host=setting.host,
         weak=weak,
         strong=strong,
         value_name="target_share",
@@ -532,7 +529,7 @@ def _sweeps(
     return Sweeps(
         curves,
         plotted,
-        thresholds.intervals(seed=seed, group=group),
+        thresholds.intervals(seed=setting.seed, group=group),
         randoms.apgr(),
         per_benchmark_apgr(thresholds, benchmarks) if benchmarks else {},
         [] if write is None else write(curves, plotted),
@@ -540,22 +537,18 @@ def _sweeps(
 
 
 def _alongside(
-    data: Any,
-    weak: str,
-    strong: str,
-    routing_host: SimHost,
-    runs: Mapping[str, Any],
-    seed: int,
-    write_sweeps: SweepWriter | None,
+    setting: _Routing, write_sweeps: SweepWriter | None
 ) -> tuple[Sweeps, Any, dict[str, float]]:
     """What needs nothing the routing and robustness parts compute (run alongside them when the
     machine has two cores): the sweeps (and their files), the learned routers, and the seconds
     each took."""
     seconds = {}
     started = time.perf_counter()
-    sweeps = _sweeps(data, weak, strong, routing_host, runs, seed, write_sweeps)
+    sweeps = _sweeps(setting, write_sweeps)
     seconds["sweeps"] = time.perf_counter() - started
     started = time.perf_counter()
-    learned = learned_routers(data, weak, strong, routing_host, seed)
+    learned = learned_routers(
+        setting.data, setting.weak, setting.strong, setting.host, setting.seed
+    )
     seconds["learned routers"] = time.perf_counter() - started
     return sweeps, learned, seconds
