@@ -75,7 +75,7 @@ def test_each_distinct_prompt_is_tokenised_once_across_fits_and_transforms():
 def test_a_corpus_started_again_gives_the_same_rows(monkeypatch):
     """Past its bound the corpus of counts starts again; features fitted on the old one keep
     transforming as the vectoriser does (through it while it is small, else the vectoriser)."""
-    monkeypatch.setattr(_features, "_CORPUS_KEPT", 60)
+    monkeypatch.setattr(_features, "_CORPUS_TERMS", 60)
     _features._CORPORA.clear()
     texts = [f"alpha{i % 7} beta{i % 3} gamma {i}" for i in range(40)]
     plain = TfidfVectorizer(

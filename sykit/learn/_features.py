@@ -131,9 +131,9 @@ class _Corpus:
         self._lock = threading.Lock()  # fits in threads (a grid's) add terms one at a time
 
     @property
-    def size(self) -> int:
-        """Prompts and terms held: what :func:`_corpus` bounds."""
-        return len(self._rows) + len(self.names)
+    def full(self) -> bool:
+        """Whether it holds more prompts or terms than a corpus keeps (see :func:`_corpus`)."""
+        return len(self._rows) > _CORPUS_PROMPTS or len(self.names) > _CORPUS_TERMS
 
     def _row(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         found = self._rows.get(text)
@@ -148,7 +148,7 @@ class _Corpus:
                     names.append(term)
                 columns.append(at)
             found = self._rows[text] = (
-                np.array(columns, dtype=np.int64),
+                np.array(columns, dtype=np.int32),
                 np.fromiter(counts.values(), dtype=np.float32, count=len(counts)),
             )
         return found
@@ -163,7 +163,7 @@ class _Corpus:
             width = len(self.names)
         ends = np.cumsum([len(columns) for columns, _ in rows], dtype=np.int64)
         indptr = np.concatenate([np.zeros(1, dtype=np.int64), ends])
-        empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+        empty = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
         columns = np.concatenate([c for c, _ in rows] or [empty[0]])
         values = np.concatenate([v for _, v in rows] or [empty[1]])
         return sparse.csr_matrix((values, columns, indptr), shape=(len(rows), width))
@@ -183,17 +183,19 @@ class _Corpus:
 
 #: A corpus per setting of the analyser (see :func:`_corpus`).
 _CORPORA: dict[tuple[bool, tuple[int, int]], _Corpus] = {}
-#: Prompts plus terms a corpus holds before it starts again (a RouteLLM prompt holds ~100
-#: terms: about 100 MB).
-_CORPUS_KEPT = 1_000_000
+#: The prompts and the terms a corpus holds before it starts again: a prompt's counts take
+#: about 1 kB (a RouteLLM prompt has ~100 distinct unigrams and bigrams), a term about 100
+#: bytes, so a full corpus holds about 150 MB.
+_CORPUS_PROMPTS = 50_000
+_CORPUS_TERMS = 1_000_000
 
 
 def _corpus(lowercase: bool, ngrams: tuple[int, int]) -> _Corpus:
-    """The corpus of this setting of the analyser, started again once it holds
-    :data:`_CORPUS_KEPT` prompts and terms (fitted features keep the one they were fitted on)."""
+    """The corpus of this setting of the analyser, started again once it is full (fitted
+    features keep the one they were fitted on)."""
     key = (lowercase, ngrams)
     corpus = _CORPORA.get(key)
-    if corpus is None or corpus.size > _CORPUS_KEPT:
+    if corpus is None or corpus.full:
         corpus = _CORPORA[key] = _Corpus(lowercase, ngrams)
     return corpus
 
@@ -228,7 +230,7 @@ class TfIdf:
     ``ln((1+n)/(1+df)) + 1``, optional ``1 + ln(tf)``, rows L2-normalised), with words as runs of
     ``\\w`` (one-letter words and digits count) and ``transform`` giving a float32 SciPy CSR
     matrix. Each distinct prompt is tokenised and counted once across fits and transforms (the
-    counts are kept per setting, up to about a million prompts and terms).
+    counts are kept per setting, for the latest 50,000 prompts or so).
 
     The vocabulary is the ``max_features`` most frequent terms (total count in the training
     texts) among those in at least ``min_df`` of them; :attr:`vectorizer` is the fitted
@@ -348,7 +350,7 @@ class TfIdf:
         if self.vectorizer is None:
             raise ArgumentError("TfIdf.transform before fit: fit it on training requests first")
         texts = _texts(requests, "TfIdf.transform")
-        if self._fitted_on is None or self._fitted_on[0].size > _CORPUS_KEPT:
+        if self._fitted_on is None or self._fitted_on[0].full:
             return self.vectorizer.transform(texts)  # a copy, or a corpus grown past its bound
         corpus, columns, weights = self._fitted_on
         counts = _select(corpus.counts(texts), columns, len(weights.idf_))
