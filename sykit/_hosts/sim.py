@@ -23,7 +23,7 @@ from sykit._base.errors import (
     ModelTimeout,
     UnavailableError,
 )
-from sykit._base.rng import HALF, SLOT, attempt_words, uniforms, unit
+from sykit._base.rng import HALF, SLOT, attempt_words, uniforms, unit, units
 from sykit._base.vocab import Kind
 from sykit._hosts._openai_wire import not_chat_message
 from sykit._hosts.base import _NO_HEADERS, Attempt, Reply
@@ -292,13 +292,13 @@ class _SimSession:
                 or (not card.prefill and request._ends_with_assistant())
             )
         ):
-            u = [((w >> 10) | 1) * HALF for w in words]  # unit(w), inlined
+            u = units(words)
             rejection = self._structural(attempt.model, profile, request, u)
             if rejection is not None:
                 return self._error(profile, u, *rejection)
         if not card.faulty:
             return self._answer(attempt, card, words, now, None, truth)
-        u = [((w >> 10) | 1) * HALF for w in words]  # unit(w), inlined
+        u = units(words)
         failure = None
         faults = profile.faults
         if faults.scripted or profile.rate_limit is not None:
