@@ -381,6 +381,16 @@ def _merge_categorical(parts: list[pd.Series | int], order: list[str] | None) ->
     """One categorical of ``parts`` (a number: that many missing rows), recoding each part's
     codes into the union of categories (one vectorised lookup per part, not a
     re-categorisation of its values)."""
+    present = [part for part in parts if isinstance(part, pd.Series)]
+    if order is None and present and all(p.dtype is present[0].dtype for p in present[1:]):
+        # one dtype for every part (the runs of a comparison share their ids' dtype): its codes
+        codes = [
+            part.cat.codes.to_numpy()
+            if isinstance(part, pd.Series)
+            else np.full(part, -1, dtype=present[0].cat.codes.dtype)
+            for part in parts
+        ]
+        return pd.Categorical.from_codes(np.concatenate(codes), dtype=present[0].dtype)
     union: dict[Any, None] = dict.fromkeys(order or ())
     if order is None:
         for part in parts:

@@ -232,18 +232,39 @@ def _renumber(request: np.ndarray, local: np.ndarray) -> np.ndarray:
 def _ids(ids: Sequence[Any] | np.ndarray, index: np.ndarray) -> Any:
     """The request ids of ``index``: integers when every id is an int (or ``ids`` is an integer
     array), else categorical text."""
+    values = _id_values(ids)
+    if isinstance(values, pd.CategoricalDtype):
+        return pd.Categorical.from_codes(
+            index.astype(_code_dtype(len(values.categories))), dtype=values
+        )
+    return values[index]
+
+
+#: The latest run's ids and what :func:`_ids` makes of them: the runs of one comparison share
+#: one list of ids, so its integers, or its categories (validated by pandas each time a dtype
+#: is made), are made once for all their frames.
+_LAST_IDS: list[tuple[Any, np.ndarray | pd.CategoricalDtype]] = []
+
+
+def _id_values(ids: Sequence[Any] | np.ndarray) -> np.ndarray | pd.CategoricalDtype:
+    """``ids`` as an integer array (int32 where they fit) or a categorical dtype of their text."""
+    for held, values in _LAST_IDS:
+        if held is ids:
+            return values
     if isinstance(ids, np.ndarray) and ids.dtype.kind == "i":
-        values = ids.astype(np.int64)
-        if len(values) and values.min() >= -(2**31) and values.max() < 2**31:
-            values = values.astype(np.int32)
-        return values[index]
-    if all(type(v) is int for v in ids):
-        values = np.asarray(ids, dtype=np.int64)
-        if len(values) and values.min() >= -(2**31) and values.max() < 2**31:
-            values = values.astype(np.int32)
-        return values[index]
-    categories = [str(v) for v in ids]
-    return pd.Categorical.from_codes(index.astype(_code_dtype(len(categories))), categories)
+        made: np.ndarray | pd.CategoricalDtype = _narrow(ids.astype(np.int64))
+    elif all(type(v) is int for v in ids):
+        made = _narrow(np.asarray(ids, dtype=np.int64))
+    else:
+        made = pd.CategoricalDtype([str(v) for v in ids])
+    _LAST_IDS[:] = [(ids, made)]  # the list itself is held: no other list can take its identity
+    return made
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    if len(values) and values.min() >= -(2**31) and values.max() < 2**31:
+        return values.astype(np.int32)
+    return values
 
 
 def request_frame(
