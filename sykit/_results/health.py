@@ -79,11 +79,12 @@ def top_errors(requests: pd.DataFrame, n: int | None = 3) -> list[ErrorCount]:
     """The failed requests' error kinds, most frequent first (ties: first seen first)."""
     if not len(requests) or "status" not in requests:
         return []
-    failed = requests[requests["status"] == RequestStatus.FAILED]
-    if not len(failed):
+    failed = (requests["status"] == RequestStatus.FAILED).to_numpy()
+    if not failed.any():
         return []
-    kinds = failed["error_kind"].astype(object).fillna("unknown").astype(str)
-    messages = failed["error_message"].astype(object).fillna("").astype(str)
+    # the two columns of the failed rows, not every column of them
+    kinds = requests["error_kind"][failed].astype(object).fillna("unknown").astype(str)
+    messages = requests["error_message"][failed].astype(object).fillna("").astype(str)
     counts: dict[str, list] = {}
     for kind, message in zip(kinds, messages, strict=True):
         entry = counts.setdefault(kind, [0, message])

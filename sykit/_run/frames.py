@@ -316,7 +316,6 @@ def request_frame(
         "quality": take("quality"),
         "reads_truth": take("reads_truth").astype(bool),
     }
-    frame = pd.DataFrame(columns, columns=list(REQUEST_COLUMNS), copy=False)
     if extras:
         position = np.empty(n, dtype=np.int64)
         position[order] = np.arange(n)
@@ -326,8 +325,11 @@ def request_frame(
             by_position[at[row]] = extra
         # the columns in the order their keys first appear; a row without one holds None
         for key in dict.fromkeys(chain.from_iterable(extras.values())):
-            frame[key] = _column([extra.get(key) for extra in by_position])
-    return frame
+            columns[key] = _column([extra.get(key) for extra in by_position])
+    # one frame of every column: inserting columns one by one costs pandas far more
+    return pd.DataFrame(
+        columns, columns=list(dict.fromkeys([*REQUEST_COLUMNS, *columns])), copy=False
+    )
 
 
 _NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
