@@ -15,14 +15,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from sykit._base.vocab import CancelCause, Kind, Phase, RequestStatus, Status
-from sykit._run.records import ATTEMPT_COLUMNS, REQUEST_COLUMNS, SERVICE_FIELD, decoded
+from sykit._run.records import (
+    ATTEMPT_COLUMNS,
+    REQUEST_COLUMNS,
+    RESERVED,
+    SERVICE_FIELD,
+    decoded,
+)
 from sykit._world.classify import FallbackReason
+
+if TYPE_CHECKING:
+    from sykit.datasets._items import RowValues
 
 __all__ = [
     "AttemptColumns",
@@ -275,12 +284,14 @@ def request_frame(
     messages: Sequence[str],
     strategy: str,
     ids: Sequence[Any] | np.ndarray,
+    rows: RowValues | None = None,
 ) -> pd.DataFrame:
     """The ``requests`` DataFrame: :data:`REQUEST_COLUMNS` in request order, then the request's
     metadata, the dataset's other columns and the algorithm's evidence (``evidence_<key>``),
     from raw columns in the order requests finished (see
     :meth:`~sykit._run.request_log.RequestLog.raw`), the extra values by row position and the
-    code tables."""
+    code tables. With ``rows``, the dataset's metadata and analysis columns come from there by
+    position (the extra values then hold no value of theirs)."""
     index = raw["index"]
     order = np.argsort(index, kind="stable")
     n = len(order)
@@ -316,15 +327,20 @@ def request_frame(
         "quality": take("quality"),
         "reads_truth": take("reads_truth").astype(bool),
     }
+    by_position: list[Mapping[str, Any]] = []
     if extras:
         position = np.empty(n, dtype=np.int64)
         position[order] = np.arange(n)
         at = position.tolist()
-        by_position: list[Mapping[str, Any]] = [_NO_EXTRA] * n
+        by_position = [_NO_EXTRA] * n
         for row, extra in extras.items():
             by_position[at[row]] = extra
-        # the columns in the order their keys first appear; a row without one holds None
-        for key in dict.fromkeys(chain.from_iterable(extras.values())):
+    keys = dict.fromkeys(chain.from_iterable(extras.values()))
+    if rows is not None:  # every row holds these first, as each request's values would
+        _dataset_columns(columns, rows, index[order], keys, by_position)
+    # the columns in the order their keys first appear; a row without one holds None
+    for key in keys:
+        if key not in columns or key in RESERVED:
             columns[key] = _column([extra.get(key) for extra in by_position])
     # one frame of every column: inserting columns one by one costs pandas far more
     return pd.DataFrame(
@@ -333,6 +349,44 @@ def request_frame(
 
 
 _NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
+
+
+def _dataset_columns(
+    columns: dict[str, Any],
+    rows: RowValues,
+    index: np.ndarray,
+    keys: Mapping[str, None],
+    by_position: list[Mapping[str, Any]],
+) -> None:
+    """Add the dataset's metadata and analysis columns of the requests at ``index`` (sorted) to
+    ``columns``, named, ordered and typed as each request's values would have made them (a name
+    of the records' own ``meta_``-prefixed, a later column of the same name taking the
+    earlier's place); an extra value of the same name (an algorithm's evidence) takes the
+    dataset's value in its row. The columns of every request, in order, are made once per
+    dataset."""
+    if not len(index):
+        return  # no row: no row's values to make columns of
+    sources: dict[str, str] = {}
+    for name in (*rows.metadata, *rows.analysis):
+        sources[name if name not in RESERVED else f"meta_{name}"] = name
+    # every request of the dataset, once each (index is sorted): the columns made once serve
+    every = len(index) == rows.count and index[0] == 0 and index[-1] == rows.count - 1
+    for key, name in sources.items():
+        if every and key not in keys:
+            made = rows.made.get(name)
+            if made is None:
+                made = _column(rows.values(name))
+                if rows.keep:
+                    rows.made[name] = made
+            columns[key] = made
+            continue
+        values = rows.values(name)
+        taken = [values[i] for i in index.tolist()]
+        if key in keys:  # an extra value of this name wins in its row
+            for position, extra in enumerate(by_position):
+                if key in extra:
+                    taken[position] = extra[key]
+        columns[key] = _column(taken)
 
 
 def _column(values: list[Any]) -> Any:

@@ -685,7 +685,7 @@ def row_extra(
     The served answer's grade and the dataset's columns (hidden from algorithms) reach the row
     when the records are written, not now: later requests' algorithms could read this log."""
     head: dict[str, Any] = {}
-    if metadata:
+    if metadata and run.row_values is None:  # else the frame takes the dataset's columns
         for key, value in metadata.items():
             head[key if key not in RESERVED else f"meta_{key}"] = value
     tail = None

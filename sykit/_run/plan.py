@@ -125,6 +125,8 @@ class Plan:
             start_run()  # a stateful strategy starts every run afresh, so runs stay independent
         if self.spill is not None:
             self.spill.attach(run, self.ids)
+        else:  # a spilling run writes each row's values into its chunks
+            run.row_values = getattr(self.items, "row_values", None)
         starts = len(self.sessions.first) if self.sessions is not None else len(self.items)
         arrivals = arrival_times(self.arrivals, starts, run.seed)
         return request_machinery(
@@ -160,7 +162,7 @@ class Plan:
         else:
             attempts = run.log.columns(name, self.ids, keep)  # the frame is built when used
             run.log.drop()
-            requests = run.requests.frame(name, self.ids)
+            requests = run.requests.frame(name, self.ids, run.row_values)
         result = Result(
             strategy=name,
             seed=run.seed,

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from sykit._run.frames import request_frame
 from sykit._run.records import Codes
+
+if TYPE_CHECKING:
+    from sykit.datasets._items import RowValues
 
 __all__ = ["RequestLog"]
 
@@ -176,7 +179,9 @@ class RequestLog:
         self.extras = {}
         return columns, extras
 
-    def frame(self, strategy: str, ids: Sequence[Any]) -> pd.DataFrame:
+    def frame(
+        self, strategy: str, ids: Sequence[Any], rows: RowValues | None = None
+    ) -> pd.DataFrame:
         """The ``requests`` DataFrame of the rows held (see :func:`request_frame`)."""
         return request_frame(
             self.raw(),
@@ -186,6 +191,7 @@ class RequestLog:
             self.messages.values,
             strategy,
             ids,
+            rows,
         )
 
 

@@ -128,7 +128,7 @@ def attempt_grader(
 
 
 def request_sealer(
-    table: TruthTable, grades: bool
+    table: TruthTable, grades: bool, columns: bool = True
 ) -> tuple[NoteTruth, Callable[[RequestLog], None]]:
     """``note`` and ``fill``, sharing the rows waiting for their truth-dependent parts.
 
@@ -137,9 +137,10 @@ def request_sealer(
     the row's metadata values and ``tail`` its evidence. It returns the row's extra values when
     they hold nothing hidden (added with the row), else None: the analysis columns go between the
     metadata and the evidence when ``fill`` writes them. ``fill(log)`` writes what waits into the
-    log's rows, before they are read or handed over."""
+    log's rows, before they are read or handed over. Without ``columns`` the analysis columns
+    are left to the frame (a dataset's :class:`~sykit.datasets._items.RowValues`)."""
     waiting: list[tuple[int, int, str | None, Mapping[str, Any] | None, Any, Any]] = []
-    has_columns = table.has_columns
+    has_columns = columns and table.has_columns
     items = table.items
 
     def note(

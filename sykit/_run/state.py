@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Generator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sykit._base.errors import (
     ArgumentTypeError,
@@ -53,6 +53,9 @@ from sykit._world.models import (
 )
 from sykit._world.servers import Queues
 from sykit._world.truth import TruthTable, TruthView
+
+if TYPE_CHECKING:
+    from sykit.datasets._items import RowValues
 
 __all__ = ["RequestClosed", "RequestState", "RunState", "closed_error"]
 
@@ -88,6 +91,9 @@ class RunState:
         self.plan: Callable[[Attempt, int], Reply] | None = None
         self.truth_view: Callable[[RequestState], TruthView] | None = None
         self.note_truth: NoteTruth | None = None
+        #: a dataset's metadata and analysis columns, which the request frame takes by column
+        #: (None: each request's values go into its row; see Plan._runner)
+        self.row_values: RowValues | None = None
         self.log = GradedAttemptLog(list(host.profiles))
         self.requests: RequestLog = SealedRequestLog(self.log.models)
         self.in_flight: dict[RequestState, None] = {}
@@ -131,14 +137,15 @@ class RunState:
         grades = self.plans and table.has_grades
         if grades:
             self.log.grade = attempt_grader(table)
-        if grades or table.has_columns:
+        columns = table.has_columns and self.row_values is None
+        if grades or columns:
             requests = self.requests
             if type(requests) is SpillingRequestLog:  # a spilling run's (Spill.attach): sealed too
                 requests = SealedSpillingRequestLog(requests.log, requests.writer)
                 self.requests = requests
             if not isinstance(requests, SealedRequestLog | SealedSpillingRequestLog):
                 raise TypeError(f"unsealed request log {type(requests).__name__}")  # a bug
-            self.note_truth, requests.fill = request_sealer(table, grades)
+            self.note_truth, requests.fill = request_sealer(table, grades, columns)
 
     # -- checks -------------------------------------------------------------------------------
     def check_models(self, models: object, name: str) -> tuple[str, ...]:

@@ -32,7 +32,7 @@ from sykit.datasets._splits import (
 )
 
 if TYPE_CHECKING:
-    from sykit.datasets._items import DatasetItems
+    from sykit.datasets._items import DatasetItems, RowValues
 
 __all__ = ["OUTPUT_PREFIX", "QUALITY_PREFIX", "Dataset"]
 
@@ -100,7 +100,16 @@ class Dataset:
     :func:`sykit.datasets.synthetic`.
     """
 
-    __slots__ = ("_cache", "_frame", "_group", "_info", "_metadata", "_models", "_name")
+    __slots__ = (
+        "_cache",
+        "_frame",
+        "_group",
+        "_info",
+        "_metadata",
+        "_models",
+        "_name",
+        "_row_values",
+    )
 
     def __init__(
         self,
@@ -123,6 +132,7 @@ class Dataset:
         self._metadata = tuple(metadata)
         self._info = MappingProxyType(dict(info or {}))
         self._cache: dict[Any, Request] = {} if _cache is None else _cache
+        self._row_values: RowValues | None = None
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickled as its table and settings (for worker processes); the requests it built are
@@ -483,7 +493,24 @@ class Dataset:
             has_columns=bool(self.analysis_columns),
             has_metadata=bool(self._metadata),
             grades=self._grade_matrix,
+            row_values=self._columns_by_row(),
         )
+
+    def _columns_by_row(self) -> RowValues | None:
+        """The metadata and analysis columns as a run's records read them (made once per
+        dataset, so every run over it shares what its records make of them)."""
+        if self._row_values is None and (self._metadata or self.analysis_columns):
+            from sykit.datasets._items import RowValues
+
+            frame = self._frame
+            self._row_values = RowValues(
+                self._metadata,
+                self.analysis_columns,
+                lambda column: _natives(frame[column]),
+                len(frame),
+                keep=len(frame) <= KEPT_ROWS,
+            )
+        return self._row_values
 
     def _grade_matrix(self) -> tuple[dict[str, int], np.ndarray]:
         """Each model's grades as a column (NaN: no grade), in the order of the rows: what a

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, overload
 
 import numpy as np
@@ -17,13 +18,34 @@ import numpy as np
 from sykit._base.request_ids import check_ids_as_text
 from sykit._world.models import GroundTruth, Request
 
-__all__ = ["DatasetItems"]
+__all__ = ["DatasetItems", "RowValues"]
 
 Item = tuple[Any, Request, "GroundTruth | None"]
 
 #: Rows turned into requests at once, and blocks held: enough for any closed loop's window.
 BLOCK = 2048
 HELD = 4
+
+
+@dataclass(eq=False)
+class RowValues:
+    """A dataset's metadata and analysis columns, read by column: each column's values as the
+    requests' metadata and truths hold them, in the order of the rows. A run's records take
+    these columns from here by position rather than copying each request's values into its row.
+    """
+
+    #: the columns copied into each request's metadata, then the analysis columns (hidden from
+    #: the algorithm), in the order a request's row holds them
+    metadata: tuple[str, ...]
+    analysis: tuple[str, ...]
+    #: a column's values, one per row (missing values as None)
+    values: Callable[[str], list[Any]]
+    #: the rows
+    count: int
+    #: whether its readers may keep what they make of a column (a table of evaluation size)
+    keep: bool = True
+    #: what the readers made of each column, kept while the dataset lives (see ``keep``)
+    made: dict[str, Any] = field(default_factory=dict)
 
 
 class DatasetItems(Sequence[Item]):
@@ -38,6 +60,7 @@ class DatasetItems(Sequence[Item]):
         has_columns: bool,
         has_metadata: bool,
         grades: Callable[[], tuple[dict[str, int], np.ndarray]] | None = None,
+        row_values: RowValues | None = None,
     ) -> None:
         if not isinstance(ids, np.ndarray):  # an integer array needs no check
             check_ids_as_text(ids)
@@ -58,6 +81,8 @@ class DatasetItems(Sequence[Item]):
         self._grades = grades
         self._grade_table: tuple[dict[str, int], np.ndarray] | None = None
         self._held = HELD
+        #: the metadata and analysis columns by column (None: the dataset has neither)
+        self.row_values = row_values
 
     def hold(self, count: int) -> None:
         """Keep at least ``count`` consecutive requests built: a reader that goes over a span of

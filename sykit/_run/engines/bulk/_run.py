@@ -566,7 +566,8 @@ class _Bulk:
         truth_rows = run.note_truth is not None
         names = list(run.log.models.values)
         served_models = columns["served"].tolist()
-        if not (truth_rows or states or getattr(self.items, "has_metadata", True)):
+        metadata = run.row_values is None and getattr(self.items, "has_metadata", True)
+        if not (truth_rows or states or metadata):
             request_log.extend(columns, extras)  # nothing to add to any row: no request to read
             return
         for position, index in enumerate((planned + low).tolist()):
