@@ -5,6 +5,10 @@ to the bulk engine (see docs/engines.md). Declaring it is a promise sykit cannot
 choice must depend on the request alone (not on time, on other requests, or on state the
 function keeps), and the router makes no calls. What sykit can check, it does: a declared router
 that awaits anything or reads the clock while routing is run on the event engines instead.
+
+A static router may also carry its routing as a plain function (:func:`routed_by`, the library's
+static routers and plain-function ones): a run that plans every request at once calls it per
+request, without a driver or a coroutine, and gets what the algorithm would have returned.
 """
 
 from __future__ import annotations
@@ -17,8 +21,33 @@ from sykit._base.errors import ArgumentTypeError
 from sykit._base.types import Algorithm
 from sykit._run.driver import Driver
 from sykit._world.models import Outcome, Request, route_to
+from sykit._world.truth import TruthView, peek_truth
 
-__all__ = ["static"]
+__all__ = ["Route", "routed_by", "static"]
+
+#: A static router's routing as a plain function: ``route(request, request_id, seed, truth)``
+#: gives the models to try (the served one first, then its fallbacks) and the evidence to record
+#: (None: none) for ``request`` (as its algorithm sees it) in a run of ``seed``; ``truth()`` is
+#: the request's truth view, and reading it marks the request as reading the truth (as
+#: :func:`~sykit._world.truth.peek_truth` does).
+Route = Callable[
+    [Request, Any, int, Callable[[], TruthView]], tuple[tuple[str, ...], dict[str, Any] | None]
+]
+
+
+def routed_by(route: Route) -> Algorithm:
+    """A static algorithm that routes each request as ``route`` says; ``algorithm.route`` is
+    ``route`` itself, for a run that routes every request at once."""
+
+    async def algorithm(request: Request, driver: Driver) -> Outcome:
+        chain, evidence = route(request, driver.request_id, driver.seed, lambda: peek_truth(driver))
+        if evidence:
+            driver.evidence(**evidence)
+        return route_to(chain[0], request, chain[1:])
+
+    algorithm.__dict__["static"] = True
+    algorithm.__dict__["route"] = route
+    return algorithm
 
 
 def static(route: Callable[..., Any], *, name: str | None = None) -> Algorithm:
@@ -38,6 +67,7 @@ def static(route: Callable[..., Any], *, name: str | None = None) -> Algorithm:
     label = name if name is not None else getattr(route, "__name__", None) or "static"
     if not isinstance(label, str):
         raise ArgumentTypeError(f"name must be a str, got {type(label).__name__}")
+    algorithm: Algorithm
     if inspect.iscoroutinefunction(route):
 
         async def declared(request: Request, driver: Driver) -> Any:
@@ -46,11 +76,13 @@ def static(route: Callable[..., Any], *, name: str | None = None) -> Algorithm:
         algorithm = declared
     else:
 
-        async def chosen(request: Request, driver: Driver) -> Outcome:
+        def chosen(
+            request: Request, request_id: Any, seed: int, truth: Callable[[], TruthView]
+        ) -> tuple[tuple[str, ...], None]:
             model, fallbacks = _models(route(request), label)
-            return route_to(model, request, fallbacks)
+            return (model, *fallbacks), None
 
-        algorithm = chosen
+        algorithm = routed_by(chosen)
     algorithm.__name__ = algorithm.__qualname__ = label
     algorithm.__doc__ = getattr(route, "__doc__", None)
     algorithm.__dict__["name"] = label

@@ -38,6 +38,7 @@ May import: :mod:`sykit._base`, :mod:`sykit._world`, :mod:`sykit._run`, :mod:`sy
 from __future__ import annotations
 
 import bisect
+import inspect
 import math
 from collections.abc import Awaitable, Collection, Mapping, Sequence
 from statistics import NormalDist
@@ -52,7 +53,7 @@ from sykit._run.driver import Driver
 from sykit._run.race import first, first_ok, start, wait_first
 from sykit._run.race import hedge as _hedge
 from sykit._run.race import timeout as _timeout
-from sykit._run.static import static
+from sykit._run.static import routed_by, static
 from sykit._run.strategy_kit import AFFINITY_TRIGGERS as AFFINITY_TRIGGERS
 from sykit._run.strategy_kit import affinity, checked_models, named_algorithm
 from sykit._run.stream import ModelStream
@@ -76,7 +77,12 @@ from sykit.sessions._agent.subagent import subagent_router
 from sykit.strategies._calibration import Threshold, calibrate
 from sykit.strategies._litellm import LITELLM_VERSION as LITELLM_VERSION
 from sykit.strategies._litellm_settings import litellm_like
-from sykit.strategies._router_score import SimulatedScore, score_of, simulated_score
+from sykit.strategies._router_score import (
+    SimulatedScore,
+    score_of,
+    score_value,
+    simulated_score,
+)
 
 __all__ = [
     "SimulatedScore",
@@ -160,18 +166,20 @@ def weighted_random(
         running += w / total
         edges.append(running)
 
-    async def algorithm(request: Request, driver: Driver) -> Outcome:
-        key = driver.seed if seed is None else seed
-        u = uniforms(key, driver.request_id, "weighted_random")[0]
+    # each model's chain: it first, then the others in the order given
+    chains = [(m, *(other for other in names if other != m)) for m in names]
+
+    def route(
+        request: Request, request_id: Any, run_seed: int, truth: Any
+    ) -> tuple[tuple[str, ...], None]:
+        u = uniforms(run_seed if seed is None else seed, request_id, "weighted_random")[0]
         index = next((i for i, edge in enumerate(edges) if u < edge), len(edges) - 1)
         while items[index][1] == 0:  # float edges can land on a zero weight; move to the next
             index = (index + 1) % len(items)
-        chosen = names[index]
-        return route_to(chosen, request, fallbacks=[m for m in names if m != chosen])
+        return chains[index], None
 
     label = ",".join(f"{m}:{w / total:.2g}" for m, w in items)
-    algorithm.__dict__["static"] = True  # a pure function of the request: the bulk engine's
-    return named_algorithm(f"random({label})", algorithm)
+    return named_algorithm(f"random({label})", routed_by(route))  # a pure function: static
 
 
 def fallback_chain(models: Sequence[str]) -> Algorithm:
@@ -240,22 +248,46 @@ def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) ->
     ties = threshold if isinstance(threshold, Threshold) and threshold.cut is not None else None
     threshold = check_real(threshold, "threshold", allow_inf=True, expected="a number, not NaN")
 
-    async def algorithm(request: Request, driver: Driver) -> Outcome:
-        value = await score_of(score, request, driver)
+    to_strong, to_weak = (strong, weak), (weak, strong)
+
+    def decide(value: float, request_id: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
         if ties is not None and value == threshold:
-            goes_strong = ties.goes_strong(value, driver.request_id)
-            driver.evidence(
-                score=value, threshold=threshold, tie_break="strong" if goes_strong else "weak"
-            )
+            goes_strong = ties.goes_strong(value, request_id)
+            evidence = {
+                "score": value,
+                "threshold": threshold,
+                "tie_break": "strong" if goes_strong else "weak",
+            }
         else:
             goes_strong = value >= threshold
-            driver.evidence(score=value, threshold=threshold)
-        if goes_strong:
-            return route_to(strong, request, fallbacks=[weak])
-        return route_to(weak, request, fallbacks=[strong])
+            evidence = {"score": value, "threshold": threshold}
+        return (to_strong if goes_strong else to_weak), evidence
+
+    async def algorithm(request: Request, driver: Driver) -> Outcome:
+        chain, evidence = decide(await score_of(score, request, driver), driver.request_id)
+        driver.evidence(**evidence)
+        return route_to(chain[0], request, fallbacks=chain[1:])
 
     algorithm.__dict__["static"] = True  # the score is a function of the request alone
+    if isinstance(score, SimulatedScore) or not _is_async(score):
+        # its routing as a plain function, for a run that routes every request at once (a
+        # score that gives an awaitable after all sends the run to the event engines)
+
+        def route(
+            request: Request, request_id: Any, seed: int, truth: Any
+        ) -> tuple[tuple[str, ...], dict[str, Any]]:
+            return decide(score_value(score, request, request_id, truth), request_id)
+
+        algorithm.__dict__["route"] = route
     return named_algorithm(f"threshold({weak}|{strong}@{threshold:.3g})", algorithm)
+
+
+def _is_async(fn: Any) -> bool:
+    """Whether calling ``fn`` makes an awaitable (an ``async def``, or an object whose
+    ``__call__`` is one)."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004  # the method, not whether it is callable
+    )
 
 
 def speculative(weak: str, strong: str, *, judge: str, threshold: float = 0.5) -> Algorithm:

@@ -304,6 +304,22 @@ async def score_of(score: Any, request: Request, driver: Driver) -> float:
     return float(value)
 
 
+def score_value(score: Any, request: Request, request_id: Any, truth: Any) -> float:
+    """:func:`score_of` without awaiting, for a run that routes every request at once: a
+    simulated score reads ``truth()`` (which marks the request); a function of the request is
+    called, and one that gives an awaitable raises ``TypeError`` (the run then takes the event
+    engines, where it is awaited)."""
+    if isinstance(score, SimulatedScore):
+        return score.value(truth(), request_id, request)
+    value = score(request)
+    if inspect.isawaitable(value):
+        close = getattr(value, "close", None)
+        if close is not None:
+            close()
+        raise TypeError("the score gave an awaitable")
+    return float(value)
+
+
 # -- helpers -----------------------------------------------------------------------------------------
 
 

@@ -35,8 +35,9 @@ from sykit._run.engines.fastpath import fixed_chain
 from sykit._run.lifecycle import StrategyRun, _outcome_error, failure_of, row_extra
 from sykit._run.records import ANSWER, MODEL, ROUTING, STATUS_CODE
 from sykit._run.state import RequestState
+from sykit._run.static import Route
 from sykit._world.billing import Generation, unserved_tokens
-from sykit._world.models import Outcome
+from sykit._world.models import Outcome, route_to
 from sykit._world.truth import TruthTable
 
 __all__ = ["evaluate", "is_static", "refusal"]
@@ -194,6 +195,13 @@ class _Bulk:
         n = len(self.items)
         if self.chain is not None:
             return np.zeros(n, dtype=np.int64), [self.chain], None, {}
+        route = getattr(self.fn, "route", None)
+        if callable(route):
+            engine.routing = True
+            try:
+                return self._route_by(route)
+            finally:
+                engine.routing = False
         run = self.run
         routes = np.empty(n, dtype=np.int64)
         chains: dict[tuple[str, ...], int] = {}
@@ -216,6 +224,42 @@ class _Bulk:
         finally:
             engine.routing = False
         return routes, list(chains), outcomes, states
+
+    def _route_by(
+        self, route: Route
+    ) -> tuple[np.ndarray, list[tuple[str, ...]], None, dict[int, Any]]:
+        """:meth:`_route_all` for a static router that carries its routing as a plain function
+        (:func:`~sykit._run.static.routed_by`): called per request, without a driver or a
+        coroutine; the requests are served as given (no outcome of theirs to keep)."""
+        run = self.run
+        n = len(self.items)
+        routes = np.empty(n, dtype=np.int64)
+        chains: dict[tuple[str, ...], int] = {}
+        states: dict[int, Any] = {}
+        seed = run.seed
+        view = run.truth_view
+        for index, (request_id, request, _) in enumerate(self.items):
+            if request.id is None:  # as its algorithm would see it: with the run's id
+                request = request._with_id(request_id)
+            routed = _Routed(index, view)
+            try:
+                chain, evidence = route(request, request_id, seed, routed.truth)
+            except (NeedsEvents, KeyboardInterrupt):
+                raise
+            except BaseException as error:
+                raise NeedsEvents(
+                    f"the algorithm raised {type(error).__name__} while routing request "
+                    f"{request_id!r} (the event engines record it)"
+                ) from None
+            at = chains.get(chain)
+            if at is None:  # a chain first seen: checked as the algorithm's route_to checks it
+                route_to(chain[0], request, chain[1:])
+                at = chains[chain] = len(chains)
+            routes[index] = at
+            if evidence or routed.reads_truth:
+                routed.evidence = dict(evidence) if evidence else None
+                states[index] = routed
+        return routes, list(chains), None, states
 
     def _check_profiles(self, chains: list[tuple[str, ...]]) -> None:
         for model in sorted({m for chain in chains for m in chain}):
@@ -433,8 +477,12 @@ class _Bulk:
             return self._exact_routing(index, arrival, start)
         request_id, request, _ = self.items[index]
         state = states.get(index)
-        if state is None:
+        if type(state) is not RequestState:  # none yet, or what a plain routing left
+            routed = state
             state = RequestState(run, index, request, request_id, arrival)
+            if routed is not None:
+                state.evidence = routed.evidence
+                state.reads_truth = routed.reads_truth
         state.arrival_s = arrival
         state.start_s = start
         state.closed = True
@@ -640,6 +688,23 @@ class _Slots:
         elif limit is not None:
             self.heap = [-math.inf] * min(n, limit)
         self.last_end = 0.0
+
+
+class _Routed:
+    """What routing one request by a plain function (:meth:`_Bulk._route_by`) leaves for its
+    records: its evidence, and whether it read the truth (``truth()`` marks it, as the run's
+    ``truth_view`` marks a request's state)."""
+
+    __slots__ = ("_view", "evidence", "index", "reads_truth")
+
+    def __init__(self, index: int, view: Any) -> None:
+        self.index = index
+        self._view = view
+        self.evidence: dict[str, Any] | None = None
+        self.reads_truth = False
+
+    def truth(self) -> Any:
+        return self._view(self)
 
 
 class _Watched(dict[str, float]):

@@ -1,0 +1,126 @@
+"""Static routers that carry their routing as a plain function (``weighted_random``,
+``threshold_router``, ``sy.strategies.static(fn)``) are routed in bulk without a driver or a
+coroutine per request, with the frames the event engines give."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pandas.testing as pdt
+import pytest
+
+import sykit as sy
+from sykit._run.engines.bulk import _run as bulk_run
+
+HOST = sy.SimHost(
+    {"weak": sy.ModelProfile(), "strong": sy.ModelProfile()},
+    policy=sy.HostPolicy(cooldown_s=0.0),
+)
+
+
+def run(algorithm: Any, requests: Any, **kwargs: Any) -> sy.Result:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sy.run(algorithm, requests, progress=False, **kwargs)
+
+
+def same(one: sy.Result, two: sy.Result) -> None:
+    pdt.assert_frame_equal(one.attempts, two.attempts)
+    pdt.assert_frame_equal(one.requests, two.requests)
+
+
+@pytest.fixture
+def no_coroutines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Routing through the algorithm's coroutine fails the test."""
+
+    def refused(fn: Any, state: Any) -> Any:
+        raise AssertionError("routed through the algorithm's coroutine")
+
+    monkeypatch.setattr(bulk_run, "_route_statically", refused)
+
+
+def dataset() -> sy.datasets.Dataset:
+    return sy.datasets.load("routellm").filter(lambda f: f.index < 400)
+
+
+WEAK, STRONG = "mixtral-8x7b-instruct-v0.1", "gpt-4-1106-preview"
+
+
+def routers(data: sy.datasets.Dataset) -> dict[str, Any]:
+    score = sy.strategies.simulated_score(WEAK, STRONG)
+
+    def tied(request: sy.Request) -> float:  # many requests score alike
+        return float(len(request.prompt) % 3)
+
+    return {
+        "random": sy.strategies.weighted_random({WEAK: 0.7, STRONG: 0.3}),
+        "random, own seed": sy.strategies.weighted_random([WEAK, STRONG], seed=5),
+        "simulated": sy.strategies.threshold_router(
+            WEAK, STRONG, score=score, threshold=sy.strategies.calibrate(score, data, 0.3)
+        ),
+        "ties": sy.strategies.threshold_router(
+            WEAK, STRONG, score=tied, threshold=sy.strategies.calibrate(tied, data, 0.45)
+        ),
+        "function": sy.strategies.threshold_router(
+            WEAK, STRONG, score=lambda r: len(r.prompt) % 11, threshold=5
+        ),
+        "plain static": sy.strategies.static(
+            lambda r: [STRONG, WEAK] if len(r.prompt) > 400 else WEAK, name="plain"
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", list(routers(dataset())))
+def test_plain_routing_gives_the_event_engines_frames(no_coroutines: None, name: str) -> None:
+    data = dataset()
+    host = sy.SimHost(
+        sy.profiles.from_catalog(data.models), policy=sy.HostPolicy(cooldown_s=0, timeout_s=20.0)
+    )
+    algorithm = routers(data)[name]
+    bulk = run(algorithm, data, host=host, seed=3, concurrency=8)
+    kernel = run(algorithm, data, host=host, seed=3, concurrency=8, engine="kernel")
+    assert (bulk.engine, kernel.engine) == ("bulk", "kernel")
+    same(bulk, kernel)
+    if name == "ties":
+        assert bulk.requests["evidence_tie_break"].notna().sum() > 1
+    reads = bool(bulk.requests["reads_truth"].all())
+    assert reads == (name == "simulated")
+
+
+def test_a_request_without_an_id_is_routed_with_the_runs_id(no_coroutines: None) -> None:
+    seen: list[Any] = []
+
+    def score(request: sy.Request) -> float:
+        seen.append(request.id)
+        return float(len(request.prompt))
+
+    algorithm = sy.strategies.threshold_router("weak", "strong", score=score, threshold=2)
+    result = run(algorithm, ["a", "bb", "ccc"], host=HOST)
+    assert result.engine == "bulk"
+    assert seen == [0, 1, 2]
+    assert result.requests["selected_model"].tolist() == ["weak", "strong", "strong"]
+
+
+def test_a_score_that_gives_an_awaitable_is_awaited_on_the_event_engines() -> None:
+    async def later(request: sy.Request) -> float:
+        return float(len(request.prompt))
+
+    requests = ["a", "bb", "ccc", "dddd"]
+    lambda_score = sy.strategies.threshold_router(
+        "weak", "strong", score=lambda r: later(r), threshold=3
+    )
+    async_score = sy.strategies.threshold_router("weak", "strong", score=later, threshold=3)
+    one, two = run(lambda_score, requests, host=HOST), run(async_score, requests, host=HOST)
+    assert one.engine == "kernel"
+    assert one.requests["selected_model"].tolist() == ["weak", "weak", "strong", "strong"]
+    pdt.assert_frame_equal(
+        one.requests.drop(columns="strategy"), two.requests.drop(columns="strategy")
+    )
+
+
+def test_a_plain_route_that_fails_or_names_an_unknown_model_is_recorded_by_the_events() -> None:
+    weights = sy.strategies.weighted_random({"weak": 1.0, "nowhere": 1.0})
+    result = run(weights, [f"q{i}" for i in range(20)], host=HOST)
+    assert result.engine == "kernel"
+    assert set(result.requests["error_kind"].dropna()) == {"unknown_model"}
