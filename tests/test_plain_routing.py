@@ -124,3 +124,29 @@ def test_a_plain_route_that_fails_or_names_an_unknown_model_is_recorded_by_the_e
     result = run(weights, [f"q{i}" for i in range(20)], host=HOST)
     assert result.engine == "kernel"
     assert set(result.requests["error_kind"].dropna()) == {"unknown_model"}
+
+
+def test_the_runs_of_a_comparison_read_their_requests_columns_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = []
+    of = bulk_run.Columns.of
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        made.append(args[1])
+        return of(*args, **kwargs)
+
+    monkeypatch.setattr(bulk_run.Columns, "of", counted)
+    lineup = {
+        "chain": sy.strategies.fallback_chain(["weak", "strong"]),
+        "random": sy.strategies.weighted_random(["weak", "strong"]),
+        "plain": sy.strategies.static(lambda r: "strong", name="plain"),
+    }
+    requests = [f"q{i}" for i in range(30)]
+    cmp = sy.compare(lineup, requests, host=HOST, progress=False, seeds=(0, 1))
+    assert {r.engine for r in cmp.results} == {"bulk"}
+    assert made == [30]  # six runs, one reading
+    alone = {n: run(fn, requests, host=HOST, seed=1, strategy=n) for n, fn in lineup.items()}
+    for name, result in alone.items():
+        pdt.assert_frame_equal(cmp.result(name, seed=1).requests, result.requests)
+    assert made == [30, 30, 30, 30]  # each run of its own reads its own

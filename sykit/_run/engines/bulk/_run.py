@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import weakref
 from functools import partial
 from types import CoroutineType
 from typing import Any
@@ -155,10 +156,10 @@ class _Bulk:
             high = min(n, low + _BLOCK)
             block_routes = routes[low:high]
             routed = None if outcomes is None else [o.request for o in outcomes[low:high]]
-            columns = Columns.of(
-                (items[k] for k in range(low, high)),
-                high - low,
-                routed,  # type: ignore[arg-type]  # a static router's: never None, see _route_all
+            columns = (
+                _own_columns(items, low, high)
+                if routed is None
+                else Columns.of((items[k] for k in range(low, high)), high - low, routed)  # type: ignore[arg-type]  # a static router's: never None, see _route_all
             )
             todo = np.arange(high - low)
             if repeated.any():
@@ -688,6 +689,31 @@ class _Slots:
         elif limit is not None:
             self.heap = [-math.inf] * min(n, limit)
         self.last_end = 0.0
+
+
+#: The columns of the latest run's requests served as given, while its items live: the runs of
+#: one comparison share their items, and read the same columns (one block's worth at most).
+_LAST_COLUMNS: list[tuple[weakref.ref[Any], Columns]] = []
+
+
+def _own_columns(items: Any, low: int, high: int) -> Columns:
+    """The columns of ``items[low:high]`` served as given: made once per run's items when the
+    run is one block, else each time (a larger run keeps no more than a block in memory)."""
+    whole = low == 0 and high == len(items)
+    if whole:
+        for held, columns in _LAST_COLUMNS:
+            if held() is items:
+                return columns
+    columns = Columns.of((items[k] for k in range(low, high)), high - low)
+    if whole:
+        for values in (*vars(columns).values(), *columns.known_output.values()):
+            if isinstance(values, np.ndarray):
+                values.setflags(write=False)  # shared by the runs: read, never written
+        try:
+            _LAST_COLUMNS[:] = [(weakref.ref(items), columns)]
+        except TypeError:  # items that cannot be referred to weakly: made each time
+            _LAST_COLUMNS.clear()
+    return columns
 
 
 class _Routed:
