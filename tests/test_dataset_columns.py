@@ -123,3 +123,37 @@ def test_a_spilling_run_writes_each_rows_values(tmp_path) -> None:
     pd.testing.assert_frame_equal(
         spilled.requests[kept.requests.columns], kept.requests, check_exact=True, check_dtype=False
     )
+
+
+def test_grades_from_the_dataset_and_from_profiles_are_the_same_in_bulk() -> None:
+    """A run in bulk grades its answers many at once: the dataset's grades where it has the
+    model (NaN where a row has none), a profile's keyed draws for the others, none for a model
+    with neither, as the event engines grade them one by one."""
+    frame = pd.DataFrame(
+        {
+            "prompt": [f"p{i}" for i in range(150)],
+            "qa": [None if i % 6 == 0 else (i % 3) / 2 for i in range(150)],
+            "note": [f"n{i}" for i in range(150)],
+        }
+    )
+    data = sy.datasets.from_frame(frame, prompt="prompt", quality={"A": "qa"})
+    host = sy.SimHost(
+        {"A": sy.ModelProfile(), "B": sy.ModelProfile(quality=0.7), "C": sy.ModelProfile()},
+        policy=sy.HostPolicy(cooldown_s=0.0),  # (a cooldown would send a run to the events)
+    )
+    lineup = {
+        "random": sy.strategies.weighted_random(["A", "B", "C"]),
+        "threshold": sy.strategies.threshold_router(
+            "A", "B", score=lambda r: len(r.prompt) % 4, threshold=2
+        ),
+    }
+    bulk = sy.compare(lineup, data, host=host, progress=False, seeds=(0, 4))
+    kernel = sy.compare(lineup, data, host=host, progress=False, seeds=(0, 4), engine="kernel")
+    assert {r.engine for r in bulk.results} == {"bulk"}
+    pd.testing.assert_frame_equal(bulk.requests, kernel.requests, check_exact=True)
+    pd.testing.assert_frame_equal(bulk.attempts, kernel.attempts, check_exact=True)
+    rows = bulk.requests
+    by_model = rows.groupby("served_model", observed=True)["quality"]
+    assert by_model.apply(lambda q: q.isna().all())["C"]  # neither the dataset nor a profile
+    assert set(by_model.apply(lambda q: set(q.dropna()))["B"]) == {0.0, 1.0}
+    assert rows.loc[rows["served_model"] == "A", "quality"].isna().any()  # a row without one

@@ -136,7 +136,7 @@ def attempt_frame(
     http = take("http_status")
     retried = take("retried").astype(bool)
     columns: dict[str, Any] = {
-        "strategy": pd.Categorical.from_codes(np.zeros(n, np.int8), [strategy]),
+        "strategy": categorical(np.zeros(n, np.int8), [strategy]),
         "request_id": _ids(ids, request),
         "call_id": call_id,
         "phase": categorical(take("phase"), [p.value for p in Phase]),
@@ -303,7 +303,7 @@ def request_frame(
     end = take("end")
     arrival = take("arrival")
     columns: dict[str, Any] = {
-        "strategy": pd.Categorical.from_codes(np.zeros(n, np.int8), [strategy]),
+        "strategy": categorical(np.zeros(n, np.int8), [strategy]),
         "request_id": _ids(ids, index[order]),
         "status": categorical(take("status"), [s.value for s in RequestStatus]),
         "error_kind": appearing(take("error_kind"), kinds),

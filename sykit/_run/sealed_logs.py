@@ -32,6 +32,7 @@ else:
 
 __all__ = [
     "GradedAttemptLog",
+    "NoteGrades",
     "NoteTruth",
     "SealedRequestLog",
     "SealedSpillingRequestLog",
@@ -46,6 +47,9 @@ _OK_CODE = STATUS_CODE[Status.OK]
 NoteTruth = Callable[
     [int, int, str | None, dict[str, Any], dict[str, Any] | None], dict[str, Any] | None
 ]
+#: ``note_grades(positions, indices, models)``: the served answers to grade of rows about to be
+#: added at ``positions`` of the request log, many at once (see :func:`request_sealer`).
+NoteGrades = Callable[[np.ndarray, np.ndarray, list[str]], None]
 
 
 class GradedAttemptLog(AttemptLog):
@@ -115,13 +119,9 @@ def attempt_grader(
     def grade(log: AttemptLog, columns: Mapping[str, np.ndarray]) -> np.ndarray:
         quality = np.full(len(columns["request"]), math.nan)
         answered = np.flatnonzero((columns["status"] == _OK_CODE) & (columns["kind"] == MODEL))
-        requests = columns["request"][answered].tolist()
-        models = columns["model"][answered].tolist()
         names = log.models.values
-        for row, index, code in zip(answered.tolist(), requests, models, strict=True):
-            value = table.grade(index, names[code])
-            if value is not None:
-                quality[row] = value
+        models = [names[code] for code in columns["model"][answered].tolist()]
+        quality[answered] = table.grades(columns["request"][answered].tolist(), models)
         return quality
 
     return grade
@@ -129,7 +129,7 @@ def attempt_grader(
 
 def request_sealer(
     table: TruthTable, grades: bool, columns: bool = True
-) -> tuple[NoteTruth, Callable[[RequestLog], None]]:
+) -> tuple[NoteTruth, Callable[[RequestLog], None], NoteGrades | None]:
     """``note`` and ``fill``, sharing the rows waiting for their truth-dependent parts.
 
     ``note(position, index, model, head, tail)`` comes just before a request's row is added at
@@ -138,8 +138,13 @@ def request_sealer(
     they hold nothing hidden (added with the row), else None: the analysis columns go between the
     metadata and the evidence when ``fill`` writes them. ``fill(log)`` writes what waits into the
     log's rows, before they are read or handed over. Without ``columns`` the analysis columns
-    are left to the frame (a dataset's :class:`~sykit.datasets._items.RowValues`)."""
+    are left to the frame (a dataset's :class:`~sykit.datasets._items.RowValues`).
+
+    ``note_grades(positions, indices, models)`` notes the answers to grade of rows that hold
+    nothing else hidden, many at once; None when rows carry analysis columns of their own (then
+    each row is noted)."""
     waiting: list[tuple[int, int, str | None, Mapping[str, Any] | None, Any, Any]] = []
+    batches: list[tuple[np.ndarray, np.ndarray, list[str]]] = []
     has_columns = columns and table.has_columns
     items = table.items
 
@@ -166,7 +171,19 @@ def request_sealer(
         waiting.append((position, index, model, columns, head, tail))
         return None
 
+    def note_grades(positions: np.ndarray, indices: np.ndarray, models: list[str]) -> None:
+        if grades and len(positions):
+            batches.append((positions, indices, models))
+
     def fill(log: RequestLog) -> None:
+        if batches:
+            found = np.frombuffer(log.quality, dtype=np.float64)  # the log's own memory
+            for positions, indices, models in batches:
+                values = table.grades(indices.tolist(), models)
+                kept = ~np.isnan(values)  # a grade of None leaves the row as it was (NaN)
+                found[positions[kept]] = values[kept]
+            del found  # the log may grow again
+            batches.clear()
         qualities = log.quality
         for position, index, model, columns, head, tail in waiting:
             if model is not None:
@@ -182,4 +199,4 @@ def request_sealer(
                 log.extras[position] = extra
         waiting.clear()
 
-    return note, fill
+    return note, fill, None if has_columns else note_grades

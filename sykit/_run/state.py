@@ -37,6 +37,7 @@ from sykit._run.records import PER_REQUEST_LIMIT
 from sykit._run.request_log import RequestLog
 from sykit._run.sealed_logs import (
     GradedAttemptLog,
+    NoteGrades,
     NoteTruth,
     SealedRequestLog,
     SealedSpillingRequestLog,
@@ -91,6 +92,8 @@ class RunState:
         self.plan: Callable[[Attempt, int], Reply] | None = None
         self.truth_view: Callable[[RequestState], TruthView] | None = None
         self.note_truth: NoteTruth | None = None
+        #: the grades of many rows noted at once, when rows hold nothing else hidden
+        self.note_grades: NoteGrades | None = None
         #: a dataset's metadata and analysis columns, which the request frame takes by column
         #: (None: each request's values go into its row; see Plan._runner)
         self.row_values: RowValues | None = None
@@ -145,7 +148,9 @@ class RunState:
                 self.requests = requests
             if not isinstance(requests, SealedRequestLog | SealedSpillingRequestLog):
                 raise TypeError(f"unsealed request log {type(requests).__name__}")  # a bug
-            self.note_truth, requests.fill = request_sealer(table, grades, columns)
+            self.note_truth, requests.fill, self.note_grades = request_sealer(
+                table, grades, columns
+            )
 
     # -- checks -------------------------------------------------------------------------------
     def check_models(self, models: object, name: str) -> tuple[str, ...]:

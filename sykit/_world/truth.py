@@ -23,6 +23,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
+import numpy as np
+
 from sykit._base.errors import ArgumentTypeError, SykitError
 from sykit._base.rng import uniforms
 
@@ -148,6 +150,24 @@ class TruthTable:
         if truth is not None and model in truth.quality:
             return float(truth.quality[model])  # the dataset's grade: the common case, no view
         return self.view(index).quality(model)
+
+    def grades(self, indices: Sequence[int], models: Sequence[str]) -> np.ndarray:
+        """:meth:`grade` of each ``(indices[k], models[k])`` as an array (NaN where it is None):
+        a dataset's grades read from its matrix at once, the others one by one."""
+        out = np.full(len(indices), math.nan)
+        rest: Sequence[int] = range(len(indices))
+        if self._grades is not None and len(indices):
+            columns, matrix = self._grades
+            at = np.asarray(indices, dtype=np.int64)
+            column = np.asarray([columns.get(m, -1) for m in models], dtype=np.int64)
+            known = column >= 0
+            out[known] = matrix[at[known], column[known]]
+            rest = np.flatnonzero(~known).tolist()
+        for k in rest:
+            value = self.grade(int(indices[k]), models[k])
+            if value is not None:
+                out[k] = value
+        return out
 
 
 def peek_truth(driver: Any) -> TruthView:

@@ -62,6 +62,15 @@ class _GroupFit:
     target: float
     apgr: float
     requests: int
+    #: the normal score of each gain met so far (grades take few values, so gains repeat)
+    scores: dict[float, float] = field(default_factory=dict, compare=False, repr=False)
+
+    def normal_score(self, gain: float) -> float:
+        """:func:`_normal_score` of ``gain`` among :attr:`gains`, kept once computed."""
+        z = self.scores.get(gain)
+        if z is None:
+            z = self.scores[gain] = _normal_score(self.gains, gain)
+        return z
 
 
 @dataclass(frozen=True)
@@ -258,7 +267,7 @@ class SimulatedScore:
             )
         if not known or not fit.gains:
             return eps + tie
-        z = _normal_score(fit.gains, _gain(weak_q, strong_q))
+        z = fit.normal_score(_gain(weak_q, strong_q))
         return fit.rho * z + math.sqrt(1.0 - fit.rho * fit.rho) * eps + tie
 
 

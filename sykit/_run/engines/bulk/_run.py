@@ -233,8 +233,7 @@ class _Bulk:
         (:func:`~sykit._run.static.routed_by`): called per request, without a driver or a
         coroutine; the requests are served as given (no outcome of theirs to keep)."""
         run = self.run
-        n = len(self.items)
-        routes = np.empty(n, dtype=np.int64)
+        routes: list[int] = []
         chains: dict[tuple[str, ...], int] = {}
         states: dict[int, Any] = {}
         seed = run.seed
@@ -256,11 +255,11 @@ class _Bulk:
             if at is None:  # a chain first seen: checked as the algorithm's route_to checks it
                 route_to(chain[0], request, chain[1:])
                 at = chains[chain] = len(chains)
-            routes[index] = at
+            routes.append(at)
             if evidence or routed.reads_truth:
                 routed.evidence = dict(evidence) if evidence else None
                 states[index] = routed
-        return routes, list(chains), None, states
+        return np.asarray(routes, dtype=np.int64), list(chains), None, states
 
     def _check_profiles(self, chains: list[tuple[str, ...]]) -> None:
         for model in sorted({m for chain in chains for m in chain}):
@@ -619,6 +618,11 @@ class _Bulk:
         if not (truth_rows or states or metadata):
             request_log.extend(columns, extras)  # nothing to add to any row: no request to read
             return
+        if not metadata and (not truth_rows or run.note_grades is not None):
+            # no request's own values to copy: the grades and the evidence, at once
+            self._note_at_once(planned + low, base, served_models, states, columns, extras)
+            request_log.extend(columns, extras)
+            return
         for position, index in enumerate((planned + low).tolist()):
             request = self.items[index][1]
             state = states.get(index)
@@ -638,6 +642,41 @@ class _Bulk:
                 if extra:
                     extras[position] = extra
         request_log.extend(columns, extras)
+
+    def _note_at_once(
+        self,
+        indices: np.ndarray,
+        base: int,
+        served: list[int],
+        states: dict[int, Any],
+        columns: dict[str, np.ndarray],
+        extras: dict[int, dict[str, Any]],
+    ) -> None:
+        """What the rows of ``indices`` (about to be added from position ``base`` of the request
+        log) hold beyond their columns, when no request's own values go into its row: each
+        served answer noted for its grade, each routing's evidence and its reading of the truth
+        (as :func:`~sykit._run.lifecycle.row_extra` gives them row by row)."""
+        run = self.run
+        if run.note_grades is not None:
+            codes = np.asarray(served, dtype=np.int64)
+            answered = np.flatnonzero(codes >= 0)
+            names = run.log.models.values
+            run.note_grades(
+                answered + base,
+                indices[answered],
+                [names[code] for code in codes[answered].tolist()],
+            )
+        if states:
+            keys = np.fromiter(states, dtype=np.int64, count=len(states))
+            at = np.searchsorted(indices, keys)
+            found = at < len(indices)
+            found[found] = indices[at[found]] == keys[found]  # (others went the exact way)
+            for key, position in zip(keys[found].tolist(), at[found].tolist(), strict=True):
+                state = states[key]
+                if state.reads_truth:
+                    columns["reads_truth"][position] = 1
+                if state.evidence:
+                    extras[position] = {f"evidence_{k}": v for k, v in state.evidence.items()}
 
     def _exact_routing(self, index: int, arrival: float, start: float) -> float:
         """One request of a router that owns its retry loop, the exact way: the request's whole

@@ -698,16 +698,23 @@ class _AtModel:
         into.cost[at] = (inputs[fine] * profile.price_in + output[fine] * profile.price_out) / 1e6
 
 
+def _drawn_tokens(profile: ModelProfile, u: np.ndarray) -> np.ndarray:
+    """The profile's answer lengths for the uniforms ``u``, as the host draws them."""
+    return np.maximum(1, np.rint(quantiles(profile.output_tokens, u))).astype(np.int64)
+
+
 def _output_tokens(
     name: str, profile: ModelProfile, columns: Columns, picked: np.ndarray, u: np.ndarray
 ) -> np.ndarray:
     """The answer lengths: the dataset's when it knows them, else the profile's draw; capped."""
-    drawn = quantiles(profile.output_tokens, u)
-    output = np.maximum(1, np.rint(drawn)).astype(np.int64)
     lengths = columns.known_output.get(name)
-    if lengths is not None:
-        given = lengths[picked]
-        output = np.where(given >= 0, given, output)
+    if lengths is None:
+        output = _drawn_tokens(profile, u)
+    else:  # drawn only where the dataset does not know the length
+        output = lengths[picked]
+        unknown = output < 0
+        if unknown.any():
+            output[unknown] = _drawn_tokens(profile, u[unknown])
     caps = columns.max_output[picked]
     capped = (caps >= 0) & (output > caps)
     output[capped] = caps[capped]
