@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 import sykit as sy
-from sykit._base.rng import SLOT, uniforms
+from sykit._base.rng import SLOT, first_uniform
 from sykit._run.engines.bulk._draws import attempt_units, quantiles
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -199,7 +199,7 @@ def same_work_floor(dataset: sy.datasets.Dataset, host: sy.SimHost) -> Callable[
     seed = 0
 
     def keyed(purpose: str) -> np.ndarray:
-        return np.asarray([uniforms(seed, rid, purpose)[0] for rid in ids])
+        return np.asarray([first_uniform(seed, rid, purpose) for rid in ids])
 
     def once() -> float:
         started = time.perf_counter()

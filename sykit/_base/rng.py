@@ -11,7 +11,7 @@ import struct
 from collections.abc import Sequence
 from hashlib import blake2b
 
-__all__ = ["HALF", "SLOT", "attempt_words", "uniforms", "unit", "units"]
+__all__ = ["HALF", "SLOT", "attempt_words", "first_uniform", "uniforms", "unit", "units"]
 
 _UNPACK = struct.Struct("<8Q").unpack
 _HALF = 2.0**-54
@@ -38,6 +38,13 @@ def uniforms(*key: object) -> list[float]:
     BLAKE2b digest, computed as one rounding of ``(2k + 1) / 2**54``."""
     digest = blake2b("|".join(map(str, key)).encode(), digest_size=64).digest()
     return units(_UNPACK(digest))
+
+
+def first_uniform(*key: object) -> float:
+    """``uniforms(*key)[0]``, without turning the other seven words (a routing choice needs
+    one draw)."""
+    digest = blake2b("|".join(map(str, key)).encode(), digest_size=64).digest()
+    return ((int.from_bytes(digest[:8], "little") >> 10) | 1) * _HALF
 
 
 def attempt_words(seed: int, request_id: object, model: str, n: int) -> tuple[int, ...]:

@@ -46,7 +46,7 @@ from typing import Any
 
 from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError, ModelError
-from sykit._base.rng import uniforms
+from sykit._base.rng import first_uniform
 from sykit._base.types import Algorithm
 from sykit._base.vocab import CancelCause
 from sykit._run.driver import Driver
@@ -172,8 +172,8 @@ def weighted_random(
     def route(
         request: Request, request_id: Any, run_seed: int, truth: Any
     ) -> tuple[tuple[str, ...], None]:
-        u = uniforms(run_seed if seed is None else seed, request_id, "weighted_random")[0]
-        index = next((i for i, edge in enumerate(edges) if u < edge), len(edges) - 1)
+        u = first_uniform(run_seed if seed is None else seed, request_id, "weighted_random")
+        index = min(bisect.bisect_right(edges, u), len(edges) - 1)  # the first edge above u
         while items[index][1] == 0:  # float edges can land on a zero weight; move to the next
             index = (index + 1) % len(items)
         return chains[index], None

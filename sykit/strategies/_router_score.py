@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from statistics import NormalDist, fmean
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -240,7 +241,9 @@ class SimulatedScore:
         if self.benchmark is not None:
             return self.benchmark
         metadata = getattr(request, "metadata", None)
-        value = metadata.get("benchmark") if isinstance(metadata, Mapping) else None
+        # (a request's metadata is a mapping proxy: no abstract-class check for the common case)
+        plain = type(metadata) is MappingProxyType or isinstance(metadata, Mapping)
+        value = metadata.get("benchmark") if plain else None  # type: ignore[union-attr]
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return None
         return str(value)
