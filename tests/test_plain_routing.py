@@ -150,3 +150,28 @@ def test_the_runs_of_a_comparison_read_their_requests_columns_once(
     for name, result in alone.items():
         pdt.assert_frame_equal(cmp.result(name, seed=1).requests, result.requests)
     assert made == [30, 30, 30, 30]  # each run of its own reads its own
+
+
+def test_runs_over_one_dataset_read_its_requests_columns_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = []
+    of = bulk_run.Columns.of
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        made.append(args[1])
+        return of(*args, **kwargs)
+
+    monkeypatch.setattr(bulk_run.Columns, "of", counted)
+    data = dataset()
+    host = sy.SimHost(sy.profiles.from_catalog(data.models), policy=sy.HostPolicy(cooldown_s=0))
+    first = run(sy.strategies.single(WEAK), data, host=host)
+    again = run(sy.strategies.weighted_random([WEAK, STRONG]), data, host=host)
+    other = run(sy.strategies.single(WEAK), data.filter(lambda f: f.index < 100), host=host)
+    assert (first.engine, again.engine, other.engine) == ("bulk",) * 3
+    assert made == [400, 100]  # once per dataset: the filtered one is another
+    pdt.assert_frame_equal(
+        first.requests.head(100).drop(columns="request_id"),
+        other.requests.drop(columns="request_id"),
+        check_categorical=False,
+    )

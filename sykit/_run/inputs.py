@@ -184,10 +184,15 @@ def _frame_dataset(frame: Any) -> Any:
 
 
 class RunItems(list[tuple[Any, Request, GroundTruth | None]]):
-    """A run's ``(request id, request, truth)`` items, and whether any request carries metadata
-    (else its records need not read the requests again, as a dataset's items say too)."""
+    """A run's ``(request id, request, truth)`` items, whether any request carries metadata
+    (else its records need not read the requests again, as a dataset's items say too), and
+    what the runs over them made of them (``memo``: the runs of one plan share their items)."""
 
     has_metadata = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memo: dict[str, Any] = {}
 
 
 def as_requests(requests: object) -> RunItems:

@@ -105,6 +105,7 @@ class Dataset:
         "_frame",
         "_group",
         "_info",
+        "_memo",
         "_metadata",
         "_models",
         "_name",
@@ -133,6 +134,7 @@ class Dataset:
         self._info = MappingProxyType(dict(info or {}))
         self._cache: dict[Any, Request] = {} if _cache is None else _cache
         self._row_values: RowValues | None = None
+        self._memo: dict[str, Any] = {}  # what runs made of its requests (see DatasetItems)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickled as its table and settings (for worker processes); the requests it built are
@@ -494,6 +496,7 @@ class Dataset:
             has_metadata=bool(self._metadata),
             grades=self._grade_matrix,
             row_values=self._columns_by_row(),
+            memo=self._memo if len(frame) <= KEPT_ROWS else None,
         )
 
     def _columns_by_row(self) -> RowValues | None:

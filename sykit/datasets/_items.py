@@ -61,6 +61,7 @@ class DatasetItems(Sequence[Item]):
         has_metadata: bool,
         grades: Callable[[], tuple[dict[str, int], np.ndarray]] | None = None,
         row_values: RowValues | None = None,
+        memo: dict[str, Any] | None = None,
     ) -> None:
         if not isinstance(ids, np.ndarray):  # an integer array needs no check
             check_ids_as_text(ids)
@@ -83,6 +84,9 @@ class DatasetItems(Sequence[Item]):
         self._held = HELD
         #: the metadata and analysis columns by column (None: the dataset has neither)
         self.row_values = row_values
+        #: what runs over these requests made of them, kept for later runs (the dataset's own,
+        #: for a dataset that keeps its requests)
+        self.memo: dict[str, Any] = {} if memo is None else memo
 
     def hold(self, count: int) -> None:
         """Keep at least ``count`` consecutive requests built: a reader that goes over a span of

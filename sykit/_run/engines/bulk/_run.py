@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import weakref
 from functools import partial
 from types import CoroutineType
 from typing import Any
@@ -730,28 +729,20 @@ class _Slots:
         self.last_end = 0.0
 
 
-#: The columns of the latest run's requests served as given, while its items live: the runs of
-#: one comparison share their items, and read the same columns (one block's worth at most).
-_LAST_COLUMNS: list[tuple[weakref.ref[Any], Columns]] = []
-
-
 def _own_columns(items: Any, low: int, high: int) -> Columns:
-    """The columns of ``items[low:high]`` served as given: made once per run's items when the
-    run is one block, else each time (a larger run keeps no more than a block in memory)."""
-    whole = low == 0 and high == len(items)
-    if whole:
-        for held, columns in _LAST_COLUMNS:
-            if held() is items:
-                return columns
-    columns = Columns.of((items[k] for k in range(low, high)), high - low)
-    if whole:
+    """The columns of ``items[low:high]`` served as given: kept in the items' memo (a plan's
+    runs share their items, a dataset's runs its memo) when the run is one block, else made
+    each time (a larger run keeps no more than a block in memory)."""
+    memo = getattr(items, "memo", None)
+    if memo is None or low != 0 or high != len(items):
+        return Columns.of((items[k] for k in range(low, high)), high - low)
+    columns = memo.get("bulk columns")
+    if columns is None:
+        columns = Columns.of((items[k] for k in range(low, high)), high - low)
         for values in (*vars(columns).values(), *columns.known_output.values()):
             if isinstance(values, np.ndarray):
                 values.setflags(write=False)  # shared by the runs: read, never written
-        try:
-            _LAST_COLUMNS[:] = [(weakref.ref(items), columns)]
-        except TypeError:  # items that cannot be referred to weakly: made each time
-            _LAST_COLUMNS.clear()
+        memo["bulk columns"] = columns
     return columns
 
 
