@@ -47,9 +47,10 @@ _OK_CODE = STATUS_CODE[Status.OK]
 NoteTruth = Callable[
     [int, int, str | None, dict[str, Any], dict[str, Any] | None], dict[str, Any] | None
 ]
-#: ``note_grades(positions, indices, models)``: the served answers to grade of rows about to be
-#: added at ``positions`` of the request log, many at once (see :func:`request_sealer`).
-NoteGrades = Callable[[np.ndarray, np.ndarray, list[str]], None]
+#: ``note_grades(positions, indices, codes, names)``: the served answers to grade (of models
+#: ``names[codes]``) of rows about to be added at ``positions`` of the request log, many at once
+#: (see :func:`request_sealer`).
+NoteGrades = Callable[[np.ndarray, np.ndarray, np.ndarray, Sequence[str]], None]
 
 
 class GradedAttemptLog(AttemptLog):
@@ -119,9 +120,9 @@ def attempt_grader(
     def grade(log: AttemptLog, columns: Mapping[str, np.ndarray]) -> np.ndarray:
         quality = np.full(len(columns["request"]), math.nan)
         answered = np.flatnonzero((columns["status"] == _OK_CODE) & (columns["kind"] == MODEL))
-        names = log.models.values
-        models = [names[code] for code in columns["model"][answered].tolist()]
-        quality[answered] = table.grades(columns["request"][answered].tolist(), models)
+        quality[answered] = table.grades(
+            columns["request"][answered], columns["model"][answered], log.models.values
+        )
         return quality
 
     return grade
@@ -140,11 +141,11 @@ def request_sealer(
     log's rows, before they are read or handed over. Without ``columns`` the analysis columns
     are left to the frame (a dataset's :class:`~sykit.datasets._items.RowValues`).
 
-    ``note_grades(positions, indices, models)`` notes the answers to grade of rows that hold
+    ``note_grades(positions, indices, codes, names)`` notes the answers to grade of rows that hold
     nothing else hidden, many at once; None when rows carry analysis columns of their own (then
     each row is noted)."""
     waiting: list[tuple[int, int, str | None, Mapping[str, Any] | None, Any, Any]] = []
-    batches: list[tuple[np.ndarray, np.ndarray, list[str]]] = []
+    batches: list[tuple[np.ndarray, np.ndarray, np.ndarray, Sequence[str]]] = []
     has_columns = columns and table.has_columns
     items = table.items
 
@@ -171,15 +172,17 @@ def request_sealer(
         waiting.append((position, index, model, columns, head, tail))
         return None
 
-    def note_grades(positions: np.ndarray, indices: np.ndarray, models: list[str]) -> None:
+    def note_grades(
+        positions: np.ndarray, indices: np.ndarray, codes: np.ndarray, names: Sequence[str]
+    ) -> None:
         if grades and len(positions):
-            batches.append((positions, indices, models))
+            batches.append((positions, indices, codes, names))
 
     def fill(log: RequestLog) -> None:
         if batches:
             found = np.frombuffer(log.quality, dtype=np.float64)  # the log's own memory
-            for positions, indices, models in batches:
-                values = table.grades(indices.tolist(), models)
+            for positions, indices, codes, names in batches:
+                values = table.grades(indices, codes, names)
                 kept = ~np.isnan(values)  # a grade of None leaves the row as it was (NaN)
                 found[positions[kept]] = values[kept]
             del found  # the log may grow again

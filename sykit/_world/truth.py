@@ -151,20 +151,20 @@ class TruthTable:
             return float(truth.quality[model])  # the dataset's grade: the common case, no view
         return self.view(index).quality(model)
 
-    def grades(self, indices: Sequence[int], models: Sequence[str]) -> np.ndarray:
-        """:meth:`grade` of each ``(indices[k], models[k])`` as an array (NaN where it is None):
-        a dataset's grades read from its matrix at once, the others one by one."""
+    def grades(self, indices: np.ndarray, codes: np.ndarray, names: Sequence[str]) -> np.ndarray:
+        """:meth:`grade` of each request ``indices[k]`` and model ``names[codes[k]]`` as an
+        array (NaN where it is None): a dataset's grades read from its matrix at once, the
+        others one by one."""
         out = np.full(len(indices), math.nan)
         rest: Sequence[int] = range(len(indices))
         if self._grades is not None and len(indices):
             columns, matrix = self._grades
-            at = np.asarray(indices, dtype=np.int64)
-            column = np.asarray([columns.get(m, -1) for m in models], dtype=np.int64)
+            column = np.asarray([columns.get(m, -1) for m in names], dtype=np.int64)[codes]
             known = column >= 0
-            out[known] = matrix[at[known], column[known]]
+            out[known] = matrix[indices[known], column[known]]
             rest = np.flatnonzero(~known).tolist()
         for k in rest:
-            value = self.grade(int(indices[k]), models[k])
+            value = self.grade(int(indices[k]), names[int(codes[k])])
             if value is not None:
                 out[k] = value
         return out

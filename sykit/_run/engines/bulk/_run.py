@@ -659,11 +659,8 @@ class _Bulk:
         if run.note_grades is not None:
             codes = np.asarray(served, dtype=np.int64)
             answered = np.flatnonzero(codes >= 0)
-            names = run.log.models.values
             run.note_grades(
-                answered + base,
-                indices[answered],
-                [names[code] for code in codes[answered].tolist()],
+                answered + base, indices[answered], codes[answered], run.log.models.values
             )
         if states:
             keys = np.fromiter(states, dtype=np.int64, count=len(states))
