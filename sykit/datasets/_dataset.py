@@ -476,12 +476,20 @@ class Dataset:
         ids = frame["id"]
         if len(frame) <= KEPT_ROWS:
             labels = frame.index
+            # each row's request as a run reads it (its truth apart), split once per dataset
+            split: dict[Any, tuple[Request, GroundTruth | None]] = self._memo.setdefault(
+                "items", {}
+            )
 
             def build(start: int, stop: int) -> list[tuple[Request, GroundTruth | None]]:
-                return [
-                    (request.without_truth(), truth_of(request))
-                    for request in self._requests(labels[start:stop])
-                ]
+                own = labels[start:stop]
+                missing = [label for label in own if label not in split]
+                if missing:
+                    split.update(
+                        (label, (request.without_truth(), truth_of(request)))
+                        for label, request in zip(missing, self._requests(missing), strict=True)
+                    )
+                return [split[label] for label in own]
 
         else:
 
