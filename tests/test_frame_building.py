@@ -47,3 +47,32 @@ def test_a_shared_categorical_dtype_is_kept_and_a_missing_part_is_missing() -> N
     assert merged["c"].tolist()[:2] == ["v", "u"]
     assert pd.isna(merged["c"].iloc[2])
     assert merged["c"].iloc[3] == "v"
+
+
+def test_a_comparisons_requests_are_its_runs_frames_one_under_the_other() -> None:
+    """Made from the runs' columns, or from a run's frame already made: the same frame."""
+    data = sy.datasets.load("routellm").filter(lambda f: f.index < 200)
+    host = sy.SimHost(sy.profiles.from_catalog(data.models), policy=sy.HostPolicy(cooldown_s=0))
+    weak, strong = "mixtral-8x7b-instruct-v0.1", "gpt-4-1106-preview"
+    lineup = {
+        "weak": sy.strategies.single(weak),
+        "random": sy.strategies.weighted_random([weak, strong]),
+        "threshold": sy.strategies.threshold_router(
+            weak, strong, score=lambda r: len(r.prompt) % 5, threshold=2
+        ),
+        "cascade": sy.strategies.cascade(weak, strong, judge=strong),
+    }
+    cmp = sy.compare(lineup, data, host=host, progress=False, seeds=(0, 1))
+    again = sy.compare(lineup, data, host=host, progress=False, seeds=(0, 1))
+    kinds = {type(r.__dict__["_requests"]).__name__ for r in again.results}
+    assert kinds == {"FrameColumns"}  # no run's frame made yet
+    again.results[2].requests  # noqa: B018  # one run's frame made first
+    expected = concat_frames([r.requests.assign(seed=r.seed) for r in cmp.results], list(lineup))
+    pd.testing.assert_frame_equal(cmp.requests, expected, check_exact=True)
+    pd.testing.assert_frame_equal(again.requests, expected, check_exact=True)
+    assert list(expected.columns[-4:]) == [
+        "seed",
+        "evidence_score",
+        "evidence_threshold",
+        "evidence_verdict",
+    ]

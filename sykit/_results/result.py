@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
@@ -19,7 +19,16 @@ from sykit._results.metrics import paired_differences, pareto_frontier, summariz
 from sykit._results.spilled import recover
 from sykit._results.summary_frame import summary_frame
 
-__all__ = ["Comparison", "Concatenated", "Lazy", "Result", "concat_frames", "request_errors"]
+__all__ = [
+    "Comparison",
+    "Concatenated",
+    "FrameColumns",
+    "Lazy",
+    "Result",
+    "concat_columns",
+    "concat_frames",
+    "request_errors",
+]
 
 
 class Lazy(Protocol):
@@ -182,9 +191,17 @@ class Comparison:
     @cached_property
     def requests(self) -> pd.DataFrame:
         """Every run's requests, with a ``seed`` column (built once, then kept)."""
-        return concat_frames(
-            [r.requests.assign(seed=r.seed) for r in self.results], self.strategies
-        )
+        parts: list[tuple[Mapping[str, Any], int]] = []
+        for result in self.results:
+            held = result.__dict__["_requests"]
+            if isinstance(held, FrameColumns):  # its columns: no frame of its own to make
+                columns, rows = dict(held.columns), held.rows
+            else:
+                frame = result.requests
+                columns, rows = dict(frame.items()), len(frame)
+            columns["seed"] = np.full(rows, result.seed, dtype=np.int64)
+            parts.append((columns, rows))
+        return concat_columns(parts, self.strategies)
 
     def summary(
         self,
@@ -336,33 +353,69 @@ def concat_frames(frames: list[pd.DataFrame], strategies: list[str]) -> pd.DataF
     frames would spend seconds in pandas' per-frame bookkeeping."""
     if not frames:
         return pd.DataFrame()
-    by_frame = [dict(frame.items()) for frame in frames]
-    names = list(dict.fromkeys(name for columns in by_frame for name in columns))
+    return concat_columns([(dict(frame.items()), len(frame)) for frame in frames], strategies)
+
+
+def concat_columns(
+    parts: list[tuple[Mapping[str, Any], int]], strategies: list[str]
+) -> pd.DataFrame:
+    """:func:`concat_frames` of frames given as their columns (name → array, categorical or
+    Series) and rows: a comparison's runs, whose frames need not be made one by one."""
+    if not parts:
+        return pd.DataFrame()
+    names = list(dict.fromkeys(name for columns, _ in parts for name in columns))
     merged: dict[str, Any] = {}
     for name in names:
-        parts = [
-            columns.get(name, len(frame)) for columns, frame in zip(by_frame, frames, strict=True)
-        ]
-        present = [part for part in parts if isinstance(part, pd.Series)]
+        column = [columns.get(name, rows) for columns, rows in parts]  # rows: all missing
+        present = [part for part in column if not isinstance(part, int)]
         dtypes = {part.dtype for part in present}
         if all(isinstance(dtype, pd.CategoricalDtype) for dtype in dtypes):
-            merged[name] = _merge_categorical(parts, strategies if name == "strategy" else None)
+            merged[name] = _merge_categorical(column, strategies if name == "strategy" else None)
         elif (
-            len(present) == len(parts)
+            len(present) == len(column)
             and len(dtypes) == 1
             and isinstance(next(iter(dtypes)), np.dtype)
         ):
-            merged[name] = np.concatenate([part.to_numpy() for part in present])
+            merged[name] = np.concatenate([np.asarray(part) for part in present])
         elif all(dtype == np.dtype(bool) or isinstance(dtype, pd.BooleanDtype) for dtype in dtypes):
-            merged[name] = _merge_flags(parts)
+            merged[name] = _merge_flags([_series(part) for part in column])
         else:
             # missing rows as a reindex would make them (float for ints, object for bools)
+            first = _series(present[0]).iloc[:0]
             filled = [
-                part if isinstance(part, pd.Series) else present[0].iloc[:0].reindex(range(part))
-                for part in parts
+                first.reindex(range(part)) if isinstance(part, int) else _series(part)
+                for part in column
             ]
             merged[name] = pd.concat(filled, ignore_index=True)
     return pd.DataFrame(merged)
+
+
+def _categorical(part: Any) -> pd.Categorical:
+    """A categorical column part as a Categorical (a Series' own array: no copy)."""
+    return part if isinstance(part, pd.Categorical) else part.array
+
+
+def _series(part: Any) -> Any:
+    """A column part as a Series (a count of missing rows stays as it is)."""
+    return part if isinstance(part, pd.Series | int) else pd.Series(part)
+
+
+@dataclass(eq=False)
+class FrameColumns:
+    """A frame held as its columns (name → array, categorical or Series of ``rows`` values, in
+    order), made into the DataFrame when first used: a comparison concatenates its runs'
+    columns (:meth:`Comparison.requests`) without making each run's frame first."""
+
+    columns: dict[str, Any]
+    rows: int
+
+    def load(self) -> pd.DataFrame:
+        return pd.DataFrame(self.columns, copy=False)
+
+    def errors(self) -> pd.DataFrame:
+        """The status and error columns alone (all a check of the run needs)."""
+        names = ("status", "error_kind", "error_message")
+        return pd.DataFrame({name: self.columns[name] for name in names}, copy=False)
 
 
 def _merge_flags(parts: list[pd.Series | int]) -> pd.arrays.BooleanArray:
@@ -377,32 +430,29 @@ def _merge_flags(parts: list[pd.Series | int]) -> pd.arrays.BooleanArray:
     return pd.array(np.concatenate(pieces), dtype="boolean")
 
 
-def _merge_categorical(parts: list[pd.Series | int], order: list[str] | None) -> pd.Categorical:
-    """One categorical of ``parts`` (a number: that many missing rows), recoding each part's
-    codes into the union of categories (one vectorised lookup per part, not a
-    re-categorisation of its values)."""
-    present = [part for part in parts if isinstance(part, pd.Series)]
+def _merge_categorical(parts: list[Any], order: list[str] | None) -> pd.Categorical:
+    """One categorical of ``parts`` (categorical Series or arrays; a number: that many missing
+    rows), recoding each part's codes into the union of categories (one vectorised lookup per
+    part, not a re-categorisation of its values)."""
+    arrays = [part if isinstance(part, int) else _categorical(part) for part in parts]
+    present = [part for part in arrays if not isinstance(part, int)]
     if order is None and present and all(p.dtype is present[0].dtype for p in present[1:]):
         # one dtype for every part (the runs of a comparison share their ids' dtype): its codes
         codes = [
-            part.cat.codes.to_numpy()
-            if isinstance(part, pd.Series)
-            else np.full(part, -1, dtype=present[0].cat.codes.dtype)
-            for part in parts
+            np.full(part, -1, dtype=present[0].codes.dtype) if isinstance(part, int) else part.codes
+            for part in arrays
         ]
         return pd.Categorical.from_codes(np.concatenate(codes), dtype=present[0].dtype)
     union: dict[Any, None] = dict.fromkeys(order or ())
     if order is None:
-        for part in parts:
-            if isinstance(part, pd.Series):
-                union.update(dict.fromkeys(part.cat.categories))
+        for part in present:
+            union.update(dict.fromkeys(part.categories.tolist()))
     categories = pd.Index(list(union))
     codes = []
-    for part in parts:
-        if not isinstance(part, pd.Series):
+    for part in arrays:
+        if isinstance(part, int):
             codes.append(np.full(part, -1, dtype=np.int64))
             continue
-        own = part.cat.codes.to_numpy()
-        lookup = np.append(categories.get_indexer(part.cat.categories), -1)
-        codes.append(lookup[own])  # code -1 (missing) picks the appended -1
+        lookup = np.append(categories.get_indexer(part.categories), -1)
+        codes.append(lookup[part.codes])  # code -1 (missing) picks the appended -1
     return pd.Categorical.from_codes(np.concatenate(codes), categories=categories)

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from sykit._base.vocab import CancelCause, Kind, Phase, RequestStatus, Status
+from sykit._results.result import FrameColumns
 from sykit._run.records import (
     ATTEMPT_COLUMNS,
     REQUEST_COLUMNS,
@@ -38,6 +39,7 @@ __all__ = [
     "appearing",
     "attempt_frame",
     "categorical",
+    "request_columns",
     "request_frame",
 ]
 
@@ -286,7 +288,21 @@ def request_frame(
     ids: Sequence[Any] | np.ndarray,
     rows: RowValues | None = None,
 ) -> pd.DataFrame:
-    """The ``requests`` DataFrame: :data:`REQUEST_COLUMNS` in request order, then the request's
+    """The ``requests`` DataFrame of :func:`request_columns`."""
+    return request_columns(raw, extras, models, kinds, messages, strategy, ids, rows).load()
+
+
+def request_columns(
+    raw: Mapping[str, np.ndarray],
+    extras: Mapping[int, Mapping[str, Any]],
+    models: Sequence[str],
+    kinds: Sequence[str],
+    messages: Sequence[str],
+    strategy: str,
+    ids: Sequence[Any] | np.ndarray,
+    rows: RowValues | None = None,
+) -> FrameColumns:
+    """The ``requests`` DataFrame as its columns: :data:`REQUEST_COLUMNS` in request order, then the request's
     metadata, the dataset's other columns and the algorithm's evidence (``evidence_<key>``),
     from raw columns in the order requests finished (see
     :meth:`~sykit._run.request_log.RequestLog.raw`), the extra values by row position and the
@@ -342,10 +358,8 @@ def request_frame(
     for key in keys:
         if key not in columns or key in RESERVED:
             columns[key] = _column([extra.get(key) for extra in by_position])
-    # one frame of every column: inserting columns one by one costs pandas far more
-    return pd.DataFrame(
-        columns, columns=list(dict.fromkeys([*REQUEST_COLUMNS, *columns])), copy=False
-    )
+    names = dict.fromkeys([*REQUEST_COLUMNS, *columns])
+    return FrameColumns({name: columns[name] for name in names}, n)
 
 
 _NO_EXTRA: Mapping[str, Any] = MappingProxyType({})

@@ -162,7 +162,7 @@ class Plan:
         else:
             attempts = run.log.columns(name, self.ids, keep)  # the frame is built when used
             run.log.drop()
-            requests = run.requests.frame(name, self.ids, run.row_values)
+            requests = run.requests.frame_columns(name, self.ids, run.row_values)
         result = Result(
             strategy=name,
             seed=run.seed,

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from sykit._run.frames import request_frame
+from sykit._results.result import FrameColumns
+from sykit._run.frames import request_columns
 from sykit._run.records import Codes
 
 if TYPE_CHECKING:
@@ -183,7 +184,14 @@ class RequestLog:
         self, strategy: str, ids: Sequence[Any], rows: RowValues | None = None
     ) -> pd.DataFrame:
         """The ``requests`` DataFrame of the rows held (see :func:`request_frame`)."""
-        return request_frame(
+        return self.frame_columns(strategy, ids, rows).load()
+
+    def frame_columns(
+        self, strategy: str, ids: Sequence[Any], rows: RowValues | None = None
+    ) -> FrameColumns:
+        """The ``requests`` DataFrame of the rows held, as its columns (made into the frame when
+        first used; see :func:`request_columns`)."""
+        return request_columns(
             self.raw(),
             self.extras,
             self.models.values,
