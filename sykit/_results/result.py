@@ -387,7 +387,7 @@ def concat_columns(
                 for part in column
             ]
             merged[name] = pd.concat(filled, ignore_index=True)
-    return pd.DataFrame(merged)
+    return pd.DataFrame(merged, copy=False)  # each column is its own new array: not copied again
 
 
 def _categorical(part: Any) -> pd.Categorical:
