@@ -175,3 +175,30 @@ def test_runs_over_one_dataset_read_its_requests_columns_once(
         other.requests.drop(columns="request_id"),
         check_categorical=False,
     )
+
+
+@pytest.mark.parametrize("concurrency", [1, 3, 64])
+def test_a_closed_loop_of_one_attempt_a_request_is_placed_as_the_events_place_it(
+    concurrency: int,
+) -> None:
+    """Equal durations (slots that free up at the same instant) and unequal ones."""
+    host = sy.SimHost(
+        {
+            "weak": sy.ModelProfile(latency=sy.Latency(ttft=0.5, tokens_per_s=100.0)),
+            "strong": sy.ModelProfile(
+                latency=sy.Latency(ttft=sy.dists.LogNormal(0.7, sigma=0.8), tokens_per_s=50.0)
+            ),
+        },
+        policy=sy.HostPolicy(cooldown_s=0.0),
+    )
+    requests = [sy.Request(f"q{i}", input_tokens=10 + i % 7) for i in range(40)]
+    for algorithm in (
+        sy.strategies.single("weak"),
+        sy.strategies.weighted_random({"weak": 0.5, "strong": 0.5}),
+    ):
+        bulk = run(algorithm, requests, host=host, concurrency=concurrency, seed=2)
+        kernel = run(
+            algorithm, requests, host=host, concurrency=concurrency, seed=2, engine="kernel"
+        )
+        assert bulk.engine == "bulk"
+        same(bulk, kernel)

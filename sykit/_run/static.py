@@ -27,7 +27,7 @@ __all__ = ["Route", "routed_by", "static"]
 
 #: A static router's routing as a plain function: ``route(request, request_id, seed, truth)``
 #: gives the models to try (the served one first, then its fallbacks) and the evidence to record
-#: (None: none) for ``request`` (as its algorithm sees it) in a run of ``seed``; ``truth()`` is
+#: (a new dict each time; None: none) for ``request`` (as its algorithm sees it) in a run of ``seed``; ``truth()`` is
 #: the request's truth view, and reading it marks the request as reading the truth (as
 #: :func:`~sykit._world.truth.peek_truth` does).
 Route = Callable[
