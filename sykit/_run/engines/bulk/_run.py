@@ -309,6 +309,7 @@ class _Bulk:
         arrivals = clock.arrivals
         feed = clock.feed
         heap = clock.heap
+        timed_at = waves.timed >= 0
         # As Python numbers (the loop's fast form) for one block, written back as arrays.
         first = first_all[:n].tolist()
         count = np.diff(first_all).tolist()
@@ -317,106 +318,98 @@ class _Bulk:
         slow = waves.slow.tolist()
         # the requests with an attempt that ends at its deadline, timed as they are placed
         timed: list[int] = []
-        has_timed = None
-        if (waves.timed >= 0).any():
+        has_timed: list[bool] | None = None
+        if timed_at.any():
             timed = waves.timed.tolist()
-            has_timed = np.bincount(requests[waves.timed >= 0], minlength=n).astype(bool).tolist()
-        if (
-            feed is None
-            and has_timed is None
-            and m == n
-            and bool((np.diff(first_all) == 1).all())
-            and not waves.slow.any()
-            and np.isnan(waves.backoff).all()
-        ):  # a closed loop of one attempt a request (request i's is attempt i): the hot path
-            start_s = self._place_closed(waves.after, clock)
-            end_s = start_s + waves.after  # each as its own sum: start + after
-            self._record_simple(
-                low, waves, columns, routes, chains, states, start_s, end_s, start_s, start_s, end_s
-            )
-            return
+            has_timed = np.bincount(requests[timed_at], minlength=n).astype(bool).tolist()
+        # the requests of one planned attempt, nothing after it and nothing timed: the hot path
+        plain = np.diff(first_all) == 1
+        plain[plain] = np.isnan(waves.backoff[first_all[:n][plain]])
+        plain &= ~waves.slow
+        if has_timed is not None:
+            plain &= ~np.asarray(has_timed, dtype=bool)
+        durations = waves.after[np.minimum(first_all[:n], m - 1)].tolist() if m else [0.0] * n
         switched: list[int] = []  # requests the placing sent the exact way after all
         starts = [0.0] * m
         ends = [0.0] * m
         block_arrival = [0.0] * n
         block_start = [0.0] * n
         block_end = [0.0] * n
-        for i in range(n):
-            k = low + i
+        replace = heapq.heapreplace
+        for i, alone in enumerate(plain.tolist()):
             if feed is None:
-                start = heapq.heappop(heap)  # type: ignore[arg-type]
+                start = heap[0]  # type: ignore[index]  # (a closed loop has its slots)
                 arrival = start
             else:
-                arrival = arrivals[k]  # type: ignore[index]
-                start = feed[k]
+                arrival = arrivals[low + i]  # type: ignore[index]
+                start = feed[low + i]
                 if heap is not None:
-                    free = heapq.heappop(heap)
+                    free = heap[0]
                     if free > start:
                         start = free
+            if alone:  # its attempt's sum, written back with the others' below
+                end = start + durations[i]
+            else:
+                k = low + i
+                exact = slow[i]
+                placed = None
+                if not exact and has_timed is not None and has_timed[i]:
+                    placed = self._place_timed(
+                        waves,
+                        columns,
+                        first[i],
+                        count[i],
+                        start,
+                        starts,
+                        ends,
+                        after,
+                        backoff,
+                        timed,
+                    )
+                    if placed is None:  # a late answer on time at this start: the exact way
+                        switched.append(i)
+                        exact = True
+                if exact:
+                    end = self._exact(k, arrival, start, chains[routes[i]], outcomes, states)
+                    if cooling_matters and run.cooling_until.started:  # type: ignore[attr-defined]
+                        raise NeedsEvents(
+                            "a transient failure started a cooldown (HostPolicy.cooldown_s > 0) "
+                            "that later requests' fallback chains would see"
+                        )
+                elif placed is not None:
+                    end = placed
+                else:  # _place_timed's sums without its settling
+                    t = start
+                    begin = first[i]
+                    for j in range(begin, begin + count[i]):
+                        starts[j] = t
+                        t = t + after[j]
+                        ends[j] = t
+                        wait = backoff[j]
+                        if wait == wait:  # not NaN: a retry follows
+                            t = t + wait
+                    end = t
             block_arrival[i] = arrival
             block_start[i] = start
-            exact = slow[i]
-            placed = None
-            if not exact and has_timed is not None and has_timed[i]:
-                placed = self._place_timed(
-                    waves, columns, first[i], count[i], start, starts, ends, after, backoff, timed
-                )
-                if placed is None:  # a late answer on time at this start: the exact way
-                    switched.append(i)
-                    exact = True
-            if exact:
-                end = self._exact(k, arrival, start, chains[routes[i]], outcomes, states)
-                if cooling_matters and run.cooling_until.started:  # type: ignore[attr-defined]
-                    raise NeedsEvents(
-                        "a transient failure started a cooldown (HostPolicy.cooldown_s > 0) "
-                        "that later requests' fallback chains would see"
-                    )
-            elif placed is not None:
-                end = placed
-            else:  # _place_timed's sums without its settling: inline, the hot path
-                t = start
-                begin = first[i]
-                for j in range(begin, begin + count[i]):
-                    starts[j] = t
-                    t = t + after[j]
-                    ends[j] = t
-                    wait = backoff[j]
-                    if wait == wait:  # not NaN: a retry follows
-                        t = t + wait
-                end = t
             block_end[i] = end
             if heap is not None:
-                heapq.heappush(heap, end)
+                replace(heap, end)  # the slot frees up at the request's end
         a_start, a_end = np.asarray(starts), np.asarray(ends)
+        arrival_s, start_s = np.asarray(block_arrival), np.asarray(block_start)
+        end_s = np.asarray(block_end)
+        lone = first_all[:n][plain]  # the plain requests' attempts: start, start + after
+        a_start[lone] = start_s[plain]
+        a_end[lone] = start_s[plain] + waves.after[lone]
         if switched:  # their records are the exact way's: drop the planned attempts
             waves.slow[switched] = True
             keep = ~waves.slow[requests]
             waves = selected(waves, keep)
             a_start, a_end = a_start[keep], a_end[keep]
-        arrival_s, start_s = np.asarray(block_arrival), np.asarray(block_start)
-        end_s = np.asarray(block_end)
         if n:
             clock.last_end = max(clock.last_end, float(end_s.max()))
         self._record_simple(
             low, waves, columns, routes, chains, states, a_start, a_end, arrival_s, start_s, end_s
         )
-
-    @staticmethod
-    def _place_closed(durations: np.ndarray, clock: _Slots) -> np.ndarray:
-        """When each request of a closed loop starts: at the earliest free slot, which it keeps
-        for ``durations`` (its one attempt's); the clock's latest end moves on."""
-        heap = clock.heap
-        assert heap is not None
-        starts = [0.0] * len(durations)
-        replace = heapq.heapreplace
-        for i, duration in enumerate(durations.tolist()):
-            start = heap[0]
-            replace(heap, start + duration)  # the slot's next free time: its request's end
-            starts[i] = start
-        start_s = np.asarray(starts, dtype=np.float64)
-        if len(starts):
-            clock.last_end = max(clock.last_end, float((start_s + durations).max()))
-        return start_s
 
     def _place_timed(
         self,
@@ -699,12 +692,18 @@ class _Bulk:
             at = np.searchsorted(indices, keys)
             found = at < len(indices)
             found[found] = indices[at[found]] == keys[found]  # (others went the exact way)
+            named: dict[tuple[str, ...], tuple[str, ...]] = {}  # keys → their column names
             for key, position in zip(keys[found].tolist(), at[found].tolist(), strict=True):
                 state = states[key]
                 if state.reads_truth:
                     columns["reads_truth"][position] = 1
-                if state.evidence:
-                    extras[position] = {f"evidence_{k}": v for k, v in state.evidence.items()}
+                evidence = state.evidence
+                if evidence:
+                    given = tuple(evidence)
+                    names = named.get(given)
+                    if names is None:
+                        names = named[given] = tuple(f"evidence_{k}" for k in given)
+                    extras[position] = dict(zip(names, evidence.values(), strict=True))
 
     def _exact_routing(self, index: int, arrival: float, start: float) -> float:
         """One request of a router that owns its retry loop, the exact way: the request's whole
