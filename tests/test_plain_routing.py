@@ -202,3 +202,14 @@ def test_a_closed_loop_of_one_attempt_a_request_is_placed_as_the_events_place_it
         )
         assert bulk.engine == "bulk"
         same(bulk, kernel)
+
+
+def test_a_cross_fits_strategies_route_each_fold_by_its_plain_function(
+    no_coroutines: None,
+) -> None:
+    data = sy.datasets.load("routellm").filter(benchmark="gsm8k", contaminated=False)
+    cv = sy.learn.cross_fit(sy.learn.Logistic(), data, shares=(0.3,), folds=3)
+    assert {r.engine for r in cv.comparison.results} == {"bulk"}
+    rows = cv.comparison.requests
+    routed = rows[rows["strategy"].astype(str).str.contains("strong")]
+    assert routed["evidence_score"].notna().all()  # every request scored by its fold's router

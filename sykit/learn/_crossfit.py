@@ -301,6 +301,14 @@ def _by_fold(label: str, chosen: dict[Any, Any]) -> Any:
 
     if all(getattr(s, "static", False) is True for s in distinct):
         algorithm.__dict__["static"] = True
+        plain: dict[int, Any] = {id(s): getattr(s, "route", None) for s in distinct}
+        if all(callable(r) for r in plain.values()):  # each fold's routing as a function
+            routes = {rid: plain[id(s)] for rid, s in chosen.items()}
+
+            def route(request: Request, request_id: Any, seed: int, truth: Any) -> Any:
+                return routes[request.id](request, request_id, seed, truth)
+
+            algorithm.__dict__["route"] = route
     return named_algorithm(label, algorithm)
 
 
