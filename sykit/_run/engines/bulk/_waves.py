@@ -105,11 +105,10 @@ class Columns:
         """The columns of ``n`` ``items`` (id, request, truth), read once in order (each request
         may be dropped once read); the requests served are ``routed`` (a static router's) when
         given, else the items' own."""
-        input_tokens = np.empty(n, dtype=np.int64)
-        max_output = np.empty(n, dtype=np.int64)
-        images = np.zeros(n, dtype=bool)
-        tools = np.zeros(n, dtype=bool)
-        assistant = np.zeros(n, dtype=bool)
+        # Python lists in the loop (a NumPy element write costs more than the read), arrays after
+        tokens: list[int] = []
+        caps: list[int] = []
+        flagged: list[tuple[int, bool, bool, bool]] = []  # (k, images, tools, prefill): few
         ids: list[Any] = []
         known: dict[str, np.ndarray] = {}
         for k, (request_id, own, truth) in enumerate(items):
@@ -121,15 +120,22 @@ class Columns:
                         lengths = known[model] = np.full(n, -1, dtype=np.int64)
                     lengths[k] = length
             request = own if routed is None else routed[k]
-            input_tokens[k] = request.input_tokens
+            tokens.append(request.input_tokens)
             cap = request.max_output_tokens
-            max_output[k] = -1 if cap is None else cap
-            if request.images:
-                images[k] = True
-            if request.tools:
-                tools[k] = True
-            if request._ends_with_assistant():
-                assistant[k] = True
+            caps.append(-1 if cap is None else cap)
+            prefill = request._ends_with_assistant()
+            if request.images or request.tools or prefill:
+                flagged.append((k, bool(request.images), bool(request.tools), prefill))
+        input_tokens = np.array(tokens, dtype=np.int64).reshape(n)
+        max_output = np.array(caps, dtype=np.int64).reshape(n)
+        images = np.zeros(n, dtype=bool)
+        tools = np.zeros(n, dtype=bool)
+        assistant = np.zeros(n, dtype=bool)
+        if flagged:
+            at, has_images, has_tools, prefills = (
+                np.asarray(c) for c in zip(*flagged, strict=True)
+            )
+            images[at], tools[at], assistant[at] = has_images, has_tools, prefills
         requested = input_tokens + np.maximum(max_output, 0)
         return cls(ids, input_tokens, max_output, requested, images, tools, assistant, known)
 
