@@ -253,8 +253,12 @@ class SimulatedScore:
 
     def value(self, view: TruthView, request_id: Any, request: Request | None = None) -> float:
         """The score of one request, from its truth view (``request`` gives its benchmark)."""
-        eps, tie = self._noise(request_id)
-        strong_q, weak_q = _grade(view, self.strong), _grade(view, self.weak)
+        eps, tie = _keyed_noise(self.seed, request_id)
+        strong_q, weak_q = view.quality(self.strong), view.quality(self.weak)
+        if strong_q is None:  # (as _grade reads them, inline: this runs once per request)
+            strong_q = math.nan
+        if weak_q is None:
+            weak_q = math.nan
         known = not (math.isnan(strong_q) or math.isnan(weak_q))
         if self.noise is not None:
             gain = strong_q - weak_q if known else 0.0
