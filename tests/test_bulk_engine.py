@@ -26,8 +26,8 @@ IMAGE = "https://example.com/x.png"
 
 
 def same_frames(one: sy.Result, two: sy.Result) -> None:
-    pdt.assert_frame_equal(one.attempts, two.attempts)
-    pdt.assert_frame_equal(one.requests, two.requests)
+    pdt.assert_frame_equal(one.attempts, two.attempts, check_exact=True)
+    pdt.assert_frame_equal(one.requests, two.requests, check_exact=True)
 
 
 def run(algorithm: Any, requests: Any, **kwargs: Any) -> sy.Result:

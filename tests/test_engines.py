@@ -241,8 +241,8 @@ def run_both(algorithm, requests, **kwargs) -> tuple[sy.Result, sy.Result]:
 
 
 def assert_same_frames(kernel: sy.Result, on_asyncio: sy.Result) -> None:
-    pdt.assert_frame_equal(kernel.attempts, on_asyncio.attempts)
-    pdt.assert_frame_equal(kernel.requests, on_asyncio.requests)
+    pdt.assert_frame_equal(kernel.attempts, on_asyncio.attempts, check_exact=True)
+    pdt.assert_frame_equal(kernel.requests, on_asyncio.requests, check_exact=True)
 
 
 SEEN: list[pd.DataFrame] = []  # every attempt compared, for the coverage check below
@@ -315,8 +315,8 @@ def test_a_comparison_over_seeds_is_the_same_on_both_engines():
         warnings.simplefilter("ignore", sy.AlgorithmWarning)
         kernel = sy.compare(strategies, REQUESTS, engine="kernel", **kwargs)
         on_asyncio = sy.compare(strategies, REQUESTS, engine="asyncio", **kwargs)
-    pdt.assert_frame_equal(kernel.attempts, on_asyncio.attempts)
-    pdt.assert_frame_equal(kernel.requests, on_asyncio.requests)
+    pdt.assert_frame_equal(kernel.attempts, on_asyncio.attempts, check_exact=True)
+    pdt.assert_frame_equal(kernel.requests, on_asyncio.requests, check_exact=True)
 
 
 def test_simultaneous_finishers_are_ranked_by_argument_order_on_both_engines():

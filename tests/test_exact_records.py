@@ -268,8 +268,8 @@ def test_nested_races_on_one_model_give_identical_frames_on_both_engines():
     requests = [sy.Request(f"q{i}", id=i) for i in range(30)]
     kernel = sy.run(nested, requests, host=host, engine="kernel", seed=4)
     on_asyncio = sy.run(nested, requests, host=host, engine="asyncio", seed=4)
-    pdt.assert_frame_equal(kernel.attempts, on_asyncio.attempts)
-    pdt.assert_frame_equal(kernel.requests, on_asyncio.requests)
+    pdt.assert_frame_equal(kernel.attempts, on_asyncio.attempts, check_exact=True)
+    pdt.assert_frame_equal(kernel.requests, on_asyncio.requests, check_exact=True)
 
 
 # -- never fewer rows than requests ----------------------------------------------------------------
@@ -333,8 +333,8 @@ def test_a_race_lost_at_the_instant_it_starts_cancels_nested_calls_alike_on_both
             ["a", "cancelled", 0.0, 0.0, "lost_race"],
             ["a", "ok", 0.0, 0.6, None],
         ]
-    pdt.assert_frame_equal(results[0].attempts, results[1].attempts)
-    pdt.assert_frame_equal(results[0].requests, results[1].requests)
+    pdt.assert_frame_equal(results[0].attempts, results[1].attempts, check_exact=True)
+    pdt.assert_frame_equal(results[0].requests, results[1].requests, check_exact=True)
 
 
 def test_waiting_for_a_call_that_already_failed_takes_asyncios_two_turns_on_both_engines():
@@ -368,8 +368,8 @@ def test_waiting_for_a_call_that_already_failed_takes_asyncios_two_turns_on_both
             ["decision", 2, "error", 0.0, 0.0, 2],
             ["model", 3, "error", 0.0, 0.0, 0],
         ]
-    pdt.assert_frame_equal(results[0].attempts, results[1].attempts)
-    pdt.assert_frame_equal(results[0].requests, results[1].requests)
+    pdt.assert_frame_equal(results[0].attempts, results[1].attempts, check_exact=True)
+    pdt.assert_frame_equal(results[0].requests, results[1].requests, check_exact=True)
 
 
 def test_a_call_ending_at_the_instant_its_timeout_expires_is_cancelled_on_both_engines():
@@ -391,5 +391,5 @@ def test_a_call_ending_at_the_instant_its_timeout_expires_is_cancelled_on_both_e
     for result in results:
         first = result.attempts.iloc[0]
         assert (first.status, first.cancel_cause, first.end_s) == ("cancelled", "timeout", 0.5)
-    pdt.assert_frame_equal(results[0].attempts, results[1].attempts)
-    pdt.assert_frame_equal(results[0].requests, results[1].requests)
+    pdt.assert_frame_equal(results[0].attempts, results[1].attempts, check_exact=True)
+    pdt.assert_frame_equal(results[0].requests, results[1].requests, check_exact=True)

@@ -7,8 +7,11 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import pandas as pd
 import pandas.testing as pdt
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import sykit as sy
 from sykit._run.engines.bulk import _run as bulk_run
@@ -26,8 +29,8 @@ def run(algorithm: Any, requests: Any, **kwargs: Any) -> sy.Result:
 
 
 def same(one: sy.Result, two: sy.Result) -> None:
-    pdt.assert_frame_equal(one.attempts, two.attempts)
-    pdt.assert_frame_equal(one.requests, two.requests)
+    pdt.assert_frame_equal(one.attempts, two.attempts, check_exact=True)
+    pdt.assert_frame_equal(one.requests, two.requests, check_exact=True)
 
 
 @pytest.fixture
@@ -213,3 +216,91 @@ def test_a_cross_fits_strategies_route_each_fold_by_its_plain_function(
     rows = cv.comparison.requests
     routed = rows[rows["strategy"].astype(str).str.contains("strong")]
     assert routed["evidence_score"].notna().all()  # every request scored by its fold's router
+
+
+# -- routing every request at once ----------------------------------------------------------------
+
+
+def graded_table(grades: list[tuple[float | None, float | None, str]]) -> sy.datasets.Dataset:
+    frame = pd.DataFrame(
+        {
+            "prompt": [f"prompt {i}" for i in range(len(grades))],
+            "weak": [w for w, _, _ in grades],
+            "strong": [s for _, s, _ in grades],
+            "benchmark": [b for _, _, b in grades],
+        }
+    )
+    return sy.datasets.from_frame(
+        frame, prompt="prompt", quality={"weak": "weak", "strong": "strong"}, metadata=["benchmark"]
+    )
+
+
+GRADE = st.one_of(st.none(), st.sampled_from([0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0]))
+ROWS = st.lists(st.tuples(GRADE, GRADE, st.sampled_from(["a", "b"])), min_size=4, max_size=40)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    rows=ROWS,
+    weights=st.lists(st.sampled_from([0.0, 0.0, 0.2, 1.0, 3.0]), min_size=2, max_size=2).filter(
+        lambda w: sum(w) > 0
+    ),
+    seed=st.integers(0, 5),
+    share=st.sampled_from([0.0, 0.25, 0.5, 1.0]),
+    kind=st.sampled_from(["preset", "apgr", "noise", "function", "ties"]),
+)
+def test_routing_every_request_at_once_gives_the_event_engines_frames(
+    rows: list[tuple[float | None, float | None, str]],
+    weights: list[float],
+    seed: int,
+    share: float,
+    kind: str,
+) -> None:
+    """``route_many`` (weighted_random, threshold_router) against the algorithm's coroutine on
+    the kernel: missing grades, two benchmarks, zero weights, ties at the threshold."""
+    data = graded_table(rows)
+    if kind == "function" or kind == "ties":
+        score: Any = (
+            (lambda r: len(r.prompt) % 3) if kind == "ties" else (lambda r: len(r.prompt) / 7)
+        )
+    else:
+        score = sy.strategies.simulated_score(
+            "weak",
+            "strong",
+            **({"apgr": 0.7} if kind == "apgr" else {"noise": 0.2} if kind == "noise" else {}),
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        threshold = sy.strategies.calibrate(score, data, share)
+    lineup = {
+        "random": sy.strategies.weighted_random(
+            dict(zip(["weak", "strong"], weights, strict=True))
+        ),
+        "threshold": sy.strategies.threshold_router(
+            "weak", "strong", score=score, threshold=threshold
+        ),
+    }
+    bulk = sy.compare(lineup, data, host=HOST, progress=False, seeds=(seed,))
+    kernel = sy.compare(lineup, data, host=HOST, progress=False, seeds=(seed,), engine="kernel")
+    assert {r.engine for r in bulk.results} == {"bulk"}
+    pdt.assert_frame_equal(bulk.requests, kernel.requests, check_exact=True)
+    pdt.assert_frame_equal(bulk.attempts, kernel.attempts, check_exact=True)
+
+
+def test_a_simulated_score_routes_every_request_at_once(
+    monkeypatch: pytest.MonkeyPatch, no_coroutines: None
+) -> None:
+    called = []
+    original = bulk_run._Bulk._route_many
+
+    def counted(self: Any, route_many: Any) -> Any:
+        called.append(self.run.strategy)
+        return original(self, route_many)
+
+    monkeypatch.setattr(bulk_run._Bulk, "_route_many", counted)
+    monkeypatch.setattr(bulk_run._Bulk, "_route_by", None)  # routing one by one fails the test
+    data = dataset()
+    host = sy.SimHost(sy.profiles.from_catalog(data.models), policy=sy.HostPolicy(cooldown_s=0))
+    result = run(routers(data)["simulated"], data, host=host, strategy="simulated")
+    assert called == ["simulated"] and result.engine == "bulk"
+    assert result.requests["reads_truth"].all()

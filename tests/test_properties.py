@@ -414,8 +414,8 @@ def run(plan, ending, delays, host, workload, engine) -> tuple[sy.Result, dict[A
 
 
 def same_frames(one: sy.Result, two: sy.Result) -> None:
-    pdt.assert_frame_equal(one.attempts, two.attempts)
-    pdt.assert_frame_equal(one.requests, two.requests)
+    pdt.assert_frame_equal(one.attempts, two.attempts, check_exact=True)
+    pdt.assert_frame_equal(one.requests, two.requests, check_exact=True)
 
 
 def check_request_rows(requests, contexts: dict[Any, Context], workload: dict[str, Any]) -> None:

@@ -22,6 +22,8 @@ import math
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from sykit._base.errors import (
     ArgumentTypeError,
     NoTargets,
@@ -91,6 +93,9 @@ class RunState:
         # Set by open(): closures over the run's ground truth (see its docstring).
         self.plan: Callable[[Attempt, int], Reply] | None = None
         self.truth_view: Callable[[RequestState], TruthView] | None = None
+        #: ``truth_grades(indices, model)``: the grades of many requests' answers from ``model``
+        #: at once (NaN: none), for routing many requests at once (the caller marks them)
+        self.truth_grades: Callable[[np.ndarray, str], np.ndarray] | None = None
         self.note_truth: NoteTruth | None = None
         #: the grades of many rows noted at once, when rows hold nothing else hidden
         self.note_grades: NoteGrades | None = None
@@ -137,6 +142,11 @@ class RunState:
             return table.view(state.index)
 
         self.truth_view = truth_view
+
+        def truth_grades(indices: np.ndarray, model: str) -> np.ndarray:
+            return table.grades(indices, np.zeros(len(indices), dtype=np.int64), [model])
+
+        self.truth_grades = truth_grades
         grades = self.plans and table.has_grades
         if grades:
             self.log.grade = attempt_grader(table)

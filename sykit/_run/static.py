@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from sykit._base.errors import ArgumentTypeError
 from sykit._base.types import Algorithm
@@ -23,15 +26,35 @@ from sykit._run.driver import Driver
 from sykit._world.models import Outcome, Request, route_to
 from sykit._world.truth import TruthView, peek_truth
 
-__all__ = ["Route", "routed_by", "static"]
+__all__ = ["Route", "RouteMany", "RoutingBatch", "routed_by", "static"]
 
 #: A static router's routing as a plain function: ``route(request, request_id, seed, truth)``
 #: gives the models to try (the served one first, then its fallbacks) and the evidence to record
-#: (a new dict each time; None: none) for ``request`` (as its algorithm sees it) in a run of ``seed``; ``truth()`` is
-#: the request's truth view, and reading it marks the request as reading the truth (as
-#: :func:`~sykit._world.truth.peek_truth` does).
+#: (a new dict each time; None: none) for ``request`` (as its algorithm sees it) in a run of
+#: ``seed``; ``truth()`` is the request's truth view, and reading it marks the request as
+#: reading the truth (as :func:`~sykit._world.truth.peek_truth` does).
 Route = Callable[
     [Request, Any, int, Callable[[], TruthView]], tuple[tuple[str, ...], dict[str, Any] | None]
+]
+
+
+@dataclass(frozen=True)
+class RoutingBatch:
+    """Requests a static router routes at once (``algorithm.route_many``): their ids and the
+    requests as their algorithm sees them, in order, and the run's seed. ``quality(model)``
+    gives each request's grade for ``model`` (NaN where there is none), as each request's truth
+    view gives it; reading it marks every request of the batch as reading the truth."""
+
+    ids: Sequence[Any]
+    requests: Sequence[Request]
+    seed: int
+    quality: Callable[[str], np.ndarray]
+
+
+#: ``route_many(batch)``: what ``route`` gives for each request of a :class:`RoutingBatch`, at
+#: once: each request's models to try, and each one's evidence (None: none for any).
+RouteMany = Callable[
+    [RoutingBatch], tuple[list[tuple[str, ...]], list[dict[str, Any] | None] | None]
 ]
 
 

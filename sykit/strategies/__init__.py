@@ -44,6 +44,8 @@ from collections.abc import Awaitable, Collection, Mapping, Sequence
 from statistics import NormalDist
 from typing import Any
 
+import numpy as np
+
 from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError, ModelError
 from sykit._base.rng import first_uniform
@@ -53,7 +55,7 @@ from sykit._run.driver import Driver
 from sykit._run.race import first, first_ok, start, wait_first
 from sykit._run.race import hedge as _hedge
 from sykit._run.race import timeout as _timeout
-from sykit._run.static import routed_by, static
+from sykit._run.static import RoutingBatch, routed_by, static
 from sykit._run.strategy_kit import AFFINITY_TRIGGERS as AFFINITY_TRIGGERS
 from sykit._run.strategy_kit import affinity, checked_models, named_algorithm
 from sykit._run.stream import ModelStream
@@ -81,6 +83,7 @@ from sykit.strategies._router_score import (
     SimulatedScore,
     score_of,
     score_value,
+    score_values,
     simulated_score,
 )
 
@@ -178,8 +181,29 @@ def weighted_random(
             index = (index + 1) % len(items)
         return chains[index], None
 
+    # where a draw lands (an edge's index), and where it moves on to past zero weights
+    landing = []
+    for drawn in range(len(items)):
+        index = drawn
+        while items[index][1] == 0:
+            index = (index + 1) % len(items)
+        landing.append(index)
+    edge_array = np.asarray(edges, dtype=np.float64)
+
+    def route_many(batch: RoutingBatch) -> tuple[list[tuple[str, ...]], None]:
+        key = batch.seed if seed is None else seed
+        u = np.fromiter(
+            (first_uniform(key, rid, "weighted_random") for rid in batch.ids),
+            dtype=np.float64,
+            count=len(batch.ids),
+        )
+        index = np.minimum(np.searchsorted(edge_array, u, side="right"), len(edges) - 1)
+        return [chains[landing[i]] for i in index.tolist()], None
+
     label = ",".join(f"{m}:{w / total:.2g}" for m, w in items)
-    return named_algorithm(f"random({label})", routed_by(route))  # a pure function: static
+    algorithm = routed_by(route)  # a pure function of the request: static
+    algorithm.__dict__["route_many"] = route_many
+    return named_algorithm(f"random({label})", algorithm)
 
 
 def fallback_chain(models: Sequence[str]) -> Algorithm:
@@ -279,6 +303,20 @@ def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) ->
             return decide(score_value(score, request, request_id, truth), request_id)
 
         algorithm.__dict__["route"] = route
+
+        def route_many(
+            batch: RoutingBatch,
+        ) -> tuple[list[tuple[str, ...]], list[dict[str, Any] | None]]:
+            values = score_values(score, batch).tolist()
+            chosen: list[tuple[str, ...]] = []
+            evidence: list[dict[str, Any] | None] = []
+            for value, request_id in zip(values, batch.ids, strict=True):
+                chain, given = decide(value, request_id)
+                chosen.append(chain)
+                evidence.append(given)
+            return chosen, evidence
+
+        algorithm.__dict__["route_many"] = route_many
     return named_algorithm(f"threshold({weak}|{strong}@{threshold:.3g})", algorithm)
 
 

@@ -251,6 +251,18 @@ class SimulatedScore:
     def _noise(self, request_id: Any) -> tuple[float, float]:
         return _keyed_noise(self.seed, request_id)
 
+    def _fit_for(self, group: str | None) -> _GroupFit:
+        """The fit of ``group``; refused when the score was not fitted there."""
+        fit = self._fits.get(group)
+        if fit is None:
+            where = "traffic without a benchmark" if group is None else f"benchmark {group!r}"
+            raise ArgumentError(
+                f"this simulated score has not been fitted on {where}: calibrate it on traffic "
+                "that includes it first (sy.strategies.calibrate(score, requests, share)) or call "
+                "score.fit(requests)"
+            )
+        return fit
+
     def value(self, view: TruthView, request_id: Any, request: Request | None = None) -> float:
         """The score of one request, from its truth view (``request`` gives its benchmark)."""
         eps, tie = _keyed_noise(self.seed, request_id)
@@ -263,19 +275,48 @@ class SimulatedScore:
         if self.noise is not None:
             gain = strong_q - weak_q if known else 0.0
             return gain + self.noise * eps + tie
-        group = self._group(request)
-        fit = self._fits.get(group)
-        if fit is None:
-            where = "traffic without a benchmark" if group is None else f"benchmark {group!r}"
-            raise ArgumentError(
-                f"this simulated score has not been fitted on {where}: calibrate it on traffic "
-                "that includes it first (sy.strategies.calibrate(score, requests, share)) or call "
-                "score.fit(requests)"
-            )
+        fit = self._fit_for(self._group(request))
         if not known or not fit.gains:
             return eps + tie
         z = fit.normal_score(_gain(weak_q, strong_q))
         return fit.rho * z + math.sqrt(1.0 - fit.rho * fit.rho) * eps + tie
+
+    def values(
+        self,
+        weak_q: np.ndarray,
+        strong_q: np.ndarray,
+        request_ids: Sequence[Any],
+        requests: Sequence[Request],
+    ) -> np.ndarray:
+        """The :meth:`value` of many requests at once, bit for bit.
+
+        From their grades (``weak_q``, ``strong_q``: NaN where a model has none), ids and
+        requests (for their benchmarks): the same operations in the same order, on arrays."""
+        n = len(request_ids)
+        noise = [_keyed_noise(self.seed, rid) for rid in request_ids]
+        eps = np.fromiter((e for e, _ in noise), dtype=np.float64, count=n)
+        tie = np.fromiter((t for _, t in noise), dtype=np.float64, count=n)
+        known = ~(np.isnan(strong_q) | np.isnan(weak_q))
+        if self.noise is not None:
+            gain = np.where(known, strong_q - weak_q, 0.0)
+            return gain + self.noise * eps + tie
+        out = eps + tie  # a request without both grades, or on a fit with none
+        codes: dict[str | None, int] = {}
+        group_of = np.fromiter(
+            (codes.setdefault(self._group(r), len(codes)) for r in requests),
+            dtype=np.int64,
+            count=n,
+        )
+        for group, code in codes.items():
+            fit = self._fit_for(group)
+            rows = np.flatnonzero((group_of == code) & known)
+            if not len(rows) or not fit.gains:
+                continue
+            pairs = list(zip(weak_q[rows].tolist(), strong_q[rows].tolist(), strict=True))
+            scores = {pair: fit.normal_score(_gain(*pair)) for pair in dict.fromkeys(pairs)}
+            z = np.fromiter(map(scores.__getitem__, pairs), dtype=np.float64, count=len(rows))
+            out[rows] = fit.rho * z + math.sqrt(1.0 - fit.rho * fit.rho) * eps[rows] + tie[rows]
+        return out
 
 
 def simulated_score(
@@ -334,6 +375,26 @@ def score_value(score: Any, request: Request, request_id: Any, truth: Any) -> fl
             close()
         raise TypeError("the score gave an awaitable")
     return float(value)
+
+
+def score_values(score: Any, batch: Any) -> np.ndarray:
+    """:func:`score_value` of every request of a :class:`~sykit._run.static.RoutingBatch` at
+    once: a simulated score from the batch's grades (reading them marks every request), a
+    function of the request called on each (one that gives an awaitable raises ``TypeError``)."""
+    if isinstance(score, SimulatedScore):
+        return score.values(
+            batch.quality(score.weak), batch.quality(score.strong), batch.ids, batch.requests
+        )
+    values = []
+    for request in batch.requests:
+        value = score(request)
+        if inspect.isawaitable(value):
+            close = getattr(value, "close", None)
+            if close is not None:
+                close()
+            raise TypeError("the score gave an awaitable")
+        values.append(float(value))
+    return np.asarray(values, dtype=np.float64).reshape(len(batch.requests))
 
 
 # -- helpers -----------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from sykit._run.engines.fastpath import fixed_chain
 from sykit._run.lifecycle import StrategyRun, _outcome_error, failure_of, row_extra
 from sykit._run.records import ANSWER, MODEL, ROUTING, STATUS_CODE
 from sykit._run.state import RequestState
-from sykit._run.static import Route
+from sykit._run.static import Route, RouteMany, RoutingBatch
 from sykit._world.billing import Generation, unserved_tokens
 from sykit._world.models import Outcome, route_to
 from sykit._world.truth import TruthTable
@@ -195,10 +195,14 @@ class _Bulk:
         n = len(self.items)
         if self.chain is not None:
             return np.zeros(n, dtype=np.int64), [self.chain], None, {}
+        route_many = getattr(self.fn, "route_many", None)
         route = getattr(self.fn, "route", None)
-        if callable(route):
+        if callable(route_many) or callable(route):
             engine.routing = True
             try:
+                if callable(route_many):
+                    return self._route_many(route_many)
+                assert route is not None
                 return self._route_by(route)
             finally:
                 engine.routing = False
@@ -260,6 +264,54 @@ class _Bulk:
             if evidence or reader.reads_truth:
                 states[index] = _Routed(evidence or None, reader.reads_truth)
         return np.asarray(routes, dtype=np.int64), list(chains), None, states
+
+    def _route_many(
+        self, route_many: RouteMany
+    ) -> tuple[np.ndarray, list[tuple[str, ...]], None, dict[int, Any]]:
+        """:meth:`_route_by` for a static router that routes every request at once
+        (``algorithm.route_many``, given a :class:`~sykit._run.static.RoutingBatch`)."""
+        run = self.run
+        items = self.items
+        ids = [item[0] for item in items]
+        requests = [
+            request if request.id is not None else request._with_id(request_id)
+            for request_id, request, _ in items
+        ]
+        read = False
+        truth_grades = run.truth_grades
+        everyone = np.arange(len(ids))
+
+        def quality(model: str) -> np.ndarray:
+            nonlocal read
+            if truth_grades is None:  # (a simulated host's runs always have it)
+                raise NeedsEvents("the run has no truth to read at once")
+            read = True  # first: whoever reads the truth is marked
+            return truth_grades(everyone, model)
+
+        try:
+            chosen, evidence = route_many(RoutingBatch(ids, requests, run.seed, quality))
+        except (NeedsEvents, KeyboardInterrupt):
+            raise
+        except BaseException as error:
+            raise NeedsEvents(
+                f"the algorithm raised {type(error).__name__} while routing the requests "
+                "(the event engines record it)"
+            ) from None
+        if len(chosen) != len(ids) or (evidence is not None and len(evidence) != len(ids)):
+            raise NeedsEvents("the algorithm's routing of the requests at once lost requests")
+        chains: dict[tuple[str, ...], int] = {}
+        for chain in dict.fromkeys(chosen):  # each chain first seen: checked as route_to checks it
+            route_to(chain[0], requests[0], chain[1:])
+            chains[chain] = len(chains)
+        routes = np.fromiter(map(chains.__getitem__, chosen), dtype=np.int64, count=len(chosen))
+        states: dict[int, Any] = {}
+        if evidence is not None or read:
+            for index, given in enumerate(evidence or ()):
+                if given or read:
+                    states[index] = _Routed(given or None, read)
+            if evidence is None:
+                states = {index: _Routed(None, True) for index in range(len(ids))}
+        return routes, list(chains), None, states
 
     def _check_profiles(self, chains: list[tuple[str, ...]]) -> None:
         for model in sorted({m for chain in chains for m in chain}):
