@@ -10,9 +10,9 @@ import functools
 import inspect
 import itertools
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, overload
 
 from sykit._base.checks import check_int
 from sykit._base.collection import collection_paused
@@ -183,16 +183,54 @@ def _frame_dataset(frame: Any) -> Any:
         ) from None
 
 
-class RunItems(list[tuple[Any, Request, GroundTruth | None]]):
-    """A run's ``(request id, request, truth)`` items, whether any request carries metadata
-    (else its records need not read the requests again, as a dataset's items say too), and
-    what the runs over them made of them (``memo``: the runs of one plan share their items)."""
+class RunItems(Sequence[tuple[Any, Request, GroundTruth | None]]):
+    """A run's ``(request id, request, truth)`` items by position, kept as three lists (no tuple
+    per request: a run over a million requests would hold a million more objects for the
+    collector to walk); whether any request carries metadata (else its records need not read
+    the requests again), a truth, or analysis columns (as a dataset's items say too); and what
+    the runs over them made of them (``memo``: the runs of one plan share their items)."""
 
-    has_metadata = True
+    __slots__ = ("has_columns", "has_metadata", "has_truth", "ids", "memo", "requests", "truths")
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        ids: list[Any],
+        requests: list[Request],
+        truths: list[GroundTruth | None] | None,
+        *,
+        has_metadata: bool = True,
+    ) -> None:
+        self.ids = ids
+        self.requests = requests
+        self.truths = truths  # None: no request has a truth
+        self.has_metadata = has_metadata
+        known = [truth for truth in truths if truth is not None] if truths is not None else []
+        self.has_truth = bool(known)
+        self.has_columns = any(truth.columns for truth in known)
         self.memo: dict[str, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[Any, Request, GroundTruth | None]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[Any, Request, GroundTruth | None]]: ...
+    def __getitem__(
+        self, index: int | slice
+    ) -> tuple[Any, Request, GroundTruth | None] | list[tuple[Any, Request, GroundTruth | None]]:
+        truths = self.truths
+        if isinstance(index, slice):
+            ids, requests = self.ids[index], self.requests[index]
+            if truths is None:
+                return [(i, r, None) for i, r in zip(ids, requests, strict=True)]
+            return list(zip(ids, requests, truths[index], strict=True))
+        return self.ids[index], self.requests[index], None if truths is None else truths[index]
+
+    def __iter__(self) -> Iterator[tuple[Any, Request, GroundTruth | None]]:
+        if self.truths is None:  # (repeat has no end: the lists give the length)
+            return zip(self.ids, self.requests, itertools.repeat(None))
+        return zip(self.ids, self.requests, self.truths, strict=True)
 
 
 def as_requests(requests: object) -> RunItems:
@@ -214,7 +252,10 @@ def _as_requests(requests: object) -> RunItems:
         raise ArgumentTypeError(
             f"requests must be an iterable of sy.Request (or prompt strings), got {type(requests).__name__}"
         )
-    items = RunItems()
+    ids: list[Any] = []
+    listed: list[Request] = []
+    truths: list[GroundTruth | None] = []
+    with_truth = False  # any request with a truth
     metadata = False  # any request with metadata
     given: list[bool] = []  # whether each request came with its own id
     seen: dict[Any, int] = {}  # id → position
@@ -241,18 +282,24 @@ def _as_requests(requests: object) -> RunItems:
             check_encodable(i, request_id)
         if type(request_id) is str:
             texts = True
-        if "metadata" in item.__dict__:  # (a request stores only metadata it was given)
+        fields = item.__dict__
+        if "metadata" in fields:  # (a request stores only metadata it was given)
             metadata = True
-        truth = getattr(item, "_truth", None)
+        truth = fields.get("_truth")
+        ids.append(request_id)
         # an id-less request gets its id where an algorithm is handed it (RequestState): a run
         # that never hands it over (a fixed chain on the bulk engine) copies nothing
-        items.append((request_id, item if truth is None else item.without_truth(), truth))
-    if not items:
+        if truth is None:
+            listed.append(item)
+        else:
+            with_truth = True
+            listed.append(item.without_truth())
+        truths.append(truth)
+    if not ids:
         raise ArgumentError("requests is empty")
-    items.has_metadata = metadata
     if texts and len(seen) > 1:
-        check_ids_as_text([item[0] for item in items], given)
-    return items
+        check_ids_as_text(ids, given)
+    return RunItems(ids, listed, truths if with_truth else None, has_metadata=metadata)
 
 
 def check_concurrency(concurrency: object, open_loop: bool) -> int | None:

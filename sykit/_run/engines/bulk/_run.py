@@ -158,7 +158,7 @@ class _Bulk:
             columns = (
                 _own_columns(items, low, high)
                 if routed is None
-                else Columns.of((items[k] for k in range(low, high)), high - low, routed)  # type: ignore[arg-type]  # a static router's: never None, see _route_all
+                else Columns.of(items[low:high], high - low, routed)  # type: ignore[arg-type]  # a static router's: never None, see _route_all
             )
             todo = np.arange(high - low)
             if repeated.any():
@@ -815,10 +815,10 @@ def _own_columns(items: Any, low: int, high: int) -> Columns:
     each time (a larger run keeps no more than a block in memory)."""
     memo = getattr(items, "memo", None)
     if memo is None or low != 0 or high != len(items):
-        return Columns.of((items[k] for k in range(low, high)), high - low)
+        return Columns.of(items[low:high], high - low)
     columns = memo.get("bulk columns")
     if columns is None:
-        columns = Columns.of((items[k] for k in range(low, high)), high - low)
+        columns = Columns.of(items[low:high], high - low)
         for values in (*vars(columns).values(), *columns.known_output.values()):
             if isinstance(values, np.ndarray):
                 values.setflags(write=False)  # shared by the runs: read, never written
