@@ -34,6 +34,7 @@ from sykit._run.records import (
     SERVICE_FIELD,
     STATUS_CODE,
     Codes,
+    array_bytes,
     decoded,
 )
 
@@ -238,14 +239,14 @@ class AttemptLog:
                     | columns["retried"].astype(np.int8) << 2
                     | columns["served"].astype(np.int8) << 3
                 )
-            target.frombytes(rows.tobytes())
+            target.frombytes(array_bytes(rows))
         cached = columns.get("cached_input_tokens")
         written = columns.get("cache_write_tokens")
         if cached is not None and written is not None and (cached.any() or written.any()):
             pairs = np.stack([cached, written], axis=1).astype(np.int32)
             self._cache_upto(first - self.base)
             assert self.cache is not None
-            self.cache.frombytes(pairs.tobytes())
+            self.cache.frombytes(array_bytes(pairs))
         return first
 
     # -- how an attempt ends ------------------------------------------------------------------------

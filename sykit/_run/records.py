@@ -44,6 +44,7 @@ __all__ = [
     "SERVICE_FIELD",
     "STATUS_CODE",
     "Codes",
+    "array_bytes",
     "decoded",
 ]
 
@@ -172,3 +173,8 @@ def decoded(raw: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         columns["retried"] = ((flags & RETRIED_BIT) >> 2).astype(np.int8)
         columns["served"] = ((flags & SERVED_BIT) >> 3).astype(np.int8)
     return columns
+
+
+def array_bytes(values: np.ndarray) -> memoryview | bytes:
+    """A contiguous array's bytes without copying them (for ``array.frombytes``)."""
+    return values.data.cast("B") if values.size else b""

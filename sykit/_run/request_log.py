@@ -17,7 +17,7 @@ import pandas as pd
 
 from sykit._results.result import FrameColumns
 from sykit._run.frames import request_columns
-from sykit._run.records import Codes
+from sykit._run.records import Codes, array_bytes
 
 if TYPE_CHECKING:
     from sykit.datasets._items import RowValues
@@ -137,7 +137,7 @@ class RequestLog:
         first = len(self.index)
         for name, code in self.FIELDS:
             values = np.ascontiguousarray(columns[name], dtype=np.dtype(code))
-            getattr(self, name).frombytes(values.tobytes())
+            getattr(self, name).frombytes(array_bytes(values))
         for position, extra in extras.items():
             if extra:
                 self.extras[first + position] = extra
