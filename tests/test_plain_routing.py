@@ -129,10 +129,10 @@ def test_a_plain_route_that_fails_or_names_an_unknown_model_is_recorded_by_the_e
     assert set(result.requests["error_kind"].dropna()) == {"unknown_model"}
 
 
-def test_the_runs_of_a_comparison_read_their_requests_columns_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    made = []
+@pytest.fixture
+def columns_made(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many requests each reading of a run's requests into columns (Columns.of) read."""
+    made: list[int] = []
     of = bulk_run.Columns.of
 
     def counted(*args: Any, **kwargs: Any) -> Any:
@@ -140,6 +140,11 @@ def test_the_runs_of_a_comparison_read_their_requests_columns_once(
         return of(*args, **kwargs)
 
     monkeypatch.setattr(bulk_run.Columns, "of", counted)
+    return made
+
+
+def test_the_runs_of_a_comparison_read_their_requests_columns_once(columns_made: list[int]) -> None:
+    made = columns_made
     lineup = {
         "chain": sy.strategies.fallback_chain(["weak", "strong"]),
         "random": sy.strategies.weighted_random(["weak", "strong"]),
@@ -155,17 +160,8 @@ def test_the_runs_of_a_comparison_read_their_requests_columns_once(
     assert made == [30, 30, 30, 30]  # each run of its own reads its own
 
 
-def test_runs_over_one_dataset_read_its_requests_columns_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    made = []
-    of = bulk_run.Columns.of
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        made.append(args[1])
-        return of(*args, **kwargs)
-
-    monkeypatch.setattr(bulk_run.Columns, "of", counted)
+def test_runs_over_one_dataset_read_its_requests_columns_once(columns_made: list[int]) -> None:
+    made = columns_made
     data = dataset()
     host = sy.SimHost(sy.profiles.from_catalog(data.models), policy=sy.HostPolicy(cooldown_s=0))
     first = run(sy.strategies.single(WEAK), data, host=host)

@@ -40,7 +40,6 @@ __all__ = [
     "attempt_frame",
     "categorical",
     "request_columns",
-    "request_frame",
 ]
 
 
@@ -278,20 +277,6 @@ def _narrow(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def request_frame(
-    raw: Mapping[str, np.ndarray],
-    extras: Mapping[int, Mapping[str, Any]],
-    models: Sequence[str],
-    kinds: Sequence[str],
-    messages: Sequence[str],
-    strategy: str,
-    ids: Sequence[Any] | np.ndarray,
-    rows: RowValues | None = None,
-) -> pd.DataFrame:
-    """The ``requests`` DataFrame of :func:`request_columns`."""
-    return request_columns(raw, extras, models, kinds, messages, strategy, ids, rows).load()
-
-
 def request_columns(
     raw: Mapping[str, np.ndarray],
     extras: Mapping[int, Mapping[str, Any]],
@@ -302,9 +287,9 @@ def request_columns(
     ids: Sequence[Any] | np.ndarray,
     rows: RowValues | None = None,
 ) -> FrameColumns:
-    """The ``requests`` DataFrame as its columns: :data:`REQUEST_COLUMNS` in request order, then the request's
-    metadata, the dataset's other columns and the algorithm's evidence (``evidence_<key>``),
-    from raw columns in the order requests finished (see
+    """The ``requests`` DataFrame as its columns: :data:`REQUEST_COLUMNS` in request order,
+    then the request's metadata, the dataset's other columns and the algorithm's evidence
+    (``evidence_<key>``), from raw columns in the order requests finished (see
     :meth:`~sykit._run.request_log.RequestLog.raw`), the extra values by row position and the
     code tables. With ``rows``, the dataset's metadata and analysis columns come from there by
     position (the extra values then hold no value of theirs)."""

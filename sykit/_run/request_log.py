@@ -3,7 +3,7 @@
 A request's row is added once it has finished, in the order requests finish, from the totals its
 state accumulated as its attempts ended (no scan of the attempt log). A spilling run hands the rows
 over as raw columns while it goes (:mod:`sykit._run.spill`); the ``requests`` frame is built from
-the same columns (:func:`~sykit._run.frames.request_frame`).
+the same columns (:func:`~sykit._run.frames.request_columns`).
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ class RequestLog:
     def frame(
         self, strategy: str, ids: Sequence[Any], rows: RowValues | None = None
     ) -> pd.DataFrame:
-        """The ``requests`` DataFrame of the rows held (see :func:`request_frame`)."""
+        """The ``requests`` DataFrame of the rows held (see :func:`request_columns`)."""
         return self.frame_columns(strategy, ids, rows).load()
 
     def frame_columns(

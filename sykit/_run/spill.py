@@ -19,7 +19,7 @@ they are when it is written (they only grow). The request ids are written when t
 marker — when it ends. A chunk is written as ``<name>.part`` and renamed once whole. Reading concatenates
 the chunks in the order they were written — the run's own order — and builds the frames with the
 same functions an in-memory run uses (:func:`~sykit._run.frames.attempt_frame`,
-:func:`~sykit._run.frames.request_frame`), so the frames are identical, ids renumbered over the
+:func:`~sykit._run.frames.request_columns`), so the frames are identical, ids renumbered over the
 whole run, dtypes included. Metadata and evidence values (any Python object) are stored pickled.
 
 A folder sykit writes carries a ``sykit-spill.json`` marker. A spill folder must be new, empty,
@@ -50,7 +50,7 @@ from sykit._base.interrupts import interrupts_held
 from sykit._base.vocab import RequestStatus
 from sykit._results import spilled as _spilled
 from sykit._run.attempt_log import AttemptLog
-from sykit._run.frames import appearing, attempt_frame, categorical, request_frame
+from sykit._run.frames import appearing, attempt_frame, categorical, request_columns
 from sykit._run.records import SERVICE_FIELD
 from sykit._run.request_log import RequestLog
 
@@ -512,7 +512,7 @@ class SpilledRun:
             for row in np.flatnonzero(valid):
                 extras[offset + int(row)] = pickle.loads(chunk[int(row)].as_py())
             offset += len(chunk)
-        return request_frame(
+        return request_columns(
             raw,
             extras,
             meta["models"],
@@ -520,7 +520,7 @@ class SpilledRun:
             meta["request_messages"],
             self.strategy,
             self._ids(),
-        )
+        ).load()
 
     def request_errors(self) -> pd.DataFrame:
         """Only ``status``, ``error_kind`` and ``error_message`` of the requests, in request
@@ -606,7 +606,7 @@ def _recovered_frames(chunks: _spilled.Chunks) -> tuple[pd.DataFrame, pd.DataFra
         chunks.ids,
         keep,
     )
-    requests = request_frame(
+    requests = request_columns(
         request_raw,
         extras,
         table("models"),
@@ -614,7 +614,7 @@ def _recovered_frames(chunks: _spilled.Chunks) -> tuple[pd.DataFrame, pd.DataFra
         table("request_messages"),
         chunks.strategy,
         chunks.ids,
-    )
+    ).load()
     return attempts, requests
 
 

@@ -368,13 +368,7 @@ def score_value(score: Any, request: Request, request_id: Any, truth: Any) -> fl
     engines, where it is awaited)."""
     if isinstance(score, SimulatedScore):
         return score.value(truth(), request_id, request)
-    value = score(request)
-    if inspect.isawaitable(value):
-        close = getattr(value, "close", None)
-        if close is not None:
-            close()
-        raise TypeError("the score gave an awaitable")
-    return float(value)
+    return _called(score, request)
 
 
 def score_values(score: Any, batch: Any) -> np.ndarray:
@@ -385,16 +379,20 @@ def score_values(score: Any, batch: Any) -> np.ndarray:
         return score.values(
             batch.quality(score.weak), batch.quality(score.strong), batch.ids, batch.requests
         )
-    values = []
-    for request in batch.requests:
-        value = score(request)
-        if inspect.isawaitable(value):
-            close = getattr(value, "close", None)
-            if close is not None:
-                close()
-            raise TypeError("the score gave an awaitable")
-        values.append(float(value))
+    values = [_called(score, request) for request in batch.requests]
     return np.asarray(values, dtype=np.float64).reshape(len(batch.requests))
+
+
+def _called(score: Any, request: Request) -> float:
+    """A score function's value for ``request``, without awaiting: an awaitable it gives is
+    closed and refused with ``TypeError``."""
+    value = score(request)
+    if inspect.isawaitable(value):
+        close = getattr(value, "close", None)
+        if close is not None:
+            close()
+        raise TypeError("the score gave an awaitable")
+    return float(value)
 
 
 # -- helpers -----------------------------------------------------------------------------------------
