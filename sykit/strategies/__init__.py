@@ -171,17 +171,8 @@ def weighted_random(
 
     # each model's chain: it first, then the others in the order given
     chains = [(m, *(other for other in names if other != m)) for m in names]
-
-    def route(
-        request: Request, request_id: Any, run_seed: int, truth: Any
-    ) -> tuple[tuple[str, ...], None]:
-        u = first_uniform(run_seed if seed is None else seed, request_id, "weighted_random")
-        index = min(bisect.bisect_right(edges, u), len(edges) - 1)  # the first edge above u
-        while items[index][1] == 0:  # float edges can land on a zero weight; move to the next
-            index = (index + 1) % len(items)
-        return chains[index], None
-
-    # where a draw lands (an edge's index), and where it moves on to past zero weights
+    # the model a draw below each edge goes to: float edges can land on a zero weight, which
+    # moves on to the next model with weight
     landing = []
     for drawn in range(len(items)):
         index = drawn
@@ -189,6 +180,13 @@ def weighted_random(
             index = (index + 1) % len(items)
         landing.append(index)
     edge_array = np.asarray(edges, dtype=np.float64)
+
+    def route(
+        request: Request, request_id: Any, run_seed: int, truth: Any
+    ) -> tuple[tuple[str, ...], None]:
+        u = first_uniform(run_seed if seed is None else seed, request_id, "weighted_random")
+        index = min(bisect.bisect_right(edges, u), len(edges) - 1)  # the first edge above u
+        return chains[landing[index]], None
 
     def route_many(batch: RoutingBatch) -> tuple[list[tuple[str, ...]], None]:
         key = batch.seed if seed is None else seed
