@@ -252,10 +252,7 @@ class _Bulk:
             except (NeedsEvents, KeyboardInterrupt):
                 raise
             except BaseException as error:
-                raise NeedsEvents(
-                    f"the algorithm raised {type(error).__name__} while routing request "
-                    f"{request_id!r} (the event engines record it)"
-                ) from None
+                raise _failed_routing(error, f"request {request_id!r}") from None
             at = chains.get(chain)
             if at is None:  # a chain first seen: checked as the algorithm's route_to checks it
                 route_to(chain[0], request, chain[1:])
@@ -293,10 +290,7 @@ class _Bulk:
         except (NeedsEvents, KeyboardInterrupt):
             raise
         except BaseException as error:
-            raise NeedsEvents(
-                f"the algorithm raised {type(error).__name__} while routing the requests "
-                "(the event engines record it)"
-            ) from None
+            raise _failed_routing(error, "the requests") from None
         if len(chosen) != len(ids) or (evidence is not None and len(evidence) != len(ids)):
             raise NeedsEvents("the algorithm's routing of the requests at once lost requests")
         chains: dict[tuple[str, ...], int] = {}
@@ -304,13 +298,10 @@ class _Bulk:
             route_to(chain[0], requests[0], chain[1:])
             chains[chain] = len(chains)
         routes = np.fromiter(map(chains.__getitem__, chosen), dtype=np.int64, count=len(chosen))
-        states: dict[int, Any] = {}
-        if evidence is not None or read:
-            for index, given in enumerate(evidence or ()):
-                if given or read:
-                    states[index] = _Routed(given or None, read)
-            if evidence is None:
-                states = {index: _Routed(None, True) for index in range(len(ids))}
+        givens = evidence if evidence is not None else [None] * len(ids)
+        states = {
+            i: _Routed(given or None, read) for i, given in enumerate(givens) if given or read
+        }
         return routes, list(chains), None, states
 
     def _check_profiles(self, chains: list[tuple[str, ...]]) -> None:
@@ -371,15 +362,15 @@ class _Bulk:
         # the requests with an attempt that ends at its deadline, timed as they are placed
         timed: list[int] = []
         has_timed: list[bool] | None = None
-        if timed_at.any():
-            timed = waves.timed.tolist()
-            has_timed = np.bincount(requests[timed_at], minlength=n).astype(bool).tolist()
         # the requests of one planned attempt, nothing after it and nothing timed: the hot path
         plain = np.diff(first_all) == 1
         plain[plain] = np.isnan(waves.backoff[first_all[:n][plain]])
         plain &= ~waves.slow
-        if has_timed is not None:
-            plain &= ~np.asarray(has_timed, dtype=bool)
+        if timed_at.any():
+            timed = waves.timed.tolist()
+            with_timed = np.bincount(requests[timed_at], minlength=n).astype(bool)
+            plain &= ~with_timed
+            has_timed = with_timed.tolist()
         durations = waves.after[np.minimum(first_all[:n], m - 1)].tolist() if m else [0.0] * n
         switched: list[int] = []  # requests the placing sent the exact way after all
         starts = [0.0] * m
@@ -888,9 +879,15 @@ def _route_statically(fn: Any, state: RequestState) -> Any:
     except (NeedsEvents, KeyboardInterrupt):
         raise
     except BaseException as error:
-        raise NeedsEvents(
-            f"the algorithm raised {type(error).__name__} while routing request "
-            f"{state.request_id!r} (the event engines record it)"
-        ) from None
+        raise _failed_routing(error, f"request {state.request_id!r}") from None
     pending.close()
     raise NeedsEvents(f"the algorithm awaited something while routing request {state.request_id!r}")
+
+
+def _failed_routing(error: BaseException, what: str) -> NeedsEvents:
+    """Why a run goes to the event engines when its algorithm raised ``error`` while routing
+    ``what`` statically: they record the failure as it happens there."""
+    return NeedsEvents(
+        f"the algorithm raised {type(error).__name__} while routing {what} (the event engines "
+        "record it)"
+    )
