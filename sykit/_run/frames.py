@@ -28,6 +28,7 @@ from sykit._run.records import (
     RESERVED,
     SERVICE_FIELD,
     decoded,
+    row_name,
 )
 from sykit._world.classify import FallbackReason
 
@@ -367,7 +368,7 @@ def _dataset_columns(
         return  # no row: no row's values to make columns of
     sources: dict[str, str] = {}
     for name in (*rows.metadata, *rows.analysis):
-        sources[name if name not in RESERVED else f"meta_{name}"] = name
+        sources[row_name(name)] = name
     # every request of the dataset, once each (index is sorted): the columns made once serve
     every = len(index) == rows.count and index[0] == 0 and index[-1] == rows.count - 1
     for key, name in sources.items():

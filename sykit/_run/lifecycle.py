@@ -27,7 +27,7 @@ from sykit._results.health import await_hint
 from sykit._run.driver import Driver, guarded, task_wait_begins
 from sykit._run.engines.base import EngineExit
 from sykit._run.engines.columnwise import NeedsEvents
-from sykit._run.records import MODEL, RESERVED
+from sykit._run.records import MODEL, row_name
 from sykit._run.state import RequestState, RunState
 from sykit._world.models import GroundTruth, Outcome, Request, Response
 from sykit._world.sessions import SessionPlan, with_input_tokens
@@ -687,7 +687,7 @@ def row_extra(
     head: dict[str, Any] = {}
     if metadata and run.row_values is None:  # else the frame takes the dataset's columns
         for key, value in metadata.items():
-            head[key if key not in RESERVED else f"meta_{key}"] = value
+            head[row_name(key)] = value
     tail = None
     if evidence:
         tail = {f"evidence_{key}": value for key, value in evidence.items()}

@@ -46,6 +46,7 @@ __all__ = [
     "Codes",
     "array_bytes",
     "decoded",
+    "row_name",
 ]
 
 ATTEMPT_COLUMNS: tuple[str, ...] = (
@@ -178,3 +179,9 @@ def decoded(raw: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 def array_bytes(values: np.ndarray) -> memoryview | bytes:
     """A contiguous array's bytes without copying them (for ``array.frombytes``)."""
     return values.data.cast("B") if values.size else b""
+
+
+def row_name(key: str) -> str:
+    """The requests frame's column for a request's metadata or analysis value ``key``: a name
+    of the records' own (:data:`RESERVED`) is ``meta_``-prefixed."""
+    return key if key not in RESERVED else f"meta_{key}"

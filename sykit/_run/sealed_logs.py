@@ -20,7 +20,7 @@ import numpy as np
 
 from sykit._base.vocab import Status
 from sykit._run.attempt_log import AttemptLog
-from sykit._run.records import MODEL, RESERVED, STATUS_CODE, Codes
+from sykit._run.records import MODEL, STATUS_CODE, Codes, row_name
 from sykit._run.request_log import RequestLog
 from sykit._run.spill import SpillingRequestLog
 from sykit._world.truth import TruthTable
@@ -196,7 +196,7 @@ def request_sealer(
             if columns is not None:
                 extra = head
                 for key, value in columns.items():
-                    extra[key if key not in RESERVED else f"meta_{key}"] = value
+                    extra[row_name(key)] = value
                 if tail:
                     extra.update(tail)
                 log.extras[position] = extra
