@@ -193,12 +193,10 @@ class Comparison:
         """Every run's requests, with a ``seed`` column (built once, then kept)."""
         parts: list[tuple[Mapping[str, Any], int]] = []
         for result in self.results:
-            held = result.__dict__["_requests"]
-            if isinstance(held, FrameColumns):  # its columns: no frame of its own to make
-                columns, rows = dict(held.columns), held.rows
-            else:
-                frame = result.requests
-                columns, rows = dict(frame.items()), len(frame)
+            held = result.__dict__["_requests"]  # a frame read from a spill folder is kept by
+            columns, rows = frame_parts(  # its result, as result.requests keeps it
+                held if isinstance(held, FrameColumns) else result.requests
+            )
             columns["seed"] = np.full(rows, result.seed, dtype=np.int64)
             parts.append((columns, rows))
         return concat_columns(parts, self.strategies)
@@ -341,8 +339,16 @@ class Concatenated:
         self.rows = sum(_rows(r, name) for r in results)
 
     def load(self) -> pd.DataFrame:
-        frames = [p if isinstance(p, pd.DataFrame) else p.load() for p in self.parts]
-        return concat_frames(frames, self.strategies)
+        return concat_columns([frame_parts(p) for p in self.parts], self.strategies)
+
+
+def frame_parts(held: pd.DataFrame | Lazy) -> tuple[dict[str, Any], int]:
+    """A frame's columns and rows, for :func:`concat_columns`: those of one kept as its columns
+    (:class:`FrameColumns`) without making it, else the frame's (a lazy one made now)."""
+    if isinstance(held, FrameColumns):
+        return dict(held.columns), held.rows
+    frame = held if isinstance(held, pd.DataFrame) else held.load()
+    return dict(frame.items()), len(frame)
 
 
 def concat_frames(frames: list[pd.DataFrame], strategies: list[str]) -> pd.DataFrame:
