@@ -8,6 +8,7 @@ them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -56,7 +57,16 @@ class Attempt(Generation):
         deadline_s: float,
         start_s: float,
     ) -> None:
-        Generation.__init__(self)
+        # Generation.__init__, inlined: one attempt per call (keep the two alike)
+        self.accepted = False
+        self.first_token_at = math.inf
+        self.in_service_from = -math.inf
+        self.tokens_per_s = 0.0
+        self.planned = 0
+        self.received = None
+        self.seen_ttft_s = None
+        self.stall_after = 0
+        self.stall_s = 0.0
         self.request = request
         self.model = model
         self.kind = kind  # "model" | "decision"

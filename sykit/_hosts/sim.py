@@ -516,8 +516,11 @@ class _SimSession:
         request = attempt.request
         model = attempt.model
         out = self._output_tokens(attempt, card, words, truth)
-        key, cached, cacheable, tier = self._cache_read(request, model, card, now)
         cache = card.cache
+        if cache is None:  # no prompt cache: nothing read, nothing written
+            key, cached, cacheable, tier = None, 0, 0, ""
+        else:
+            key, cached, cacheable, tier = self._cache_read(request, model, card, now)
         ttft = card.ttft(((words[SLOT.TTFT] >> 10) | 1) * HALF)
         if card.prefill_tokens_per_s:  # reading the (uncached part of the) prompt comes first
             ttft += (request.input_tokens - cached) / (card.prefill_tokens_per_s * rate)

@@ -111,10 +111,13 @@ def succeed(
     model: str,
     kind: int,
     now: float,
+    call: int,
+    start: float,
 ) -> Response | DecisionResponse:
+    """Record ``row`` (of call ``call``, started at ``start``) as served by ``reply`` now, bill
+    it, and make what the caller gets."""
     log = run.log
     usage = reply.usage
-    call = log.call_of(row)
     state.ok_rows[call] = row
     # the grade is read from the truth when the records are: the algorithm never sees one
     log.ok(row, now, reply.ttft_s, reply.status or 200)
@@ -128,12 +131,13 @@ def succeed(
         usage.cached_input_tokens,
         usage.cache_write_tokens,
         usage.cache_write_1h_tokens,
+        model,
     )
     if run.cooling_until:
         run.cooling_until.pop(model, None)
     if kind == DECISION:
         return DecisionResponse(reply.answers or {}, model, usage, call)
-    latency = now - log.start_of(row)
+    latency = now - start
     response = make_response(model, reply.text, usage, reply.ttft_s, latency, call)
     state.answers[call] = response
     return response
@@ -164,14 +168,15 @@ def bill(
     cached: int = 0,
     written: int = 0,
     written_1h: int = 0,
+    model: str | None = None,
 ) -> None:
     """The one place an attempt is priced: tokens at the model's prices (USD per 1M), the
     prompt-cache reads and writes among the input at the cache's, 1-hour writes at its 1-hour
-    price (see ``sy.profiles.PromptCache``)."""
+    price (see ``sy.profiles.PromptCache``). ``model``: the row's, when the caller knows it."""
     log = run.log
     cost = 0.0
     if input_tokens or output_tokens:
-        cost = run.profiles[log.model_of(row)].cost_usd(
+        cost = run.profiles[log.model_of(row) if model is None else model].cost_usd(
             input_tokens, output_tokens, cached, written, written_1h
         )
         if kind == MODEL:

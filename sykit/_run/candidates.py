@@ -181,10 +181,13 @@ def serve_steps(
                 message = f"{type(exc).__name__}: {exc}"[:MESSAGE_LIMIT]
                 log.fail(row, now, ErrorKind.HOST_ERROR, message, None)
                 raise
-            error = reply_error(reply, model)
+            error = reply.error
+            status = reply.status
+            if error is None and status is not None and not 200 <= status < 300:
+                error = reply_error(reply, model)
             now = clock()
             if error is None:
-                return succeed(run, state, row, reply, model, kind, now)
+                return succeed(run, state, row, reply, model, kind, now, call, start)
             log_failure(log, row, now, error)
             if attempt.seen_ttft_s is not None:
                 log.set_ttft(row, attempt.seen_ttft_s)

@@ -214,7 +214,8 @@ class Driver:
         state = self._state
         run = state.run
         candidates = self._candidates(request, models, "call_model")
-        _check_max_retries(max_retries)
+        if max_retries is not None:
+            _check_max_retries(max_retries)
         call = run.serve(state, request, candidates, ROUTING, MODEL, max_retries)
         if not run.policy.recover_errors:
             return _failing_the_request(state, call)

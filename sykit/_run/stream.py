@@ -242,12 +242,13 @@ class ModelStream:
         self._forget()
         assert isinstance(reply, Reply)  # a live stream's reply has replaced it at its end
         error = reply_error(reply, head.model)
+        log = run.log
         if error is None:
-            response = succeed(run, state, head.row, reply, head.model, MODEL, now)
+            call, start = log.call_of(head.row), log.start_of(head.row)
+            response = succeed(run, state, head.row, reply, head.model, MODEL, now, call, start)
             assert isinstance(response, Response)
             self._response = response
             return
-        log = run.log
         log_failure(log, head.row, now, error)
         log.set_ttft(head.row, _ttft(head, log))
         bill_unserved(run, state, head.row, MODEL, self._request, head.attempt, now)
