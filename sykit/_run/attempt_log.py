@@ -406,6 +406,22 @@ class AttemptLog:
         index -= self.base
         return self.f[index * _F + 3] if index >= 0 else NAN
 
+    def served_of(self, index: int) -> tuple[float, float, float, str, int]:
+        """What a request's row reads of the attempt that served it, in one call: its start,
+        time to first token, cost, model and kind code."""
+        index -= self.base
+        if index < 0:
+            raise LookupError("this attempt's request has finished and its records were written")
+        f = self.f
+        base = index * _F
+        return (
+            f[base],
+            f[base + 2],
+            f[base + 3],
+            self.models.values[self.h[index * _H + 2]],
+            (self.b[index * _B + 4] & DECISION_BIT) >> 1,
+        )
+
     def model_of(self, index: int) -> str:
         index -= self.base
         if index < 0:

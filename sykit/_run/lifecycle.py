@@ -615,30 +615,23 @@ class StrategyRun:
         log = run.log
         end = run.clock()
         ok = failure is None
-        served = -1
-        # the served attempt: the one that answered the response's call, in this request
-        row = None
-        if response is not None and response.call_id is not None:
-            row = state.ok_rows.get(response.call_id)
-            if row is not None and log.model_of(row) != response.model:
-                row = None
-        if ok and row is not None:
-            served = row
-            log.set_served(row)
         ttft = math.nan
         served_cost = 0.0
         served_model = None
-        if served >= 0:
-            served_ttft = log.ttft_of(served)
-            if not math.isnan(served_ttft):
-                ttft = log.start_of(served) + served_ttft - state.start_s
-            served_cost = log.cost_of(served)
-            served_model = log.model_of(served)
-        elif ok and response is not None:
-            served_model = response.model
         graded = None  # the model whose answer the truth grades
-        if served >= 0 and log.kind_of(served) == MODEL:
-            graded = served_model
+        # the served attempt: the one that answered the response's call, in this request
+        if ok and response is not None:
+            served_model = response.model
+            row = state.ok_rows.get(response.call_id) if response.call_id is not None else None
+            if row is not None:
+                start, served_ttft, cost, model, kind = log.served_of(row)
+                if model == served_model:
+                    log.set_served(row)
+                    served_cost = cost
+                    if not math.isnan(served_ttft):
+                        ttft = start + served_ttft - state.start_s
+                    if kind == MODEL:
+                        graded = served_model
         extra = row_extra(run, state.index, state.request.metadata, state.evidence, graded)
         state.succeeded = ok
         if self.sessions is not None and ok and response is not None:
