@@ -34,9 +34,10 @@ from sykit.datasets._splits import DATASET_GROUP, DatasetGroup, GroupBy
 from sykit.learn._crossfit import (
     _clusters,
     _evaluation_host,
+    check_held_out,
     default_group,
     how_to_price,
-    run_folds,
+    run_splits,
 )
 from sykit.strategies import single
 
@@ -165,7 +166,11 @@ def cross_fit_costs(
     alone = {f"{model} only": single(model) for model in names}  # the same in every fold
 
     def lineup(name: str, router: Any, test: Dataset) -> tuple[dict[str, Any], list[str]]:
-        _predict_all(router, list(test))  # one batch; each prediction then hits its cache
+        if not callable(getattr(router, "predict", None)):
+            raise ArgumentTypeError(
+                f"the fitted router must have predict(requests); got {type(router).__name__}"
+            )
+        check_held_out(router, list(test))
         strategies: dict[str, Any] = {
             f"{name} λ={lam:g}": cost_router(router, names, lam=lam, host=host) for lam in points
         }
@@ -173,26 +178,19 @@ def cross_fit_costs(
         # a router that fails on a held-out request stops the evaluation, as in cross_fit
         return strategies, [f"{name} λ={lam:g}" for lam in points]
 
-    pooled, _, name = run_folds(learner, data, names, lineup, folds, seed, group, host, progress)
+    splits = data.folds(folds, seed=seed, group=group)
+    pooled, _, name = run_splits(learner, splits, data, names, lineup, seed, host, progress)
     swept = [f"{name} λ={lam:g}" for lam in points]
     requests = pooled.requests.assign(_q=lambda f: request_quality(f))
     ids = pd.Index(requests.loc[requests["strategy"] == swept[0], "request_id"].unique())
 
-    def matrix(strategies: list[str], column: str) -> np.ndarray:
-        return np.column_stack(
-            [
-                np.asarray(
-                    requests[requests["strategy"] == s]
-                    .set_index("request_id")[column]
-                    .reindex(ids),
-                    dtype=float,
-                )
-                for s in strategies
-            ]
-        )
-
-    quality = matrix(swept, "_q")
-    cost = matrix(swept, "cost_usd")
+    served = requests[requests["strategy"].isin(swept)]
+    quality, cost = (
+        served.pivot(index="request_id", columns="strategy", values=column)
+        .reindex(index=ids, columns=swept)
+        .to_numpy(float)
+        for column in ("_q", "cost_usd")
+    )
     table = pooled.summary()  # (its intervals bootstrap every strategy: computed once)
     summary = table.set_index("strategy")
     curve = pd.DataFrame(
@@ -203,7 +201,6 @@ def cross_fit_costs(
             "mean_quality": np.nanmean(quality, axis=0),
         }
     )
-    served = requests[requests["strategy"].isin(swept)]
     mix = (
         served.groupby("strategy", observed=True)["served_model"]
         .agg(lambda s: s.astype(str).value_counts(normalize=True).round(3).to_dict())
@@ -231,34 +228,6 @@ def cross_fit_costs(
         folds,
         time.perf_counter() - started,
     )
-
-
-def _predict_all(router: Any, requests: list[Request]) -> None:
-    """Predict the held-out requests once before routing them: a router that fails on one (e.g.
-    it looks up a grade it was not given) stops the evaluation with an error naming it."""
-    predict = getattr(router, "predict", None)
-    if not callable(predict):
-        raise ArgumentTypeError(
-            f"the fitted router must have predict(requests); got {type(router).__name__}"
-        )
-    try:
-        predict(requests)
-    except Exception as error:
-        batch_error = error
-    else:
-        return
-    for request in requests:  # the batch failed: the first request it fails on alone
-        try:
-            predict([request])
-        except Exception as error:
-            raise ArgumentError(
-                f"the fitted router failed on held-out request(s), e.g. {request.id!r}: "
-                f"{type(error).__name__}: {error}"
-            ) from error
-    raise ArgumentError(
-        f"the fitted router failed on the batch of {len(requests)} held-out requests: "
-        f"{type(batch_error).__name__}: {batch_error}"
-    ) from batch_error
 
 
 def _aiq_rows(

@@ -36,7 +36,7 @@ from sykit._run.strategy_kit import named_algorithm
 from sykit._world.config import HostPolicy, ModelProfile
 from sykit._world.models import Outcome, Request
 from sykit.datasets import Dataset
-from sykit.datasets._splits import DATASET_GROUP, DatasetGroup, GroupBy
+from sykit.datasets._splits import DATASET_GROUP, DatasetGroup, GroupBy, group_codes
 from sykit.strategies import single, threshold_router
 from sykit.strategies._calibration import calibrate_shares
 from sykit.strategies._router_score import SWEEP_SHARES, SimulatedScore
@@ -97,31 +97,27 @@ def default_group(data: Dataset) -> GroupBy:
     prompts = prompt_keys(frame)
     if len(set(prompts)) == len(prompts):
         return column
-    parent = list(range(len(prompts)))
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
 
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    first: dict[Any, int] = {}
-    keys: list[list[Any]] = [[("prompt", p)] for p in prompts]
-    if column is not None:
-        for row, value in enumerate(frame[column].tolist()):
-            missing = (
-                value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-            )
-            if not missing:  # a missing key: a group of its own (as in Dataset.folds)
-                keys[row].append(("group", value))
-    for row, row_keys in enumerate(keys):
-        for key in row_keys:
-            other = first.setdefault(key, row)
-            a, b = find(row), find(other)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-    component = dict(zip(frame["id"].tolist(), (find(i) for i in range(len(prompts))), strict=True))
+    # each row linked to the first row of its prompt and of its group (a missing key: none)
+    links = [
+        pd.factorize(np.asarray(prompts, dtype=object))[0],
+        group_codes(frame, column, "folds"),
+    ]
+    n = len(prompts)
+    edges = (np.tile(np.arange(n), 2), np.concatenate([_first_rows(codes) for codes in links]))
+    graph = coo_matrix((np.ones(2 * n), edges), shape=(n, n))
+    _, labels = connected_components(graph, directed=False)
+    # a component is named by its first row (the bootstrap orders clusters by name)
+    component = dict(zip(frame["id"].tolist(), _first_rows(labels).tolist(), strict=True))
     return lambda row: component[row["id"]]
+
+
+def _first_rows(codes: np.ndarray) -> np.ndarray:
+    """Per row, the first row holding its code."""
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    return np.asarray(first[inverse])
 
 
 @dataclass(frozen=True, repr=False)
@@ -215,45 +211,36 @@ def _scorer(router: Any, weak: str, strong: str) -> Callable[[Any], float]:
     )
 
 
-def _score_all(router: Any, scorer: Callable[[Any], float], requests: list[Any]) -> None:
-    """Score the held-out requests once before routing them (one batch for a router that
-    predicts in batches; its cache then serves the run): a router that fails on one — e.g. it
-    looks up a grade it was not given — stops the evaluation with a clear error."""
-    if isinstance(router, SimulatedScore):
-        return  # fitted on the traffic by calibrate, as in a run
-    request = None
-    try:
-        predict = getattr(router, "predict", None)
-        if callable(predict):
+def check_held_out(
+    router: Any, requests: list[Any], score: Callable[[Any], float] | None = None
+) -> None:
+    """Predict the held-out requests once before routing them (one batch for a router that
+    predicts in batches; its cache then serves the run), and score each with ``score`` if given:
+    a router that fails on one (e.g. it looks up a grade it was not given) stops the evaluation
+    with an error naming it."""
+    predict = getattr(router, "predict", None)
+    if callable(predict):
+        try:
             predict(requests)
-        for request in requests:
-            float(scorer(request))
-    except Exception as error:
-        where = "" if request is None else f", e.g. {request.id!r}"
-        raise ArgumentError(
-            f"the fitted router failed on held-out request(s){where}: "
-            f"{type(error).__name__}: {error}"
-        ) from error
+        except Exception as error:
+            _first_failure(lambda request: predict([request]), requests)  # the batch's culprit
+            raise ArgumentError(
+                f"the fitted router failed on the batch of {len(requests)} held-out requests: "
+                f"{type(error).__name__}: {error}"
+            ) from error
+    if score is not None:
+        _first_failure(lambda request: float(score(request)), requests)
 
 
-def run_folds(
-    learner: Any,
-    data: Dataset,
-    models: Sequence[str],
-    lineup: Callable[[str, Any, Dataset], tuple[dict[str, Any], list[str]]],
-    folds: int,
-    seed: int,
-    group: Any,
-    host: Any,
-    progress: bool | None,
-) -> tuple[Comparison, list[Any], str]:
-    """Fit ``learner`` for ``models`` on each fold's training side (which holds no row of its
-    held-out side) and get ``lineup(name, router, test)`` — the strategies to run on the held-out
-    side, and those of them whose router errors must stop the evaluation; run each strategy once
-    over the whole dataset, every request routed by its own fold's strategy (see
-    :func:`_by_fold`); return the runs, the fitted routers and the router's name."""
-    splits = data.folds(folds, seed=seed, group=group)
-    return run_splits(learner, splits, data, models, lineup, seed, host, progress)
+def _first_failure(call: Callable[[Any], object], requests: list[Any]) -> None:
+    for request in requests:
+        try:
+            call(request)
+        except Exception as error:
+            raise ArgumentError(
+                f"the fitted router failed on held-out request(s), e.g. {request.id!r}: "
+                f"{type(error).__name__}: {error}"
+            ) from error
 
 
 def run_splits(
@@ -266,7 +253,11 @@ def run_splits(
     host: Any,
     progress: bool | None,
 ) -> tuple[Comparison, list[Any], str]:
-    """:func:`run_folds` over given ``(train, test)`` splits whose test sides partition ``data``."""
+    """Fit ``learner`` for ``models`` on the training side of each ``(train, test)`` split (the
+    test sides partition ``data``) and get ``lineup(name, router, test)`` — the strategies to run
+    on the test side, and those of them whose router errors must stop the evaluation; run each
+    strategy once over the whole dataset, every request routed by its own split's strategy (see
+    :func:`_by_fold`); return the runs, the fitted routers and the router's name."""
     by_fold: dict[str, dict[Any, Any]] = {}  # strategy → request id → its fold's strategy
     checked: set[str] = set()
     routers = []
@@ -284,7 +275,7 @@ def run_splits(
     assert name is not None
     merged = {label: _by_fold(label, chosen) for label, chosen in by_fold.items()}
     runs = compare(merged, data, host=host, seeds=(seed,), progress=progress)
-    _refuse_router_errors(runs, sorted(checked))
+    _refuse_router_errors(runs, checked)
     return runs, routers, name
 
 
@@ -312,10 +303,9 @@ def _by_fold(label: str, chosen: dict[Any, Any]) -> Any:
     return named_algorithm(label, algorithm)
 
 
-def _refuse_router_errors(fold: Comparison, routed: list[str]) -> None:
+def _refuse_router_errors(fold: Comparison, checked: set[str]) -> None:
     """A router that raised on a held-out request (e.g. it looked up a grade it was not given)
     fails the evaluation loudly instead of counting as a failed request."""
-    checked = set(routed)
     for result in fold.results:  # each run's own rows: no frame of the whole fold is built
         if result.strategy not in checked:
             continue
@@ -478,12 +468,15 @@ def judge(
     def lineup(name: str, router: Any, test: Dataset) -> tuple[dict[str, Any], list[str]]:
         scorer = _scorer(router, weak, strong)
         held_out = list(test)
-        _score_all(router, scorer, held_out)
-        strategies: dict[str, Any] = {}
+        if not isinstance(router, SimulatedScore):  # (fitted on the traffic by calibrate)
+            check_held_out(router, held_out, scorer)
+        labels = _share_labels(name, points)
         thresholds = calibrate_shares(scorer, held_out, points, seed=seed)  # scored once
-        for label, threshold in zip(_share_labels(name, points), thresholds, strict=True):
-            strategies[label] = threshold_router(weak, strong, score=scorer, threshold=threshold)
-        return {**strategies, **alone}, _share_labels(name, points)
+        strategies = {
+            label: threshold_router(weak, strong, score=scorer, threshold=threshold)
+            for label, threshold in zip(labels, thresholds, strict=True)
+        }
+        return {**strategies, **alone}, labels
 
     pooled, routers, name = run_splits(
         learner, splits(group), data, (weak, strong), lineup, seed, host, progress

@@ -76,29 +76,36 @@ def check_features(features: object, where: str) -> None:
         )
 
 
-def _as_list(requests: object, where: str) -> list[Any]:
+def request_list(requests: object, where: str) -> list[Request]:
+    """``requests`` as a list, refusing a lone request or text and any item not a request."""
     if isinstance(requests, str | Request) or not isinstance(requests, Iterable):
+        hint = " (wrap a single request in a list)" if isinstance(requests, str | Request) else ""
         raise ArgumentTypeError(
-            f"{where} takes a list of requests, got {type(requests).__name__}"
-            + (" (wrap a single request in a list)" if isinstance(requests, str | Request) else "")
+            f"{where} takes a list of sykit.Request objects, got {type(requests).__name__}{hint}"
         )
-    return list(requests)
+    items = list(requests)
+    for item in items:
+        if not isinstance(item, Request):
+            raise ArgumentTypeError(
+                f"{where} takes sykit.Request objects (sy.Request(text) makes one), got "
+                f"{type(item).__name__}"
+            )
+    return items
 
 
 def _texts(requests: object, where: str) -> list[str]:
-    return [prompt_text(r) for r in _as_list(requests, where)]
+    return [prompt_text(r) for r in request_list(requests, where)]
 
 
 def _normalise(rows: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit L2 norm, then float32 (scaled first, so huge finite values cannot
-    overflow float32); all-zero rows stay zero."""
+    """Rows scaled to unit L2 norm, then float32 (each divided by its largest value first, so
+    huge finite values overflow neither the norm nor float32); all-zero rows stay zero."""
+    from sklearn.preprocessing import normalize
+
     rows = np.asarray(rows, dtype=np.float64)
-    peak = np.abs(rows).max(axis=1, keepdims=True) if rows.size else np.ones((len(rows), 1))
+    peak = np.abs(rows).max(axis=1, keepdims=True)
     peak[peak == 0] = 1.0
-    scaled = rows / peak  # the norm of a row of 1e200s would overflow float64 too
-    norms = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
-    norms[norms == 0] = 1.0
-    return (scaled / norms[:, None]).astype(np.float32)
+    return np.asarray(normalize(rows / peak), dtype=np.float32)
 
 
 @functools.lru_cache(maxsize=16)
@@ -163,9 +170,8 @@ class _Corpus:
             width = len(self.names)
         ends = np.cumsum([len(columns) for columns, _ in rows], dtype=np.int64)
         indptr = np.concatenate([np.zeros(1, dtype=np.int64), ends])
-        empty = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
-        columns = np.concatenate([c for c, _ in rows] or [empty[0]])
-        values = np.concatenate([v for _, v in rows] or [empty[1]])
+        columns = np.concatenate([np.zeros(0, dtype=np.int32), *(c for c, _ in rows)])
+        values = np.concatenate([np.zeros(0, dtype=np.float32), *(v for _, v in rows)])
         return sparse.csr_matrix((values, columns, indptr), shape=(len(rows), width))
 
     def alphabetical(self, columns: np.ndarray) -> np.ndarray:
@@ -198,25 +204,6 @@ def _corpus(lowercase: bool, ngrams: tuple[int, int]) -> _Corpus:
     if corpus is None or corpus.full:
         corpus = _CORPORA[key] = _Corpus(lowercase, ngrams)
     return corpus
-
-
-def _select(counts: Any, columns: np.ndarray, width: int) -> Any:
-    """``counts`` with each column ``c`` moved to ``columns[c]`` of ``width`` (``-1``: dropped;
-    columns past the end are terms seen after the fit: dropped), indices sorted as
-    ``CountVectorizer`` sorts them."""
-    from scipy import sparse
-
-    found = np.full(counts.shape[1], -1, dtype=np.int64)
-    known = min(len(columns), len(found))
-    found[:known] = columns[:known]
-    moved = found[counts.indices]
-    kept = moved >= 0
-    ends = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(kept, dtype=np.int64)])
-    selected = sparse.csr_matrix(
-        (counts.data[kept], moved[kept], ends[counts.indptr]), shape=(counts.shape[0], width)
-    )
-    selected.sort_indices()
-    return selected
 
 
 #: The latest fits (settings and training texts → what the fit made): the learners of a
@@ -262,8 +249,7 @@ class TfIdf:
         self.min_df = check_int(min_df, "TfIdf min_df", low=1)
         self.lowercase = lowercase
         self.vectorizer: Any = None
-        # the corpus the fit read, each of its columns' column in the vocabulary (-1: none), and
-        # the fitted weights
+        # the corpus the fit read, the corpus's column of each of its terms, and the fitted weights
         self._fitted_on: tuple[_Corpus, np.ndarray, Any] | None = None
 
     def __repr__(self) -> str:
@@ -325,10 +311,8 @@ class TfIdf:
                 f"TfIdf.fit: no term of the {len(texts)} training prompt(s) is in at least "
                 f"min_df={self.min_df} of them (or they hold no words at all)"
             )
-        columns = np.full(counts.shape[1], -1, dtype=np.int64)
-        columns[terms] = np.arange(len(terms))
         weights = TfidfTransformer(sublinear_tf=self.sublinear_tf)
-        rows = weights.fit_transform(_select(counts, columns, len(terms)))
+        rows = weights.fit_transform(_columns(counts, terms))
         vectorizer = TfidfVectorizer(
             analyzer=functools.partial(_terms, lowercase=self.lowercase, ngrams=self.ngrams),
             max_features=self.max_features,
@@ -338,7 +322,7 @@ class TfIdf:
         )
         vectorizer.vocabulary_ = {corpus.names[at]: j for j, at in enumerate(terms.tolist())}
         vectorizer.idf_ = weights.idf_
-        return vectorizer, (corpus, columns, weights), rows
+        return vectorizer, (corpus, terms, weights), rows
 
     def fit(self, requests: Sequence[Request]) -> None:
         """Learn the vocabulary and the idf weights of the training prompts."""
@@ -352,9 +336,16 @@ class TfIdf:
         texts = _texts(requests, "TfIdf.transform")
         if self._fitted_on is None or self._fitted_on[0].full:
             return self.vectorizer.transform(texts)  # a copy, or a corpus grown past its bound
-        corpus, columns, weights = self._fitted_on
-        counts = _select(corpus.counts(texts), columns, len(weights.idf_))
-        return weights.transform(counts, copy=False)
+        corpus, terms, weights = self._fitted_on
+        return weights.transform(_columns(corpus.counts(texts), terms), copy=False)
+
+
+def _columns(counts: Any, terms: np.ndarray) -> Any:
+    """The counts of ``terms`` (columns of the corpus), indices sorted as ``CountVectorizer``
+    sorts them."""
+    selected = counts[:, terms]
+    selected.sort_indices()
+    return selected
 
 
 class Embed:
@@ -491,7 +482,7 @@ class Column:
 
     def transform(self, requests: Sequence[Request]) -> np.ndarray:
         """Each request's vector, L2-normalised."""
-        vectors = [self._vector(r) for r in _as_list(requests, f"Column({self.name!r})")]
+        vectors = [self._vector(r) for r in request_list(requests, f"Column({self.name!r})")]
         dims = {len(v) for v in vectors}
         if self.dim is not None:
             dims.add(self.dim)

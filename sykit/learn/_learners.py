@@ -27,6 +27,7 @@ import pandas as pd
 
 from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._results.curve_stats import apgr
 from sykit._world.models import Request
 from sykit.datasets import Dataset
 from sykit.learn._features import Features, check_features, feature_key
@@ -42,12 +43,6 @@ from sykit.learn._training import (
 )
 
 __all__ = ["CategoryPrior", "Knn", "Logistic", "MatrixFactorization"]
-
-
-def _sigmoid(z: Any) -> np.ndarray:
-    from scipy.special import expit
-
-    return np.asarray(expit(np.asarray(z, dtype=np.float64)))
 
 
 def _logit(p: Any) -> np.ndarray:
@@ -132,15 +127,14 @@ def _cv_errors(
 
 def _gap_recovered(guess: np.ndarray, gain: np.ndarray) -> float:
     """The APGR of routing by ``guess`` on rows whose true gain is ``gain``: at each strong share
-    of RouteLLM's sweep (0.1 … 0.9) the top rows by guess go strong; the share of the total gain
-    they recover, averaged over the sweep (trapezoids, 0 at share 0 and 1 at share 1). Ties keep
-    the rows' order (the caller shuffles them). NaN guesses rank last."""
-    n = len(gain)
+    of RouteLLM's sweep (0.1 … 0.9) the top rows by guess go strong, and the share of the total
+    gain they recover is the gap recovered. Ties keep the rows' order (the caller shuffles them).
+    NaN guesses rank last."""
     order = np.argsort(-np.nan_to_num(guess, nan=-np.inf), kind="stable")
     recovered = np.concatenate([[0.0], np.cumsum(gain[order])]) / gain.sum()
     shares = np.arange(1, 10) / 10
-    ys = recovered[np.round(shares * n).astype(int)]
-    return float(np.trapezoid(np.r_[0.0, ys, 1.0], np.r_[0.0, shares, 1.0]))
+    ys = recovered[np.round(shares * len(gain)).astype(int)]
+    return apgr(shares.tolist(), ys.tolist(), weak_quality=0.0, strong_quality=1.0)
 
 
 @dataclass(frozen=True)
@@ -246,6 +240,8 @@ class Logistic:
     @_one_blas_thread
     def fit(self, train: Dataset, models: Sequence[str] | None = None) -> Router:
         """Fit on ``train``'s prompts and grades; the router predicts ``models`` (default: all)."""
+        from scipy.special import expit
+
         data = _training(train, models, "Logistic")
         features = _fresh(self.features, "Logistic")
         x = _fit_matrix(features, data.requests, "Logistic")
@@ -259,7 +255,7 @@ class Logistic:
         dim = x.shape[1]
 
         def rows(requests: list[Request]) -> np.ndarray:
-            return _sigmoid(_matrix(features, requests, "Logistic", dim) @ w + b)
+            return expit(_matrix(features, requests, "Logistic", dim) @ w + b)
 
         return Router(
             data.models,
@@ -406,6 +402,7 @@ class MatrixFactorization:
     def fit(self, train: Dataset, models: Sequence[str] | None = None) -> Router:
         """Fit on ``train``'s prompts and grades; the router predicts ``models`` (default: all)."""
         from scipy.optimize import minimize
+        from scipy.special import expit
 
         data = _training(train, models, "MatrixFactorization")
         features = _fresh(self.features, "MatrixFactorization")
@@ -432,7 +429,7 @@ class MatrixFactorization:
             z = hidden @ vectors.T + bias
             loss = float((mask * (np.logaddexp(0.0, z) - y * z)).sum())
             loss += 0.5 * l2 * (float((proj * proj).sum()) + float((vectors * vectors).sum()))
-            r = mask * (_sigmoid(z) - y)
+            r = mask * (expit(z) - y)
             grad_proj = np.asarray(x.T @ (r @ vectors)) + l2 * proj
             grad_vectors = r.T @ hidden + l2 * vectors
             return loss, np.concatenate([grad_proj.ravel(), grad_vectors.ravel(), r.sum(axis=0)])
@@ -444,7 +441,7 @@ class MatrixFactorization:
 
         def predict_rows(requests: list[Request]) -> np.ndarray:
             hidden = np.asarray(_matrix(features, requests, "MatrixFactorization", d) @ proj)
-            return _sigmoid(hidden @ vectors.T + bias)
+            return expit(hidden @ vectors.T + bias)
 
         return Router(
             data.models,

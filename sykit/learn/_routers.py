@@ -21,7 +21,7 @@ import numpy as np
 
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._world.models import Request
-from sykit.learn._features import prompt_text
+from sykit.learn._features import prompt_text, request_list
 
 __all__ = ["Router", "from_scores"]
 
@@ -71,7 +71,7 @@ class Router:
 
     def predict(self, requests: Iterable[Request]) -> np.ndarray:
         """Predicted quality of each model's answer (columns: :attr:`models`) to each request."""
-        items = _request_list(requests, f"{self._name}.predict")
+        items = request_list(requests, f"{self._name}.predict")
         key = self._key
         keys = [key(r) for r in items]
         cache = self._cache
@@ -173,22 +173,6 @@ def _hashable(value: Any) -> Hashable:
 
 
 # -- shared checks ---------------------------------------------------------------------------------
-def _request_list(requests: object, where: str) -> list[Request]:
-    if isinstance(requests, str | Request) or not isinstance(requests, Iterable):
-        hint = " (wrap a single request in a list)" if isinstance(requests, str | Request) else ""
-        raise ArgumentTypeError(
-            f"{where} takes a list of sykit.Request objects, got {type(requests).__name__}{hint}"
-        )
-    items = list(requests)
-    for item in items:
-        if not isinstance(item, Request):
-            raise ArgumentTypeError(
-                f"{where} takes sykit.Request objects (sy.Request(text) makes one), got "
-                f"{type(item).__name__}"
-            )
-    return items
-
-
 def _model_names(models: object, where: str) -> tuple[str, ...]:
     if isinstance(models, str) or not isinstance(models, Iterable):
         raise ArgumentTypeError(

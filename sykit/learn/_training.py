@@ -50,15 +50,8 @@ def _training(train: object, models: object, where: str) -> _Training:
                 f"{where}.fit: {', '.join(map(repr, unknown))} not among the dataset's models "
                 f"{list(train.models)}"
             )
-    table = train.quality
-    quality = np.column_stack(
-        [
-            table[m].to_numpy(dtype=np.float64, na_value=np.nan)
-            if m in table.columns
-            else np.full(len(train), np.nan)
-            for m in names
-        ]
-    ).reshape(len(train), len(names))
+    grades = train.quality.reindex(columns=list(names)).to_numpy(np.float64, na_value=np.nan)
+    quality = np.array(grades, order="C")  # (a writable copy, laid out as the learners read it)
     graded = np.isfinite(quality).sum(axis=0)
     few = [f"{m!r} ({int(c)})" for m, c in zip(names, graded, strict=True) if c < 2]
     if few:
