@@ -485,10 +485,25 @@ class Dataset:
                 own = labels[start:stop]
                 missing = [label for label in own if label not in split]
                 if missing:
+                    # requests already built with their truths are split; the others are built
+                    # from the table as the run reads them (request and truth apart)
+                    cache = self._cache
+                    cached = [label for label in missing if label in cache]
                     split.update(
-                        (label, (request.without_truth(), truth_of(request)))
-                        for label, request in zip(missing, self._requests(missing), strict=True)
+                        (label, (cache[label].without_truth(), truth_of(cache[label])))
+                        for label in cached
                     )
+                    if len(cached) < len(missing):
+                        fresh = [label for label in missing if label not in cache]
+                        whole = len(fresh) == stop - start  # (a slice: cheaper than labels)
+                        built = self._build(frame.iloc[start:stop] if whole else frame.loc[fresh])
+                        split.update(zip(fresh, built, strict=True))
+                        # kept with their truths too, for whoever iterates the dataset or its
+                        # folds next: each row is built once
+                        cache.update(
+                            (label, request if truth is None else request.with_truth(truth))
+                            for label, (request, truth) in zip(fresh, built, strict=True)
+                        )
                 return [split[label] for label in own]
 
         else:
