@@ -202,6 +202,10 @@ class _Bucket:
         return max(0.0, (amount - self.level) / self.rate_per_s)
 
 
+#: ``Kind.MODEL``, read once (an enum member's lookup costs a call on every attempt).
+_MODEL = Kind.MODEL
+
+
 class _Card:
     """What a session needs of one model's profile on every attempt, looked up once."""
 
@@ -283,7 +287,7 @@ class _SimSession:
         now = attempt.start_s
         request = attempt.request
         if (
-            attempt.kind == Kind.MODEL
+            attempt.kind == _MODEL
             and isinstance(request, Request)  # a model attempt's request is never a decision's
             and (
                 request.images

@@ -632,7 +632,11 @@ class StrategyRun:
                         ttft = start + served_ttft - state.start_s
                     if kind == MODEL:
                         graded = served_model
-        extra = row_extra(run, state.index, state.request.metadata, state.evidence, graded)
+        metadata = state.request.metadata
+        if (metadata and run.row_values is None) or state.evidence or run.note_truth is not None:
+            extra = row_extra(run, state.index, metadata, state.evidence, graded)
+        else:
+            extra = None  # nothing to add to the row (row_extra would give it nothing)
         state.succeeded = ok
         if self.sessions is not None and ok and response is not None:
             # a session's answer so far: the last one is what a sub-agent hands its parent

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import statistics
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -33,6 +34,11 @@ __all__ = [
 
 _Z95 = NormalDist().inv_cdf(0.95)
 _inv_cdf = NormalDist().inv_cdf
+#: The standard normal's quantile without ``NormalDist``'s checks (the same function it calls):
+#: for u strictly inside (0, 1), as every draw is.
+_normal_quantile: Callable[[float, float, float], float] = getattr(
+    statistics, "_normal_dist_inv_cdf", lambda p, mu, sigma: NormalDist(mu, sigma).inv_cdf(p)
+)
 
 
 @runtime_checkable
@@ -152,7 +158,9 @@ class LogNormal:
         raise ArgumentError(f"tail must be 'upper' or 'lower', got {tail!r}")
 
     def quantile(self, u: float) -> float:
-        return math.exp(self._mu + self.sigma * _inv_cdf(u))
+        if 0.0 < u < 1.0:
+            return math.exp(self._mu + self.sigma * _normal_quantile(u, 0.0, 1.0))
+        return math.exp(self._mu + self.sigma * _inv_cdf(u))  # (refuses u outside (0, 1))
 
     @property
     def mean(self) -> float:

@@ -921,5 +921,10 @@ class KernelEngine(Engine):
         running = self.kernel.current
         return None if running is None else running.owner
 
+    def new_race(self) -> int:
+        running = self.kernel.current  # (Engine.new_race, without the call for the owner)
+        owner = None if running is None else running.owner
+        return Engine.new_race(self) if owner is None else owner.next_race_id()
+
     def drive(self, steps: Generator[Any, Any, Any], session: Any) -> Call:
         return Call(steps)  # a simulated host plans its attempts: only sleeps reach the kernel
