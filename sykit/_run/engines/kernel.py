@@ -620,9 +620,8 @@ class Kernel:
             task.waiting = None
             for other in waiting:
                 waiters = other.waiters
-                if waiters:
-                    with contextlib.suppress(ValueError):
-                        waiters.remove(task)
+                if waiters and task in waiters:  # (a short list: cheaper than suppressing)
+                    waiters.remove(task)
         task.wake = 0
 
     # -- the loop ------------------------------------------------------------------------------
