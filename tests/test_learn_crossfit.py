@@ -295,3 +295,32 @@ def test_a_group_function_gets_the_row_as_folds_give_it_and_groups_as_its_column
         hard_word, data, weak=WEAK, strong=STRONG, resamples=200, group=lambda row: row["question"]
     )
     assert by_function.apgr == by_column.apgr and by_function.aiq == by_column.aiq
+
+
+def test_requests_ungraded_for_one_model_are_left_out_of_the_judgement_with_a_warning():
+    """With the strong model graded on half the rows, the means of the shares would mix rows
+    graded for both with rows graded for one: the judgement keeps the rows graded for both. A
+    constant gain makes every ranking's APGR exactly 0.5."""
+    rng = np.random.default_rng(3)
+    n = 200
+    weak = rng.uniform(0, 0.7, n)
+    strong = weak + 0.3
+    strong[rng.uniform(size=n) < 0.5] = np.nan
+    frame = pd.DataFrame({"prompt": [f"task {i}" for i in range(n)], "w": weak, "s": strong})
+    data = sy.datasets.from_frame(frame, prompt="prompt", quality={WEAK: "w", STRONG: "s"})
+    graded = int(np.isfinite(strong).sum())
+    with pytest.warns(UserWarning, match=f"judged on the {graded} graded for both"):
+        cv = cross_fit(hard_word, data, weak=WEAK, strong=STRONG, resamples=200)
+    assert cv.apgr.value == pytest.approx(0.5, abs=1e-9)
+    assert cv.apgr.low <= 0.5 <= cv.apgr.high
+    assert cv.random.value == pytest.approx(0.5, abs=0.02)
+    assert len(cv.comparison.requests) == n * (len(cv.shares) + 2)  # every request still routed
+
+
+def test_no_request_graded_for_both_models_is_refused():
+    frame = pd.DataFrame(
+        {"prompt": [f"t{i}" for i in range(40)], "w": [0.5] * 20 + [np.nan] * 20}
+    ).assign(s=lambda f: np.where(f["w"].isna(), 1.0, np.nan))
+    data = sy.datasets.from_frame(frame, prompt="prompt", quality={WEAK: "w", STRONG: "s"})
+    with pytest.raises(sy.errors.ArgumentError, match="no request is graded for both"):
+        cross_fit(hard_word, data, weak=WEAK, strong=STRONG, resamples=200)

@@ -13,7 +13,6 @@ calibrates on recent traffic), with ties broken by a seeded hash so each share i
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 import warnings
@@ -482,7 +481,16 @@ def judge(
         learner, splits(group), data, (weak, strong), lineup, seed, host, progress
     )
     named = _share_labels(name, points)
-    curve_data, table = _curve(pooled, named, points, weak, strong, data, group)
+    curve_data, table, ungraded = _curve(pooled, named, points, weak, strong, data, group)
+    if ungraded:
+        warnings.warn(
+            f"{ungraded} of the {ungraded + len(curve_data.weak)} requests have no grade for "
+            f"{weak!r} or {strong!r}: APGR, AIQ and the curve are judged on the "
+            f"{len(curve_data.weak)} graded for both (every request is still routed; "
+            "cv.comparison has them all)",
+            UserWarning,
+            stacklevel=3,
+        )
     boot = bootstrap_curve(curve_data, resamples=resamples, seed=seed)
     if not math.isfinite(boot.apgr.value):
         warnings.warn(
@@ -519,11 +527,28 @@ def _curve(
     strong: str,
     data: Dataset,
     group: Any,
-) -> tuple[Curve, pd.DataFrame]:
+) -> tuple[Curve, pd.DataFrame, int]:
+    """The curve of the shares on the requests graded for both models (a request ungraded
+    for one would count the other's grade alone: the means would not compare), its table, and
+    how many requests were left out."""
     requests = pooled.requests
     curve = curve_of(requests, named, f"{weak} only", f"{strong} only", strong)
     ids = pd.Index(requests.loc[requests["strategy"] == f"{weak} only", "request_id"].unique())
-    curve = dataclasses.replace(curve, clusters=_clusters(data, group, ids))
+    clusters = _clusters(data, group, ids)
+    both = np.isfinite(curve.weak) & np.isfinite(curve.strong_only)
+    if not both.any():
+        raise ArgumentError(
+            f"no request is graded for both {weak!r} and {strong!r} (of {len(both)}): there is "
+            "no gap between them to judge a router on"
+        )
+    curve = Curve(
+        curve.quality[both],
+        curve.strong[both],
+        curve.cost[both],
+        curve.weak[both],
+        curve.strong_only[both],
+        clusters[both],
+    )
     table = pd.DataFrame(
         {
             "strategy": named,
@@ -535,4 +560,4 @@ def _curve(
     )
     if not math.isfinite(float(table["mean_quality"].sum())):
         raise ArgumentError("no graded request was served: the dataset has no usable grades")
-    return curve, table
+    return curve, table, int((~both).sum())
