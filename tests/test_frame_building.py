@@ -76,3 +76,36 @@ def test_a_comparisons_requests_are_its_runs_frames_one_under_the_other() -> Non
         "evidence_threshold",
         "evidence_verdict",
     ]
+
+
+def test_metadata_and_evidence_columns_come_in_request_order_on_every_engine(tmp_path) -> None:
+    """Requests that finish in another order than they came (a long prompt first), with metadata
+    and evidence keys of their own: every engine, a spilling run and any concurrency give the
+    columns in the order the requests came, not the order they finished."""
+    latency = sy.Latency(ttft=0.1, tokens_per_s=50, prefill_tokens_per_s=1000)
+    host = sy.SimHost({"m": sy.ModelProfile(latency=latency)})
+    requests = [
+        sy.Request("slow", input_tokens=10_000, metadata={"a": 1}),
+        sy.Request("fast", metadata={"b": 2}),
+        sy.Request("also fast", metadata={"c": 3, "a": 4}),
+    ]
+
+    def route(request: sy.Request) -> str:
+        return "m"
+
+    static = sy.strategies.static(route, name="static")
+    frames = {
+        engine: sy.run(static, requests, host=host, engine=engine, progress=False).requests
+        for engine in ("bulk", "kernel", "asyncio")
+    }
+    one_at_a_time = sy.run(
+        static, requests, host=host, engine="kernel", concurrency=1, progress=False
+    ).requests
+    frames["spilled"] = sy.run(
+        static, requests, host=host, engine="kernel", spill=tmp_path / "run", progress=False
+    ).requests
+    assert list(frames["kernel"].columns[-3:]) == ["a", "b", "c"]
+    assert frames["kernel"]["end_s"].iloc[0] > frames["kernel"]["end_s"].iloc[1]
+    for name, frame in frames.items():
+        pd.testing.assert_frame_equal(frame, frames["bulk"], check_exact=True, obj=name)
+    assert list(one_at_a_time.columns) == list(frames["bulk"].columns)

@@ -337,7 +337,8 @@ def request_columns(
         by_position = [_NO_EXTRA] * n
         for row, extra in extras.items():
             by_position[at[row]] = extra
-    keys = dict.fromkeys(chain.from_iterable(extras.values()))
+    # in the order of the requests, not the order they finished in: the same on every engine
+    keys = dict.fromkeys(chain.from_iterable(by_position))
     if rows is not None:  # every row holds these first, as each request's values would
         _dataset_columns(columns, rows, index[order], keys, by_position)
     # the columns in the order their keys first appear; a row without one holds None
