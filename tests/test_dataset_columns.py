@@ -73,13 +73,15 @@ def test_a_datasets_columns_are_those_of_its_requests_values(engine: str) -> Non
         "meta_status",
         "turn",
         "flag",
-        "evidence_score",  # the analysis column, with the evidence of that name in its rows
+        "meta_evidence_score",  # the analysis column: not the evidence column of that name
         "note",
         "meta_seed",
     ]
     static = by_column.result("static", seed=0).requests.set_index("request_id")
-    assert static.loc[1, "evidence_score"] == 1.5  # the evidence in its row
-    assert static.loc[2, "evidence_score"] == 1.0  # the dataset's value in the others
+    assert static.loc[1, "evidence_score"] == 1.5  # the algorithm's evidence
+    assert pd.isna(static.loc[2, "evidence_score"])  # none given for this request
+    assert static.loc[1, "meta_evidence_score"] == 0.5  # the dataset's values, in every row
+    assert static.loc[2, "meta_evidence_score"] == 1.0
     assert static["turn"].dtype == by_row.result("static", seed=0).requests["turn"].dtype
 
 

@@ -242,6 +242,27 @@ def test_metadata_and_evidence_become_request_columns(host):
     assert frame[["evidence_score", "evidence_source"]].iloc[0].tolist() == [0.25, "rule"]
 
 
+@pytest.mark.parametrize("engine", ["bulk", "kernel"])
+def test_no_two_metadata_or_evidence_keys_share_a_column(host, engine):
+    """A key named as the records' own column is prefixed; so is one that starts like a prefixed
+    name or an evidence column: every value keeps a column of its own, whichever request has it."""
+
+    def route(request):
+        return "fast"
+
+    static = sy.strategies.static(route, name="static")
+    reqs = [
+        sy.Request("x", metadata={"seed": 3, "meta_seed": 4, "evidence_k": 5}),
+        sy.Request("y", metadata={"meta_meta_seed": 6}),
+    ]
+    frame = sy.run(static, reqs, host=host, engine=engine, progress=False).requests
+    assert frame["meta_seed"].tolist()[0] == 3
+    assert frame["meta_meta_seed"].tolist()[0] == 4
+    assert frame["meta_evidence_k"].tolist()[0] == 5
+    assert frame["meta_meta_meta_seed"].tolist()[1] == 6
+    assert "evidence_k" not in frame.columns
+
+
 def test_prompts_can_be_plain_strings_and_ids_are_kept(host):
     res = sy.run(fast_only, ["a", sy.Request("b", id="mine")], host=host)
     assert res.requests["request_id"].tolist() == ["0", "mine"]

@@ -340,7 +340,7 @@ def request_columns(
     # in the order of the requests, not the order they finished in: the same on every engine
     keys = dict.fromkeys(chain.from_iterable(by_position))
     if rows is not None:  # every row holds these first, as each request's values would
-        _dataset_columns(columns, rows, index[order], keys, by_position)
+        _dataset_columns(columns, rows, index[order])
     # the columns in the order their keys first appear; a row without one holds None
     for key in keys:
         if key not in columns or key in RESERVED:
@@ -352,42 +352,27 @@ def request_columns(
 _NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
 
 
-def _dataset_columns(
-    columns: dict[str, Any],
-    rows: RowValues,
-    index: np.ndarray,
-    keys: Mapping[str, None],
-    by_position: list[Mapping[str, Any]],
-) -> None:
+def _dataset_columns(columns: dict[str, Any], rows: RowValues, index: np.ndarray) -> None:
     """Add the dataset's metadata and analysis columns of the requests at ``index`` (sorted) to
     ``columns``, named, ordered and typed as each request's values would have made them (a name
-    of the records' own ``meta_``-prefixed, a later column of the same name taking the
-    earlier's place); an extra value of the same name (an algorithm's evidence) takes the
-    dataset's value in its row. The columns of every request, in order, are made once per
-    dataset."""
+    of the records' own ``meta_``-prefixed: see :func:`~sykit._run.records.row_name`, which
+    gives no two of them, and no evidence column, the same name). The columns of every request,
+    in order, are made once per dataset."""
     if not len(index):
         return  # no row: no row's values to make columns of
-    sources: dict[str, str] = {}
-    for name in (*rows.metadata, *rows.analysis):
-        sources[row_name(name)] = name
     # every request of the dataset, once each (index is sorted): the columns made once serve
     every = len(index) == rows.count and index[0] == 0 and index[-1] == rows.count - 1
-    for key, name in sources.items():
-        if every and key not in keys:
+    for name in (*rows.metadata, *rows.analysis):
+        if every:
             made = rows.made.get(name)
             if made is None:
                 made = _column(rows.values(name))
                 if rows.keep:
                     rows.made[name] = made
-            columns[key] = made
-            continue
-        values = rows.values(name)
-        taken = [values[i] for i in index.tolist()]
-        if key in keys:  # an extra value of this name wins in its row
-            for position, extra in enumerate(by_position):
-                if key in extra:
-                    taken[position] = extra[key]
-        columns[key] = _column(taken)
+        else:
+            values = rows.values(name)
+            made = _column([values[i] for i in index.tolist()])
+        columns[row_name(name)] = made
 
 
 def _column(values: list[Any]) -> Any:

@@ -181,7 +181,17 @@ def array_bytes(values: np.ndarray) -> memoryview | bytes:
     return values.data.cast("B") if values.size else b""
 
 
+#: Metadata names that start like a column name :func:`row_name` makes or an evidence column
+#: (``evidence_<key>``): prefixed too, so that no two keys share a column.
+_PREFIXED = ("meta_", "evidence_")
+
+
 def row_name(key: str) -> str:
     """The requests frame's column for a request's metadata or analysis value ``key``: a name
-    of the records' own (:data:`RESERVED`) is ``meta_``-prefixed."""
-    return key if key not in RESERVED else f"meta_{key}"
+    of the records' own (:data:`RESERVED`) is ``meta_``-prefixed, and so is a name that starts
+    with ``meta_`` or ``evidence_``: ``seed`` → ``meta_seed``, ``meta_seed`` → ``meta_meta_seed``,
+    ``evidence_x`` → ``meta_evidence_x``. Distinct keys never share a column (nor one of the
+    records', nor an evidence column)."""
+    if key in RESERVED or key.startswith(_PREFIXED):
+        return f"meta_{key}"
+    return key
