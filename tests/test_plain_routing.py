@@ -300,3 +300,21 @@ def test_a_simulated_score_routes_every_request_at_once(
     result = run(routers(data)["simulated"], data, host=host, strategy="simulated")
     assert called == ["simulated"] and result.engine == "bulk"
     assert result.requests["reads_truth"].all()
+
+
+def test_a_route_the_algorithm_could_not_serve_fails_its_request_alone() -> None:
+    """A static router that returns an empty model name for one request: ``engine="auto"``
+    records that request's failure as the event engines do, not a failed run; the bulk engine,
+    asked for by name, says why it cannot run it."""
+    host = sy.SimHost({"small": sy.ModelProfile()})
+
+    def route(request: sy.Request) -> str:
+        return "" if request.id == 1 else "small"
+
+    static = sy.strategies.static(route, name="st")
+    auto = run(static, ["a", "b", "c"], host=host)
+    kernel = run(static, ["a", "b", "c"], host=host, engine="kernel")
+    pd.testing.assert_frame_equal(auto.requests, kernel.requests, check_exact=True)
+    assert auto.requests["status"].astype(str).tolist() == ["ok", "failed", "ok"]
+    with pytest.raises(sy.errors.ArgumentError, match="cannot run on the bulk engine"):
+        run(static, ["a", "b", "c"], host=host, engine="bulk")

@@ -37,7 +37,7 @@ from sykit._run.records import ANSWER, MODEL, ROUTING, STATUS_CODE
 from sykit._run.state import RequestState
 from sykit._run.static import Route, RouteMany, RoutingBatch
 from sykit._world.billing import Generation, unserved_tokens
-from sykit._world.models import Outcome, route_to
+from sykit._world.models import Outcome, Request, route_to
 from sykit._world.truth import TruthTable
 
 __all__ = ["evaluate", "is_static", "refusal"]
@@ -255,7 +255,7 @@ class _Bulk:
                 raise _failed_routing(error, f"request {request_id!r}") from None
             at = chains.get(chain)
             if at is None:  # a chain first seen: checked as the algorithm's route_to checks it
-                route_to(chain[0], request, chain[1:])
+                _check_chain(chain, request, f"request {request_id!r}")
                 at = chains[chain] = len(chains)
             routes.append(at)
             if evidence or reader.reads_truth:
@@ -295,7 +295,7 @@ class _Bulk:
             raise NeedsEvents("the algorithm's routing of the requests at once lost requests")
         chains: dict[tuple[str, ...], int] = {}
         for chain in dict.fromkeys(chosen):  # each chain first seen: checked as route_to checks it
-            route_to(chain[0], requests[0], chain[1:])
+            _check_chain(chain, requests[0], "the requests")
             chains[chain] = len(chains)
         routes = np.fromiter(map(chains.__getitem__, chosen), dtype=np.int64, count=len(chosen))
         givens = evidence if evidence is not None else [None] * len(ids)
@@ -882,6 +882,18 @@ def _route_statically(fn: Any, state: RequestState) -> Any:
         raise _failed_routing(error, f"request {state.request_id!r}") from None
     pending.close()
     raise NeedsEvents(f"the algorithm awaited something while routing request {state.request_id!r}")
+
+
+def _check_chain(chain: tuple[str, ...], request: Request, what: str) -> None:
+    """Check ``chain`` as the algorithm's ``route_to`` would have: a chain it would refuse
+    fails only its own requests, which the event engines record."""
+    try:
+        route_to(chain[0], request, chain[1:])
+    except Exception as error:
+        raise NeedsEvents(
+            f"the routing of {what} cannot be served ({type(error).__name__}: {error}; the "
+            "event engines record it)"
+        ) from None
 
 
 def _failed_routing(error: BaseException, what: str) -> NeedsEvents:
