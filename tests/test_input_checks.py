@@ -371,6 +371,21 @@ def test_compare_refuses_a_repeated_seed(host):
         sy.compare([to_a], ["x"], host=host, seeds=[0, 1, 0])
 
 
+@pytest.mark.parametrize("seed", [2**63, -(2**63) - 1, 2**70])
+def test_a_seed_past_64_bits_is_refused_before_the_run(host, seed):
+    """A comparison's frames hold the seed as a 64-bit int: a larger one is refused up front,
+    not when the frame is read."""
+    with pytest.raises(sy.ArgumentError, match="seed must be an int from -2"):
+        sy.compare([to_a], ["x"], host=host, seeds=[seed])
+    with pytest.raises(sy.ArgumentError, match="seed must be an int from -2"):
+        sy.run(to_a, ["x"], host=host, seed=seed)
+
+
+def test_the_largest_seeds_reach_the_frames(host):
+    cmp = sy.compare([to_a], ["x"], host=host, seeds=[2**63 - 1, -(2**63)])
+    assert cmp.requests["seed"].tolist() == [2**63 - 1, -(2**63)]
+
+
 def test_list_metadata_reaches_the_requests_table(host):
     reqs = [
         sy.Request("x", metadata={"tags": ["math", "easy"], "source": {"set": "gsm8k"}}),

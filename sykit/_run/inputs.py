@@ -309,7 +309,14 @@ def check_concurrency(concurrency: object, open_loop: bool) -> int | None:
 
 
 def check_seed(seed: object) -> int:
-    return check_int(seed, "seed")
+    """A run's seed: any int that fits in 64 bits (a comparison's frames hold it as one)."""
+    return check_int(
+        seed,
+        "seed",
+        low=-(2**63),
+        high=2**63 - 1,
+        expected="an int from -2**63 to 2**63 - 1 (64 bits)",
+    )
 
 
 def check_seeds(seeds: object) -> list[int]:
