@@ -4,9 +4,11 @@ are split by a seeded hash of their ids, and threshold_router honours the split 
 from __future__ import annotations
 
 import copy
+import math
 import pickle
 import warnings
 
+import pandas as pd
 import pytest
 from helpers import constant_profile
 
@@ -183,3 +185,25 @@ def test_several_shares_scored_once_give_each_share_s_threshold():
     ]
     with pytest.raises(sy.ArgumentError, match="target_share"):
         calibrate_shares(coarse, REQUESTS, [0.5, 1.5])
+
+
+def test_a_nan_score_fails_its_request_on_every_engine_and_calibrate_refuses_it() -> None:
+    """NaN is on no side of a threshold: routed weak unseen, it would skew the share. The
+    request fails, saying why, alike on every engine; calibrate names the request."""
+    host = sy.SimHost({"w": sy.ModelProfile(), "s": sy.ModelProfile()})
+    requests = [sy.Request(text, id=i) for i, text in enumerate("abc")]
+
+    def score(request: sy.Request) -> float:
+        return math.nan if request.id == 1 else 0.9
+
+    router = st.threshold_router("w", "s", score=score, threshold=0.5)
+    frames = {}
+    for engine in ("auto", "kernel", "asyncio"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            frames[engine] = sy.run(router, requests, host=host, engine=engine).requests
+        pd.testing.assert_frame_equal(frames[engine], frames["auto"], check_exact=True)
+    assert frames["auto"]["status"].astype(str).tolist() == ["ok", "failed", "ok"]
+    assert "the score is NaN for request 1" in frames["auto"]["error_message"].iloc[1]
+    with pytest.raises(sy.errors.ArgumentError, match="returned NaN for request 1"):
+        st.calibrate(score, requests, 0.5)

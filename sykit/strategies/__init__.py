@@ -273,6 +273,11 @@ def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) ->
     to_strong, to_weak = (strong, weak), (weak, strong)
 
     def decide(value: float, request_id: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+        if value != value:  # NaN: no side of the threshold (it would go weak unseen)
+            raise ArgumentError(
+                f"the score is NaN for request {request_id!r}: a score must be a number the "
+                "threshold can be compared with"
+            )
         if ties is not None and value == threshold:
             goes_strong = ties.goes_strong(value, request_id)
             evidence = {

@@ -217,12 +217,19 @@ def calibrate_shares(
                     value.close()
                 raise ArgumentTypeError("calibrate() needs a synchronous score function")
             try:
-                values.append(float(value))
+                number = float(value)
             except (TypeError, ValueError):
                 raise ArgumentTypeError(
                     f"calibrate(): the score function must return a number, got "
                     f"{type(value).__name__} for request {_request_id(request, index)!r}"
                 ) from None
+            if math.isnan(number):
+                raise ArgumentError(
+                    f"calibrate(): the score function returned NaN for request "
+                    f"{_request_id(request, index)!r}: a score must be a number a threshold "
+                    "can be compared with"
+                )
+            values.append(number)
     return [_tie_broken(values, ids, share, seed) for share in shares]
 
 
