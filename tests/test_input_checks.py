@@ -395,3 +395,21 @@ def test_list_metadata_reaches_the_requests_table(host):
     assert frame["tags"].dtype == object
     assert frame["tags"].tolist() == [["math", "easy"], []]
     assert frame["source"].tolist() == [{"set": "gsm8k"}, None]
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        ({"a": True, "b": 1}, "weight of 'a' must be a number ≥ 0, got bool"),
+        ({"a": "x"}, "weight of 'a' must be a number ≥ 0, got str"),
+        ({5: 1.0}, "needs at least 1 model name"),
+    ],
+)
+def test_weighted_random_refuses_weights_that_are_not_numbers(weights, message):
+    with pytest.raises((sy.ArgumentError, sy.ArgumentTypeError), match=message):
+        sy.strategies.weighted_random(weights)
+
+
+def test_an_empty_image_is_refused():
+    with pytest.raises(sy.ArgumentError, match="images holds an empty string"):
+        sy.Request("look", images=["data:image/png;base64,AAAA", " "])

@@ -184,6 +184,11 @@ class Request:
                 raise ArgumentTypeError(
                     "images must contain only strings (image URLs or data URIs)"
                 )
+            if not all(x.strip() for x in images):
+                raise ArgumentError(
+                    "images holds an empty string: each image is a URL or a data URI (an "
+                    "empty one would still be billed as an image)"
+                )
             images_frozen = tuple(images)
         if type(tools) is tuple and not tools:
             tools_frozen: tuple[Mapping[str, Any], ...] = ()

@@ -152,7 +152,11 @@ def weighted_random(
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise ArgumentError(f"weighted_random(seed=) takes an int or None, got {seed!r}")
     if isinstance(weights, Mapping):
-        items = [(str(m), float(w)) for m, w in weights.items()]
+        checked_models(list(weights), "weighted_random()")
+        items = [
+            (m, check_real(w, f"weighted_random() weight of {m!r}", expected="a number ≥ 0"))
+            for m, w in weights.items()
+        ]
     else:
         items = [(m, 1.0) for m in checked_models(weights, "weighted_random()")]
     if (
