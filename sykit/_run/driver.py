@@ -213,7 +213,7 @@ class Driver:
         """
         state = self._state
         run = state.run
-        candidates = self._candidates(request, models, "call_model")
+        candidates = self._candidates(request, models, "call_model(models=...)")
         if max_retries is not None:
             _check_max_retries(max_retries)
         call = run.serve(state, request, candidates, ROUTING, MODEL, max_retries)
@@ -234,20 +234,20 @@ class Driver:
         an ``async with`` block or calling ``aclose()`` early cancels the attempt, billed for
         the tokens produced so far. Nothing is sent until the first chunk is awaited.
         ``max_retries`` as for :meth:`call_model`."""
-        candidates = self._candidates(request, models, "stream_model")
+        candidates = self._candidates(request, models, "stream_model(models=...)")
         _check_max_retries(max_retries)
         return ModelStream(self._state, request, candidates, max_retries)
 
-    def _candidates(self, request: object, models: object, method: str) -> tuple[str, ...]:
+    def _candidates(self, request: object, models: object, where: str) -> tuple[str, ...]:
         """The checked candidates of a routing-phase model call (only the first one unless the
-        policy has ``routing_fallback``)."""
+        policy has ``routing_fallback``); ``where`` names the argument in errors."""
         state = self._state
         if state.closed:
             raise closed_error(state)
         if type(request) is not Request and not isinstance(request, Request):
             raise ArgumentTypeError(f"request must be a sy.Request, got {type(request).__name__}")
         run = state.run
-        names = run.check_models(models, f"{method}(models=...)")
+        names = run.check_models(models, where)
         return names if run.policy.routing_fallback else names[:1]
 
     def call_decision(self, request: DecisionRequest, model: str) -> Awaitable[DecisionResponse]:
