@@ -253,7 +253,7 @@ def test_no_two_metadata_or_evidence_keys_share_a_column(host, engine):
     static = sy.strategies.static(route, name="static")
     reqs = [
         sy.Request("x", metadata={"seed": 3, "meta_seed": 4, "evidence_k": 5}),
-        sy.Request("y", metadata={"meta_meta_seed": 6}),
+        sy.Request("y", metadata={"meta_meta_seed": 6, 7: "a key that is no string"}),
     ]
     frame = sy.run(static, reqs, host=host, engine=engine, progress=False).requests
     assert frame["meta_seed"].tolist()[0] == 3
@@ -261,6 +261,7 @@ def test_no_two_metadata_or_evidence_keys_share_a_column(host, engine):
     assert frame["meta_evidence_k"].tolist()[0] == 5
     assert frame["meta_meta_meta_seed"].tolist()[1] == 6
     assert "evidence_k" not in frame.columns
+    assert frame[7].tolist()[1] == "a key that is no string"
 
 
 def test_prompts_can_be_plain_strings_and_ids_are_kept(host):

@@ -192,6 +192,6 @@ def row_name(key: str) -> str:
     with ``meta_`` or ``evidence_``: ``seed`` → ``meta_seed``, ``meta_seed`` → ``meta_meta_seed``,
     ``evidence_x`` → ``meta_evidence_x``. Distinct keys never share a column (nor one of the
     records', nor an evidence column)."""
-    if key in RESERVED or key.startswith(_PREFIXED):
+    if key in RESERVED or (isinstance(key, str) and key.startswith(_PREFIXED)):
         return f"meta_{key}"
-    return key
+    return key  # (a key that is not a string keeps its own: no prefixed name can be it)
