@@ -475,6 +475,11 @@ def test_columns_named_like_the_roles_take_them_when_not_mapped():
     assert ds.frame["id"].tolist() == ["q3", "q4"]
     assert ds.frame["input_tokens"].tolist() == [100, 200]
     assert [ds[i].images for i in range(2)] == [(), ("https://example.com/cat.png",)]
-    # a keyword still names another column, and then the same-named one is kept for analysis
-    other = sy.datasets.from_frame(frame.assign(n=[7, 8]), prompt="prompt", input_tokens="n")
+    # a keyword still names another column (the same-named one then has to be renamed to stay)
+    other = sy.datasets.from_frame(
+        frame.rename(columns={"input_tokens": "counted"}).assign(n=[7, 8]),
+        prompt="prompt",
+        input_tokens="n",
+    )
     assert other.frame["input_tokens"].tolist() == [7, 8]
+    assert other.frame["counted"].tolist() == [100, 200]

@@ -259,7 +259,10 @@ class Dataset:
 
         ds.filter(benchmark="mmlu")
         ds.filter(category=["math", "physics"], contaminated=False)
+        ds.filter(category=None)                          # the rows without a category
         ds.filter(lambda f: f["input_tokens"] > 500)      # any boolean mask over .frame
+
+        None or NaN (``pd.NA`` too) stands for a missing value, also in a list.
         """
         frame = self._frame
         mask = pd.Series(True, index=frame.index)
@@ -270,8 +273,10 @@ class Dataset:
                 )
             series = frame[column]
             if isinstance(value, list | tuple | set | frozenset):
-                mask &= series.isin(list(value))
-            elif value is None:
+                present = [v for v in value if not _missing(v)]
+                one_of = series.isin(present)
+                mask &= one_of | series.isna() if len(present) < len(value) else one_of
+            elif _missing(value):
                 mask &= series.isna()
             else:
                 mask &= series == value
@@ -617,6 +622,17 @@ class Dataset:
         preview["prompt"] = preview["prompt"].map(lambda s: s if len(s) <= 60 else s[:57] + "...")
         parts.append(preview.to_html(max_cols=12))
         return "\n".join(parts)
+
+
+def _missing(value: object) -> bool:
+    """Whether a value :meth:`Dataset.filter` is given stands for a missing cell: None, NaN,
+    ``pd.NA`` or ``pd.NaT``."""
+    return (
+        value is None
+        or value is pd.NA
+        or value is pd.NaT
+        or (isinstance(value, float | np.floating) and math.isnan(value))
+    )
 
 
 def _count(n: object, name: str) -> int:
