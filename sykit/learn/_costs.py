@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,10 +35,13 @@ from sykit.learn._crossfit import (
     _clusters,
     _evaluation_host,
     check_held_out,
+    check_learner,
     default_group,
     how_to_price,
     run_splits,
 )
+from sykit.learn._routers import _model_names
+from sykit.learn._training import check_seed
 from sykit.strategies import single
 
 __all__ = ["DEFAULT_LAMBDAS", "CostCrossFit", "cost_router", "cross_fit_costs"]
@@ -144,16 +147,28 @@ def cross_fit_costs(
     """
     if not isinstance(data, Dataset):
         raise ArgumentTypeError(f"data must be a sy.datasets.Dataset, got {type(data).__name__}")
-    names = list(data.models if models is None else models)
+    check_learner(learner)
+    if isinstance(models, str):
+        raise ArgumentTypeError(
+            f"models must be a list of two or more model names, got the one name {models!r}; "
+            f"the dataset's models: {list(data.models)}"
+        )
+    names = list(data.models if models is None else _model_names(models, "cross_fit_costs"))
     unknown = [m for m in names if m not in data.models]
     if unknown or len(names) < 2:
         raise ArgumentError(
             f"models must be two or more of the dataset's models {list(data.models)}; got {names}"
         )
+    if isinstance(lambdas, str) or not isinstance(lambdas, Iterable):
+        raise ArgumentTypeError(
+            f"lambdas must be a list of numbers ≥ 0 (the λ of each point of the sweep), got "
+            f"{type(lambdas).__name__} {lambdas!r:.40}"
+        )
     points = tuple(check_real(v, "lambdas[]", low=0.0) for v in lambdas)
     if not points or len(set(points)) != len(points):
         raise ArgumentError(f"lambdas must be distinct numbers ≥ 0, got {lambdas!r}")
     folds = check_int(folds, "folds", low=2, type_error=ArgumentError)
+    seed = check_seed(seed, "seed")
     resamples = check_int(resamples, "resamples", low=100, type_error=ArgumentError)
     if group is DATASET_GROUP:
         group = default_group(data)

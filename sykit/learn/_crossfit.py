@@ -36,6 +36,7 @@ from sykit._world.config import HostPolicy, ModelProfile
 from sykit._world.models import Outcome, Request
 from sykit.datasets import Dataset
 from sykit.datasets._splits import DATASET_GROUP, DatasetGroup, GroupBy, group_codes
+from sykit.learn._training import check_seed
 from sykit.strategies import single, threshold_router
 from sykit.strategies._calibration import calibrate_shares
 from sykit.strategies._router_score import SWEEP_SHARES, SimulatedScore
@@ -178,16 +179,26 @@ class CrossFit:
         )
 
 
+def check_learner(learner: object) -> None:
+    """Refuse, before any fit, what cannot fit a router: a learner's class instead of an instance
+    (its ``fit`` would take the training table as ``self``), or an object that neither has
+    ``fit`` nor is a function."""
+    if isinstance(learner, type) and callable(getattr(learner, "fit", None)):
+        name = learner.__name__
+        raise ArgumentTypeError(f"{name} is a class: pass {name}() (an instance)")
+    if not callable(getattr(learner, "fit", None)) and not callable(learner):
+        raise ArgumentTypeError(
+            "learner must have a fit(train, models=...) method (e.g. sy.learn.Knn()) or be a "
+            f"function fit(train) -> router; got {type(learner).__name__}"
+        )
+
+
 def _fit(learner: Any, train: Dataset, models: Sequence[str]) -> Any:
+    check_learner(learner)
     fit = getattr(learner, "fit", None)
     if callable(fit):
         return fit(train, models=list(models))
-    if callable(learner):
-        return learner(train)
-    raise ArgumentTypeError(
-        "learner must have a fit(train, models=...) method (e.g. sy.learn.Knn()) or be a "
-        f"function fit(train) -> router; got {type(learner).__name__}"
-    )
+    return learner(train)
 
 
 def _scorer(router: Any, weak: str, strong: str) -> Callable[[Any], float]:
@@ -228,18 +239,28 @@ def check_held_out(
                 f"{type(error).__name__}: {error}"
             ) from error
     if score is not None:
-        _first_failure(lambda request: float(score(request)), requests)
+        scores = _first_failure(lambda request: float(score(request)), requests)
+        for request, value in zip(requests, scores, strict=True):
+            if math.isnan(value):  # (a threshold calibrated on it would be NaN)
+                raise ArgumentError(
+                    f"the router's score is NaN for held-out request {request.id!r}: its score "
+                    "function must give a number for every request (higher: the strong model "
+                    "helps more)"
+                )
 
 
-def _first_failure(call: Callable[[Any], object], requests: list[Any]) -> None:
+def _first_failure(call: Callable[[Any], Any], requests: list[Any]) -> list[Any]:
+    """``call`` of each request, or an error naming the first request it fails on."""
+    results = []
     for request in requests:
         try:
-            call(request)
+            results.append(call(request))
         except Exception as error:
             raise ArgumentError(
                 f"the fitted router failed on held-out request(s), e.g. {request.id!r}: "
                 f"{type(error).__name__}: {error}"
             ) from error
+    return results
 
 
 def run_splits(
@@ -402,8 +423,10 @@ def cross_fit(
     """
     if not isinstance(data, Dataset):
         raise ArgumentTypeError(f"data must be a sy.datasets.Dataset, got {type(data).__name__}")
+    check_learner(learner)
     weak, strong = _check_pair(data, weak, strong)
     folds = check_int(folds, "folds", low=2, type_error=ArgumentError)
+    seed = check_seed(seed, "seed")
     return judge(
         learner,
         data,

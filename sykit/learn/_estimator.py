@@ -31,12 +31,46 @@ __all__ = ["Estimator"]
 TARGETS = ("wins", "quality")
 
 
-def _reads_text(estimator: Any) -> bool:
-    """Whether the estimator (a pipeline's first step) reads text, as scikit-learn's text
-    vectorisers do (they have ``build_analyzer``)."""
+def _is_vectoriser(estimator: Any) -> bool:
+    """Whether it is one of scikit-learn's text vectorisers (they have ``build_analyzer``)."""
+    return callable(getattr(estimator, "build_analyzer", None))
+
+
+def _inner(estimator: Any, *, first_step: bool) -> list[Any]:
+    """The estimators ``estimator`` wraps: a meta-estimator's ``estimator`` or
+    ``base_estimator`` (``GridSearchCV``, ``CalibratedClassifierCV``, ...), the parts of a union
+    or an ensemble, and a pipeline's steps (only the first, which reads the input, if
+    ``first_step``)."""
+    found = []
     steps = getattr(estimator, "steps", None)
-    first = steps[0][1] if steps else estimator
-    return callable(getattr(first, "build_analyzer", None))
+    if isinstance(steps, list):
+        parts = [step[1] for step in steps if isinstance(step, tuple) and len(step) == 2]
+        parts = [part for part in parts if part is not None and part != "passthrough"]
+        found += parts[:1] if first_step else parts
+    for attribute in ("transformer_list", "transformers", "estimators"):
+        listed = getattr(estimator, attribute, None)
+        if isinstance(listed, list):
+            found += [item[1] for item in listed if isinstance(item, tuple) and len(item) >= 2]
+    for attribute in ("estimator", "base_estimator"):
+        inner = getattr(estimator, attribute, None)
+        if hasattr(inner, "get_params"):
+            found.append(inner)
+    return found
+
+
+def _reads_text(estimator: Any) -> bool:
+    """Whether the estimator reads the raw input with a text vectoriser: it is one, or a pipeline
+    starting with one, or a meta-estimator wrapping one of those (recursively)."""
+    return _is_vectoriser(estimator) or any(
+        _reads_text(part) for part in _inner(estimator, first_step=True)
+    )
+
+
+def _holds_vectoriser(estimator: Any) -> bool:
+    """Whether a text vectoriser is anywhere inside the estimator (any pipeline step)."""
+    return _is_vectoriser(estimator) or any(
+        _holds_vectoriser(part) for part in _inner(estimator, first_step=False)
+    )
 
 
 @dataclass(frozen=True)
@@ -54,8 +88,9 @@ class Estimator:
 
     ``features``: any :class:`Features` (``TfIdf()``, ``Embed(fn)``, ``Column(name)``) or
     ``"text"``, the raw prompt texts, for a pipeline that starts with its own vectoriser. The
-    default: ``"text"`` when the estimator (or a pipeline's first step) is one of scikit-learn's
-    text vectorisers, else ``TfIdf()``. ``name`` labels the router (default: the estimator's
+    default: ``"text"`` when the estimator is one of scikit-learn's text vectorisers or starts
+    with one (a pipeline's first step, or what a meta-estimator such as ``GridSearchCV`` wraps,
+    at any depth), else ``TfIdf()``. ``name`` labels the router (default: the estimator's
     steps, e.g. ``"tfidfvectorizer+logisticregression"``).
     """
 
@@ -134,10 +169,16 @@ class Estimator:
             try:
                 return clone(self.estimator).fit(inputs, y)
             except Exception as e:
+                hint = ""
+                if features is not None and _holds_vectoriser(self.estimator):
+                    hint = (
+                        "; the estimator holds a text vectoriser, which reads prompt texts, not "
+                        "feature rows: use features='text' (Estimator(..., features='text'))"
+                    )
                 raise ArgumentError(
                     f"Estimator {label!r}: fit failed on {len(rows)} training rows "
                     f"({'prompt texts' if features is None else type(features).__name__ + ' rows'}): "
-                    f"{type(e).__name__}: {e}"
+                    f"{type(e).__name__}: {e}{hint}"
                 ) from e
 
         if self.target == "wins":
@@ -150,6 +191,7 @@ class Estimator:
                     "training rows: no classifier to fit (try target='quality')"
                 )
             estimators = [fitted(both, wins)]
+            win = _win_column(estimators[0], label)
         else:
             estimators = [
                 fitted(
@@ -167,10 +209,14 @@ class Estimator:
             if self.target == "quality":
                 return np.column_stack([np.asarray(e.predict(inputs), float) for e in estimators])
             (classifier,) = estimators
-            wins = np.asarray(classifier.predict_proba(inputs))[
-                :, list(classifier.classes_).index(1)
-            ]
-            return np.column_stack([np.zeros(len(requests)), wins])
+            proba = np.asarray(classifier.predict_proba(inputs))
+            if proba.ndim != 2 or proba.shape[0] != len(requests) or proba.shape[1] <= win:
+                raise ArgumentError(
+                    f"Estimator {label!r}: predict_proba gave shape {proba.shape} for "
+                    f"{len(requests)} request(s); it must give ({len(requests)}, 2): one column "
+                    f"per class of classes_ {np.ravel(classifier.classes_).tolist()}"
+                )
+            return np.column_stack([np.zeros(len(requests)), proba[:, win]])
 
         return Router(
             data.models,
@@ -183,3 +229,18 @@ class Estimator:
                 "features": "text" if features is None else features,
             },
         )
+
+
+def _win_column(classifier: Any, label: str) -> int:
+    """The column of ``predict_proba`` that is the strong model's win: the class 1 of the labels
+    (0, 1) it was fitted on, which a classifier that relabels them no longer has."""
+    classes = getattr(classifier, "classes_", None)
+    found = [] if classes is None else [i for i, c in enumerate(np.ravel(classes)) if c == 1]
+    if not found:
+        raise ArgumentError(
+            f"Estimator {label!r} (target='wins'): after fit its classes_ are "
+            f"{None if classes is None else np.ravel(classes).tolist()}, without the label 1 it was "
+            "fitted on (1: the strong model wins, 0: it does not); the classifier must keep the "
+            "labels it is given, with predict_proba's columns in the order of classes_"
+        )
+    return found[0]

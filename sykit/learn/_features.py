@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import numbers
 import re
 import threading
 from collections import Counter
@@ -236,7 +238,7 @@ class TfIdf:
         if (
             not isinstance(ngrams, tuple | list)
             or len(ngrams) != 2
-            or not all(isinstance(n, int) and not isinstance(n, bool) for n in ngrams)
+            or not all(isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in ngrams)
             or not 1 <= ngrams[0] <= ngrams[1]
         ):
             raise ArgumentError(
@@ -412,8 +414,9 @@ class Embed:
 class Column:
     """Precomputed vectors in a metadata column (``request.metadata[name]``): each cell a list or
     array of floats, or a string of them (JSON ``"[0.1, 0.2]"`` or separated by spaces/commas,
-    since :func:`sykit.datasets.from_frame` keeps metadata cells scalar). The column must be a
-    *metadata* column: a router only sees a request's metadata when it routes."""
+    since :func:`sykit.datasets.from_frame` keeps metadata cells scalar), of two or more numbers
+    (a row scaled to unit length keeps only the sign of one number, so one is refused). The
+    column must be a *metadata* column: a router only sees a request's metadata when it routes."""
 
     def __init__(self, name: str) -> None:
         if not isinstance(name, str) or not name:
@@ -438,13 +441,20 @@ class Column:
                 f"got {type(request).__name__}"
             )
         metadata: Mapping[str, Any] = request.metadata
-        if self.name not in metadata or metadata[self.name] is None:
+        if self.name not in metadata:
             raise ArgumentError(
                 f"Column({self.name!r}): request {request.id!r} has no {self.name!r} metadata; "
                 f"its metadata has: {', '.join(map(repr, metadata)) or 'nothing'} (the column "
                 "must be one of the dataset's metadata_columns)"
             )
-        return metadata[self.name]
+        cell = metadata[self.name]
+        if _empty(cell):
+            raise ArgumentError(
+                f"Column({self.name!r}): request {request.id!r}'s {self.name!r} cell is empty "
+                f"({cell!r}): every request needs a vector there (fill the cell, or leave the "
+                "request out of the dataset)"
+            )
+        return cell
 
     def _vector(self, request: Request) -> np.ndarray:
         cell = self._cell(request)
@@ -464,6 +474,12 @@ class Column:
                 f"Column({self.name!r}): request {request.id!r} holds {_short(cell)}, not a vector "
                 f"of numbers ({e})"
             ) from e
+        if vector.size == 1 and vector.ndim <= 1:
+            raise ArgumentError(
+                f"Column({self.name!r}): request {request.id!r} holds one number "
+                f"({_short(cell)}), not a vector: rows are scaled to unit length, so one number "
+                "would keep only its sign; give each request a vector of two or more numbers"
+            )
         if vector.ndim != 1 or vector.size == 0:
             raise ArgumentError(
                 f"Column({self.name!r}): request {request.id!r} holds an array of shape "
@@ -493,6 +509,16 @@ class Column:
         if not vectors:
             return np.zeros((0, self.dim or 0), dtype=np.float32)
         return _normalise(np.stack(vectors))
+
+
+def _empty(cell: Any) -> bool:
+    """Whether a metadata cell is missing: None, or a NaN a table holds where it has no value."""
+    if cell is None:
+        return True
+    try:
+        return isinstance(cell, numbers.Real) and math.isnan(cell)
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 def _short(value: Any) -> str:

@@ -128,6 +128,10 @@ def _one_blas_thread(fit: Fit) -> Fit:
 
     @functools.wraps(fit)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        # the limit reaches only the BLAS libraries loaded when it is set: load SciPy's (which
+        # scikit-learn calls too) first, or the process's first fit runs on every core and its
+        # sums come out in another order than every later fit's
+        import scipy.linalg  # noqa: F401
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(limits=1, user_api="blas"):
@@ -136,5 +140,17 @@ def _one_blas_thread(fit: Fit) -> Fit:
     return wrapper  # type: ignore[return-value]
 
 
+#: The largest seed of an evaluation: NumPy's generators and the runs read it as a 64-bit int.
+MAX_SEED = 2**63 - 1
+#: The largest seed of a learner: scikit-learn's ``random_state`` is a 32-bit seed.
+MAX_LEARNER_SEED = 2**32 - 1
+
+
+def check_seed(seed: object, name: str, high: int = MAX_SEED) -> int:
+    """``seed`` as an int from 0 to ``high`` (not a bool), refused before any draw reads it."""
+    bits = high.bit_length()
+    return check_int(seed, name, low=0, high=high, expected=f"an int from 0 to 2**{bits} - 1")
+
+
 def _seed(seed: object, where: str) -> int:
-    return check_int(seed, f"{where} seed", low=0)
+    return check_seed(seed, f"{where} seed", MAX_LEARNER_SEED)

@@ -17,8 +17,9 @@ import pandas as pd
 
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit.datasets import Dataset
-from sykit.datasets._splits import DATASET_GROUP, DatasetGroup, GroupBy
-from sykit.learn._crossfit import CrossFit, _check_pair, judge, prompt_keys
+from sykit.datasets._splits import DATASET_GROUP, DatasetGroup, GroupBy, group_codes
+from sykit.learn._crossfit import CrossFit, _check_pair, check_learner, judge, prompt_keys
+from sykit.learn._training import check_seed
 from sykit.strategies._router_score import SWEEP_SHARES
 
 __all__ = ["Transfer", "transfer"]
@@ -80,18 +81,31 @@ def transfer(
         if not len(data):
             raise ArgumentError(f"{role} has no rows: did a filter leave it empty?")
 
+    check_learner(learner)
+    seed = check_seed(seed, "seed")
+    if group is not DATASET_GROUP:  # the clusters of test's bootstrap
+        group_codes(test.frame, group, "transfer's test")
+
     def need(pair: tuple[str | None, ...]) -> None:
         for role, data in (("train", train), ("test", test)):
-            missing = [m for m in pair if m is not None and m not in data.models]
+            graded = data.quality.notna().any()  # per model: any request graded
+            has = [m for m in data.models if graded.get(m, False)]
+            missing = [m for m in pair if m is not None and m not in has]
             if missing:
                 raise ArgumentError(
                     f"{role} has no grades for {', '.join(map(repr, missing))}: both tables need "
-                    f"the weak and the strong model ({role}'s models: {list(data.models)})"
+                    f"the weak and the strong model (the models {role} has grades for: {has})"
                 )
 
     need((weak, strong))
     weak, strong = _check_pair(test, weak, strong)
     need((weak, strong))
+    if not test.quality[[weak, strong]].notna().all(axis=1).any():
+        raise ArgumentError(
+            f"no request of test is graded for both {weak!r} and {strong!r} (of {len(test)}): "
+            "the router is judged on the gap between them, request by request; give a test "
+            "table with requests graded for both"
+        )
     seen = set(prompt_keys(train.frame))
     shared = sum(key in seen for key in prompt_keys(test.frame))
     if shared:
