@@ -338,6 +338,23 @@ def truth_of(request: Request) -> GroundTruth | None:
     return getattr(request, "_truth", None)
 
 
+def request_list(requests: object, where: str) -> list[Request]:
+    """``requests`` as a list, refusing a lone request or text and any item not a request."""
+    if isinstance(requests, str | Request) or not isinstance(requests, Iterable):
+        hint = " (wrap a single request in a list)" if isinstance(requests, str | Request) else ""
+        raise ArgumentTypeError(
+            f"{where} takes a list of sykit.Request objects, got {type(requests).__name__}{hint}"
+        )
+    items = list(requests)
+    for item in items:
+        if not isinstance(item, Request):
+            raise ArgumentTypeError(
+                f"{where} takes sykit.Request objects (sy.Request(text) makes one), got "
+                f"{type(item).__name__}"
+            )
+    return items
+
+
 @dataclass(frozen=True)
 class Usage:
     """Tokens billed for one call."""

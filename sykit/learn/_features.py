@@ -20,14 +20,14 @@ import numbers
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from sykit._base.checks import check_int
 from sykit._base.errors import ArgumentError, ArgumentTypeError
-from sykit._world.models import Request, _content_text
+from sykit._world.models import Request, _content_text, request_list
 
 __all__ = ["Column", "Embed", "Features", "TfIdf", "feature_key", "prompt_text"]
 
@@ -76,23 +76,6 @@ def check_features(features: object, where: str) -> None:
             f"{where}: features must have fit(requests) and transform(requests) methods "
             f"(e.g. TfIdf(), Embed(fn), Column(name)), got {type(features).__name__}"
         )
-
-
-def request_list(requests: object, where: str) -> list[Request]:
-    """``requests`` as a list, refusing a lone request or text and any item not a request."""
-    if isinstance(requests, str | Request) or not isinstance(requests, Iterable):
-        hint = " (wrap a single request in a list)" if isinstance(requests, str | Request) else ""
-        raise ArgumentTypeError(
-            f"{where} takes a list of sykit.Request objects, got {type(requests).__name__}{hint}"
-        )
-    items = list(requests)
-    for item in items:
-        if not isinstance(item, Request):
-            raise ArgumentTypeError(
-                f"{where} takes sykit.Request objects (sy.Request(text) makes one), got "
-                f"{type(item).__name__}"
-            )
-    return items
 
 
 def _texts(requests: object, where: str) -> list[str]:

@@ -19,9 +19,9 @@ from typing import Any
 from sykit._base.checks import check_int, check_probability
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._base.rng import uniforms
-from sykit._world.models import Request, truth_of
+from sykit._world.models import Request, request_list, truth_of
 from sykit._world.truth import TruthView
-from sykit.strategies._router_score import SimulatedScore, _request_id, _requests
+from sykit.strategies._router_score import SimulatedScore, _request_id
 
 __all__ = ["Threshold", "calibrate", "calibrate_shares", "tie_draw"]
 
@@ -191,7 +191,7 @@ def calibrate_shares(
             "score must be a function of the request or sy.strategies.simulated_score(...)"
         )
     seed = check_int(seed, "seed", expected="an integer")
-    items = _requests(requests)
+    items = request_list(requests, "calibrate()")
     if not items:
         raise ArgumentError("requests is empty")
     ids = [_request_id(request, index) for index, request in enumerate(items)]

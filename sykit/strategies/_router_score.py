@@ -33,7 +33,7 @@ from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._base.rng import uniforms
 from sykit._run.driver import Driver
-from sykit._world.models import Request, truth_of
+from sykit._world.models import Request, request_list, truth_of
 from sykit._world.truth import TruthView, graded, peek_truth
 from sykit.strategies._router_presets import BENCHMARKS, DEFAULT_PRESET, PRESETS
 
@@ -185,7 +185,7 @@ class SimulatedScore:
 
         ``host`` and ``seed`` are needed only for synthetic requests whose quality comes from the
         host's profiles (as in :func:`calibrate`). A ``noise=`` score has nothing to fit."""
-        fits = self._fit_groups(_requests(requests), host, seed, skip=())
+        fits = self._fit_groups(request_list(requests, "fit()"), host, seed, skip=())
         self._fits.clear()
         self._fits.update(fits)
         return self
@@ -396,20 +396,6 @@ def _called(score: Any, request: Request) -> float:
 
 
 # -- helpers -----------------------------------------------------------------------------------------
-
-
-def _requests(requests: Iterable[Request]) -> list[Request]:
-    if isinstance(requests, str | bytes) or not isinstance(requests, Iterable):
-        raise ArgumentTypeError(
-            f"requests must be an iterable of sy.Request, got {type(requests).__name__}"
-        )
-    items = list(requests)
-    for item in items:
-        if not isinstance(item, Request):
-            raise ArgumentTypeError(
-                f"requests must hold sy.Request objects, got {type(item).__name__}"
-            )
-    return items
 
 
 def _request_id(request: Request, index: int) -> Any:
