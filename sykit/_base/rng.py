@@ -8,8 +8,9 @@ random numbers), and nothing depends on which coroutine happened to run first.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from hashlib import blake2b
+from typing import Any
 
 __all__ = ["HALF", "SLOT", "attempt_words", "first_uniform", "uniforms", "unit", "units"]
 
@@ -49,8 +50,27 @@ def first_uniform(*key: object) -> float:
 
 def attempt_words(seed: int, request_id: object, model: str, n: int) -> tuple[int, ...]:
     """The eight 64-bit words behind ``uniforms(seed, request_id, model, n)``: the draws of one
-    attempt, for a caller that turns only the words it needs into uniforms (:func:`unit`)."""
-    return _UNPACK(blake2b(f"{seed}|{request_id}|{model}|{n}".encode(), digest_size=64).digest())
+    attempt, for a caller that turns only the words it needs into uniforms (:func:`unit`).
+
+    The seed's part of the key is hashed once per seed: each attempt's digest continues a copy
+    of it (the same digest as hashing the whole key; a copy costs less than a new hasher)."""
+    seeded = _SEEDED.get(seed)
+    if seeded is None:
+        seeded = _seeded(seed)
+    hasher = seeded()
+    hasher.update(f"{request_id}|{model}|{n}".encode())
+    return _UNPACK(hasher.digest())
+
+
+#: Per seed, the ``copy`` of a hasher that has read ``f"{seed}|"`` (the latest few seeds).
+_SEEDED: dict[int, Callable[[], Any]] = {}
+
+
+def _seeded(seed: int) -> Callable[[], Any]:
+    if len(_SEEDED) >= 64:
+        _SEEDED.clear()
+    copy = _SEEDED[seed] = blake2b(f"{seed}|".encode(), digest_size=64).copy
+    return copy
 
 
 def unit(word: int) -> float:

@@ -199,6 +199,10 @@ class StrategyRun:
         self.run = run
         self.fn = fn
         self.items = items
+        # a run's own items hold their ids and requests as lists: read by position, not as a
+        # tuple per request (a dataset's items build theirs by block)
+        ids, requests = getattr(items, "ids", None), getattr(items, "requests", None)
+        self._lists = (ids, requests) if type(ids) is list and type(requests) is list else None
         self.arrivals = arrivals
         self.sessions = sessions
         # one dict per session, for the algorithm's own state across turns (driver.session_state)
@@ -287,7 +291,11 @@ class StrategyRun:
             self._idle.set()
 
     def _start(self, index: int, arrival: float) -> None:
-        request_id, request, _ = self.items[index]
+        lists = self._lists
+        if lists is not None:
+            request_id, request = lists[0][index], lists[1][index]
+        else:
+            request_id, request, _ = self.items[index]
         plan = self.sessions
         session = -1
         if plan is not None:

@@ -9,6 +9,7 @@ arithmetic (elementwise IEEE operations give the same results as Python's) and t
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from hashlib import blake2b
@@ -17,7 +18,14 @@ from typing import Any
 import numpy as np
 
 from sykit._base.rng import HALF
-from sykit._world.dists import Constant, Exponential, LogNormal, Uniform, _inv_cdf
+from sykit._world.dists import (
+    Constant,
+    Exponential,
+    LogNormal,
+    Uniform,
+    _inv_cdf,
+    _normal_quantile,
+)
 
 __all__ = ["attempt_units", "quantiles"]
 
@@ -41,13 +49,24 @@ def attempt_units(
     return ((words >> np.uint64(10)) | np.uint64(1)).astype(np.float64) * HALF
 
 
+def _standard_normal(u: np.ndarray) -> np.ndarray:
+    """The standard normal's quantile of each uniform, by the function ``NormalDist`` calls
+    (mapped in C: no Python frame per uniform); ``NormalDist``'s own, with its checks, where a
+    uniform is not inside (0, 1)."""
+    n = len(u)
+    if n and u.min() > 0.0 and u.max() < 1.0:
+        zero, one = itertools.repeat(0.0, n), itertools.repeat(1.0, n)
+        return np.fromiter(map(_normal_quantile, u.tolist(), zero, one), np.float64, count=n)
+    return np.fromiter(map(_inv_cdf, u.tolist()), dtype=np.float64, count=n)
+
+
 def quantiles(dist: Any, u: np.ndarray) -> np.ndarray:
     """``dist.quantile`` of each uniform in ``u``, as the scalar path computes it."""
     kind = type(dist)
     if kind is Constant:
         return np.full(len(u), dist.value, dtype=np.float64)
     if kind is LogNormal:
-        z = np.fromiter(map(_inv_cdf, u.tolist()), dtype=np.float64, count=len(u))
+        z = _standard_normal(u)
         exponent = dist._mu + dist.sigma * z
         return np.fromiter(map(math.exp, exponent.tolist()), dtype=np.float64, count=len(u))
     if kind is Uniform:
