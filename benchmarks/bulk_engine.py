@@ -286,6 +286,10 @@ def dataset_chain_run(dataset: sy.datasets.Dataset, n: int) -> Callable[[], floa
     repeats = -(-n // len(dataset))
     frame = dataset.frame.loc[dataset.frame.index.repeat(repeats)].head(n).reset_index(drop=True)
     frame["id"] = range(len(frame))
+    # the grades and answer lengths kept for analysis, not as ground truth (their names are the
+    # dataset's ground truth's: from_frame would refuse them under those)
+    truth = [c for c in frame.columns if c.startswith(("quality:", "output_tokens:"))]
+    frame = frame.rename(columns={c: c.replace(":", "_", 1) for c in truth})
     data = sy.datasets.from_frame(frame, prompt="prompt", id="id")
 
     def once() -> float:
