@@ -271,6 +271,30 @@ def test_the_cost_router_buys_quality_only_where_it_pays():
     assert "mean per word λ=0" in cv.frontier["strategy"].tolist()
 
 
+def test_the_cost_curve_and_the_models_alone_are_judged_on_requests_graded_for_every_model():
+    """With "big" ungraded on the easy prompts, a model alone and the λ points would be means
+    over different requests: all are judged on the prompts graded for every model, where the
+    tiny model (it solves only easy prompts) scores 0."""
+    data = three_models()
+    frame = data.frame
+    easy = frame["prompt"].str.startswith("easy")
+    ungraded = frame.assign(**{"quality:big": frame["quality:big"].where(~easy)}).rename(
+        columns={"quality:tiny": "t", "quality:mid": "m", "quality:big": "b"}
+    )
+    data = sy.datasets.from_frame(
+        ungraded, prompt="prompt", id="id", quality={"tiny": "t", "mid": "m", "big": "b"}
+    )
+    with pytest.warns(sy.errors.UngradedWarning, match=f"{int(easy.sum())} of the 150 requests"):
+        cv = sy.learn.cross_fit_costs(
+            MeanPerWord(), data, host=priced_host(), lambdas=[0.0, 100.0], resamples=200
+        )
+    alone = cv.singles.set_index("strategy")["mean_quality"]
+    assert alone["tiny only"] == 0.0
+    assert alone["big only"] == 1.0
+    assert cv.curve.set_index("lam").loc[0.0, "mean_quality"] == pytest.approx(1.0)
+    assert len(cv.comparison.requests) == 150 * 5  # every request still routed
+
+
 def test_models_with_the_same_grades_leave_apgr_undefined_and_say_so():
     data = table()
     frame = data.frame.assign(**{"quality:small": data.frame["quality:large"]})

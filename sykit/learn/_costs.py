@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,8 +25,9 @@ from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._base.types import Algorithm
 from sykit._results.curve_stats import ClusterSums, Estimate, _estimate, aiq, weighted_means
-from sykit._results.metrics import pareto_frontier, request_quality
+from sykit._results.metrics import UngradedWarning, pareto_frontier, request_quality, summarize
 from sykit._results.result import Comparison
+from sykit._results.summary_frame import summary_frame
 from sykit._run.driver import Driver
 from sykit._run.strategy_kit import named_algorithm
 from sykit._world.models import Outcome, Request, route_to
@@ -198,6 +200,7 @@ def cross_fit_costs(
     swept = [f"{name} λ={lam:g}" for lam in points]
     requests = pooled.requests.assign(_q=lambda f: request_quality(f))
     ids = pd.Index(requests.loc[requests["strategy"] == swept[0], "request_id"].unique())
+    requests, ids, table = _graded_for_all(pooled, requests, ids, names)
 
     served = requests[requests["strategy"].isin(swept)]
     quality, cost = (
@@ -206,7 +209,6 @@ def cross_fit_costs(
         .to_numpy(float)
         for column in ("_q", "cost_usd")
     )
-    table = pooled.summary()  # (its intervals bootstrap every strategy: computed once)
     summary = table.set_index("strategy")
     curve = pd.DataFrame(
         {
@@ -243,6 +245,44 @@ def cross_fit_costs(
         folds,
         time.perf_counter() - started,
     )
+
+
+def _graded_for_all(
+    pooled: Comparison, requests: pd.DataFrame, ids: pd.Index, names: Sequence[str]
+) -> tuple[pd.DataFrame, pd.Index, pd.DataFrame]:
+    """The requests graded for every model of ``names`` (each model alone is graded on them),
+    their ids, and the comparison's summary on them: a mean over requests graded for some models
+    only would compare the models and the λ points on different requests. Warns how many were
+    left out."""
+    alone = [f"{m} only" for m in names]
+    grades = (
+        requests[requests["strategy"].isin(alone)]
+        .pivot(index="request_id", columns="strategy", values="_q")
+        .reindex(index=ids, columns=alone)
+    )
+    graded = grades.notna().to_numpy().all(axis=1)
+    if graded.all():
+        return requests, ids, pooled.summary()  # (its intervals: every strategy, computed once)
+    if not graded.any():
+        raise ArgumentError(
+            f"no request is graded for every one of the {len(names)} models: pick models with "
+            "grades on shared requests (models=[...])"
+        )
+    lacking = [m for m, column in zip(names, alone, strict=True) if grades[column].isna().any()]
+    kept = ids[graded]
+    warnings.warn(
+        f"{len(ids) - len(kept)} of the {len(ids)} requests have no grade for "
+        f"{', '.join(map(repr, lacking))}: the curve, the models alone, the frontier and AIQ are "
+        f"judged on the {len(kept)} graded for every model (every request is still routed; "
+        "cv.comparison has them all)",
+        UngradedWarning,
+        stacklevel=3,
+    )
+    requests = requests[requests["request_id"].isin(kept)]
+    attempts = pooled.attempts
+    attempts = attempts[attempts["request_id"].isin(kept)]
+    table = summary_frame(summarize(requests.drop(columns="_q"), attempts), None)
+    return requests, kept, table
 
 
 def _aiq_rows(

@@ -29,6 +29,7 @@ from sykit._base.vocab import ErrorKind
 from sykit._grid.compare import compare
 from sykit._hosts.sim import SimHost
 from sykit._results.curve_stats import Curve, Estimate, bootstrap_curve, curve_of, random_apgr
+from sykit._results.metrics import UngradedWarning
 from sykit._results.result import Comparison
 from sykit._run.driver import Driver
 from sykit._run.strategy_kit import named_algorithm
@@ -511,7 +512,7 @@ def judge(
             f"{weak!r} or {strong!r}: APGR, AIQ and the curve are judged on the "
             f"{len(curve_data.weak)} graded for both (every request is still routed; "
             "cv.comparison has them all)",
-            UserWarning,
+            UngradedWarning,
             stacklevel=3,
         )
     boot = bootstrap_curve(curve_data, resamples=resamples, seed=seed)
