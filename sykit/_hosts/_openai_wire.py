@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from sykit._base.checks import is_count
 from sykit._base.error_bodies import ERROR_DEFAULTS, error_object
@@ -40,6 +40,9 @@ __all__ = [
 ]
 
 _CHARS_PER_TOKEN = 4
+#: The most tokens a count read from a server may say: a larger one is not believed (nor can a
+#: record's integers hold it), and the estimate stands in for it.
+_MOST_TOKENS = 2**53
 _SNIPPET = 120
 _FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
@@ -224,6 +227,30 @@ def format_rejection(status: int, body: Any, fmt: str) -> str | None:
 # -- response bodies -----------------------------------------------------------------------------
 
 
+def _read_json(text: str, secrets: Sequence[Secret] = ()) -> Any:
+    """``text`` decoded as JSON and scrubbed of ``secrets``; ``ValueError`` for anything else,
+    including JSON nested too deeply to decode (which Python reports as a ``RecursionError``)."""
+    try:
+        return scrub_json(json.loads(text), secrets)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _text(content: Any) -> str:
+    """A message's content as text: a string, or a list of content parts whose texts are joined."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for part in content:
+        if isinstance(part, str):
+            parts.append(part)
+        elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
+            parts.append(part["text"])
+    return "".join(parts)
+
+
 def _snippet(text: str) -> str:
     return repr(text if len(text) <= _SNIPPET else text[: _SNIPPET - 1] + "…")
 
@@ -263,8 +290,13 @@ def _tool_arguments(tool_calls: Any) -> str:
     parts = []
     for call in tool_calls:
         function = call.get("function") if isinstance(call, Mapping) else None
-        if isinstance(function, Mapping) and isinstance(function.get("arguments"), str):
-            parts.append(function["arguments"])
+        if not isinstance(function, Mapping):
+            continue
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            parts.append(arguments)
+        elif isinstance(arguments, Mapping):  # some servers send the arguments decoded
+            parts.append(json.dumps(arguments))
     return "".join(parts)
 
 
@@ -285,9 +317,9 @@ def _usage(raw: Any, input_estimate: int, text: str | None, tokens: int | None =
             prompt = raw.get("input_tokens")
             anthropic = any(key in raw for key in _ANTHROPIC_CACHE_KEYS)
         completion = raw.get("completion_tokens", raw.get("output_tokens"))
-    if not is_count(prompt):
+    if not _is_tokens(prompt):
         prompt, anthropic = input_estimate, False
-    if not is_count(completion):
+    if not _is_tokens(completion):
         completion = tokens if tokens is not None else math.ceil(len(text or "") / _CHARS_PER_TOKEN)
     cached = written = written_1h = 0
     if isinstance(raw, Mapping):
@@ -303,10 +335,10 @@ def _usage(raw: Any, input_estimate: int, text: str | None, tokens: int | None =
         short = by_lifetime.get("ephemeral_5m_input_tokens")
         long = by_lifetime.get("ephemeral_1h_input_tokens")
         created = raw.get("cache_creation_input_tokens")
-        if created is None and (is_count(short) or is_count(long)):
-            created = (short if is_count(short) else 0) + (long if is_count(long) else 0)
+        if created is None and (_is_tokens(short) or _is_tokens(long)):
+            created = (short if _is_tokens(short) else 0) + (long if _is_tokens(long) else 0)
         if anthropic:
-            prompt += (read if is_count(read) else 0) + (created if is_count(created) else 0)
+            prompt += (read if _is_tokens(read) else 0) + (created if _is_tokens(created) else 0)
         cached = _count(read, prompt)
         written = _count(created, prompt - cached)
         written_1h = _count(long, written)
@@ -317,9 +349,14 @@ def _usage(raw: Any, input_estimate: int, text: str | None, tokens: int | None =
 _ANTHROPIC_CACHE_KEYS = ("cache_read_input_tokens", "cache_creation_input_tokens", "cache_creation")
 
 
+def _is_tokens(value: Any) -> TypeGuard[int]:
+    """Whether ``value`` is a token count to believe: an int from 0 to ``_MOST_TOKENS``."""
+    return is_count(value) and value <= _MOST_TOKENS
+
+
 def _count(value: Any, most: int) -> int:
     """A reported token count, kept within what it can be part of (0 when absent or invalid)."""
-    return min(value, most) if is_count(value) else 0
+    return min(value, most) if _is_tokens(value) else 0
 
 
 def completion_reply(
@@ -329,14 +366,13 @@ def completion_reply(
     its JSON is scrubbed of ``secrets`` again once parsed, where escapes have been undone."""
     model = attempt.model
     try:
-        data = scrub_json(json.loads(text), secrets)
+        data = _read_json(text, secrets)
     except ValueError:
         return _invalid(f"the 2xx body is not valid JSON: {_snippet(text)}", model, status)
     message = _message(data)
     if message is None:
         return _invalid(_not_chat(text), model, status)
-    content = message.get("content")
-    content = content if isinstance(content, str) else ""
+    content = _text(message.get("content"))
     tool_text = _tool_arguments(message.get("tool_calls"))
     request = attempt.request
     if attempt.kind == Kind.DECISION:
@@ -387,7 +423,7 @@ class ChatStream:
             self.done = True
             return False
         try:
-            chunk = json.loads(data)
+            chunk = _read_json(data)
         except ValueError:
             chunk = None
         if not isinstance(chunk, dict):
@@ -401,7 +437,7 @@ class ChatStream:
             return False
         choice = choices[0]
         delta = choice.get("delta") or {}
-        piece = delta.get("content") if isinstance(delta, dict) else None
+        piece = _text(delta.get("content")) if isinstance(delta, dict) else None
         tool_piece = _tool_arguments(delta.get("tool_calls")) if isinstance(delta, dict) else ""
         token = bool(piece or tool_piece)
         if token:
@@ -445,7 +481,7 @@ def _parse_verdict(
     fenced = _FENCE.match(text)
     stripped = fenced.group(1) if fenced else text.strip()
     try:
-        data = json.loads(stripped)
+        data = _read_json(stripped)
     except ValueError:
         return bad("not JSON")
     if not isinstance(data, Mapping):
@@ -498,7 +534,10 @@ def _answer(question: Any, value: Any) -> bool | str | float | None:
     if isinstance(value, str):
         text = value.strip()
         if text.lstrip("-").isdigit():
-            index = int(text)
+            try:
+                index = int(text)
+            except ValueError:  # more digits than int() reads
+                return None
             return float(index) if 0 <= index < len(levels) else None
     for index, level in enumerate(levels):
         if value == level:

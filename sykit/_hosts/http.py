@@ -624,6 +624,14 @@ class _HttpSession:
             status = response.status_code
             if not 200 <= status < 300:
                 text = self._error_body(await response.aread())
+                location = response.headers.get("location")
+                if 300 <= status < 400 and location:
+                    # Requests are not re-sent to wherever a server points: say where it pointed.
+                    target = redact_url(str(response.url.join(location)))
+                    text = host.scrub(
+                        f"HTTP {status} redirect to {target!r}, which HttpHost does not follow: "
+                        "set base_url to the URL the server means"
+                    )
                 if fmt is not None:
                     refused = self._format_refused(attempt.model, fmt, status, text)
                     if refused is not None:
@@ -653,14 +661,18 @@ class _HttpSession:
 
     def _error_body(self, raw: bytes) -> str:
         """An error body scrubbed as text and, if it is JSON, again once decoded: the classifier
-        decodes it, and an escaped key (``\\/``, ``\\u0073``) must not decode into the key."""
+        decodes it, and an escaped key (``\\/``, ``\\u0073``) must not decode into the key. JSON
+        nested too deeply to decode is passed on as words saying so, which the classifier reads
+        as the message rather than failing on it."""
         secrets = self.host._secrets
         text = scrub(raw.decode("utf-8", "replace"), secrets)
-        if not secrets:
-            return text
         try:
             data = json.loads(text)
         except ValueError:
+            return text
+        except RecursionError:
+            return f"an error body of JSON nested too deeply to read: {text[:100]!r}"
+        if not secrets:
             return text
         clean = scrub_json(data, secrets)
         return text if clean == data else json.dumps(clean, ensure_ascii=False)
