@@ -296,7 +296,7 @@ def _costs(rows: pd.DataFrame, cost: str | None, name: str) -> np.ndarray:
         return np.full(len(rows), np.nan)
     values = pd.to_numeric(rows[cost], errors="coerce")
     bad = values.isna() & rows[cost].notna()
-    bad |= values < 0
+    bad |= (values < 0) | np.isinf(values)
     if bad.any():
         at = int(rows.index[bad.to_numpy()][0])
         raise ArgumentError(

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sykit._base.checks import check_real
+from sykit._base.checks import check_real, plain
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._base.vocab import RequestStatus
 from sykit._results.result import Comparison, Result
@@ -220,7 +220,7 @@ def _turns(requests: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
             "strategy": rows["strategy"].astype(str).to_numpy(dtype=object),
             "seed": rows["seed"].to_numpy(),
             "session_id": rows["session_id"].to_numpy(dtype=object),
-            "turn": rows["turn"].to_numpy(dtype=np.int64),
+            "turn": _turn_numbers(rows),
             "request_id": rows["request_id"].astype(object).to_numpy(dtype=object),
             "ok": (rows["status"] == RequestStatus.OK).to_numpy(dtype=bool),
             "served_model": rows["served_model"].astype(object).to_numpy(dtype=object),
@@ -244,6 +244,45 @@ def _turns(requests: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
     turns = turns.reset_index(drop=True)
     turns["_group"] = turns.groupby(_KEYS, sort=False).ngroup()
     return turns
+
+
+def _turn_numbers(rows: pd.DataFrame) -> np.ndarray:
+    """The ``turn`` of each session row, checked: requests that carry a ``session_id`` in their
+    metadata (rather than running as a sy.sessions.Session) must number their turns too, once
+    each, or turns would be ordered, paired for switches and counted wrongly."""
+    fix = (
+        "run a list of sy.sessions.Session, or give each request's metadata a 'turn' "
+        "(0, 1, 2, … within its session) besides its 'session_id'"
+    )
+    if "turn" not in rows.columns:
+        raise ArgumentError(f"the requests carry a session_id but no turn: {fix}")
+    values = pd.to_numeric(rows["turn"], errors="coerce").to_numpy(dtype=float)
+    bad = ~(np.isfinite(values) & (values >= 0) & (values == np.floor(values)))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ArgumentError(
+            f"request {plain(rows['request_id'].iloc[i])!r} (session "
+            f"{plain(rows['session_id'].iloc[i])!r}) has turn {plain(rows['turn'].iloc[i])!r}, "
+            f"not a whole number ≥ 0: {fix}"
+        )
+    numbers = values.astype(np.int64)
+    keys = pd.DataFrame(
+        {
+            "strategy": rows["strategy"].astype(str).to_numpy(dtype=object),
+            "seed": rows["seed"].to_numpy(),
+            "session_id": rows["session_id"].to_numpy(dtype=object),
+            "turn": numbers,
+        }
+    )
+    twice = keys.duplicated()
+    if twice.any():
+        i = int(np.flatnonzero(twice.to_numpy())[0])
+        raise ArgumentError(
+            f"session {plain(keys['session_id'].iloc[i])!r} has turn {numbers[i]} more than "
+            f"once (strategy {keys['strategy'].iloc[i]!r}, seed {plain(keys['seed'].iloc[i])!r}): "
+            f"{fix}"
+        )
+    return numbers
 
 
 def _appearance(values: pd.Series) -> pd.Series:

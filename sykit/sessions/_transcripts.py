@@ -40,6 +40,7 @@ from typing import Any
 from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._world.models import Request
+from sykit._world.sessions import _RESERVED as _SESSION_KEYS
 from sykit._world.sessions import Session, Turn, _check_gap
 from sykit.sessions._text_actions import action_pattern, trajectory_calls
 
@@ -47,9 +48,7 @@ __all__ = ["load_transcripts"]
 
 _KNOWN = frozenset(("messages", "session_id", "timestamp", "end_timestamp", "usage", "tools"))
 #: metadata keys sykit sets on session turns, or this loader sets from ``usage``.
-_RESERVED = frozenset(
-    ("turn", "parent_session", "completion_tokens", "cached_tokens", "transcript_line")
-)
+_RESERVED = frozenset((*_SESSION_KEYS, "completion_tokens", "cached_tokens", "transcript_line"))
 
 PathLike = str | os.PathLike[str]
 #: The formats ``load_transcripts`` reads, and the files it takes from a folder for each.
@@ -103,11 +102,27 @@ def load_transcripts(
     files = _files(paths, FORMATS[format])
     sessions: dict[str | int, list[_Call]] = {}
     stems: dict[str, Path] = {}
+    named: dict[str | int, Path] = {}
     for path in files:
-        used = _read(path, sessions, stems)
+        used = _read(path, sessions, stems, named)
         if not used:
             raise ArgumentError(
                 f"{path}: the file holds no calls, so session {path.stem!r} has no turns"
+            )
+    return _sessions(sessions, gap_s)
+
+
+def _sessions(sessions: dict[str | int, list[_Call]], gap_s: Any) -> list[Session]:
+    """The sessions, once each: ids that read alike (``1`` and ``"1"``) would give their turns
+    the same request ids (``"1#0"``) and the same rows in every frame."""
+    seen: dict[str, str | int] = {}
+    for sid, calls in sessions.items():
+        other = seen.setdefault(str(sid), sid)
+        if other != sid or type(other) is not type(sid):
+            raise ArgumentError(
+                f"{calls[0].where}: session {sid!r} and session {other!r} "
+                f"({sessions[other][0].where}) read the same, so their turns would share "
+                f"request ids ('{sid}#0'); give them ids that differ as text"
             )
     return [_session(sid, calls, gap_s) for sid, calls in sessions.items()]
 
@@ -125,7 +140,7 @@ def _trajectories(files: list[Path], pattern: re.Pattern[str] | None, gap_s: Any
             )
         first[sid] = path
         sessions[sid] = [_call(line, where, origin) for where, origin, line in calls]
-    return [_session(sid, calls, gap_s) for sid, calls in sessions.items()]
+    return _sessions(sessions, gap_s)
 
 
 def _files(paths: Any, pattern: str = "*.jsonl") -> list[Path]:
@@ -166,8 +181,15 @@ def _files(paths: Any, pattern: str = "*.jsonl") -> list[Path]:
     return files
 
 
-def _read(path: Path, sessions: dict[str | int, list[_Call]], stems: dict[str, Path]) -> int:
-    """Add the calls of one file to ``sessions``; how many there were."""
+def _read(
+    path: Path,
+    sessions: dict[str | int, list[_Call]],
+    stems: dict[str, Path],
+    named: dict[str | int, Path],
+) -> int:
+    """Add the calls of one file to ``sessions``; how many there were. ``stems`` and ``named``
+    record the file that first gave each session id by its name and by ``session_id``: a file
+    named after a session another file names is two sessions merged by accident."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -198,6 +220,15 @@ def _read(path: Path, sessions: dict[str | int, list[_Call]], stems: dict[str, P
                     f"{where} (session {sid!r}): {other} also names its session {sid!r}; "
                     "rename a file or give session_id in its lines"
                 )
+            other = named.get(sid, path)
+        else:
+            named.setdefault(sid, path)
+            other = stems.get(sid, path) if isinstance(sid, str) else path
+        if other != path:
+            raise ArgumentError(
+                f"{where} (session {sid!r}): {other} names a session {sid!r} too, one by its "
+                "file name and one by session_id; rename the file or give its lines a session_id"
+            )
         where = f"{where} (session {sid!r})"
         call = _call(data, where, f"{path.name}:{number}")
         sessions.setdefault(sid, []).append(call)
@@ -238,6 +269,12 @@ def _call(data: dict[str, Any], where: str, origin: str) -> _Call:
                 raise ArgumentError(f"{where}: usage.prompt_tokens_details must be an object")
             cached = _count(details, "cached_tokens", where)
             if cached is not None:
+                if input_tokens is not None and cached > input_tokens:
+                    raise ArgumentError(
+                        f"{where}: usage.prompt_tokens_details.cached_tokens {cached} is more "
+                        f"than usage.prompt_tokens {input_tokens}; cached tokens are part of "
+                        "the prompt, so it cannot exceed it"
+                    )
                 metadata["cached_tokens"] = cached
     try:
         request = Request(
@@ -266,6 +303,16 @@ def _messages(messages: Any, where: str) -> list[dict[str, Any]]:
             if role != "assistant" or not message.get("tool_calls"):
                 raise ArgumentError(f"{where}: messages[{i}] ({role}) has no 'content'")
             message = {**message, "content": None}  # the OpenAI format lets tool calls omit it
+        content = message["content"]
+        if not (
+            isinstance(content, str)
+            or (isinstance(content, list) and all(isinstance(part, dict) for part in content))
+            or (content is None and role == "assistant")
+        ):
+            raise ArgumentError(
+                f"{where}: messages[{i}] ({role}) has content {content!r:.80}; it must be text "
+                "or a list of content-part objects (null only for an assistant message)"
+            )
         if role == "assistant":
             tool_calls = message.get("tool_calls") or []
             if not isinstance(tool_calls, list):

@@ -12,6 +12,7 @@ counts a routed session's success, so the figures are the ones a run at that thr
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -105,7 +106,19 @@ def calibrate_stage_router(
         raise ArgumentTypeError(
             "sessions must be a list of sy.sessions.Session (the ones both runs ran)"
         )
-    served = {"capable": _served(capable_run), "efficient": _served(efficient_run)}
+    ids = [
+        position if session.id is None else session.id for position, session in enumerate(sessions)
+    ]
+    twice = next((sid for sid, n in Counter(ids).items() if n > 1), None)
+    if twice is not None:
+        raise ArgumentError(
+            f"sessions holds session {twice!r} more than once, so its task would be counted "
+            "twice; give each session once (the list the runs ran)"
+        )
+    served = {
+        "capable": _served(capable_run, "capable_run"),
+        "efficient": _served(efficient_run, "efficient_run"),
+    }
 
     used: list[tuple[Any, str, list[Any]]] = []  # (task, quadrant, per-turn signal picks)
     counts = dict.fromkeys(QUADRANTS, 0)
@@ -218,9 +231,14 @@ def _only_model(run: Result, what: str) -> str:
     return str(models[0])
 
 
-def _served(run: Result) -> dict[Any, list[str]]:
+def _served(run: Result, what: str) -> dict[Any, list[str]]:
     """Per session id: the models that served its turns, in turn order (a session whose first
     turn failed served nothing and counts as ended early)."""
+    if "turn" not in run.requests.columns:
+        raise ArgumentError(
+            f"{what} has a session_id but no turn column: run the sessions as a list of "
+            "sy.sessions.Session, so that each turn is numbered"
+        )
     requests = run.requests.sort_values(["session_id", "turn"], kind="stable")
     served: dict[Any, list[str]] = {}
     for sid, frame in requests.groupby("session_id", sort=False, observed=True):
