@@ -640,11 +640,7 @@ class StrategyRun:
                         ttft = start + served_ttft - state.start_s
                     if kind == MODEL:
                         graded = served_model
-        metadata = state.request.metadata
-        if (metadata and run.row_values is None) or state.evidence or run.note_truth is not None:
-            extra = row_extra(run, state.index, metadata, state.evidence, graded)
-        else:
-            extra = None  # nothing to add to the row (row_extra would give it nothing)
+        extra = row_extra(run, state.index, state.request.metadata, state.evidence, graded)
         state.succeeded = ok
         if self.sessions is not None and ok and response is not None:
             # a session's answer so far: the last one is what a sub-agent hands its parent
@@ -689,14 +685,18 @@ def row_extra(
 
     The served answer's grade and the dataset's columns (hidden from algorithms) reach the row
     when the records are written, not now: later requests' algorithms could read this log."""
+    note = run.note_truth
+    # a dataset's metadata reaches the frame by column (run.row_values), not by row
+    own = metadata if metadata and run.row_values is None else None
+    if own is None and not evidence and note is None:
+        return None  # nothing to add (most rows of a run without metadata)
     head: dict[str, Any] = {}
-    if metadata and run.row_values is None:  # else the frame takes the dataset's columns
-        for key, value in metadata.items():
+    if own is not None:
+        for key, value in own.items():
             head[row_name(key)] = value
     tail = None
     if evidence:
         tail = {f"evidence_{key}": value for key, value in evidence.items()}
-    note = run.note_truth
     if note is not None:
         return note(len(run.requests) if position is None else position, index, graded, head, tail)
     if tail:
