@@ -31,6 +31,7 @@ from sykit._world import prompt_cache as _prompt_cache
 from sykit._world.capacity import Server
 from sykit._world.classify import classify
 from sykit._world.config import HostPolicy, Judge, ModelProfile, PromptCache, check_profiles
+from sykit._world.dists import Constant
 from sykit._world.faults import (
     LATER_RANDOM_FAULTS,
     RANDOM_FAULTS,
@@ -213,6 +214,7 @@ class _Card:
         "break_after",
         "cache",
         "faulty",
+        "out_value",
         "output_tokens",
         "prefill",
         "prefill_tokens_per_s",
@@ -224,6 +226,7 @@ class _Card:
         "stall_s",
         "text",
         "tokens_per_s",
+        "tps_value",
         "ttft",
         "window",
     )
@@ -237,6 +240,10 @@ class _Card:
         self.ttft = profile.latency.ttft.quantile
         self.tokens_per_s = profile.latency.tokens_per_s.quantile
         self.output_tokens = profile.output_tokens.quantile
+        # a constant's value, without a call per attempt (None: drawn)
+        self.tps_value = _constant(profile.latency.tokens_per_s)
+        out = _constant(profile.output_tokens)
+        self.out_value = None if out is None else max(1, round(out))
         self.spike_p = faults.spike_p
         self.spike_factor = faults.spike_factor
         self.stall_p = faults.stall_p
@@ -248,6 +255,11 @@ class _Card:
         self.cache = profile.cache
         self.text = ""
         self.server: Server | None = None  # its slots and queue, when it declares a capacity
+
+
+def _constant(dist: Any) -> float | None:
+    """The value of a constant distribution (None for any other)."""
+    return dist.value if type(dist) is Constant else None
 
 
 class _SimSession:
@@ -528,7 +540,10 @@ class _SimSession:
         ttft = card.ttft(((words[SLOT.TTFT] >> 10) | 1) * HALF)
         if card.prefill_tokens_per_s:  # reading the (uncached part of the) prompt comes first
             ttft += (request.input_tokens - cached) / (card.prefill_tokens_per_s * rate)
-        tps = card.tokens_per_s(((words[SLOT.TOKENS_PER_S] >> 10) | 1) * HALF) * rate
+        tps = card.tps_value
+        if tps is None:
+            tps = card.tokens_per_s(((words[SLOT.TOKENS_PER_S] >> 10) | 1) * HALF)
+        tps *= rate
         factor = 1.0
         if card.spike_p and ((words[SLOT.SPIKE] >> 10) | 1) * HALF < card.spike_p:
             factor = card.spike_factor
@@ -589,6 +604,8 @@ class _SimSession:
         known = truth.output_tokens.get(model) if truth is not None else None
         if known is not None:
             out = int(known)
+        elif card.out_value is not None:
+            out = card.out_value
         else:
             u_out = ((words[SLOT.OUTPUT_TOKENS] >> 10) | 1) * HALF
             out = max(1, round(card.output_tokens(u_out)))
