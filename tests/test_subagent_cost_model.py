@@ -3,6 +3,7 @@ parent and sub-agents, and the with/without cost ratio benchmarks/subagent_cost_
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,20 @@ def test_a_family_makes_each_call_of_the_whole_session_once_plus_the_delegation(
 def test_subagents_must_be_a_count():
     with pytest.raises(sy.ArgumentError, match="subagents"):
         sy.sessions.synthetic_sessions(2, subagents=-1)
+
+
+def test_asking_for_subagents_no_session_is_long_enough_for_warns():
+    """Sessions too short for ``k`` sub-agents stay whole (as documented); when that leaves
+    none split, the caller learns it instead of comparing families that are not there."""
+    with pytest.warns(
+        UserWarning, match=r"subagents=50 split none of the 3 session\(s\).*101 turns"
+    ):
+        sessions = sy.sessions.synthetic_sessions(3, subagents=50)
+    assert sessions == sy.sessions.synthetic_sessions(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        split = sy.sessions.synthetic_sessions(3, subagents=2)
+    assert any(s.parent is not None for s in split)
 
 
 def test_the_modelled_cost_ratio_is_the_family_tokens_over_the_whole_sessions():

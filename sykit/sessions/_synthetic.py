@@ -80,6 +80,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import warnings
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -268,7 +269,8 @@ def synthetic_sessions(
 
     ``subagents=k`` (default 0: none) splits each session of at least ``2k + 1`` turns into a
     parent and ``k`` sub-agents spawned by its turn 0 (ids ``f"{id}/sub{j}"``, listed after their
-    parent); shorter sessions stay whole. The sub-agents make the first half of the session's
+    parent); shorter sessions stay whole (a ``UserWarning`` when none is long enough). The
+    sub-agents make the first half of the session's
     calls, each in a fresh context that opens with the task plus ``briefing_tokens`` of the
     parent's instructions (which stay in the parent's history too), and each ends with a turn
     that answers with its report (sykit adds the answer to the parent's next prompt). The parent
@@ -307,11 +309,17 @@ def synthetic_sessions(
     if not subagents:
         return [_session(trace, seed, i, f"{id_prefix}-{i}") for i in range(n)]
     delegation = _Delegation(subagents, briefing_tokens, rediscovery)
-    return [
-        session
-        for i in range(n)
-        for session in _family(trace, seed, i, f"{id_prefix}-{i}", delegation)
-    ]
+    families = [_family(trace, seed, i, f"{id_prefix}-{i}", delegation) for i in range(n)]
+    if all(len(family) == 1 for family in families):
+        longest = max(len(family[0].turns) for family in families)
+        warnings.warn(
+            f"subagents={subagents} split none of the {n} session(s): a session needs at least "
+            f"{2 * subagents + 1} turns to be split (the longest drawn has {longest}); they are "
+            "returned whole, without sub-agents. Ask for fewer sub-agents or more sessions",
+            UserWarning,
+            stacklevel=2,
+        )
+    return [session for family in families for session in family]
 
 
 def _pick(pool: tuple[Any, ...], u: float) -> Any:
