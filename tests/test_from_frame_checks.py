@@ -186,3 +186,15 @@ def test_filter_takes_nan_as_a_missing_value_as_it_takes_none():
         assert ds.filter(cat=["a", missing]).frame["prompt"].tolist() == ["one", "two", "three"]
         assert ds.filter(x=(2.0, missing)).frame["prompt"].tolist() == ["two", "three"]
     assert ds.filter(x=[1.0]).frame["prompt"].tolist() == ["one"]
+
+
+def test_a_filter_predicate_reading_a_column_the_dataset_renamed_names_its_columns():
+    """The user's grade column ``s`` became ``quality:small``: a predicate reading ``s`` is told
+    which columns there are, not left with pandas' bare ``KeyError: 's'``."""
+    ds = make(table())
+    with pytest.raises(sy.ArgumentError, match=r"KeyError 's'.*quality:small") as caught:
+        ds.filter(lambda f: f["s"] > 0)
+    assert isinstance(caught.value.__cause__, KeyError)
+    assert ds.filter(lambda f: f["quality:small"] > 0).frame["prompt"].tolist() == ["one", "three"]
+    with pytest.raises(KeyError, match="prompt"):  # a key that is a column: the predicate's own
+        ds.filter(lambda f: {}[f.columns[1]])

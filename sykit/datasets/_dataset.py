@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, overload
 
@@ -262,7 +262,9 @@ class Dataset:
         ds.filter(category=None)                          # the rows without a category
         ds.filter(lambda f: f["input_tokens"] > 500)      # any boolean mask over .frame
 
-        None or NaN (``pd.NA`` too) stands for a missing value, also in a list.
+        None or NaN (``pd.NA`` too) stands for a missing value, also in a list. A predicate
+        that reads a column the dataset does not have (a model's grades are
+        ``quality:<model>``, whatever the table called them) gets an error listing its columns.
         """
         frame = self._frame
         mask = pd.Series(True, index=frame.index)
@@ -287,7 +289,17 @@ class Dataset:
                     f"boolean mask, got {type(predicate).__name__}"
                 )
             view = frame.reset_index(drop=True)
-            result = predicate(view)
+            try:
+                result = predicate(view)
+            except KeyError as e:
+                missing = e.args[0] if e.args else None
+                if not isinstance(missing, Hashable) or missing in frame.columns:
+                    raise  # not a column the frame lacks: the predicate's own error
+                raise ArgumentError(
+                    f"filter's predicate raised KeyError {missing!r}, which is not a column of "
+                    f"the dataset; its columns are: {', '.join(map(str, frame.columns))} (a "
+                    "model's grades are quality:<model>, its answer lengths output_tokens:<model>)"
+                ) from e
             values = np.asarray(result)
             if values.dtype != bool or values.shape != (len(frame),):
                 raise ArgumentError(
