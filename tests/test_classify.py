@@ -239,6 +239,20 @@ def test_the_model_and_message_are_kept():
     assert "capability from 'text-only' (HTTP 400)" in str(error)
 
 
+def test_a_huge_error_body_is_kept_cut_but_classified_whole():
+    """A proxy's 2 MB HTML page is not carried by the error an algorithm catches, and a phrase
+    deep in a long raw body still classifies it."""
+    page = "<html>" + "x" * 2_000_000 + "</html>"
+    error = sy.errors.classify(502, page)
+    assert error.kind == "unavailable"
+    assert len(error.message) < 4100 and error.message.startswith("<html>xxx")
+    assert error.message.endswith("[1,996,013 more characters]")
+    deep = sy.errors.classify(400, "y" * 10_000 + " does not support image input")
+    assert deep.kind == "capability" and len(deep.message) < 4100
+    short = "model is overloaded"
+    assert sy.errors.classify(503, short).message == short
+
+
 def test_bad_status_type_is_a_type_error():
     with pytest.raises(TypeError, match="status"):
         sy.errors.classify("400", None)

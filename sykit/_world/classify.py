@@ -15,6 +15,9 @@ Rules (after Switchyard's client, ``fallback_reason`` and ``is_overflow_body``):
   against the response's ``Date``; see ``sykit._base.retry_after``).
 * 403, 408, 5xx → ``unavailable``, with its Retry-After as for a 429 (a retry waits for it).
   Other 4xx (413 and 422 included) → ``invalid_request``.
+
+The error keeps the first :data:`MESSAGE_KEPT` characters of the provider's text (phrases are
+looked for in all of it).
 """
 
 from __future__ import annotations
@@ -116,6 +119,18 @@ def _contains_any(text: str | None, phrases: tuple[str, ...]) -> bool:
     return any(phrase in lowered for phrase in phrases)
 
 
+#: The characters of an error's text an error keeps: a proxy's HTML error page can be megabytes,
+#: which an algorithm that catches the error (or prints it) should not carry around.
+MESSAGE_KEPT = 4000
+
+
+def _shown(text: str) -> str:
+    """``text``, cut to :data:`MESSAGE_KEPT` characters with a note of what was left out."""
+    if len(text) <= MESSAGE_KEPT:
+        return text
+    return f"{text[:MESSAGE_KEPT]}… [{len(text) - MESSAGE_KEPT:,} more characters]"
+
+
 def classify(
     status: int,
     body: Any = None,
@@ -134,9 +149,10 @@ def classify(
     if 200 <= status < 300:
         return None
     code, message, was_json = error_fields(body)
-    text = message or (body if isinstance(body, str) else "") or f"HTTP {status}"
+    full = message or (body if isinstance(body, str) else "") or f"HTTP {status}"
+    text = _shown(full)  # (the phrases are looked for in all of it)
     if status == 400:
-        raw = None if was_json else text
+        raw = None if was_json else full
         if code == "context_length_exceeded" or _contains_any(message or raw, OVERFLOW_PHRASES):
             return ContextWindowError(text, model=model, http_status=status)
         if code == "content_policy_violation":
