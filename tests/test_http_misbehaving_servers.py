@@ -19,7 +19,7 @@ POLICY = sy.HostPolicy(max_retries=0, cooldown_s=0, timeout_s=2.0)
 QUESTIONS = {"good": sy.Boolean("Is it right?"), "level": sy.Score(["low", "high"])}
 
 #: What the server answers: (status, content type, body) for a request's decoded JSON body.
-Answer = Callable[[dict[str, Any]], tuple[int, str, str]]
+Answer = Callable[[dict[str, Any]], tuple[int, str, str | bytes]]
 
 
 class _Server:
@@ -34,7 +34,7 @@ class _Server:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 status, content_type, text = server.answer(body)
-                data = text.encode()
+                data = text if isinstance(text, bytes) else text.encode()
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
@@ -109,7 +109,7 @@ def _decide(server: _Server, answer: Answer, **kwargs: Any) -> tuple[sy.Result, 
     return sy.run(algorithm, ["q"], host=_host(server, **kwargs)), seen
 
 
-def _raw(status: int, content_type: str, text: str) -> Answer:
+def _raw(status: int, content_type: str, text: str | bytes) -> Answer:
     return lambda request: (status, content_type, text)
 
 
@@ -211,3 +211,24 @@ def test_a_redirect_says_where_it_points(server):
     message = result.attempts.iloc[0]["error_message"]
     assert f"HTTP 307 redirect to '{server.base_url[:-3]}/v2/chat/completions'" in message
     assert "set base_url" in message
+
+
+@pytest.mark.parametrize(
+    ("content_type", "data", "shown"),
+    [
+        (
+            "text/plain; charset=iso-8859-1",
+            "Modèle surchargé".encode("latin-1"),
+            "Modèle surchargé",
+        ),
+        ("text/plain; charset=utf-16", "Modèle surchargé".encode("utf-16"), "Modèle surchargé"),
+        ("text/plain", "Modèle surchargé".encode(), "Modèle surchargé"),  # none declared: UTF-8
+        ("text/plain; charset=rot13", b"overloaded", "overloaded"),  # a codec, not a charset
+        ("text/plain; charset=nonsense", b"overloaded", "overloaded"),
+    ],
+)
+def test_an_error_body_is_read_in_the_charset_it_declares(server, content_type, data, shown):
+    result, _ = _run(server, _raw(503, content_type, data))
+    row = result.attempts.iloc[0]
+    assert row["error_kind"] == "unavailable"
+    assert row["error_message"] == shown

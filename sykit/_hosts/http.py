@@ -623,7 +623,7 @@ class _HttpSession:
             )
             status = response.status_code
             if not 200 <= status < 300:
-                text = self._error_body(await response.aread())
+                text = self._error_body(await response.aread(), response.encoding or "utf-8")
                 location = response.headers.get("location")
                 if 300 <= status < 400 and location:
                     # Requests are not re-sent to wherever a server points: say where it pointed.
@@ -659,13 +659,18 @@ class _HttpSession:
             if not handed_over:  # the connection goes back (or away) with this exchange
                 await (reader.aclose() if reader is not None else held.aclose())
 
-    def _error_body(self, raw: bytes) -> str:
-        """An error body scrubbed as text and, if it is JSON, again once decoded: the classifier
+    def _error_body(self, raw: bytes, encoding: str) -> str:
+        """An error body, decoded by its declared charset (``encoding``: UTF-8 when it declares
+        none), scrubbed as text and, if it is JSON, again once decoded: the classifier
         decodes it, and an escaped key (``\\/``, ``\\u0073``) must not decode into the key. JSON
         nested too deeply to decode is passed on as words saying so, which the classifier reads
         as the message rather than failing on it."""
         secrets = self.host._secrets
-        text = scrub(raw.decode("utf-8", "replace"), secrets)
+        try:
+            decoded = raw.decode(encoding, "replace")
+        except LookupError:  # a codec that is no text encoding (charset=rot13, base64, ...)
+            decoded = raw.decode("utf-8", "replace")
+        text = scrub(decoded, secrets)
         try:
             data = json.loads(text)
         except ValueError:
