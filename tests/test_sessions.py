@@ -3,6 +3,8 @@ engines, with per-session state for algorithms."""
 
 from __future__ import annotations
 
+import warnings
+
 import pandas as pd
 import pytest
 
@@ -304,3 +306,37 @@ def test_affinity_restarts_a_stateful_inner_strategy_with_every_run():
 
     pd.testing.assert_frame_equal(first.attempts, second.attempts)
     assert wrapped.name.startswith("affinity(")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_algorithm_that_fails_every_session_on_a_later_turn_warns(engine):
+    """A session's turns after a failed one are not sent: failing every session's third turn
+    leaves two successes per failure, a success rate of 2/3 that reads as a cheap router. The
+    run says the algorithm is broken, counting sessions."""
+
+    async def third_turn_crashes(request, driver):
+        state = driver.session_state
+        state["turns"] = state.get("turns", 0) + 1
+        if state["turns"] == 3:
+            raise ValueError("boom")
+        return sy.route_to("weak", request)
+
+    sessions = _sessions(n=4, turns=5)
+    with pytest.warns(
+        sy.AlgorithmWarning,
+        match=r"4 of 4 agent sessions ended \(their later turns unsent\) with algorithm_error.*boom",
+    ):
+        result = sy.run(third_turn_crashes, sessions, host=_host(), engine=engine)
+    assert len(result.requests) == 12 and (result.requests["status"] == "failed").sum() == 4
+
+
+def test_sessions_that_mostly_end_well_do_not_warn():
+    async def one_session_crashes(request, driver):
+        if driver.request_id == "s0#1":
+            raise ValueError("boom")
+        return sy.route_to("weak", request)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sy.AlgorithmWarning)
+        result = sy.run(one_session_crashes, _sessions(n=4, turns=3), host=_host())
+    assert (result.requests["status"] == "failed").sum() == 1

@@ -49,8 +49,9 @@ _AWAIT_HINT = "did you forget `await`? e.g. `response = await driver.call_model(
 
 class AlgorithmWarning(UserWarning):
     """Most requests of a strategy failed the same way on the algorithm's side (``algorithm_error``,
-    ``invalid_outcome``, ``unknown_model``, ``no_targets`` or ``deadlock``): the results measure a
-    bug, not a routing policy. ``strict=True`` raises :class:`AlgorithmError` instead."""
+    ``invalid_outcome``, ``unknown_model``, ``no_targets`` or ``deadlock``), or most of its agent
+    sessions ended so (their later turns unsent): the results measure a bug, not a routing
+    policy. ``strict=True`` raises :class:`AlgorithmError` instead."""
 
 
 class AlgorithmError(SykitError, RuntimeError):
@@ -101,7 +102,18 @@ def shorten(text: str, limit: int) -> str:
 
 def broken_message(strategy: str, requests: pd.DataFrame) -> str | None:
     """The warning for ``strategy`` if more than half its requests failed with one algorithm-side
-    error kind, else None."""
+    error kind, or more than half its agent sessions ended with one, else None."""
+    found = _broken(strategy, requests, "requests failed with")
+    if found is None and "session_id" in requests.columns and "turn" in requests.columns:
+        # A session's turns after a failed one are not sent: an algorithm that fails on every
+        # session's third turn leaves two successes per failure, and reads as a cheap router.
+        ends = _session_ends(requests)
+        if len(ends):
+            found = _broken(strategy, ends, "agent sessions ended (their later turns unsent) with")
+    return found
+
+
+def _broken(strategy: str, requests: pd.DataFrame, what: str) -> str | None:
     total = len(requests)
     for error in top_errors(requests, None):
         if error.kind in ALGORITHM_ERROR_KINDS:
@@ -109,11 +121,19 @@ def broken_message(strategy: str, requests: pd.DataFrame) -> str | None:
                 return None
             first = shorten(error.message, 400)
             return (
-                f"strategy {strategy!r}: {error.count} of {total} requests failed with "
-                f"{error.kind} — the algorithm is broken, not the models; the first: "
-                f"{first}{await_hint(first)}"
+                f"strategy {strategy!r}: {error.count} of {total} {what} {error.kind} — the "
+                f"algorithm is broken, not the models; the first: {first}{await_hint(first)}"
             )
     return None
+
+
+def _session_ends(requests: pd.DataFrame) -> pd.DataFrame:
+    """The last turn each agent session sent (rows without a session left out)."""
+    turns = requests[requests["session_id"].notna()]
+    if not len(turns):
+        return turns
+    order = turns.sort_values("turn", kind="stable")
+    return order.drop_duplicates("session_id", keep="last").sort_index()
 
 
 def check_algorithms(

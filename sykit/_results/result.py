@@ -419,8 +419,11 @@ class FrameColumns:
         return pd.DataFrame(self.columns, copy=False)
 
     def errors(self) -> pd.DataFrame:
-        """The status and error columns alone (all a check of the run needs)."""
-        names = ("status", "error_kind", "error_message")
+        """The status and error columns alone, with the session columns where there are some
+        (all a check of the run needs)."""
+        names = ["status", "error_kind", "error_message"]
+        if "session_id" in self.columns and "turn" in self.columns:
+            names += ["session_id", "turn"]
         return pd.DataFrame({name: self.columns[name] for name in names}, copy=False)
 
 
