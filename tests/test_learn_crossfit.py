@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -308,6 +310,18 @@ def test_models_with_the_same_grades_leave_apgr_undefined_and_say_so():
         cv = cross_fit(hard_word, same, weak=WEAK, strong=STRONG, resamples=200)
     assert np.isnan(cv.apgr.value)
     assert np.isfinite(cv.aiq.value)
+
+
+def test_a_strong_model_worse_than_the_weak_one_is_judged_with_a_warning():
+    """weak= and strong= swapped: the figures are those of routing to the worse model, which is
+    rarely what was meant, so the caller is told (and the figures are still given)."""
+    with pytest.warns(UserWarning, match=r"strong='small' has the lower mean quality.*swap"):
+        swapped = cross_fit(hard_word, table(), weak=STRONG, strong=WEAK, resamples=200)
+    assert np.isfinite(swapped.apgr.value)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cross_fit(hard_word, table(), weak=WEAK, strong=STRONG, resamples=200)
+    assert not [w for w in caught if "lower mean quality" in str(w.message)]
 
 
 def test_a_group_function_gets_the_row_as_folds_give_it_and_groups_as_its_column_does():

@@ -411,7 +411,8 @@ def cross_fit(
     ``learner`` is a learner (``fit(train, models=[weak, strong]) -> router``, e.g.
     :class:`Knn`) or a function ``fit(train) -> router`` returning a router or a score function
     of the request (higher: the strong model helps more). ``weak``/``strong`` default to the two
-    models of a two-model dataset (the one with the higher mean grade is strong). ``group`` keeps
+    models of a two-model dataset (the one with the higher mean grade is strong; a ``strong``
+    given with the lower mean grade is judged with a ``UserWarning``). ``group`` keeps
     related rows in one fold and resamples them together (default: the dataset's group column,
     e.g. routellm's ``question``), joined with identical prompt texts: rows with the same prompt
     under different ids always share a fold, so a router that memorises prompts gains nothing
@@ -520,6 +521,15 @@ def judge(
         warnings.warn(
             f"APGR is undefined here: {weak!r} and {strong!r} have the same mean quality on these "
             "requests, so there is no gap to recover (AIQ is still computed)",
+            UserWarning,
+            stacklevel=3,
+        )
+    elif np.nanmean(curve_data.strong_only) < np.nanmean(curve_data.weak):
+        warnings.warn(
+            f"strong={strong!r} has the lower mean quality on these requests "
+            f"({np.nanmean(curve_data.strong_only):.3f}, against {np.nanmean(curve_data.weak):.3f} "
+            f"for weak={weak!r}): the router is judged on finding where the worse model helps; "
+            "swap weak= and strong= if that is not what you meant",
             UserWarning,
             stacklevel=3,
         )
