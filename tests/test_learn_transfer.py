@@ -152,6 +152,13 @@ def test_the_same_seed_gives_identical_results():
     )
 
 
+def test_a_strong_model_worse_than_the_weak_one_is_judged_with_a_warning():
+    train, test = table(word="task"), table(80, seed=1, word="chore")
+    with pytest.warns(UserWarning, match=r"strong='small' has the lower mean quality.*swap"):
+        out = transfer(hard_word, train=train, test=test, weak=STRONG, strong=WEAK, resamples=200)
+    assert np.isfinite(out.apgr.value)
+
+
 def test_cross_fit_is_unchanged_by_sharing_its_evaluation():
     """Pinned from cross_fit before transfer shared its code (same table, router and seed)."""
 
