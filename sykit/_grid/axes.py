@@ -18,11 +18,13 @@ import json
 import keyword
 import math
 import numbers
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._results.metrics import SUMMARY_COLUMNS
 from sykit._run.inputs import as_algorithm
 from sykit._run.records import ATTEMPT_COLUMNS, REQUEST_COLUMNS
 
@@ -32,6 +34,16 @@ __all__ = ["Axis", "Binding", "Cell", "StrategyEntry", "cells_of", "check_axes",
 RESERVED = frozenset(
     {*ATTEMPT_COLUMNS, *REQUEST_COLUMNS, "seed", "cell", "session_id", "turn", "parent_session"}
 )
+
+#: Columns of ``Grid.cells`` and ``Grid.summary()`` that an axis column would stand beside: an
+#: axis of one of these names would overwrite the cell's status or make the summary unreadable.
+GRID_COLUMNS = frozenset(
+    {"status", "resumed", "wall_s", "engine", "requests", "attempts", "error", "notes"}
+    | {"traceback", "key", *SUMMARY_COLUMNS}
+)
+
+#: The percentile columns ``summary(percentiles=...)`` adds (``latency_p90_s``, ``ttft_p99.9_s``).
+_PERCENTILE_COLUMN = re.compile(r"(latency|ttft)_p[0-9.]+_s")
 
 Label = bool | int | float | str
 
@@ -98,6 +110,11 @@ def check_axes(axes: object, protected: Sequence[str] = ()) -> dict[str, Axis]:
         if name in RESERVED or name in protected:
             raise ArgumentError(
                 f"axis name {name!r} is already a column of the frames; choose another name"
+            )
+        if name in GRID_COLUMNS or _PERCENTILE_COLUMN.fullmatch(name):
+            raise ArgumentError(
+                f"axis name {name!r} is already a column of grid.cells or grid.summary(); "
+                "choose another name"
             )
         if isinstance(given, Mapping):
             labels = tuple(_label(name, key, "label") for key in given)

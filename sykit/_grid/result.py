@@ -16,6 +16,7 @@ from sykit._grid.axes import Axis
 from sykit._grid.store import read_cell
 from sykit._results.metrics import (
     ATTEMPT_COUNTS,
+    by_names,
     check_percentiles,
     summarize,
     summary_columns,
@@ -156,7 +157,7 @@ class Grid:
     ) -> pd.DataFrame:
         """:meth:`summary`'s whole table."""
         if by is not None:
-            extra = [by] if isinstance(by, str) else list(by)
+            extra = by_names(by)
             return summarize(self.requests, self.attempts, percentiles, by=[*self.axes, *extra])
         quantiles = check_percentiles(percentiles)
         columns = ["strategy", *self.axes, *summary_columns(quantiles)[1:]]
@@ -196,8 +197,9 @@ class Grid:
         if seed is not None:
             chosen = chosen[chosen["seed"] == seed]
         for name, value in axes.items():
+            label = _axis_label(self._axes[name], value)
             column = chosen[name]
-            chosen = chosen[(column == value) | column.isna()]
+            chosen = chosen[(column == label) | column.isna()]
         return chosen
 
     def result(self, strategy: str, *, seed: int | None = None, **axes: Any) -> Result:
@@ -267,6 +269,33 @@ class Grid:
         head = f"<p><b>sykit.Grid</b>: {len(self.cells)} cells ({html.escape(parts)})</p>"
         table = self.summary().to_html(index=False, float_format=lambda x: f"{x:.4g}")
         return head + table
+
+
+def _axis_label(axis: Axis, value: Any) -> Any:
+    """The label of ``axis`` that ``value`` names, or an error listing its values: a value the
+    axis lacks would match no cell of the strategies that use the axis, and leave them out of a
+    comparison without a word."""
+    if hasattr(value, "item") and not isinstance(value, bool | int | float | str):
+        value = value.item()  # numpy scalars
+    for label in axis.labels:
+        if _same_label(value, label):
+            return label
+    raise ArgumentError(
+        f"{axis.name}={value!r} is not a value of the axis {axis.name!r}; its values: "
+        f"{list(axis.labels)}"
+    )
+
+
+def _same_label(value: Any, label: Any) -> bool:
+    """``value == label``, without taking ``True`` for ``1`` or ``"1"`` for ``1``."""
+    if isinstance(value, bool) != isinstance(label, bool):
+        return False
+    if isinstance(value, str) != isinstance(label, str):
+        return False
+    try:
+        return bool(value == label)
+    except (TypeError, ValueError):
+        return False
 
 
 def _missing(value: Any) -> bool:

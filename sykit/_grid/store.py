@@ -70,6 +70,12 @@ def check_out(out: object) -> Path | None:
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise ArgumentError(f"out {str(path)!r} exists and is not a folder")
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise ArgumentError(
+            f"out {str(path)!r} cannot be made: {str(blocking)!r} is a file, not a folder; "
+            "give a folder path"
+        )
     return path
 
 
@@ -103,10 +109,16 @@ def open_store(path: Path, fingerprint: dict[str, Any], overwrite: bool) -> None
                     f"({found.get('requests')} there, {fingerprint} now): give another folder, "
                     "or overwrite=True to replace it"
                 )
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "cells").mkdir(exist_ok=True)
     content = {"format": FORMAT, "version": VERSION, "requests": fingerprint}
-    marker.write_text(json.dumps(content, indent=1) + "\n", encoding="utf-8")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "cells").mkdir(exist_ok=True)
+        marker.write_text(json.dumps(content, indent=1) + "\n", encoding="utf-8")
+    except OSError as error:
+        raise ArgumentError(
+            f"out folder {str(path)!r} cannot be written ({type(error).__name__}: "
+            f"{error.strerror or error}): give a folder you can write to"
+        ) from None
 
 
 def _read_marker(marker: Path) -> dict[str, Any]:

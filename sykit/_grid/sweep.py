@@ -185,6 +185,15 @@ def _check_values(values: Any) -> list[float]:
     return [float(v) for v in settings]
 
 
+def _labels(settings: Sequence[float]) -> list[str]:
+    """Each setting's strategy name: short (``0.2``), or, when values differ beyond six
+    significant digits, every value with all the digits that tell it apart (``0.1000001``)."""
+    short = [f"{v:g}" for v in settings]
+    if len(set(short)) == len(short):
+        return short
+    return [repr(v) for v in settings]
+
+
 def _check_models(host: Any, weak: Any, strong: Any) -> None:
     for name, model in (("weak", weak), ("strong", strong)):
         if not isinstance(model, str):
@@ -286,7 +295,7 @@ def sweep(
         )
     if value_name in _CURVE_COLUMNS:
         raise ArgumentError(f"value_name {value_name!r} is already a column of the curve")
-    labels = [f"{v:g}" for v in settings]
+    labels = _labels(settings)
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
         raise ArgumentError(f"values must be distinct; repeated: {repeated}")

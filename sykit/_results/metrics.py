@@ -18,7 +18,7 @@ import numbers
 import os
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,7 +27,7 @@ import pandas as pd
 if TYPE_CHECKING:
     from types import FrameType
 
-from sykit._base.errors import ArgumentError
+from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._base.vocab import Phase, RequestStatus, Status
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "attempt_counts",
     "bootstrap_mean_ci",
     "bootstrap_mean_cis",
+    "by_names",
     "mean_quality",
     "moved_on_by_strategy",
     "paired_differences",
@@ -531,11 +532,23 @@ def summarize(
     return table
 
 
-def _group_columns(requests: pd.DataFrame, by: str | Sequence[str] | None) -> list[str]:
-    """The ``by`` columns, each checked to be a column of the requests frame."""
+def by_names(by: object) -> list[str]:
+    """``summary(by=...)`` as a list: one column name, or several."""
     if by is None:
         return []
-    keys = [by] if isinstance(by, str) else list(by)
+    if isinstance(by, str):
+        return [by]
+    if isinstance(by, Iterable) and not isinstance(by, bytes | Mapping):
+        return list(by)
+    raise ArgumentTypeError(
+        f"summary(by=...) takes a column name of the requests frame or a list of them, "
+        f"got {type(by).__name__} {by!r:.60}"
+    )
+
+
+def _group_columns(requests: pd.DataFrame, by: str | Sequence[str] | None) -> list[str]:
+    """The ``by`` columns, each checked to be a column of the requests frame."""
+    keys = by_names(by)
     unknown = [k for k in keys if not isinstance(k, str) or k not in requests.columns]
     if unknown or "strategy" in keys:
         known = [c for c in requests.columns if c != "strategy"]
@@ -567,6 +580,8 @@ def paired_differences(
     ``d_<metric>_ci_low``, ``d_<metric>_ci_high`` and ``n_requests_<metric>`` (requests with at
     least one pair); ``seeds`` counts the seeds both strategies ran.
     """
+    if isinstance(metrics, str):
+        metrics = [metrics]
     names = list(dict.fromkeys(requests["strategy"].astype(str)))
     if baseline not in names:
         raise ArgumentError(f"baseline {baseline!r} is not one of the strategies {names}")
