@@ -21,6 +21,7 @@ import pandas as pd
 from sykit._base.checks import check_int
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._world.models import TOKEN_LIMIT, GroundTruth, Request, truth_of
+from sykit.datasets._random import seeded_rng
 from sykit.datasets._splits import (
     DATASET_GROUP,
     DatasetGroup,
@@ -240,7 +241,7 @@ class Dataset:
     def __getitem__(self, key: slice) -> Dataset: ...
     def __getitem__(self, key: int | slice) -> Request | Dataset:
         if isinstance(key, slice):
-            return self._derive(self._frame.iloc[key])
+            return self._derive(self._frame.iloc[_positions(key)])
         key = check_int(key, "dataset index", expected="an int or slice")
         n = len(self._frame)
         if not -n <= key < n:
@@ -316,14 +317,17 @@ class Dataset:
         remainders decide the rounding). The sample keeps the dataset's order.
         """
         n = _count(n, "n")
-        seed = check_int(seed, "seed")
+        rng = seeded_rng(seed)
         total = len(self._frame)
         if n > total:
             raise ArgumentError(f"sample: n={n} is more than the {total} requests in the dataset")
-        rng = np.random.default_rng(int(seed))
         if stratify is None:
             picked = np.sort(rng.choice(total, size=n, replace=False))
             return self._derive(self._frame.iloc[picked])
+        if not isinstance(stratify, str):
+            raise ArgumentTypeError(
+                f"sample: stratify must be a column name or None, got {type(stratify).__name__}"
+            )
         if stratify not in self._frame.columns:
             raise ArgumentError(
                 f"sample: stratify column {stratify!r} is not in the dataset; columns are: "
@@ -357,6 +361,7 @@ class Dataset:
                 f"rename_models: {', '.join(map(repr, unknown))} not among the dataset's models "
                 f"{list(self._models)}"
             )
+        _check_new_names(names)
         models = [names.get(m, m) for m in self._models]
         if len(set(models)) != len(models):
             raise ArgumentError(f"rename_models would give two models the same name: {models}")
@@ -645,6 +650,29 @@ def _missing(value: object) -> bool:
         or value is pd.NaT
         or (isinstance(value, float | np.floating) and math.isnan(value))
     )
+
+
+def _check_new_names(names: Mapping[str, object]) -> None:
+    """Model names are text: a host, a profile and a results column are keyed by them."""
+    for model, new in names.items():
+        if not isinstance(new, str) or not new:
+            raise ArgumentTypeError(
+                f"rename_models: the new name of {model!r} must be a non-empty string, got "
+                f"{type(new).__name__} {new!r:.60}"
+            )
+
+
+def _positions(key: slice) -> slice:
+    """``key`` with int (or None) bounds and a step other than 0, as positions take them."""
+    start, stop, step = (
+        None
+        if part is None
+        else check_int(part, f"dataset slice {role}", expected="an int or None")
+        for part, role in ((key.start, "start"), (key.stop, "stop"), (key.step, "step"))
+    )
+    if step == 0:
+        raise ArgumentError("dataset slice step must not be 0")
+    return slice(start, stop, step)
 
 
 def _count(n: object, name: str) -> int:

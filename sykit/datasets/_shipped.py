@@ -186,18 +186,25 @@ def names() -> tuple[str, ...]:
 
 
 def load(name: str) -> Dataset:
-    """A shipped dataset by name (see :func:`names`): ``"routellm"`` or ``"mmlu_pro"``.
+    """A shipped dataset by name (see :func:`names`): ``"routellm"`` or ``"mmlu_pro"``. Case,
+    surrounding spaces and ``-`` for ``_`` do not matter (``"MMLU-Pro"`` is ``"mmlu_pro"``).
 
     Parsed once per process; later calls return the same (immutable) dataset at once.
     """
     if not isinstance(name, str):
         raise ArgumentTypeError(f"dataset name must be a string, got {type(name).__name__}")
-    dataset = _LOADED.get(name)
+    key = _key(name)
+    dataset = _LOADED.get(key)
     if dataset is None:
-        builder = _BUILDERS.get(name)
+        builder = _BUILDERS.get(key)
         if builder is None:
             raise ArgumentError(
                 f"unknown dataset {name!r}; shipped datasets: {', '.join(map(repr, names()))}"
             )
-        dataset = _LOADED[name] = builder()
+        dataset = _LOADED[key] = builder()
     return dataset
+
+
+def _key(name: str) -> str:
+    """The shipped name a user's spelling means: names are typed by hand, in any case."""
+    return name.strip().lower().replace("-", "_")

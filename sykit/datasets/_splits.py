@@ -19,6 +19,7 @@ import pandas as pd
 
 from sykit._base.checks import check_int
 from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit.datasets._random import seeded_rng
 
 __all__ = [
     "DATASET_GROUP",
@@ -48,7 +49,14 @@ DATASET_GROUP = DatasetGroup.COLUMN
 
 
 def _missing(key: object) -> bool:
-    return key is None or key is pd.NA or (isinstance(key, float) and math.isnan(key))
+    """Whether a group key is a missing value: None, NaN (NumPy's too), ``pd.NA`` or ``pd.NaT``
+    (the empty cell of a datetime column)."""
+    return (
+        key is None
+        or key is pd.NA
+        or key is pd.NaT
+        or (isinstance(key, float | np.floating) and math.isnan(key))
+    )
 
 
 def _codes(keys: list[Any], where: str, what: str) -> np.ndarray:
@@ -81,6 +89,26 @@ def _column(frame: pd.DataFrame, column: str, where: str, role: str) -> pd.Serie
     return frame[column]
 
 
+def _keys(
+    group: Callable[[dict[str, Any]], Hashable],
+    rows: list[dict[Any, Any]],
+    frame: pd.DataFrame,
+    where: str,
+) -> list[Any]:
+    """Each row's key from ``group``; a row key it reads that the dataset lacks is named, with
+    the columns it could read (a model's grades are ``quality:<model>``)."""
+    try:
+        return [group(row) for row in rows]
+    except KeyError as e:
+        missing = e.args[0] if e.args else None
+        if not isinstance(missing, Hashable) or missing in frame.columns:
+            raise  # not a column the rows lack: the function's own error
+        raise ArgumentError(
+            f"{where}: the group function raised KeyError {missing!r}, which is not a column of "
+            f"the dataset; a row's keys are its columns: {', '.join(map(str, frame.columns))}"
+        ) from e
+
+
 def group_codes(frame: pd.DataFrame, group: GroupBy, where: str) -> np.ndarray:
     """A group code per row (0..groups-1): rows with one code always land on the same side."""
     if group is None:
@@ -90,7 +118,7 @@ def group_codes(frame: pd.DataFrame, group: GroupBy, where: str) -> np.ndarray:
         return _codes(keys, where, f"group column {group!r}'s values")
     if callable(group):
         rows = frame.reset_index(drop=True).to_dict("records")
-        return _codes([group(row) for row in rows], where, "the keys group= returns")
+        return _codes(_keys(group, rows, frame, where), where, "the keys group= returns")
     raise ArgumentTypeError(
         f"{where}: group must be a column name, a function of the row or None, got "
         f"{type(group).__name__}"
@@ -164,7 +192,7 @@ def split_mask(
 ) -> np.ndarray:
     """Which rows go to the test side: whole groups, in a seeded order, each taken when it brings
     the test side (per stratum, with ``strata``) closer to its target."""
-    seed = check_int(seed, "seed")
+    rng = seeded_rng(seed)
     n = len(groups)
     if n < 2:
         raise ArgumentError(f"split needs at least 2 requests, the dataset has {n}")
@@ -183,7 +211,6 @@ def split_mask(
     short = round(target - float(goals.sum()))
     if short > 0:
         goals[np.argsort(-(exact - goals), kind="stable")[:short]] += 1
-    rng = np.random.default_rng(seed)
     order = rng.permutation(count)
     taken = np.zeros(count, dtype=bool)
     filled = np.zeros(len(goals))
@@ -211,9 +238,8 @@ def fold_labels(
             f"folds: k must be between 2 and the number of groups ({count}), got {k}"
             + ("; group=None puts every request in its own group" if k > count > 0 else "")
         )
-    seed = check_int(seed, "seed")
+    rng = seeded_rng(seed)
     sizes, main, parts = _group_strata(groups, strata)
-    rng = np.random.default_rng(seed)
     shuffled = rng.permutation(count)
     order = shuffled[np.argsort(-sizes[shuffled], kind="stable")]
     width = 1 + max(s for part in parts for s, _ in part)

@@ -9,6 +9,7 @@ fallbacks and cost. Shares are exact (``round(n * share)`` requests), not random
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 
 import numpy as np
@@ -20,6 +21,7 @@ from sykit._world.dists import Distribution, LogNormal
 from sykit._world.models import IMAGE_TOKENS
 from sykit.datasets._dataset import Dataset
 from sykit.datasets._frame import from_frame
+from sykit.datasets._random import seeded_rng
 
 __all__ = ["LONG_CONTEXT", "SIZES", "synthetic"]
 
@@ -32,6 +34,8 @@ SIZES: Mapping[str, Distribution] = {
 _DEFAULT_MIX = {"short": 0.6, "medium": 0.3, "long": 0.1}
 #: Input tokens of a long-context request unless ``long_context_tokens`` says otherwise.
 LONG_CONTEXT = LogNormal(30_000, p95=120_000)
+#: The largest float: shares summing past it are scaled down first.
+_LARGEST = sys.float_info.max
 #: Tokens assumed for each earlier answer in a session's history.
 _ANSWER_TOKENS = 200
 
@@ -62,6 +66,7 @@ def synthetic(
     """
     n = check_int(n, "n", low=1, expected="an int ≥ 1", type_error=ArgumentError)
     seed = check_int(seed, "seed")
+    rng = seeded_rng(seed)
     classes = _size_classes(_DEFAULT_MIX if sizes is None else sizes)
     image_share = _share(image_share, "image_share")
     long_context_share = _share(long_context_share, "long_context_share")
@@ -80,7 +85,6 @@ def synthetic(
             type_error=ArgumentError,
         )
 
-    rng = np.random.default_rng(seed)
     labels = list(classes)
     counts = _apportion(n, [classes[c][0] for c in labels])
     size = np.array(labels, dtype=object).repeat(counts)[rng.permutation(n)]
@@ -164,6 +168,10 @@ def _size_classes(
             expected="a number ≥ 0",
             type_error=ArgumentError,
         )
+        if str(label) in classes:
+            raise ArgumentError(
+                f"sizes: two size classes are named {str(label)!r}; give each class its own name"
+            )
         classes[str(label)] = (share, dist)
     if sum(share for share, _ in classes.values()) <= 0:
         raise ArgumentError("sizes: the shares must not all be 0")
@@ -177,6 +185,8 @@ def _share(value: object, name: str) -> float:
 def _apportion(n: int, weights: list[float]) -> np.ndarray:
     """Split n into counts proportional to weights (largest remainders round)."""
     w = np.asarray(weights, dtype=float)
+    if w.max() > _LARGEST / len(w):  # shares whose sum would overflow: only their ratios matter
+        w = w / w.max()
     exact = n * w / w.sum()
     counts = np.floor(exact).astype(int)
     short = n - int(counts.sum())

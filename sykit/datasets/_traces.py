@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from collections.abc import Iterable, Mapping, Sized
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -27,8 +28,13 @@ from sykit._base.checks import check_int, check_real, plain
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._base.files import read_table
 from sykit._world.models import TOKEN_LIMIT, GroundTruth, Request
+from sykit.datasets._random import seeded_rng
 
-__all__ = ["AZURE_SERVICES", "Trace", "azure_trace"]
+__all__ = ["AZURE_SERVICES", "MAX_BINS", "Trace", "azure_trace"]
+
+#: The most bins :meth:`Trace.counts` makes (80 MB of counts): a finer bin is a mistake, not a
+#: question the counts can answer.
+MAX_BINS = 10_000_000
 
 #: The Azure LLM inference trace's services: name → shipped file.
 AZURE_SERVICES: Mapping[str, str] = MappingProxyType(
@@ -212,6 +218,12 @@ class Trace:
         """Arrivals per bin of ``bin_s`` seconds, bins ``[k·bin_s, (k+1)·bin_s)`` from second 0
         to the last arrival's bin, empty bins included; indexed by each bin's start."""
         bin_s = check_real(bin_s, "bin_s", low=0, low_open=True)
+        last = float(self.times[-1])
+        if last / bin_s >= MAX_BINS:
+            raise ArgumentError(
+                f"counts: bin_s={bin_s:g} would make more than {MAX_BINS:,} bins from second 0 "
+                f"to the last arrival at {last:,.6g} s; use bin_s ≥ {last / (MAX_BINS - 1):.3g}"
+            )
         index = np.floor(self.times / bin_s).astype(np.int64)
         counted = np.bincount(index)
         return pd.Series(
@@ -233,7 +245,7 @@ class Trace:
                 "span_s": self.span_s,
                 "mean_rate_per_s": self.mean_rate_per_s,
                 "interarrival_cv": self.interarrival_cv(),
-                "busiest_second": int(self.counts(1.0).max()),
+                "busiest_second": _busiest(self.times, 1.0),
                 "input_tokens_p50": float(np.quantile(inputs, 0.5)),
                 "input_tokens_p99": float(np.quantile(inputs, 0.99)),
                 "output_tokens_p50": float(np.quantile(outputs, 0.5)),
@@ -285,8 +297,15 @@ class Trace:
                     "this trace's all share one time"
                 )
             factor = wanted / current
+        with np.errstate(over="ignore"):
+            times = self.times / factor
+        if not np.isfinite(times[-1]):
+            raise ArgumentError(
+                f"scaled: dividing the times by {factor:g} puts the last arrival "
+                f"({self.times[-1]:g} s) past the largest float; ask for a higher rate"
+            )
         return Trace(
-            self.times / factor,
+            times,
             self.input_tokens,
             self.output_tokens,
             name=self.name,
@@ -318,8 +337,8 @@ class Trace:
         """The arrival times of ``requests`` (a count, or anything with a length: a dataset, a
         list): the first that many of the trace's times, in seconds. ``sy.run(...,
         arrivals=trace)`` calls this with the number of requests."""
-        if isinstance(requests, int) and not isinstance(requests, bool):
-            n = requests
+        if isinstance(requests, numbers.Integral) and not isinstance(requests, bool):
+            n = check_int(requests, "requests", low=0, expected="a count ≥ 0")
         elif isinstance(requests, Sized) and not isinstance(requests, str | bytes):
             n = len(requests)
         else:
@@ -363,7 +382,7 @@ class Trace:
         else:
             n = check_int(n, "n", low=1, expected="an int ≥ 1", type_error=ArgumentError)
             seed = check_int(seed, "seed")
-            picked = np.random.default_rng(seed).integers(len(self), size=n)
+            picked = seeded_rng(seed).integers(len(self), size=n)
             ids = [f"{self.name}/draw/{seed}/{k}" for k in range(n)]
         built = []
         for k, position in enumerate(picked.tolist()):
@@ -380,6 +399,12 @@ class Trace:
             )
             built.append(request.with_truth(truth))
         return built
+
+
+def _busiest(times: np.ndarray, bin_s: float) -> int:
+    """The most arrivals in one bin, counted over the bins that have any (so a trace spread over
+    years costs no more than one over a minute)."""
+    return int(np.unique(np.floor(times / bin_s), return_counts=True)[1].max())
 
 
 def _model_names(models: object) -> tuple[str, ...]:
@@ -532,14 +557,16 @@ def azure_trace(service: str) -> Trace:
 
     Times are seconds since the service's first request (``trace.start`` is its timestamp);
     input tokens are the recorded context lengths, output tokens the generated lengths. No
-    prompt text was published. From Azure/AzurePublicDataset, CC BY 4.0 (Patel et al.,
-    "Splitwise", ISCA 2024); datasets/PROVENANCE.md has the details.
+    prompt text was published. The service's name may be in any case. From
+    Azure/AzurePublicDataset, CC BY 4.0 (Patel et al., "Splitwise", ISCA 2024);
+    datasets/PROVENANCE.md has the details.
     """
     if not isinstance(service, str):
         raise ArgumentTypeError(f"service must be 'code' or 'conv', got {type(service).__name__}")
-    if service not in AZURE_SERVICES:
+    key = service.strip().lower()  # typed by hand: case and surrounding spaces do not matter
+    if key not in AZURE_SERVICES:
         raise ArgumentError(
             f"azure_trace: unknown service {service!r}; the trace has "
             f"{', '.join(map(repr, AZURE_SERVICES))}"
         )
-    return _azure(service)
+    return _azure(key)
