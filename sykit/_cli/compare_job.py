@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from sykit._cli import experiment, report, writers
 from sykit._cli.experiment import LONG_PROMPT_SHARE
@@ -86,7 +85,7 @@ def run_job(args: argparse.Namespace) -> int:
     """Run ``sykit compare`` with parsed arguments; print both parts, each led by its finding;
     write files if asked."""
     started = time.perf_counter()
-    out = Path(args.out) if args.out else None
+    out = writers.out_folder(args.out)
     written: list[str] = []
     writing_s = 0.0
 
@@ -107,9 +106,16 @@ def run_job(args: argparse.Namespace) -> int:
         assert results.sweeps is not None
         written.extend(results.sweeps.files)
         written.extend(writers.write_learned(out, results, started))
+        stale = writers.remove_stale(out, written)
         parts["files"] = writing_s + time.perf_counter() - writing
         print()
         say(f"wrote {len(written)} files to {args.out}/: {', '.join(written)}", width)
+        if stale:
+            say(
+                f"removed {len(stale)} files an earlier run left there that this run does not "
+                f"write: {', '.join(stale)}",
+                width,
+            )
     each = ", ".join(f"{part} {seconds:.1f}" for part, seconds in parts.items())
     say(f"done in {time.perf_counter() - started:.1f} s of wall time: {each}", width)
     return 0

@@ -53,6 +53,7 @@ __all__ = [
     "parse_outage",
     "routellm_lineup",
     "run",
+    "weak_and_strong",
     "with_long_prompts",
 ]
 
@@ -72,6 +73,8 @@ RACE = "race weak|strong"
 RACE_FIRST_OK = "race (first ok)"
 #: The default outage of the weak model: from 25 % to 35 % of its fault-free run.
 DEFAULT_OUTAGE = (0.25, 0.35)
+#: The largest seed the job takes (a run's seed fits in a signed 64-bit int).
+MAX_SEED = 2**63 - 1
 
 
 @dataclasses.dataclass
@@ -179,6 +182,7 @@ def run(
     from sykit import profiles
 
     _checked_share(args.long_prompts)
+    _checked_seed(args.seed)
     if args.workers < 1:
         raise SystemExit(f"--workers must be 1 or more, got {args.workers}")
     started = time.perf_counter()
@@ -186,7 +190,7 @@ def run(
     models = list(data.models)
     if len(models) < 2:
         raise SystemExit(f"dataset {args.dataset!r} needs at least two models with ground truth")
-    weak, strong = (WEAK, STRONG) if {WEAK, STRONG} <= set(models) else (models[-1], models[0])
+    weak, strong = weak_and_strong(args.dataset)
     names = {"weak": weak, "strong": strong, "judge": JUDGE}
     _asked_outages(args.outage, names)  # a bad --outage is refused before anything runs
 
@@ -310,6 +314,24 @@ def routellm_lineup(weak: str, strong: str, judge: str, requests: Any) -> dict[s
     }
 
 
+def weak_and_strong(dataset: str) -> tuple[str, str]:
+    """The weak and strong models of a shipped dataset: RouteLLM's pair where it has them, else
+    its last and first models, the strong one the one with the higher mean quality over the whole
+    dataset (a sample of it cannot swap them; a strong model worse than the weak one would make
+    every finding against it upside down)."""
+    from sykit import datasets
+
+    full = datasets.load(dataset)
+    models = list(full.models)
+    if {WEAK, STRONG} <= set(models):
+        return WEAK, STRONG
+    first, last = models[0], models[-1]
+    quality = full.summary()["mean_quality"]
+    if quality[last] > quality[first]:
+        return first, last
+    return last, first
+
+
 def parse_outage(text: str, names: Mapping[str, str]) -> tuple[str, float, float]:
     """``MODEL:START-END`` → (model, start, end); ``names`` maps aliases (weak, strong, judge)."""
     match = re.fullmatch(r"\s*([^:]+):\s*([0-9.]+)\s*-\s*([0-9.]+)\s*", text)
@@ -321,7 +343,12 @@ def parse_outage(text: str, names: Mapping[str, str]) -> tuple[str, float, float
             f"--outage {text!r}: unknown model {model!r}; use weak, strong, judge or one of "
             f"{sorted(set(names.values()))}"
         )
-    start, end = float(match.group(2)), float(match.group(3))
+    try:
+        start, end = float(match.group(2)), float(match.group(3))
+    except ValueError:
+        raise SystemExit(
+            f"--outage {text!r}: START and END must be numbers of seconds, e.g. weak:120-180"
+        ) from None
     if not (math.isfinite(start) and math.isfinite(end) and 0 <= start < end):
         raise SystemExit(f"--outage {text!r}: START must be ≥ 0 and before END")
     return model, start, end
@@ -376,14 +403,38 @@ def _checked_share(share: float) -> float:
     return share
 
 
+def _checked_seed(seed: int) -> int:
+    """The job's seed: numpy's generators, which draw its samples, long prompts and bootstraps,
+    take no negative seed."""
+    if not 0 <= seed <= MAX_SEED:
+        raise SystemExit(f"--seed must be a whole number from 0 to 2**63 - 1, got {seed}")
+    return seed
+
+
+def _checked_benchmark(data: Any, dataset: str, benchmark: str) -> str:
+    """``benchmark`` if ``data`` has it: a name it lacks would leave no request to run."""
+    frame = data.frame
+    if "benchmark" not in frame.columns:
+        raise SystemExit(
+            f"--benchmark {benchmark!r}: dataset {dataset!r} has no benchmarks; leave --benchmark out"
+        )
+    known = sorted(str(b) for b in frame["benchmark"].unique())
+    if benchmark not in known:
+        raise SystemExit(
+            f"--benchmark {benchmark!r}: not a benchmark of {dataset!r}; use one of "
+            f"{', '.join(known)}"
+        )
+    return benchmark
+
+
 def _load(args: argparse.Namespace) -> tuple[Any, list[str]]:
     """The dataset the job runs on and the words saying how it was cut."""
     from sykit import datasets
 
     data = datasets.load(args.dataset)
     filters = []
-    if args.benchmark:
-        data = data.filter(benchmark=args.benchmark)
+    if args.benchmark is not None:
+        data = data.filter(benchmark=_checked_benchmark(data, args.dataset, args.benchmark))
         filters.append(f"benchmark={args.benchmark}")
     if "contaminated" in data.frame.columns:
         data = data.filter(contaminated=False)

@@ -27,7 +27,7 @@ from sykit._cli.layout import (
     say,
     terminal_width,
 )
-from sykit._cli.writers import save_figures
+from sykit._cli.writers import out_folder, save_figures
 from sykit._grid.compare import compare
 from sykit._hosts.sim import SimHost
 from sykit._results.result import Comparison
@@ -98,6 +98,9 @@ def demo_requests(n: int) -> list[Request]:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.requests < 1:
+        raise SystemExit(f"--requests must be a number of requests ≥ 1, got {args.requests}")
+    out = out_folder(args.out)  # a bad folder is refused before the run, not after it
     host = demo_host()
     lineup = {
         "small only": strategies.single("small"),
@@ -139,8 +142,8 @@ def _demo(args: argparse.Namespace) -> int:
         "wall time",
         width,
     )
-    if args.out:
-        written = write_demo_outputs(Path(args.out), comparison, summary)
+    if out is not None:
+        written = write_demo_outputs(out, comparison, summary)
         print(f"wrote {len(written)} files to {args.out}/: {', '.join(written)}")
     return 0
 

@@ -1,7 +1,9 @@
 """The files ``sykit compare --out`` writes: the summaries and per-request tables as CSV (every
 column, where the printed tables keep a few), the figures as PNG, the sweeps' curves, the learned
 routers' long table, and ``run.json``: everything needed to reproduce the run (settings, seeds,
-hosts, faults, the long prompts' ids, package versions).
+hosts, faults, the long prompts' ids, package versions). The ``--out`` folder is made and checked
+writable before the job runs (:func:`out_folder`); a folder an earlier job wrote in keeps none of
+its files this one does not write (:func:`remove_stale`).
 
 :func:`save_figures` also writes ``sykit demo``'s figures.
 """
@@ -14,6 +16,7 @@ import json
 import math
 import platform
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from importlib import metadata
@@ -26,8 +29,11 @@ from sykit._cli.background import later
 from sykit._cli.experiment import JUDGE, RACE, Offload, Results, SweepWriter, sweep_parts
 
 __all__ = [
+    "JOB_FILES",
     "ROBUSTNESS_COLUMNS",
     "ROUTING_COLUMNS",
+    "out_folder",
+    "remove_stale",
     "save_figures",
     "sweep_writer",
     "write_comparisons",
@@ -61,6 +67,65 @@ ROBUSTNESS_COLUMNS = (
     "fallbacks",
     "wasted_share",
 )
+
+
+#: Every file ``sykit compare --out`` may write; a run writes some of them only (no
+#: ``robustness_*`` without faults, no ``learned_routers.csv`` when no benchmark can be cross-fitted).
+JOB_FILES = (
+    "routing_summary.csv",
+    "routing_requests.csv",
+    "routing_requests.parquet",
+    "cost_quality.png",
+    "robustness_summary.csv",
+    "robustness_requests.csv",
+    "robustness_requests.parquet",
+    "robustness_attempts.csv",
+    "robustness_attempts.parquet",
+    "latency_cdf.png",
+    "outcomes.png",
+    "race_timeline.png",
+    "sweeps.csv",
+    "threshold_curve.png",
+    "learned_routers.csv",
+    "run.json",
+)
+
+
+def out_folder(text: str | None) -> Path | None:
+    """The ``--out`` folder, made now and checked writable, so that a bad one is refused before
+    the job runs rather than after it (None: no files asked)."""
+    if text is None:
+        return None
+    if not text.strip():
+        raise SystemExit("--out is empty: give a folder to write the files in, or leave --out out")
+    out = Path(text)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as error:
+        raise SystemExit(f"--out {text!r}: {_why_unwritable(out, error)}") from None
+    return out
+
+
+def _why_unwritable(out: Path, error: OSError) -> str:
+    if out.exists() and not out.is_dir():
+        return "is a file, not a folder; give a folder path (a new one is made)"
+    file = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+    if file is not None:
+        return f"{str(file)!r} is a file, not a folder; give a folder path"
+    where = f" ({error.filename})" if error.filename else ""
+    return f"cannot write there: {error.strerror or error}{where}; give a folder you can write to"
+
+
+def remove_stale(out: Path, written: list[str]) -> list[str]:
+    """Remove the files of :data:`JOB_FILES` an earlier run left in ``out`` that this run did not
+    write, so that the folder holds one run's files only (next to its ``run.json``); return
+    their names. Other files are left alone."""
+    stale = [name for name in JOB_FILES if name not in written and (out / name).is_file()]
+    for name in stale:
+        (out / name).unlink()
+    return stale
 
 
 def write_files(out: Path, results: Results, offload: Offload | None = None) -> list[str]:
