@@ -40,7 +40,8 @@ from __future__ import annotations
 import bisect
 import inspect
 import math
-from collections.abc import Awaitable, Collection, Mapping, Sequence
+import numbers
+from collections.abc import Awaitable, Collection, Iterable, Mapping, Sequence
 from statistics import NormalDist
 from typing import Any
 
@@ -59,7 +60,6 @@ from sykit._run.static import RoutingBatch, routed_by, static
 from sykit._run.strategy_kit import AFFINITY_TRIGGERS as AFFINITY_TRIGGERS
 from sykit._run.strategy_kit import affinity, checked_models, named_algorithm
 from sykit._run.stream import ModelStream
-from sykit._world.dists import check_number
 from sykit._world.models import (
     Boolean,
     DecisionRequest,
@@ -79,6 +79,7 @@ from sykit.sessions._agent.subagent import subagent_router
 from sykit.strategies._calibration import Threshold, calibrate
 from sykit.strategies._litellm import LITELLM_VERSION as LITELLM_VERSION
 from sykit.strategies._litellm_settings import litellm_like
+from sykit.strategies._names import model_names, one_model, quality_threshold, seconds
 from sykit.strategies._router_score import (
     SimulatedScore,
     score_of,
@@ -129,7 +130,7 @@ def _good(quality: float | None, threshold: float) -> bool | None:
 
 def single(model: str) -> Algorithm:
     """Send everything to ``model``."""
-    (model,) = checked_models(model, "single()")
+    model = one_model(model, "single()", "; to try several in order, use fallback_chain()")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         return route_to(model, request)
@@ -149,8 +150,10 @@ def weighted_random(
     routes them the same way, and raising one weight only moves requests toward it. ``seed=``
     fixes the draws whatever the run's seed: a request then goes to the same model in every run.
     """
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise ArgumentError(f"weighted_random(seed=) takes an int or None, got {seed!r}")
+    if seed is not None:
+        seed = check_int(
+            seed, "weighted_random(seed=)", expected="an int or None", type_error=ArgumentError
+        )
     if isinstance(weights, Mapping):
         checked_models(list(weights), "weighted_random()")
         items = [
@@ -158,7 +161,7 @@ def weighted_random(
             for m, w in weights.items()
         ]
     else:
-        items = [(m, 1.0) for m in checked_models(weights, "weighted_random()")]
+        items = [(m, 1.0) for m in model_names(weights, "weighted_random()")]
     if (
         not items
         or any(not math.isfinite(w) or w < 0 for _, w in items)
@@ -166,6 +169,10 @@ def weighted_random(
     ):
         raise ArgumentError(f"weights must be finite, ≥ 0 and not all 0, got {weights!r}")
     total = sum(w for _, w in items)
+    if math.isinf(total):  # huge weights: relative to the largest, so that the sum is finite
+        top = max(w for _, w in items)
+        items = [(m, w / top) for m, w in items]
+        total = sum(w for _, w in items)
     names = [m for m, _ in items]
     edges = []
     running = 0.0
@@ -210,7 +217,7 @@ def weighted_random(
 
 def fallback_chain(models: Sequence[str]) -> Algorithm:
     """Route to ``models[0]``; the host's candidate loop falls back through the rest in order."""
-    names = checked_models(models, "fallback_chain()")
+    names = model_names(models, "fallback_chain()")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         return route_to(names[0], request, fallbacks=names[1:])
@@ -234,6 +241,9 @@ def cascade(
     fails or times out), route to ``strong`` with ``weak`` as fallback (FrugalGPT-style). How often
     a simulated judge errs is the host's ``sy.Judge(accuracy=...)``."""
     checked_models([weak, strong, judge], "cascade()")
+    threshold = quality_threshold(threshold)
+    if judge_timeout_s is not None:
+        judge_timeout_s = seconds(judge_timeout_s, "judge_timeout_s")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         try:
@@ -267,10 +277,7 @@ def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) ->
     threshold's cut, so the calibrated share is hit exactly; ``evidence_tie_break`` says which
     way each tied request went. A plain number routes every tie to strong."""
     checked_models([weak, strong], "threshold_router()")
-    if not (isinstance(score, SimulatedScore) or callable(score)):
-        raise ArgumentTypeError(
-            "score must be a function of the request or sy.strategies.simulated_score(...)"
-        )
+    _check_score(score)
     ties = threshold if isinstance(threshold, Threshold) and threshold.cut is not None else None
     threshold = check_real(threshold, "threshold", allow_inf=True, expected="a number, not NaN")
 
@@ -327,6 +334,37 @@ def threshold_router(weak: str, strong: str, *, score: Any, threshold: float) ->
     return named_algorithm(f"threshold({weak}|{strong}@{threshold:.3g})", algorithm)
 
 
+def _check_score(score: Any) -> None:
+    """Refuse a score that is neither a simulated score nor callable with the request alone (a
+    class, ``simulated_score`` itself, a function of two arguments), which would fail on every
+    request of a run."""
+    if isinstance(score, SimulatedScore):
+        return
+    if callable(score) and not isinstance(score, type) and _takes_one_argument(score):
+        return
+    kind = "the class" if isinstance(score, type) else "the function"
+    got = f"{kind} {getattr(score, '__name__', type(score).__name__)}" if callable(score) else ""
+    raise ArgumentTypeError(
+        "score must be a function of the request (score(request) -> number) or "
+        "sy.strategies.simulated_score(weak, strong)"
+        + (f"; got {got}, which cannot be called with the request alone" if got else "")
+    )
+
+
+def _takes_one_argument(fn: Any) -> bool:
+    """Whether ``fn(request)`` binds (true when its signature cannot be read, as for some
+    builtins: the call then says)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return True
+    try:
+        signature.bind(None)
+    except TypeError:
+        return False
+    return True
+
+
 def _is_async(fn: Any) -> bool:
     """Whether calling ``fn`` makes an awaitable (an ``async def``, or an object whose
     ``__call__`` is one)."""
@@ -341,6 +379,7 @@ def speculative(weak: str, strong: str, *, judge: str, threshold: float = 0.5) -
     the strong call and route to weak (strong as its fallback); if it says no, keep the strong
     call; if strong finishes first, cancel the judge."""
     checked_models([weak, strong, judge], "speculative()")
+    threshold = quality_threshold(threshold)
     question = DecisionRequest(
         {
             "weak_is_enough": Boolean(
@@ -381,7 +420,7 @@ def speculative(weak: str, strong: str, *, judge: str, threshold: float = 0.5) -
 
 def race(models: Sequence[str]) -> Algorithm:
     """Call every model at once; serve the first to *complete*, cancel the rest (an error can win)."""
-    names = checked_models(models, "race()", at_least=2)
+    names = model_names(models, "race()", at_least=2)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         index, result = await first(*(driver.call_model(request, [m]) for m in names))
@@ -394,7 +433,7 @@ def race(models: Sequence[str]) -> Algorithm:
 
 def first_success(models: Sequence[str]) -> Algorithm:
     """Call every model at once; serve the first *success*, cancel the rest."""
-    names = checked_models(models, "first_success()", at_least=2)
+    names = model_names(models, "first_success()", at_least=2)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         index, response = await first_ok(*(driver.call_model(request, [m]) for m in names))
@@ -418,7 +457,7 @@ class _QuantileHedge:
         self.model = model
         self.q = q
         self.copies = copies
-        self.warmup = warmup
+        self.warmup = max(warmup, 1)  # with no answer seen yet there is no quantile to take
         self.initial_after = initial_after
         self.max_in_flight = max_in_flight
         self.name = f"hedge({model},p{q * 100:g}{_limit_label(max_in_flight)})"
@@ -472,7 +511,8 @@ def hedge(
     saves.
     The count is the router's own, so the strategy can be deployed as it is.
     """
-    (model,) = checked_models(model, "hedge()")
+    model = one_model(model, "hedge()")
+    copies = _copies(copies)
     if max_in_flight is not None:
         max_in_flight = check_int(
             max_in_flight,
@@ -487,13 +527,26 @@ def hedge(
         q = float(text[1:]) / 100
         if not 0 < q < 1:
             raise ArgumentError(f"after quantile must be between p0 and p100, got {after!r}")
+        warmup = check_int(warmup, "warmup", low=0)
+        initial_after = seconds(initial_after, "initial_after")
         return _QuantileHedge(model, q, copies, warmup, initial_after, max_in_flight)
+    if after is None or isinstance(after, bool) or not isinstance(after, numbers.Real):
+        raise ArgumentTypeError(
+            f"after must be seconds or a quantile like 'p95', got {type(after).__name__} "
+            f"{after!r:.40}"
+        )
+    after = seconds(after, "after")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         response = await _hedged_call(request, driver, model, after, copies, max_in_flight)
         return answered(model, response)
 
     return named_algorithm(f"hedge({model},{after:g}s{_limit_label(max_in_flight)})", algorithm)
+
+
+def _copies(copies: Any) -> int:
+    """How many calls a hedge may have in all, checked once rather than on every request."""
+    return check_int(copies, "copies", low=1, expected="an int ≥ 1 (1: never hedge)")
 
 
 def _limit_label(max_in_flight: int | None) -> str:
@@ -554,7 +607,7 @@ def stream_race(models: Sequence[str]) -> Algorithm:
     """Stream from every model at once; the first to produce a token wins and is read to the
     end, the others are cancelled at that instant (``lost_race``). A model that fails before its
     first token does not win; if all do, the last error is raised."""
-    names = checked_models(models, "stream_race()", at_least=2)
+    names = model_names(models, "stream_race()", at_least=2)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         opened = [driver.stream_model(request, [m]) for m in names]
@@ -571,9 +624,10 @@ def hedge_first_token(
     (to ``backup``, default the same model), up to ``copies`` in all. The first stream to produce
     a token is read to the end; the others are cancelled at that instant (``lost_race``). It
     trims the time-to-first-token tail for the price of the tokens the losers produced."""
-    (model,) = checked_models(model, "hedge_first_token()")
-    spare = model if backup is None else checked_models(backup, "hedge_first_token(backup=...)")[0]
-    check_number(after, "after")
+    model = one_model(model, "hedge_first_token()")
+    spare = model if backup is None else one_model(backup, "hedge_first_token(backup=...)")
+    after = seconds(after, "after")
+    copies = _copies(copies)
     label = f"hedge_first_token({model},{after:g}s" + (f",{spare})" if spare != model else ")")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
@@ -602,9 +656,9 @@ def capability_aware(
     """Send requests with images only to models in ``vision`` and, with ``context_windows``, only to
     models whose window holds input plus requested output; in ``models`` order, the rest as
     fallbacks. If nothing qualifies, try them all and let the host say why."""
-    names = checked_models(models, "capability_aware()")
-    vision_set = set(vision)
-    windows = dict(context_windows or {})
+    names = model_names(models, "capability_aware()")
+    vision_set = _vision_models(vision)
+    windows = _context_windows(context_windows)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         needed = request.input_tokens + (request.max_output_tokens or 0)
@@ -618,6 +672,39 @@ def capability_aware(
 
     algorithm.__dict__["static"] = True
     return named_algorithm("capability_aware(" + ",".join(names) + ")", algorithm)
+
+
+def _vision_models(vision: Any) -> set[str]:
+    """The names in ``vision``: one name counts as one model, not as its letters."""
+    if isinstance(vision, str):
+        return {vision}
+    names = list(vision) if isinstance(vision, Iterable) else None
+    if names is None or not all(isinstance(m, str) for m in names):
+        raise ArgumentTypeError(
+            f"vision must be a collection of model names (an empty set for none), got {vision!r:.80}"
+        )
+    return set(names)
+
+
+def _context_windows(windows: Any) -> dict[str, float]:
+    """model -> tokens, each a number ≥ 0 (inf: no limit): a NaN or a string would fail, or
+    never fit, on every request of a run."""
+    if windows is None:
+        return {}
+    if not isinstance(windows, Mapping):
+        raise ArgumentTypeError(
+            f"context_windows must be a dict of model name -> tokens, got {windows!r:.80}"
+        )
+    return {
+        model: check_real(
+            tokens,
+            f"context_windows[{model!r}]",
+            low=0,
+            allow_inf=True,
+            expected="a number of tokens ≥ 0",
+        )
+        for model, tokens in windows.items()
+    }
 
 
 def _serve_in_order(ranked: list[str], request: Request, driver: Driver) -> Any:
@@ -644,7 +731,7 @@ def oracle(models: Sequence[str]) -> Algorithm:
     same requests and faults the oracle's mean quality bounds every router's. It reads the ground
     truth (:func:`peek_truth`), so it runs only on a SimHost and is marked not realizable.
     """
-    names = checked_models(models, "oracle()")
+    names = model_names(models, "oracle()")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         view = peek_truth(driver)
@@ -670,8 +757,8 @@ def cheapest_good_enough(models: Sequence[str], *, threshold: float = 0.5) -> Al
     but not an upper bound on quality. It reads the ground truth, so it runs only on a SimHost and is
     marked not realizable.
     """
-    names = checked_models(models, "cheapest_good_enough()")
-    threshold = check_number(threshold, "threshold", low=-math.inf)
+    names = model_names(models, "cheapest_good_enough()")
+    threshold = quality_threshold(threshold)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         view = peek_truth(driver)

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
+import sys
 import warnings
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from statistics import NormalDist, fmean
-from types import MappingProxyType
+from types import FrameType, MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -210,10 +212,29 @@ class SimulatedScore:
             columns.setdefault(group, []).append(
                 (_grade(view, self.weak), _grade(view, self.strong), eps, tie)
             )
+        for group, rows in columns.items():
+            self._warn_if_ungraded(group, rows)
         return {
             group: _fit_group(np.array(rows), self._target(group), group)
             for group, rows in columns.items()
         }
+
+    def _warn_if_ungraded(
+        self, group: str | None, rows: list[tuple[float, float, float, float]]
+    ) -> None:
+        """Say so when no request of ``group`` has a grade for both models: the score is then
+        pure noise there, a random router, which nothing else in the results would show."""
+        if any(not (math.isnan(weak) or math.isnan(strong)) for weak, strong, _, _ in rows):
+            return
+        where = "traffic without a benchmark" if group is None else f"benchmark {group!r}"
+        warnings.warn(
+            f"none of the {len(rows)} requests of {where} has a grade for both {self.weak!r} and "
+            f"{self.strong!r}, so the simulated score there is pure noise (a random router). For "
+            "requests without a dataset's grades, pass host= (and the run's seed=) so that their "
+            "quality comes from the host's profiles, and check that both models are on it",
+            UserWarning,
+            stacklevel=_stacklevel_outside_package(),
+        )
 
     @property
     def fitted(self) -> pd.DataFrame:
@@ -358,7 +379,10 @@ async def score_of(score: Any, request: Request, driver: Driver) -> float:
     value = score(request)
     if inspect.isawaitable(value):
         value = await value
-    return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise _not_a_number(value) from None
 
 
 def score_value(score: Any, request: Request, request_id: Any, truth: Any) -> float:
@@ -392,10 +416,35 @@ def _called(score: Any, request: Request) -> float:
         if close is not None:
             close()
         raise TypeError("the score gave an awaitable")
-    return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise _not_a_number(value) from None
+
+
+def _not_a_number(value: Any) -> ArgumentTypeError:
+    """Why a score function's value cannot be compared with a threshold, said as such rather than
+    as ``float()``'s error."""
+    return ArgumentTypeError(
+        f"the score function must return a number, got {type(value).__name__} {value!r:.40}"
+    )
 
 
 # -- helpers -----------------------------------------------------------------------------------------
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _stacklevel_outside_package() -> int:
+    """The ``stacklevel`` that points a warning issued by our caller at the first frame outside
+    sykit (the user's ``calibrate()`` or ``fit()``, however many sykit frames lie between)."""
+    frame: FrameType | None = sys._getframe(2)  # the caller of the function that warns
+    level = 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def _request_id(request: Request, index: int) -> Any:
