@@ -17,19 +17,21 @@ endpoints. docs/datasets.md explains each source and its biases.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from sykit._base.checks import check_int
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._fitting.capacity import CapacityFit as CapacityFit
 from sykit._fitting.capacity import fit_capacity as fit_capacity
 from sykit._fitting.profile import compare_quantiles as compare_quantiles
 from sykit._fitting.profile import fit as fit
 from sykit._world import catalog as _catalog
-from sykit._world.config import Latency, ModelProfile, PromptCache
+from sykit._world.config import Latency, ModelProfile, PromptCache, check_profiles
 from sykit._world.faults import Faults
 
 __all__ = [
@@ -63,6 +65,8 @@ def search(text: str, *, limit: int | None = 50) -> list[str]:
     """Catalogue names containing ``text`` (case-insensitive), shortest first."""
     if not isinstance(text, str):
         raise ArgumentTypeError(f"search text must be a string, got {type(text).__name__}")
+    if limit is not None:
+        check_int(limit, "limit", low=0, expected="an int ≥ 0, or None for every match")
     needle = text.lower()
     found = sorted((n for n in _catalog.names() if needle in n.lower()), key=lambda n: (len(n), n))
     return found if limit is None else found[:limit]
@@ -191,9 +195,29 @@ def fit_latency(ttft_s: Iterable[float], tokens_per_s: Iterable[float]) -> Laten
     5 positive samples of each.
     """
     latency, _ = _catalog.fit_samples(
-        np.fromiter(ttft_s, dtype=float), np.fromiter(tokens_per_s, dtype=float)
+        _samples(ttft_s, "ttft_s"), _samples(tokens_per_s, "tokens_per_s")
     )
     return latency
+
+
+def _samples(values: object, name: str) -> np.ndarray:
+    """Measured samples as a float array: a list of numbers (a string or a table of rows is not
+    one, even though numpy would read it); NaN and other unusable samples are left for the fit
+    to drop, as a failed measurement is."""
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
+        raise ArgumentTypeError(
+            f"{name} must be a list of numbers (seconds or tokens per second), got "
+            f"{type(values).__name__} {values!r:.40}"
+        )
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "iuf":
+        return values.astype(float)
+    items = list(values)
+    for i, value in enumerate(items):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ArgumentTypeError(
+                f"{name}[{i}] must be a number, got {type(value).__name__} {value!r:.40}"
+            )
+    return np.array(items, dtype=float)
 
 
 def _pairs(names: object) -> list[tuple[str, str]]:
@@ -231,7 +255,10 @@ def with_faults(profiles: Mapping[str, ModelProfile], faults: Faults) -> dict[st
     ``sy.profiles.with_faults(sy.profiles.from_catalog(names), sy.Faults.realistic())``."""
     if not isinstance(faults, Faults):
         raise ArgumentTypeError(f"faults must be a sy.Faults, got {type(faults).__name__}")
-    return {name: profile.replace(faults=faults) for name, profile in profiles.items()}
+    if isinstance(profiles, Mapping) and not profiles:
+        return {}
+    checked = check_profiles(profiles)
+    return {name: profile.replace(faults=faults) for name, profile in checked.items()}
 
 
 # Reprs, pickles and tracebacks say sykit.profiles.PromptCache.

@@ -40,6 +40,8 @@ REJECT_STATUSES = (429, 503)
 #: How the rate is shared: set once at a call's service start, or re-timed at every change.
 SHARING = ("at_start", "exact")
 NAN = math.nan
+#: The largest ``n`` of a ``slowdown`` point: every count up to it is exact as a float.
+MAX_POINT_N = 2**53
 
 
 @spelled
@@ -147,7 +149,13 @@ def _slowdown(value: object) -> float | tuple[tuple[int, float], ...]:
             raise ArgumentTypeError(
                 f"slowdown[{i}] must be a pair (n, factor), e.g. (8, 0.5), got {pair!r:.40}"
             )
-        n = check_int(pair[0], f"slowdown[{i}] n", low=1, expected="an int ≥ 1 (sequences)")
+        n = check_int(
+            pair[0],
+            f"slowdown[{i}] n",
+            low=1,
+            high=MAX_POINT_N,
+            expected="an int from 1 to 2**53 (sequences)",
+        )
         factor = check_real(
             pair[1], f"slowdown[{i}] factor", low=0, low_open=True, expected="a number > 0"
         )
@@ -166,11 +174,17 @@ _SLOWDOWN_HELP = (
 
 
 def _interpolate(points: tuple[tuple[int, float], ...], n: int) -> float:
+    """The factor at ``n``: a point's own factor at its ``n`` (the formula would round a small
+    factor after a large one to 0, a rate that never ends a call), else the straight line
+    between its neighbours, kept between their factors."""
     if n <= points[0][0]:
         return points[0][1]
     for (n0, f0), (n1, f1) in pairwise(points):
-        if n <= n1:
-            return f0 + (f1 - f0) * (n - n0) / (n1 - n0)
+        if n == n1:
+            return f1
+        if n < n1:
+            value = f0 + (f1 - f0) * (n - n0) / (n1 - n0)
+            return min(max(value, min(f0, f1)), max(f0, f1))
     return points[-1][1]
 
 

@@ -296,7 +296,7 @@ class Entry:
 def resolve(name: str) -> Entry:
     """The price row and latency target of a catalogue name; ValueError with close names if
     unknown."""
-    alias = ALIASES.get(name)
+    alias = _alias(name)
     key = alias.price_key if alias else _find_key(name)
     row = _price_rows()[key]
     provider = _PRICE_PROVIDERS.get(str(row["provider"]))
@@ -351,6 +351,21 @@ def _known(value: object) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
+def _alias(name: str) -> Alias | None:
+    """The dataset name ``name`` stands for, in any case (``Mixtral-8x7B-Instruct-v0.1``, as
+    Hugging Face spells it), unless it is a price key in some case of its own."""
+    alias = ALIASES.get(name)
+    if alias is None and name.lower() not in _lower_keys():
+        alias = ALIASES.get(name.lower())
+    return alias
+
+
+@functools.cache
+def _lower_dated() -> dict[str, str]:
+    """:func:`_dated` with lower-case names: undated names resolve in any case, as keys do."""
+    return {base.lower(): key for base, key in _dated().items()}
+
+
 def _find_key(name: str) -> str:
     rows = _price_rows()
     if name in rows:
@@ -358,10 +373,18 @@ def _find_key(name: str) -> str:
     lower = _lower_keys().get(name.lower())
     if lower is not None:
         return lower
-    dated = _dated().get(name)
+    dated = _dated().get(name) or _lower_dated().get(name.lower())
     if dated is not None:
         return dated
     raise ArgumentError(unknown_message([name]))
+
+
+def _known_name(name: str) -> bool:
+    try:
+        resolve(name)
+    except ArgumentError:
+        return False
+    return True
 
 
 def unknown_message(unknown: list[str]) -> str:
@@ -370,6 +393,10 @@ def unknown_message(unknown: list[str]) -> str:
     lowered = {n.lower(): n for n in names()}
     parts = []
     for name in unknown:
+        stripped = name.strip()
+        if stripped != name and stripped and _known_name(stripped):
+            parts.append(f"{name!r} (remove the whitespace around it: {stripped!r})")
+            continue
         close = difflib.get_close_matches(name.lower(), list(lowered), n=5, cutoff=0.6)
         hint = (
             f"close names: {', '.join(repr(lowered[c]) for c in close)}"

@@ -17,12 +17,21 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from sykit._base.checks import check_real
+from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._world.capacity import Capacity
 from sykit._world.classify import FallbackReason
-from sykit._world.dists import U_LOW, Distribution, LogNormal, as_distribution, check_number
+from sykit._world.dists import (
+    MAX_SECONDS,
+    U_LOW,
+    Distribution,
+    LogNormal,
+    as_distribution,
+    check_number,
+    check_seconds,
+)
 from sykit._world.faults import Faults, RateLimit
+from sykit._world.models import TOKEN_LIMIT
 from sykit._world.prompt_cache import TIERS
 from sykit._world.values import Replaceable, check_flag, integer, probability, spelled
 
@@ -38,6 +47,23 @@ __all__ = [
     "PromptCache",
     "check_profiles",
 ]
+
+
+#: The highest price, in USD per 1M tokens: the cost of the most tokens a record counts stays a
+#: finite number (a price near the largest float makes every cost inf).
+MAX_PRICE = 1e12
+
+
+def check_price(value: object, name: str) -> float:
+    """``value`` as a float if it is a price from 0 to :data:`MAX_PRICE`, else an error naming
+    ``name``."""
+    price = check_number(value, name)
+    if price > MAX_PRICE:
+        raise ArgumentError(
+            f"{name} must be ≤ 1e12 USD per 1M tokens (a higher price makes costs overflow to "
+            f"inf), got {value!r}"
+        )
+    return price
 
 
 @spelled
@@ -106,11 +132,11 @@ class PromptCache(Replaceable):
     tier: str = "5m"
 
     def __post_init__(self) -> None:
-        check_number(self.read_price, "read_price")
+        check_price(self.read_price, "read_price")
         if self.write_price is not None:
-            check_number(self.write_price, "write_price")
+            check_price(self.write_price, "write_price")
         if self.write_price_1h is not None:
-            check_number(self.write_price_1h, "write_price_1h")
+            check_price(self.write_price_1h, "write_price_1h")
         for name in ("ttl_s", "ttl_1h_s"):
             check_real(
                 getattr(self, name),
@@ -184,8 +210,8 @@ class ModelProfile(Replaceable):
     capacity: Capacity | None = None
 
     def __post_init__(self) -> None:
-        check_number(self.price_in, "price_in")
-        check_number(self.price_out, "price_out")
+        check_price(self.price_in, "price_in")
+        check_price(self.price_out, "price_out")
         integer(self.context_window, "context_window", low=1)
         for flag in ("vision", "tools", "prefill"):
             check_flag(getattr(self, flag), flag)
@@ -249,7 +275,13 @@ class Judge(Replaceable):
 
     def __post_init__(self) -> None:
         probability(self.accuracy, "accuracy")
-        integer(self.output_tokens, "output_tokens")
+        check_int(
+            self.output_tokens,
+            "output_tokens",
+            low=0,
+            high=TOKEN_LIMIT,
+            expected="an int from 0 to 2**31 - 1 (the most tokens the records can count)",
+        )
 
 
 BillCancelled = Literal["generated", "none", "full"]
@@ -297,10 +329,10 @@ class HostPolicy(Replaceable):
 
     def __post_init__(self) -> None:
         integer(self.max_retries, "max_retries", high=10)
-        check_number(self.backoff_initial_s, "backoff_initial_s")
-        check_number(self.backoff_max_s, "backoff_max_s")
-        check_number(self.retry_after_cap_s, "retry_after_cap_s")
-        check_number(self.timeout_s, "timeout_s", low_open=True)
+        check_seconds(self.backoff_initial_s, "backoff_initial_s")
+        check_seconds(self.backoff_max_s, "backoff_max_s")
+        check_seconds(self.retry_after_cap_s, "retry_after_cap_s")
+        check_seconds(self.timeout_s, "timeout_s", low_open=True)
         check_number(self.cooldown_s, "cooldown_s")
         object.__setattr__(self, "fallback_reasons", _fallback_reasons(self.fallback_reasons))
         for flag in (
@@ -359,7 +391,12 @@ class Poisson:
     rate_per_s: float
 
     def __post_init__(self) -> None:
-        check_number(self.rate_per_s, "rate_per_s", low_open=True)
+        rate = check_number(self.rate_per_s, "rate_per_s", low_open=True)
+        if rate < 1 / MAX_SECONDS:
+            raise ArgumentError(
+                f"rate_per_s must be ≥ 1e-10 (a mean gap of at most 1e10 seconds; slower arrivals "
+                f"overflow the virtual clock), got {self.rate_per_s!r}"
+            )
 
 
 def check_profiles(

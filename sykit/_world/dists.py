@@ -30,6 +30,7 @@ __all__ = [
     "LogNormal",
     "Uniform",
     "as_distribution",
+    "check_seconds",
 ]
 
 _Z95 = NormalDist().inv_cdf(0.95)
@@ -68,6 +69,24 @@ def check_number(
     :func:`sykit._base.checks.check_real` with a lower bound of 0 by default.
     """
     return check_real(value, name, low=low, high=high, low_open=low_open, allow_inf=allow_inf)
+
+
+#: The longest wait, deadline or pause a configuration may give, in seconds (about 317 years): the
+#: virtual clock adds such spans, its durations are stored as float32 and a date Retry-After must
+#: stay before the year 10000, so a longer one would turn into inf, NaN or an unwritable date.
+MAX_SECONDS = 1e10
+
+
+def check_seconds(value: Any, name: str, *, low_open: bool = False) -> float:
+    """``value`` as a float if it is a number of seconds from 0 (excluded if ``low_open``) to
+    :data:`MAX_SECONDS`, else an error naming ``name``."""
+    seconds = check_number(value, name, low_open=low_open)
+    if seconds > MAX_SECONDS:
+        raise ArgumentError(
+            f"{name} must be ≤ 1e10 seconds (about 317 years; a longer span overflows the "
+            f"virtual clock), got {value!r}"
+        )
+    return seconds
 
 
 def _check_positive(value: object, name: str, *, allow_zero: bool = False) -> float:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from sykit._base.checks import check_real
 from sykit._base.error_bodies import error_object
 from sykit._base.errors import ArgumentError, ArgumentTypeError
-from sykit._world.dists import check_number
+from sykit._world.dists import check_number, check_seconds
 from sykit._world.values import (
     Replaceable,
     http_status,
@@ -193,7 +193,7 @@ class ErrorFault(Replaceable):
             if value == "":
                 raise ArgumentError(f"ErrorFault {name} must not be empty (None for the default)")
         if self.retry_after_s is not None:
-            check_number(self.retry_after_s, "ErrorFault retry_after_s")
+            check_seconds(self.retry_after_s, "ErrorFault retry_after_s")
         _check_retry_after("ErrorFault ", self.retry_after_as, self.retry_after_ms)
 
     @classmethod
@@ -333,14 +333,14 @@ class Faults(Replaceable):
             names = " + ".join(RANDOM_FAULTS + LATER_RANDOM_FAULTS)
             raise ArgumentError(f"{names} + the errors' p must be ≤ 1, got {total:g}")
         if self.retry_after_s is not None:
-            check_number(self.retry_after_s, "retry_after_s")
+            check_seconds(self.retry_after_s, "retry_after_s")
         _check_retry_after("", self.retry_after_as, self.retry_after_ms)
         http_status(self.unavailable_status, "unavailable_status", "5xx, 403 or 408",
                      unavailable_status)  # fmt: skip
         probability(self.spike_p, "spike_p")
         check_number(self.spike_factor, "spike_factor", low=1.0)
         probability(self.stall_p, "stall_p")
-        check_number(self.stall_s, "stall_s")
+        check_seconds(self.stall_s, "stall_s")
         if self.break_after_tokens is not None:
             integer(self.break_after_tokens, "break_after_tokens")
         if isinstance(self.outages, str | bytes | Mapping) or not isinstance(
