@@ -260,3 +260,31 @@ def test_calibrating_a_simulated_score_on_ungraded_requests_warns(host):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         st.calibrate(st.simulated_score("small", "large"), REQUESTS, 0.3, host=host)
+
+
+@pytest.mark.parametrize(
+    ("route", "match"),
+    [
+        (lambda: "small", "cannot be called with the request alone"),
+        (lambda request, other: "small", "cannot be called with the request alone"),
+    ],
+)
+def test_static_refuses_a_route_it_cannot_call_with_the_request(route, match):
+    """A route of no argument, or of two, failed every request of the run with a TypeError."""
+    with pytest.raises(sy.ArgumentTypeError, match=match):
+        st.static(route)
+
+
+def test_static_refuses_an_async_route_that_does_not_take_the_driver():
+    async def one(request):
+        return sy.route_to("small", request)
+
+    with pytest.raises(
+        sy.ArgumentTypeError, match=r"'one' cannot be called with \(request, driver\)"
+    ):
+        st.static(one)
+
+
+def test_static_takes_routes_with_defaults_and_builtins_it_cannot_read():
+    assert callable(st.static(lambda request, spare=1: "small"))
+    assert callable(st.static(len))  # no signature to read: the call says, per request

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, TypeGuard, overload
 
+from sykit._base.callables import binds
 from sykit._base.checks import check_int
 from sykit._base.collection import collection_paused
 from sykit._base.errors import ArgumentError, ArgumentTypeError
@@ -67,14 +68,10 @@ def as_algorithm(algorithm: Algorithm, name: str | None) -> tuple[str, Callable[
             "algorithm must be an async function (request, driver) -> Outcome, or an object with "
             f"async route(request, driver) and a name; got {type(algorithm).__name__}"
         )
-    try:
-        inspect.signature(fn).bind(None, None)
-    except TypeError:
+    if not binds(fn, 2):
         raise ArgumentTypeError(
             f"algorithm {default_name!r} must accept two arguments (request, driver)"
-        ) from None
-    except ValueError:
-        pass  # builtins without signatures: trust them
+        )
     why = _not_async(fn)
     if why is not None:
         raise ArgumentTypeError(f"algorithm {default_name!r} {why}")

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from sykit._base.callables import binds
 from sykit._base.errors import ArgumentTypeError
 from sykit._base.types import Algorithm
 from sykit._run.driver import Driver
@@ -90,8 +91,18 @@ def static(route: Callable[..., Any], *, name: str | None = None) -> Algorithm:
     label = name if name is not None else getattr(route, "__name__", None) or "static"
     if not isinstance(label, str):
         raise ArgumentTypeError(f"name must be a str, got {type(label).__name__}")
+    async_route = inspect.iscoroutinefunction(route)
+    if not binds(route, 2 if async_route else 1):
+        raise ArgumentTypeError(
+            f"sy.strategies.static: {label!r} cannot be called with "
+            + (
+                "(request, driver), as an async route is"
+                if async_route
+                else "the request alone; give route(request) -> a model name or a list of names"
+            )
+        )
     algorithm: Algorithm
-    if inspect.iscoroutinefunction(route):
+    if async_route:
 
         async def declared(request: Request, driver: Driver) -> Any:
             return await route(request, driver)

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from sykit._base.callables import binds
 from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError, ModelError
 from sykit._base.rng import first_uniform
@@ -340,7 +341,7 @@ def _check_score(score: Any) -> None:
     request of a run."""
     if isinstance(score, SimulatedScore):
         return
-    if callable(score) and not isinstance(score, type) and _takes_one_argument(score):
+    if callable(score) and not isinstance(score, type) and binds(score, 1):
         return
     kind = "the class" if isinstance(score, type) else "the function"
     got = f"{kind} {getattr(score, '__name__', type(score).__name__)}" if callable(score) else ""
@@ -349,20 +350,6 @@ def _check_score(score: Any) -> None:
         "sy.strategies.simulated_score(weak, strong)"
         + (f"; got {got}, which cannot be called with the request alone" if got else "")
     )
-
-
-def _takes_one_argument(fn: Any) -> bool:
-    """Whether ``fn(request)`` binds (true when its signature cannot be read, as for some
-    builtins: the call then says)."""
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return True
-    try:
-        signature.bind(None)
-    except TypeError:
-        return False
-    return True
 
 
 def _is_async(fn: Any) -> bool:
