@@ -122,3 +122,30 @@ def test_out_that_cannot_be_written_is_an_argument_error(tmp_path, monkeypatch):
         sy.grid(
             {"x": st.single("weak")}, _requests(), host=_host(), out=tmp_path / "g", progress=False
         )
+
+
+@pytest.mark.parametrize(
+    ("values", "ticks"),
+    [(["cheap", "dear", "other"], ["cheap", "dear", "other"]), ([1, "b", 3], ["1", "b", "3"])],
+)
+def test_lines_along_an_axis_of_text_place_its_values_in_order(values, ticks):
+    """An axis of text (or of mixed labels) along x: the values at 0, 1, 2 in the axis's order,
+    named on the ticks (it raised a TypeError about an unordered Categorical, or '<=' between
+    int and str)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    grid = sy.grid(
+        {"w": lambda mode: st.single("weak" if mode == values[0] else "strong")},
+        _requests(),
+        host=_host(),
+        axes={"mode": values},
+        progress=False,
+    )
+    figure = grid.plot.lines(x="mode")
+    ax = figure.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ticks
+    assert [line.get_xdata().tolist() for line in ax.lines] == [[0.0, 1.0, 2.0]]
+    import matplotlib.pyplot as plt
+
+    plt.close(figure)

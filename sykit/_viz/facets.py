@@ -35,6 +35,26 @@ def _values(table: pd.DataFrame, column: str | None) -> list[Any]:
     return sorted(series.dropna().unique().tolist())
 
 
+def _x_places(series: pd.Series) -> tuple[pd.Series, list[Any] | None]:
+    """Where each row sits along ``x``: its value on a numeric axis; on any other axis (text,
+    flags, mixed labels) its place among the axis's values in their order, with those values
+    as the tick labels (None for a numeric axis)."""
+    if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+        return series.astype(float), None
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        present = set(series.dropna())
+        labels = [c for c in series.cat.categories if c in present]
+    else:
+        labels = list(dict.fromkeys(series.dropna().tolist()))
+    where = {label: float(k) for k, label in enumerate(labels)}
+    places = [math.nan if _is_missing(v) else where[v] for v in series.tolist()]
+    return pd.Series(places, index=series.index, dtype=float), labels
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
 def _panel(table: pd.DataFrame, column: str | None, value: Any) -> pd.DataFrame:
     if column is None:
         return table
@@ -86,7 +106,8 @@ def plot_grid_lines(
         squeeze=False,
         layout="constrained",
     )
-    x_all = table[x].dropna()
+    place, ticks = _x_places(table[x])
+    x_all = place.dropna()
     x_span = (float(x_all.min()), float(x_all.max())) if len(x_all) else (0.0, 1.0)
     band = _BANDS[y] if banded else None
     for r, row_value in enumerate(rows):
@@ -98,9 +119,10 @@ def plot_grid_lines(
                 if lines.empty:
                     continue
                 color = colors[name]
-                along = lines[lines[x].notna()].sort_values(x)
+                along = lines[lines[x].notna()]
+                along = along.iloc[np.argsort(place.loc[along.index].to_numpy(), kind="stable")]
                 if not along.empty:
-                    xs = along[x].astype(float).to_numpy()
+                    xs = place.loc[along.index].to_numpy()
                     bold = name == highlight
                     ax.plot(
                         xs,
@@ -129,6 +151,8 @@ def plot_grid_lines(
                 ax.set_title(", ".join(title), fontsize="small")
             if r == len(rows) - 1:
                 ax.set_xlabel(x)
+            if ticks is not None:
+                ax.set_xticks(range(len(ticks)), [str(t) for t in ticks])
             if c == 0:
                 ax.set_ylabel(y)
             ax.grid(alpha=0.3)
@@ -180,7 +204,8 @@ class GridPlots:
         highlight: str | None = None,
     ) -> Any:
         """``y`` (a summary column: ``mean_quality``, ``cost_per_1k_requests_usd``,
-        ``latency_p99_s``, …) against the axis ``x``, a line per strategy, one panel per value
+        ``latency_p99_s``, …) against the axis ``x`` (a numeric axis at its values, any other at
+        evenly spaced places in its order), a line per strategy, one panel per value
         of ``col`` and ``row``. Every other axis must have one value (facet it or pass a
         filtered ``summary``). ``highlight`` draws one strategy bold with its quality band
         (with more than two lines, no other line gets one). Returns the Figure."""
