@@ -197,3 +197,37 @@ def test_fit_latency_still_drops_failed_measurements():
     ttft = (x for x in [0.4, 0.5, math.nan, 0.6, 0.5, 0.7])
     latency = sy.profiles.fit_latency(ttft, np.array([40.0, 50, 60, 55, 45]))
     assert latency.ttft.median == pytest.approx(0.5)
+
+
+def test_arrival_times_past_the_longest_span_are_refused():
+    """An arrival at 1e20 s ran, with its latencies rounded away (the clock's steps there are
+    16,384 s); the longest span any setting may take bounds arrivals too."""
+    host = sy.SimHost({"m": sy.ModelProfile()})
+
+    async def alg(request, driver):
+        return sy.route_to("m", request)
+
+    with pytest.raises(sy.ArgumentError, match=r"arrivals\[1\] must be ≤ 1e10 seconds"):
+        sy.run(alg, [sy.Request("a"), sy.Request("b")], host=host, arrivals=[0.0, 1e20])
+    result = sy.run(alg, [sy.Request("a"), sy.Request("b")], host=host, arrivals=[0.0, 1e10])
+    assert (result.requests["status"] == "ok").all()
+
+
+def test_a_call_cancelled_in_a_stall_of_a_very_fast_model_is_billed_its_first_half():
+    """Tokens produced by the cancel: elapsed × 1e300 tokens/s overflowed an int (the whole run
+    failed with OverflowError); it is the tokens before the stall, as for any speed."""
+    latency = sy.Latency(ttft=0.5, tokens_per_s=1e300)
+    stalling = sy.Faults(stall_p=1.0, stall_s=1e9)
+    profile = sy.ModelProfile(latency=latency, output_tokens=100, faults=stalling)
+    host = sy.SimHost({"m": profile}, policy=sy.HostPolicy(timeout_s=2e9))
+
+    async def alg(request, driver):
+        await sy.timeout(0.6e9, driver.call_model(request, ["m"]))
+        return sy.route_to("m", request)
+
+    result = sy.run(alg, [sy.Request("x")], host=host, strict=True)
+    rows = result.attempts[["status", "output_tokens"]].to_dict("records")
+    assert rows == [
+        {"status": "cancelled", "output_tokens": 50},
+        {"status": "ok", "output_tokens": 100},
+    ]

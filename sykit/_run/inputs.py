@@ -23,7 +23,7 @@ from sykit._base.rng import uniforms
 from sykit._base.types import AlgorithmLike as Algorithm  # _runner and _grid import it from here
 from sykit._hosts.base import Host
 from sykit._world.config import Poisson
-from sykit._world.dists import U_HIGH, check_number
+from sykit._world.dists import U_HIGH, check_seconds
 from sykit._world.models import TOKEN_LIMIT, GroundTruth, Request
 
 __all__ = [
@@ -347,7 +347,7 @@ def check_arrivals(arrivals: object, n: int) -> Poisson | list[float] | None:
             "seconds, a sy.traffic.Trace, or None; "
             f"got {type(arrivals).__name__} {arrivals!r:.40}"
         )
-    times = [check_number(x, f"arrivals[{i}]") for i, x in enumerate(arrivals)]
+    times = [check_seconds(x, f"arrivals[{i}]") for i, x in enumerate(arrivals)]
     if len(times) != n:
         raise ArgumentError(f"arrivals has {len(times)} times for {n} requests")
     for i, (a, b) in enumerate(itertools.pairwise(times)):

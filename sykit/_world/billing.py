@@ -82,17 +82,30 @@ class Generation:
             return self.received
         if now < self.first_token_at:
             return 0
-        produced = 1 + int((now - self.first_token_at) * self.tokens_per_s + 1e-9)
+        planned = self.planned
+        produced = _counted((now - self.first_token_at) * self.tokens_per_s, planned)
         if self.stall_s and produced > self.stall_after:
             # the tokens after the pause come ``stall_s`` later
-            resumed = 1 + int((now - self.first_token_at - self.stall_s) * self.tokens_per_s + 1e-9)
+            resumed = _counted(
+                (now - self.first_token_at - self.stall_s) * self.tokens_per_s, planned
+            )
             produced = resumed if resumed > self.stall_after else self.stall_after
-        return min(self.planned, produced)
+        return min(planned, produced)
 
     def token_at(self, index: int) -> float:
         """When token ``index`` (0 for the first) of a planned answer comes."""
         due = self.first_token_at + index / self.tokens_per_s
         return due + self.stall_s if self.stall_s and index >= self.stall_after else due
+
+
+def _counted(tokens_so_far: float, planned: int) -> int:
+    """``1 + int(tokens_so_far)`` (the first token counts at once), bounded to ``0 …
+    planned + 1``: past either end the count means the same to its caller, and a very fast
+    model's product can be too large (either way) for an int."""
+    tokens = tokens_so_far + 1e-9
+    if tokens >= planned:
+        return planned + 1
+    return 1 + int(tokens) if tokens > -1.0 else 0
 
 
 def unserved_tokens(
