@@ -80,7 +80,7 @@ def test_negative_seeds_make_synthetic_traffic_and_trace_draws():
 def test_group_function_reading_a_missing_column_names_it(table):
     with pytest.raises(ArgumentError, match=r"folds: the group function raised KeyError 'nope'"):
         table.folds(2, group=lambda row: row["nope"])
-    with pytest.raises(ArgumentError, match=r"split: .*KeyError 'pairs'.*columns: id, prompt"):
+    with pytest.raises(ArgumentError, match=r"split: .*KeyError 'pairs'.*columns are: id, prompt"):
         table.split(0.5, group=lambda row: row["pairs"])
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, overload
 
@@ -28,6 +28,7 @@ from sykit.datasets._splits import (
     GroupBy,
     fold_labels,
     group_codes,
+    naming_missing_columns,
     split_mask,
     strata_codes,
 )
@@ -290,17 +291,8 @@ class Dataset:
                     f"boolean mask, got {type(predicate).__name__}"
                 )
             view = frame.reset_index(drop=True)
-            try:
+            with naming_missing_columns(frame.columns, "filter's predicate"):
                 result = predicate(view)
-            except KeyError as e:
-                missing = e.args[0] if e.args else None
-                if not isinstance(missing, Hashable) or missing in frame.columns:
-                    raise  # not a column the frame lacks: the predicate's own error
-                raise ArgumentError(
-                    f"filter's predicate raised KeyError {missing!r}, which is not a column of "
-                    f"the dataset; its columns are: {', '.join(map(str, frame.columns))} (a "
-                    "model's grades are quality:<model>, its answer lengths output_tokens:<model>)"
-                ) from e
             values = np.asarray(result)
             if values.dtype != bool or values.shape != (len(frame),):
                 raise ArgumentError(

@@ -8,10 +8,11 @@ function of the seed, so a split can be rebuilt from its arguments alone.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import math
 import numbers
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ __all__ = [
     "GroupBy",
     "fold_labels",
     "group_codes",
+    "naming_missing_columns",
     "split_mask",
     "strata_codes",
 ]
@@ -95,17 +97,27 @@ def _keys(
     frame: pd.DataFrame,
     where: str,
 ) -> list[Any]:
-    """Each row's key from ``group``; a row key it reads that the dataset lacks is named, with
-    the columns it could read (a model's grades are ``quality:<model>``)."""
-    try:
+    """Each row's key from ``group``; a row key it reads that the dataset lacks is named."""
+    with naming_missing_columns(frame.columns, f"{where}: the group function"):
         return [group(row) for row in rows]
+
+
+@contextlib.contextmanager
+def naming_missing_columns(columns: pd.Index, what: str) -> Iterator[None]:
+    """A ``KeyError`` for a key that is not one of ``columns``, raised by a user's function of
+    the table or its rows, as an error listing the columns (a model's grades are
+    ``quality:<model>``, whatever the user's table called them); the function's own other
+    ``KeyError`` s pass as they are."""
+    try:
+        yield
     except KeyError as e:
         missing = e.args[0] if e.args else None
-        if not isinstance(missing, Hashable) or missing in frame.columns:
-            raise  # not a column the rows lack: the function's own error
+        if not isinstance(missing, Hashable) or missing in columns:
+            raise
         raise ArgumentError(
-            f"{where}: the group function raised KeyError {missing!r}, which is not a column of "
-            f"the dataset; a row's keys are its columns: {', '.join(map(str, frame.columns))}"
+            f"{what} raised KeyError {missing!r}, which is not a column of the dataset; its "
+            f"columns are: {', '.join(map(str, columns))} (a model's grades are "
+            "quality:<model>, its answer lengths output_tokens:<model>)"
         ) from e
 
 
