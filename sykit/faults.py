@@ -48,6 +48,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'sykit.faults' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    """The catalogue's names too, though loaded when first used: tab completion offers them."""
+    return sorted(set(globals()) | _CATALOGUE)
+
+
 def realistic(**changes: Any) -> Faults:
     """``sy.Faults.realistic(**changes)``."""
     return Faults.realistic(**changes)

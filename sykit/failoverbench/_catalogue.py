@@ -160,6 +160,22 @@ def _served(result: Result, model: str, *, problems: list[str]) -> None:
         )
 
 
+def _met_the_fault(result: Result, problems: list[str], *, failed: bool = False) -> bool:
+    """Whether the router tried the faulty primary (and, if ``failed``, saw an attempt fail): a
+    router that never does would pass the scenario without handling its fault."""
+    primary = _rows(result, model="primary")
+    if failed:
+        primary = primary[primary["status"] == Status.ERROR]
+    if len(primary):
+        return True
+    problems.append(
+        "no failed attempt at the primary: the fallback was not a failover"
+        if failed
+        else "the primary was never tried, so its fault was never met"
+    )
+    return False
+
+
 def _failed_attempts_cost_nothing(result: Result, problems: list[str]) -> None:
     billed = _rows(result, status=Status.ERROR)["cost_usd"].sum()
     if billed:
@@ -242,7 +258,7 @@ def _check_s06(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
             f"(expected ≤ {tolerance.at(10.0):g} s)"
         )
     stuck = _rows(result, model="primary")
-    if (stuck["status"] == Status.OK).any():
+    if _met_the_fault(result, problems) and (stuck["status"] == Status.OK).any():
         problems.append("a silent target cannot have answered")
     return problems
 
@@ -257,6 +273,8 @@ def _check_s07(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
             f"{tolerance.at(3.25):g} s"
         )
     primary = _rows(result, model="primary")
+    if not _met_the_fault(result, problems):
+        return problems
     if not (primary["status"] == Status.CANCELLED).all():
         problems.append("the slow primary was not cancelled")
     elif primary["output_tokens"].sum() != 0:
@@ -349,6 +367,7 @@ def _check_s15(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
 def _check_s16(result: Result, tolerance: Tolerance = EXACT) -> list[str]:
     problems: list[str] = []
     _served(result, "secondary", problems=problems)
+    _met_the_fault(result, problems, failed=True)
     _failed_attempts_cost_nothing(result, problems)
     served = _rows(result, model="secondary", status=Status.OK)
     request = result.requests.iloc[0]

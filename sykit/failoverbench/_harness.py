@@ -7,14 +7,15 @@ is :mod:`sykit.failoverbench`.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pandas as pd
 
-from sykit._base.errors import ArgumentError
+from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._base.types import Algorithm
 from sykit._hosts.http import HttpHost
 from sykit._hosts.sim import SimHost
@@ -54,6 +55,12 @@ class Tolerance:
     scale: float = 1.0
     abs_s: float = 0.0
     rel: float = 0.0
+
+    def __post_init__(self) -> None:
+        """A negative slack or a scale of 0 would fail (or pass) every time check."""
+        object.__setattr__(self, "scale", check_number(self.scale, "scale", low_open=True))
+        object.__setattr__(self, "abs_s", check_number(self.abs_s, "abs_s"))
+        object.__setattr__(self, "rel", check_number(self.rel, "rel"))
 
     @classmethod
     def http(cls, scale: float = HTTP_TIME_SCALE) -> Tolerance:
@@ -115,6 +122,24 @@ class Scenario:
     arrivals: tuple[float, ...] | None = field(default=None, repr=False)
     wire_faults: Mapping[str, str] = field(default_factory=dict, repr=False)
 
+    def __post_init__(self) -> None:
+        """A check that cannot be called would only fail after the whole run."""
+        if not callable(self.check):
+            raise ArgumentTypeError(
+                f"{self.id}: check must be a function (result, tolerance) -> list of problems, "
+                f"got {type(self.check).__name__} {self.check!r:.40}"
+            )
+
+    def _outcome(self, result: Result, *args: Tolerance) -> ScenarioOutcome:
+        """The outcome of ``result``, read by this scenario's check (which returns its problems)."""
+        problems = self.check(result, *args)
+        if not isinstance(problems, (list, tuple)) or not all(isinstance(p, str) for p in problems):
+            raise ArgumentTypeError(
+                f"{self.id}: check must return a list of problems (str; [] when the router "
+                f"behaved correctly), got {type(problems).__name__} {problems!r:.60}"
+            )
+        return ScenarioOutcome(self, result, tuple(problems))
+
     def run(self, router: Any = None, *, seed: int = 0, engine: str = "auto") -> ScenarioOutcome:
         """Run ``router`` (default: the reference router) and check its attempt log; ``engine``
         as in :func:`sykit.run`."""
@@ -128,7 +153,7 @@ class Scenario:
             strategy=self.id,
             engine=engine,
         )
-        return ScenarioOutcome(self, result, tuple(self.check(result)))
+        return self._outcome(result)
 
     def run_http(
         self,
@@ -143,6 +168,11 @@ class Scenario:
         scenario's host with every duration × ``time_scale``, and check the attempt log with
         ``tolerance`` (default :meth:`Tolerance.http`)."""
         scale = check_number(time_scale, "time_scale", low_open=True)
+        if tolerance is not None and not isinstance(tolerance, Tolerance):
+            raise ArgumentTypeError(
+                "tolerance must be a sy.failoverbench.Tolerance, such as Tolerance.http(), or "
+                f"None, got {type(tolerance).__name__} {tolerance!r:.40}"
+            )
         if router is None:
             scaled = getattr(self.router, "scaled", None)
             router = scaled(scale) if callable(scaled) else self.router
@@ -173,7 +203,7 @@ class Scenario:
                 strategy=self.id,
             )
             fake.wait_idle()
-        return ScenarioOutcome(self, result, tuple(self.check(result, tolerance)))
+        return self._outcome(result, tolerance)
 
 
 # -- over HTTP -----------------------------------------------------------------------------------
@@ -321,6 +351,56 @@ def _on_the_wire(request: Request) -> Request:
     return dataclasses.replace(request, messages=tuple(messages))
 
 
+def _close(wrong: object, known: Sequence[str]) -> str:
+    """A did-you-mean for a misspelt scenario id ("s1" → "S01"), or nothing."""
+    if not isinstance(wrong, str):
+        return ""
+    text = wrong.strip().upper()
+    if text[:1] == "S" and text[1:].isdigit() and f"S{int(text[1:]):02d}" in known:
+        return f" (did you mean 'S{int(text[1:]):02d}'?)"
+    close = difflib.get_close_matches(text, known, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _selected(scenarios: Mapping[str, Scenario], ids: Any) -> dict[str, Scenario]:
+    """The scenarios ``ids`` names, in its order (a set's in the catalogue's). A bare string, an
+    empty selection, a misspelt or repeated id is an error: a report that silently covers other
+    scenarios than asked would read as a pass."""
+    if ids is None:
+        return dict(scenarios)
+    if isinstance(ids, str) or not isinstance(ids, Iterable):
+        raise ArgumentTypeError(
+            f"ids must be a list of scenario ids such as ['S01', 'S07'], or None for all of "
+            f"them, got {type(ids).__name__} {ids!r:.40}"
+        )
+    wanted = list(ids)  # once: an iterator would be spent by the checks below
+    not_str = [i for i in wanted if not isinstance(i, str)]
+    if not_str:
+        raise ArgumentTypeError(
+            f"ids must hold scenario ids (str) such as 'S01', got {not_str[0]!r:.40} "
+            f"({type(not_str[0]).__name__})"
+        )
+    if not wanted:
+        raise ArgumentError(
+            "ids is empty, so no scenario would run; leave it out (ids=None) to run them all"
+        )
+    known = list(scenarios)
+    unknown = [i for i in wanted if i not in scenarios]
+    if unknown:
+        raise ArgumentError(
+            f"unknown scenario ids {unknown}{_close(unknown[0], known)}; known: {known}"
+        )
+    repeated = sorted({i for i in wanted if wanted.count(i) > 1})
+    if repeated:
+        raise ArgumentError(
+            f"ids names {repeated} more than once; name each scenario once (the report has one "
+            "row per scenario)"
+        )
+    if isinstance(ids, Set):
+        wanted = [i for i in known if i in ids]
+    return {i: scenarios[i] for i in wanted}
+
+
 def run_scenarios(
     scenarios: Mapping[str, Scenario],
     router: Any = None,
@@ -337,11 +417,8 @@ def run_scenarios(
         raise ArgumentError(f"over must be 'sim' or 'http', got {over!r}")
     if over == "http" and engine != "auto":
         raise ArgumentError(f"engine={engine!r} is for over='sim': an HTTP run is real time")
-    if ids is not None:
-        unknown = [i for i in ids if i not in scenarios]
-        if unknown:
-            raise ArgumentError(f"unknown scenario ids {unknown}; known: {list(scenarios)}")
-        scenarios = {i: scenarios[i] for i in ids}
+    check_number(time_scale, "time_scale", low_open=True)
+    scenarios = _selected(scenarios, ids)
     rows = []
     broken: list[tuple[str, str]] = []
     for scenario in scenarios.values():
