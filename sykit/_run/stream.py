@@ -101,7 +101,9 @@ class ModelStream:
     @property
     def model(self) -> str | None:
         """The model whose answer is streaming, once its first token came."""
-        return None if self._head is None else self._head.model
+        if self._head is not None:  # else the model that answered whole (a server not streaming)
+            return self._head.model
+        return None if self._response is None else self._response.model
 
     @property
     def tokens(self) -> int:

@@ -9,12 +9,15 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from sykit._base.checks import check_int
+import numpy as np
+
+from sykit._base.checks import check_int, check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._world.prompt_cache import check_prefix, check_ttl
 from sykit._world.values import spelled
@@ -433,6 +436,15 @@ def make_response(
 _Oracle = object | Callable[[Any], object]
 
 
+def _check_text(value: object, name: str) -> None:
+    """Refuse a question's text that is not a string: it is written into the judge's prompt and
+    counted in its tokens, and a number there would fail only once the judge is called."""
+    if value is not None and not isinstance(value, str):
+        raise ArgumentTypeError(
+            f"{name} must be a str or None, got {type(value).__name__} {value!r:.60}"
+        )
+
+
 @dataclass(frozen=True)
 class Boolean:
     """A yes/no question. ``oracle`` is the right answer a *simulated* judge aims for: a value, or a
@@ -443,6 +455,94 @@ class Boolean:
     true_description: str | None = None
     false_description: str | None = None
     oracle: _Oracle = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check_text(self.instructions, "Boolean instructions")
+        _check_text(self.true_description, "Boolean true_description")
+        _check_text(self.false_description, "Boolean false_description")
+
+
+class _ScaleOracle:
+    """A question's oracle function whose every answer is checked against the question's
+    scale: a simulated judge answers a value outside it at random, as if there were no oracle,
+    which would hide the slip in an accuracy that looks poor."""
+
+    __slots__ = ("fit", "function")
+
+    def __init__(self, function: Callable[[Any], object], fit: Callable[[object], object]) -> None:
+        self.function = function
+        self.fit = fit
+
+    def __call__(self, view: Any) -> object:
+        target = self.function(view)
+        return None if _no_answer(target) else self.fit(target)
+
+
+def _no_answer(target: object) -> bool:
+    """Whether an oracle's value says the request has no right answer: None, or NaN (the grade
+    of an ungraded answer, carried through arithmetic)."""
+    return target is None or (isinstance(target, float) and math.isnan(target))
+
+
+def _oracle_on_scale(oracle: _Oracle, fit: Callable[[object], object]) -> _Oracle:
+    """``oracle`` as checked by ``fit`` (which returns the value on the scale or raises): a
+    value now, a function at each of its answers (None, an ungraded request, passes)."""
+    if callable(oracle):
+        return _ScaleOracle(oracle, fit)
+    return None if _no_answer(oracle) else fit(oracle)
+
+
+def _option_of(options: tuple[str, ...], instructions: object) -> Callable[[object], str]:
+    """The check of a Choice oracle's value: one of ``options``, compared as the option ids
+    (strings) the options were made into."""
+
+    def fit(value: object) -> str:
+        option = str(value)
+        if option not in options:
+            raise ArgumentError(
+                f"the oracle of Choice({list(options)}{_about(instructions)}) gave {value!r}, "
+                f"which is not one of its options; give one of {list(options)} (or None when "
+                "the request has no right answer)"
+            )
+        return option
+
+    return fit
+
+
+def _level_of(levels: tuple[Any, ...], instructions: object) -> Callable[[object], object]:
+    """The check of a Score oracle's value: a level index from 0 to ``len(levels) - 1`` (as the
+    judge answers; a bool is 0 or 1), not a level itself."""
+
+    def fit(value: object) -> object:
+        if isinstance(value, numbers.Real | np.bool_):
+            index = float(value)
+            if index.is_integer() and 0 <= index < len(levels):
+                return value
+        index_of = _index_in(levels, value)
+        hint = "" if index_of is None else f" ({value!r} is a level: its index is {index_of})"
+        raise ArgumentError(
+            f"the oracle of Score({list(levels)}{_about(instructions)}) gave {value!r}, which "
+            f"is no level index; give an index from 0 to {len(levels) - 1}{hint} (or None when "
+            "the request has no right answer)"
+        )
+
+    return fit
+
+
+def _index_in(levels: tuple[Any, ...], value: object) -> int | None:
+    """The index of the level equal to ``value``, if one is (for a hint only: a value that
+    cannot be compared is none)."""
+    for index, level in enumerate(levels):
+        try:
+            if bool(level == value):
+                return index
+        except Exception:  # an array's ambiguous truth, a comparison that fails
+            continue
+    return None
+
+
+def _about(instructions: object) -> str:
+    return "" if not instructions else f", {str(instructions)!r:.60}"
 
 
 @dataclass(frozen=True, init=False)
@@ -460,10 +560,14 @@ class Choice:
             raise ArgumentError("Choice options must be a non-empty list of option ids")
         opts = tuple(str(o) for o in options)
         if len(set(opts)) != len(opts):
-            raise ArgumentError(f"Choice options must be unique, got {list(opts)}")
+            raise ArgumentError(
+                f"Choice options must be unique, got {list(opts)} (option ids are compared as "
+                "strings)"
+            )
+        _check_text(instructions, "Choice instructions")
         object.__setattr__(self, "options", opts)
         object.__setattr__(self, "instructions", instructions)
-        object.__setattr__(self, "oracle", oracle)
+        object.__setattr__(self, "oracle", _oracle_on_scale(oracle, _option_of(opts, instructions)))
 
 
 @dataclass(frozen=True, init=False)
@@ -479,9 +583,11 @@ class Score:
     ) -> None:
         if isinstance(levels, str) or not isinstance(levels, Sequence) or len(levels) < 2:
             raise ArgumentError("Score needs at least two levels, ordered low to high")
-        object.__setattr__(self, "levels", tuple(levels))
+        _check_text(instructions, "Score instructions")
+        scale = tuple(levels)
+        object.__setattr__(self, "levels", scale)
         object.__setattr__(self, "instructions", instructions)
-        object.__setattr__(self, "oracle", oracle)
+        object.__setattr__(self, "oracle", _oracle_on_scale(oracle, _level_of(scale, instructions)))
 
 
 Question = Boolean | Choice | Score
@@ -523,28 +629,57 @@ class DecisionRequest:
                 "questions must be a non-empty mapping of question id to sy.Boolean/Choice/Score"
             )
         for qid, question in questions.items():
+            if not isinstance(qid, str):
+                raise ArgumentTypeError(
+                    f"question ids must be strings, got {type(qid).__name__} {qid!r:.60}: a "
+                    "judge answers by id in JSON, whose keys are strings (use str(id))"
+                )
             if not isinstance(question, Boolean | Choice | Score):
                 raise ArgumentTypeError(
                     f"questions[{qid!r}] must be sy.Boolean, sy.Choice or sy.Score, got {type(question).__name__}"
                 )
         if input_tokens is None:
-            text = json.dumps(context, default=str) if context is not None else ""
             instructions = sum(
                 len(getattr(q, "instructions", None) or "") for q in questions.values()
             )
-            input_tokens = (
-                _estimate_tokens(text)
+            input_tokens = min(
+                TOKEN_LIMIT,
+                _estimate_tokens(_context_text(context))
                 + math.ceil(instructions / _CHARS_PER_TOKEN)
-                + 20 * len(questions)
+                + 20 * len(questions),
+            )
+        else:
+            input_tokens = check_int(
+                input_tokens,
+                "DecisionRequest input_tokens",
+                low=0,
+                high=TOKEN_LIMIT,
+                expected=f"an int from 0 to 2**31 - 1 ({TOKEN_LIMIT:,}) or None (estimated)",
+                type_error=ArgumentError,
             )
         object.__setattr__(self, "questions", MappingProxyType(dict(questions)))
         object.__setattr__(self, "context", context)
-        object.__setattr__(self, "input_tokens", int(input_tokens))
+        object.__setattr__(self, "input_tokens", input_tokens)
         object.__setattr__(
             self, "cache_prefix_tokens", check_prefix(cache_prefix_tokens, self.input_tokens)
         )
         object.__setattr__(self, "session_id", session_id)
         object.__setattr__(self, "cache_ttl", check_ttl(cache_ttl))
+
+
+def _context_text(context: object) -> str:
+    """A decision's context as the judge reads it (JSON), to estimate its tokens; a context
+    JSON cannot write (one that contains itself) is refused, as a real judge could not be sent
+    it."""
+    if context is None:
+        return ""
+    try:
+        return json.dumps(context, default=str)
+    except (ValueError, RecursionError) as error:
+        raise ArgumentError(
+            f"context cannot be written as JSON ({error}): pass a string, or plain dicts, "
+            "lists and values that do not contain themselves"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -567,19 +702,61 @@ class DecisionResponse:
     call_id: int | None = field(default=None, repr=False, compare=False)
 
     def __getitem__(self, question_id: str) -> Answer:
-        return self.answers[question_id]
+        try:
+            return self.answers[question_id]
+        except (KeyError, TypeError):  # TypeError: an id that cannot be a key
+            raise NoAnswer(
+                f"no answer to {question_id!r}: the judge answered "
+                f"{', '.join(map(repr, self.answers)) or 'no question'}; ask for a question id "
+                "of the DecisionRequest"
+            ) from None
 
     def yes(self, question_id: str) -> bool:
         """The answer to a Boolean question."""
-        return bool(self.answers[question_id].value)
+        value = self[question_id].value  # a Choice's or a Score's would read as yes: refused
+        if isinstance(value, bool | np.bool_):
+            return bool(value)
+        raise _wrong_reader(question_id, value, ".yes")
 
     def choice(self, question_id: str) -> str:
         """The option id chosen for a Choice question."""
-        return str(self.answers[question_id].value)
+        value = self[question_id].value
+        if isinstance(value, str):
+            return value
+        raise _wrong_reader(question_id, value, ".choice")
 
     def score(self, question_id: str) -> float:
         """The level index given for a Score question."""
-        return float(self.answers[question_id].value)
+        value = self[question_id].value
+        if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
+            return float(value)
+        raise _wrong_reader(question_id, value, ".score")
+
+
+class NoAnswer(ArgumentError, KeyError):
+    """A question id the decision has no answer to (``except KeyError`` catches it, as it
+    caught the plain mapping's error)."""
+
+    __str__ = BaseException.__str__  # the message itself, not KeyError's quoted repr of it
+
+
+def _wrong_reader(question_id: str, value: object, used: str) -> ArgumentError:
+    """Why an answer cannot be read as ``used`` asked: it answers another kind of question."""
+    if isinstance(value, bool | np.bool_):
+        kind, reader = "yes/no (a Boolean question)", ".yes"
+    elif isinstance(value, str):
+        kind, reader = "an option id (a Choice question)", ".choice"
+    elif isinstance(value, numbers.Real):
+        kind, reader = "a level index (a Score question)", ".score"
+    else:
+        return ArgumentError(
+            f"{used}({question_id!r}): the answer {value!r:.60} is no bool, option id or level "
+            "index; read it as response[question_id].value"
+        )
+    return ArgumentError(
+        f"{used}({question_id!r}): {question_id!r} is answered with {value!r:.60}, "
+        f"{kind}; read it with {reader}({question_id!r})"
+    )
 
 
 def ask_good_enough(
@@ -591,11 +768,11 @@ def ask_good_enough(
     of ``response.model``'s answer is at least ``threshold``) and errs as often as its accuracy
     says; an ungraded answer gets a coin flip.
     """
+    if not isinstance(request, Request):
+        raise ArgumentTypeError(f"request must be a sy.Request, got {type(request).__name__}")
     if not isinstance(response, Response):
-        raise ArgumentTypeError(
-            f"response must be a sy.Response, got {type(response).__name__}"
-            + (_race_hint(response) or _await_hint(response))
-        )
+        raise _not_a_response(response)
+    threshold = check_real(threshold, "threshold", expected="a number (the grade that is enough)")
     model = response.model
 
     def oracle(view: Any) -> bool | None:
@@ -610,7 +787,7 @@ def ask_good_enough(
             )
         },
         context={"prompt": request.prompt, "answer": response.text},
-        input_tokens=request.input_tokens + response.usage.output_tokens + 60,
+        input_tokens=min(TOKEN_LIMIT, request.input_tokens + response.usage.output_tokens + 60),
     )
 
 
@@ -656,6 +833,29 @@ def _outcome(
     return outcome
 
 
+def _not_a_response(response: object) -> ArgumentTypeError:
+    """Why ``response`` (no Response) is refused, with a hint for the usual slips."""
+    return ArgumentTypeError(
+        f"response must be a sy.Response, got {type(response).__name__}"
+        + (_race_hint(response) or _stream_hint(response) or _await_hint(response))
+    )
+
+
+def _stream_hint(value: object) -> str:
+    """A hint when ``value`` is a stream, or the ``response`` of one not read to its end."""
+    if value is None:
+        return (
+            " (a stream's `response` is None until the stream has ended with an answer: read "
+            "it to the end with `async for chunk in stream` first)"
+        )
+    if hasattr(value, "__aiter__") and hasattr(type(value), "response"):  # a ModelStream
+        return (
+            " (a stream: read it to the end with `async for chunk in stream`, then pass "
+            "`stream.response`)"
+        )
+    return ""
+
+
 def _await_hint(value: object) -> str:
     """A hint for the commonest slip: a call passed on without ``await``. The coroutine is closed
     so Python does not also warn that it was never awaited."""
@@ -684,9 +884,20 @@ def route_to(model: str, request: Request, fallbacks: Sequence[str] = ()) -> Out
         raise ArgumentTypeError(f"request must be a sy.Request, got {type(request).__name__}")
     if isinstance(fallbacks, str):
         fallbacks = [fallbacks]
+    elif type(fallbacks) is not list and type(fallbacks) is not tuple:
+        _check_fallbacks(fallbacks)
     models = (_model_name(model, "model"), *(_model_name(f, "fallbacks[]") for f in fallbacks))
     check_candidate_count(len(models), "route_to(model, fallbacks)")
     return _outcome(models, request, None)
+
+
+def _check_fallbacks(fallbacks: object) -> None:
+    """Refuse fallbacks that are no list of model names (None, one number, a mapping)."""
+    if isinstance(fallbacks, Mapping) or not isinstance(fallbacks, Iterable):
+        raise ArgumentTypeError(
+            f"fallbacks must be a list of model names, got {type(fallbacks).__name__} "
+            f"{fallbacks!r:.60} (pass [] or leave it out for no fallbacks)"
+        )
 
 
 def check_candidate_count(n: int, name: str) -> None:
@@ -707,10 +918,7 @@ def answered(model: str, response: Response) -> Outcome:
     ``response``, a race's winner): any other (built by hand, kept from another request) has no
     attempt behind it, and the request fails as ``invalid_outcome``."""
     if not isinstance(response, Response):
-        raise ArgumentTypeError(
-            f"response must be a sy.Response, got {type(response).__name__}"
-            + (_race_hint(response) or _await_hint(response))
-        )
+        raise _not_a_response(response)
     model = _model_name(model, "model")
     if response.model != model:
         raise ArgumentError(_not_its_answer(model, response.model))
