@@ -293,3 +293,22 @@ def test_a_stream_answered_whole_names_its_model_for_answered(whole_answers):
     row = sy.run(algorithm, [sy.Request("hi")], host=host, progress=False).requests.iloc[0]
     assert (row.status, row.served_model, row.evidence_model) == ("ok", "plain", "plain")
     assert row.evidence_texts == "hello"
+
+
+def test_a_simulated_score_answer_is_a_float_informed_or_not():
+    """The judge's level index was an int when it had no oracle to aim for and a float when it
+    had one, so ``verdict[q].value`` changed type from request to request."""
+    host = sy.SimHost({"m": sy.ModelProfile(), "judge": sy.ModelProfile()})
+    seen = []
+
+    async def alg(request, driver):
+        questions = {
+            "blind": sy.Score(["low", "mid", "high"]),
+            "aimed": sy.Score(["low", "mid", "high"], oracle=2),
+        }
+        verdict = await driver.call_decision(sy.DecisionRequest(questions, context="x"), "judge")
+        seen.append((verdict["blind"].value, verdict["aimed"].value))
+        return sy.route_to("m", request)
+
+    sy.run(alg, [sy.Request(f"q{i}") for i in range(8)], host=host)
+    assert all(type(blind) is float and type(aimed) is float for blind, aimed in seen)
