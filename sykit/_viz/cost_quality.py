@@ -16,9 +16,10 @@ references you name as ``bounds`` (the oracle by default) as stars labelled "(bo
 
 from __future__ import annotations
 
+import itertools
 import math
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -30,6 +31,7 @@ from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._results.metrics import pareto_frontier
 from sykit._viz.style import (
     _axes,
+    _check_flag,
     _check_frame,
     _legend_outside,
     _usd_axis,
@@ -47,16 +49,43 @@ READS_TRUTH = "(reads the truth)"
 
 
 def _cost_axis(ax: Axes, costs: np.ndarray, log_cost: bool | None) -> str:
-    """Set the cost axis (log when costs span 20×) and return its label, in the unit the ticks
-    read in (per 1k requests when costs per request are fractions of a cent)."""
-    positive = costs[np.isfinite(costs) & (costs > 0)]
+    """Set the cost axis (log when every cost is above 0 and they span 20×) and return its label,
+    in the unit the ticks read in (per 1k requests when costs per request are fractions of a cent)."""
+    finite = costs[np.isfinite(costs)]
     if log_cost is None:
-        log_cost = len(positive) > 1 and positive.max() / positive.min() >= 20
+        # a free strategy (cost 0) has no place on a log axis: it would vanish off the left edge
+        log_cost = len(finite) > 1 and finite.min() > 0 and finite.max() / finite.min() >= 20
     if log_cost:
         ax.set_xscale("log")
     scale, unit = cost_unit(costs)
     _usd_axis(ax.xaxis, log=bool(log_cost), scale=scale)
     return f"cost per {unit} (USD)"
+
+
+def _check_log_cost(known: pd.DataFrame, log_cost: bool | None) -> None:
+    """A log cost axis cannot show a cost of 0 (a free model, a request that failed before any
+    paid call): refuse it rather than drop those points off the edge."""
+    if not log_cost:
+        return
+    free = known["cost_per_request_usd"].to_numpy(dtype=float) <= 0
+    if free.any():
+        names = [str(s) for s in known["strategy"][free]]
+        raise ArgumentError(
+            f"log_cost=True cannot show strategies that cost nothing per request: {names}; "
+            "use log_cost=False, or None to choose"
+        )
+
+
+def _ungraded_note(shown: pd.DataFrame, known: pd.DataFrame) -> Any:
+    """A legend line naming the strategies left out for want of a quality (no ground truth, no
+    model ``quality``), so none goes missing without a word; None when all are drawn."""
+    from matplotlib.lines import Line2D
+
+    drawn = set(map(str, known["strategy"]))
+    missing = [str(s) for s in shown["strategy"] if str(s) not in drawn]
+    if not missing:
+        return None
+    return Line2D([], [], ls="none", label=f"not drawn (no quality): {', '.join(missing)}")
 
 
 def _root(ax: Axes) -> Any:
@@ -449,7 +478,7 @@ class _LabelLayout:
         from matplotlib.lines import Line2D
 
         handles = []
-        for n, i in enumerate(sorted(numbered), start=1):
+        for n, i in zip(self._free_numbers(numbered), sorted(numbered), strict=False):
             label = self.labels[i]
             label.texts = [str(n)]
             marker = label.spot[0]
@@ -465,6 +494,15 @@ class _LabelLayout:
                 )
             )
         return handles
+
+    def _free_numbers(self, numbered: list[int]) -> Iterator[int]:
+        """1, 2, 3, … skipping any that is also a label's text: a strategy named ``"1"`` must
+        not be confused with the number standing for another one."""
+        taken = {label.full for label in self.labels}
+        taken |= {
+            t for j, label in enumerate(self.labels) if j not in numbered for t in label.texts
+        }
+        return (n for n in itertools.count(1) if str(n) not in taken)
 
     def _scene(self, px_per_pt: float) -> _Scene:
         """The Axes, every marker, the error bars and the frontier, in display pixels."""
@@ -658,7 +696,9 @@ def plot_cost_quality(
     ``quality_ci_low`` to ``quality_ci_high`` when the summary has them. A strategy that read the
     ground truth (``realizable`` False, e.g. the oracle) is no router you could deploy: it is drawn
     as a star labelled "(reads the truth)" and kept off the frontier. ``log_cost=None`` uses a
-    log x axis when costs span 20×.
+    log x axis when costs span 20× and none is 0; ``log_cost=True`` refuses a strategy that costs
+    nothing, which a log axis cannot show. A strategy without a quality is named in the legend
+    as not drawn.
 
     Each point is labelled with its name beside it (``direct_labels=False``: a legend instead).
     Labels cover no other label, marker or bar and stay inside the Axes; one moved away from its
@@ -669,6 +709,8 @@ def plot_cost_quality(
     colours stay those of the whole summary.
     """
     _check_frame(summary, "summary", ("strategy", "cost_per_request_usd", "mean_quality"))
+    log_cost = _check_flag(log_cost, "log_cost", none=True)
+    direct_labels = _check_flag(direct_labels, "direct_labels")
     names = [str(s) for s in summary["strategy"]]
     colors = dict(colors) if colors is not None else strategy_colors(names)
     shown = _select(summary, strategies)
@@ -678,6 +720,7 @@ def plot_cost_quality(
             "no strategy has both a cost and a quality: give models a `quality` or the requests "
             "ground truth, so answers can be scored"
         )
+    _check_log_cost(known, log_cost)
     ax = _axes(ax, (7.5, 4.5))
     bounds = _bounds_mask(known).to_list()
     rows = [
@@ -711,6 +754,9 @@ def plot_cost_quality(
     ax.grid(color="0.92")
     ax.margins(0.12)
     legend_handles = [frontier_line] if frontier_line is not None else []
+    note = _ungraded_note(shown, known)
+    if note is not None:
+        legend_handles.append(note)
     if direct_labels and legend_handles:
         _legend_outside(ax, legend_handles)
     # lay the figure out first: which points hide each other depends on where they land

@@ -32,11 +32,13 @@ from sykit._base.vocab import RequestStatus
 from sykit._results.metrics import _quantile
 from sykit._viz.style import (
     _axes,
+    _check_flag,
     _check_frame,
     _legend_outside,
     _plain_axis,
     _strategy_order,
     strategy_colors,
+    wrapped_name,
 )
 
 if TYPE_CHECKING:
@@ -312,6 +314,7 @@ def plot_latency_cdf(
     path in interleaved dashes, and one legend entry when their numbers read the same.
     """
     _check_frame(requests, "requests", ("strategy", "status", "latency_s"))
+    log, survival = _check_flag(log, "log"), _check_flag(survival, "survival")
     names = _strategy_order(requests, strategies)
     colors = dict(colors) if colors is not None else strategy_colors(names)
     shown = _SHOWN_TAIL if survival else _SHOWN
@@ -335,7 +338,7 @@ def plot_latency_cdf(
     handles: list[Any] = []
     labels: list[str] = []
     for entry in _entries(groups, details):
-        label = " = ".join(curves[i].name for i in entry) + " " + details[entry[0]]
+        label = " = ".join(wrapped_name(curves[i].name) for i in entry) + " " + details[entry[0]]
         for i in entry:
             lines[i].set_label(label)
         handles.append(tuple(lines[i] for i in entry) if len(entry) > 1 else lines[entry[0]])

@@ -19,11 +19,13 @@ from sykit._base.checks import check_real
 from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._base.vocab import RequestStatus
 from sykit._viz.style import (
+    _check_flag,
     _check_frame,
     _legend_outside,
     _strategy_order,
     chosen_strategies,
     strategy_colors,
+    wrapped_name,
 )
 
 if TYPE_CHECKING:
@@ -69,6 +71,32 @@ def _requests_of(source: object) -> tuple[pd.DataFrame, list[str] | None]:
     return frame, order
 
 
+#: The most bins :func:`offered_load` makes, and :func:`plot_load` draws: far more than a table or
+#: a figure can show, and a tiny ``bin_s`` would otherwise fill memory or hang the drawing.
+MAX_BINS = 1_000_000
+MAX_DRAWN_BINS = 100_000
+
+
+def _round_up(value: float) -> float:
+    """``value`` rounded up to two significant figures (a bin size that still fits)."""
+    step = 10.0 ** (math.floor(math.log10(value)) - 1)
+    return float(f"{math.ceil(value / step) * step:.12g}")
+
+
+def _check_bins(arrival: np.ndarray, bin_s: float, limit: int, what: str) -> int:
+    """How many bins of ``bin_s`` seconds cover the arrivals, or an error naming a ``bin_s`` that
+    stays within ``limit``."""
+    last = float(arrival.max()) if len(arrival) else 0.0
+    bins = math.floor(last / bin_s) + 1
+    if bins > limit:
+        smallest = _round_up(last / (limit - 1))
+        raise ArgumentError(
+            f"bin_s={bin_s:g} cuts {last:g} s of arrivals into {bins:,} bins, more than {what} "
+            f"({limit:,}); use bin_s={smallest:g} or more"
+        )
+    return bins
+
+
 def offered_load(
     source: Result | Comparison | pd.DataFrame,
     bin_s: float = 10.0,
@@ -96,7 +124,7 @@ def offered_load(
     arrival = frame["arrival_s"].to_numpy(dtype=float)
     if not np.isfinite(arrival).all():
         raise ArgumentError("offered load: requests.arrival_s must hold finite times")
-    bins = math.floor(arrival.max() / bin_s) + 1
+    bins = _check_bins(arrival, bin_s, MAX_BINS, "a table can hold")
     index = np.floor(arrival / bin_s).astype(np.int64)
     ok = (frame["status"].astype(str) == RequestStatus.OK).to_numpy()
     latency = frame["latency_s"].to_numpy(dtype=float)
@@ -168,14 +196,15 @@ def plot_load(
     line; otherwise one per strategy. ``ax`` is None (a new figure) or two Axes (load,
     latency). Returns the Figure.
     """
-    for flag, value in (("queue", queue), ("log", log)):
-        if not isinstance(value, bool):
-            raise ArgumentTypeError(f"{flag} must be True or False, got {value!r}")
+    queue, log = _check_flag(queue, "queue"), _check_flag(log, "log")
     measure = "response" if queue else "latency"
+    bin_s = check_real(bin_s, "bin_s", low=0, low_open=True)
+    frame, order = _requests_of(source)
+    arrival = frame["arrival_s"].to_numpy(dtype=float)
+    _check_bins(arrival[np.isfinite(arrival)], bin_s, MAX_DRAWN_BINS, "a figure can show")
     table = offered_load(source, bin_s, strategies=strategies)
     names = list(dict.fromkeys(table["strategy"]))
     if colors is None:
-        _, order = _requests_of(source)
         colors = strategy_colors(order if order is not None else names)
     load_ax, latency_ax = _load_axes(ax)
     from matplotlib.lines import Line2D
@@ -194,7 +223,10 @@ def plot_load(
     else:
         for name in names:
             load_ax.stairs(
-                per[name]["offered_per_s"].to_numpy(), edges, color=colors[name], label=name
+                per[name]["offered_per_s"].to_numpy(),
+                edges,
+                color=colors[name],
+                label=wrapped_name(name),
             )
     load_ax.set_ylabel("offered load (requests/s)")
     load_ax.set_title(f"Offered load and latency per {bin_s:g} s of arrivals", loc="left")
@@ -213,7 +245,7 @@ def plot_load(
     if log:
         latency_ax.set_yscale("log")
     latency_ax.grid(axis="y", color="0.92")
-    handles: list[Any] = [Line2D([], [], color=colors[n], label=n) for n in names]
+    handles: list[Any] = [Line2D([], [], color=colors[n], label=wrapped_name(n)) for n in names]
     handles += [
         Line2D([], [], color="0.3", linestyle="-", marker=".", label="p99"),
         Line2D([], [], color="0.3", linestyle="--", label="p50"),

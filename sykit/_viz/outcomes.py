@@ -27,12 +27,14 @@ from sykit._viz.style import (
     RETRIED_COLOR,
     STATUS_COLORS,
     UNUSED_COLOR,
+    _check_flag,
     _check_frame,
     _legend_outside,
     _strategy_order,
     _usd_axis,
     strategy_colors,
     text_color,
+    wrapped_name,
 )
 
 if TYPE_CHECKING:
@@ -127,6 +129,7 @@ def plot_outcomes(
         attempts, "attempts", ("strategy", "status", "fallback_reason", "cancel_cause", "retried")
     )
     _check_frame(requests, "requests", ("strategy", "cost_usd", "wasted_usd"))
+    wasted = _check_flag(wasted, "wasted")
     names = _strategy_order(requests, strategies)
     colors = dict(colors) if colors is not None else strategy_colors(names)
     axes = _outcome_axes(ax, wasted, len(names))
@@ -146,7 +149,7 @@ def plot_outcomes(
     )
     pad = max(0.0, (3 - len(names)) * 0.5)
     axes[0].set_xlim(-0.5 - pad, len(names) - 0.5 + pad)
-    axes[0].set_xticks(x, names, rotation=25, ha="right")
+    axes[0].set_xticks(x, [wrapped_name(n) for n in names], rotation=25, ha="right")
     _color_ticklabels(axes[0], names, colors)
     axes[0].set_ylabel("attempts per request")
     title = "Attempt outcomes"
@@ -195,7 +198,7 @@ def plot_outcomes(
         ):
             _bar_note(axes[1], xi, top, f"{share_text(float(share))} %", "0.3", "wasted_share")
         axes[1].set_xlim(-0.5 - pad, len(names) - 0.5 + pad)
-        axes[1].set_xticks(x, names, rotation=25, ha="right")
+        axes[1].set_xticks(x, [wrapped_name(n) for n in names], rotation=25, ha="right")
         _color_ticklabels(axes[1], names, colors)
         axes[1].set_ylabel("wasted spend per request (USD)")
         _usd_axis(axes[1].yaxis)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
@@ -102,6 +103,19 @@ def strategy_colors(names: Sequence[str]) -> dict[str, str]:
     if repeated:
         raise ArgumentError(f"names must be unique; repeated: {repeated}")
     return {name: _PALETTE[i % len(_PALETTE)] for i, name in enumerate(names)}
+
+
+#: Strategy names longer than this are wrapped onto lines in tick labels and legends, so one long
+#: name cannot squeeze the plot beside it away.
+NAME_WIDTH = 30
+
+
+def wrapped_name(name: str) -> str:
+    """``name`` as it is written on an axis or in a legend: wrapped when longer than
+    :data:`NAME_WIDTH`, unchanged otherwise."""
+    if len(name) <= NAME_WIDTH:
+        return name
+    return "\n".join(textwrap.wrap(name, NAME_WIDTH)) or name
 
 
 def _luminance(color: Any) -> float:
@@ -332,6 +346,17 @@ def _strategy_order(frame: pd.DataFrame, strategies: Sequence[str] | None) -> li
     return list(dict.fromkeys(column.astype(str)))
 
 
+def _check_flag(value: Any, name: str, *, none: bool = False) -> Any:
+    """``value`` as a bool, or an error: a string such as ``"no"`` is truthy and would silently
+    turn the option on."""
+    if none and value is None:
+        return None
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    allowed = "True, False or None" if none else "True or False"
+    raise ArgumentTypeError(f"{name} must be {allowed}, got {value!r}")
+
+
 def _check_frame(frame: Any, name: str, columns: Sequence[str]) -> pd.DataFrame:
     if not isinstance(frame, pd.DataFrame):
         raise ArgumentTypeError(f"{name} must be a pandas DataFrame, got {type(frame).__name__}")
@@ -348,8 +373,17 @@ def chosen_strategies(every: list[str], strategies: Sequence[str] | None, where:
         return every
     if isinstance(strategies, str):
         raise ArgumentTypeError("strategies must be a list of strategy names, not one string")
+    if not isinstance(strategies, Iterable):
+        raise ArgumentTypeError(
+            f"strategies must be a list of strategy names or None, got {type(strategies).__name__}"
+        )
     names = [str(s) for s in strategies]
+    if not names:
+        raise ArgumentError(f"strategies is empty: name at least one of {every}, or pass None")
     unknown = [s for s in names if s not in every]
     if unknown:
         raise ArgumentError(f"strategies {unknown} are not in {where}: {every}")
+    repeated = list(dict.fromkeys(s for s in names if names.count(s) > 1))
+    if repeated:
+        raise ArgumentError(f"strategies repeats {repeated}; name each strategy once")
     return names

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from sykit._base.errors import ArgumentError
+from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._base.vocab import Kind, Phase, RequestStatus, Status
 from sykit._viz.style import (
     CAUSE_HATCHES,
@@ -136,6 +136,11 @@ def plot_timeline(
         request_id = counts.idxmax()
     if isinstance(request_id, np.generic):
         request_id = request_id.item()
+    if not pd.api.types.is_scalar(request_id):
+        raise ArgumentTypeError(
+            f"request_id must be one request's id (a str or an int), got "
+            f"{type(request_id).__name__} {request_id!r}; draw one timeline per request"
+        )
     rows = attempts[attempts["request_id"] == request_id]
     if rows.empty:
         known = list(dict.fromkeys(attempts["request_id"].tolist()))
