@@ -814,8 +814,8 @@ def _answer(question: Any, target: Any, accuracy: float, u_right: float, u_pick:
     k = len(options)
     if target is None or target not in options:
         chosen = options[min(k - 1, int(u_pick * k))]
-        value = float(chosen) if isinstance(question, Score) else chosen  # as an informed one
-        return Answer(value, dict.fromkeys(options, 1.0 / k), 1.0 / k)
+        level = float(chosen) if isinstance(question, Score) else chosen  # as an informed one
+        return Answer(level, dict.fromkeys(options, 1.0 / k), 1.0 / k)
     if u_right < accuracy or k == 1:
         chosen = target
     else:
