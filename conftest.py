@@ -5,8 +5,8 @@ ones are off. Kernels that nbval starts inherit this environment.
 
 The run is spread over every core by pytest-xdist, a file (or notebook) per worker at a time, since a
 notebook's cells share one kernel (``-n 0`` runs in one process). ``pytest -m "not slow"`` leaves
-out the notebooks, the browser test and the files below, which run whole jobs or many generated
-programs: the quick loop while working.
+out the notebooks, the browser test and the files below, which run whole jobs, HTTP servers or many
+generated programs: the quick loop while working.
 """
 
 import os
@@ -20,11 +20,17 @@ os.environ["SYKIT_PROGRESS"] = "0"
 SLOW_FILES = frozenset(
     {
         "test_cli.py",
+        "test_failoverbench_http.py",
+        "test_http_host.py",
         "test_learn_estimator.py",
+        "test_learn_intervals.py",
         "test_litellm_conformance.py",
+        "test_main_job_alongside.py",
         "test_main_job_output.py",
         "test_playground_browser.py",
         "test_properties.py",
+        "test_spill.py",
+        "test_viz.py",
     }
 )
 
