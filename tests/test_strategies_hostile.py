@@ -288,3 +288,8 @@ def test_static_refuses_an_async_route_that_does_not_take_the_driver():
 def test_static_takes_routes_with_defaults_and_builtins_it_cannot_read():
     assert callable(st.static(lambda request, spare=1: "small"))
     assert callable(st.static(len))  # no signature to read: the call says, per request
+
+
+def test_affinity_refuses_a_latch_list_that_is_no_names():
+    with pytest.raises(sy.ArgumentTypeError, match="latch_only|model names"):
+        st.affinity(st.single("small"), latch_only=5)

@@ -6,9 +6,9 @@ Both ``sykit.strategies`` and ``sykit.sessions._agent`` import from here, so nei
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from sykit._base.errors import ArgumentError
+from sykit._base.errors import ArgumentError, ArgumentTypeError
 from sykit._base.types import Algorithm, AlgorithmLike
 from sykit._run.driver import Driver
 from sykit._run.inputs import as_algorithm
@@ -24,6 +24,14 @@ def named_algorithm(name: str, algorithm: Algorithm) -> Algorithm:
 
 
 def checked_models(models: Sequence[str] | str, what: str, *, at_least: int = 1) -> list[str]:
+    """``models`` (a name or a collection of names) as a list of at least ``at_least`` names;
+    anything else (None, a number, a class) is refused as the wrong type, not failing to
+    iterate."""
+    if not isinstance(models, str | Iterable):
+        kind = f"the class {models.__name__}" if isinstance(models, type) else repr(models)
+        raise ArgumentTypeError(
+            f"{what} takes a model name or a list of model names, got {kind:.80}"
+        )
     names = [models] if isinstance(models, str) else list(models)
     if len(names) < at_least or not all(isinstance(m, str) and m for m in names):
         raise ArgumentError(f"{what} needs at least {at_least} model name(s), got {models!r}")

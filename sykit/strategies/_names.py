@@ -3,27 +3,18 @@ wrong value is refused with the argument's name rather than failing inside a run
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from sykit._base.checks import check_real
-from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._base.errors import ArgumentError
 from sykit._run.strategy_kit import checked_models
 
 __all__ = ["model_names", "one_model", "quality_threshold", "seconds"]
 
 
 def model_names(models: Any, what: str, *, at_least: int = 1) -> list[str]:
-    """``models`` (a name or a collection of names) as a list; anything else (None, a number, a
-    class) is refused as the wrong type instead of failing to iterate."""
-    if not isinstance(models, str) and not isinstance(models, Iterable):
-        kind = f"the class {models.__name__}" if isinstance(models, type) else repr(models)
-        raise ArgumentTypeError(
-            f"{what} takes a model name or a list of model names, got {kind:.80}"
-        )
-    return checked_models(
-        models if isinstance(models, str) else list(models), what, at_least=at_least
-    )
+    """``models`` (a name or a collection of names) as a list (see ``checked_models``)."""
+    return checked_models(models, what, at_least=at_least)
 
 
 def one_model(model: Any, what: str, hint: str = "") -> str:
