@@ -291,5 +291,7 @@ def test_static_takes_routes_with_defaults_and_builtins_it_cannot_read():
 
 
 def test_affinity_refuses_a_latch_list_that_is_no_names():
-    with pytest.raises(sy.ArgumentTypeError, match="latch_only|model names"):
+    with pytest.raises(
+        sy.ArgumentTypeError, match="latch_only takes a model name or a list of model names"
+    ):
         st.affinity(st.single("small"), latch_only=5)
