@@ -80,7 +80,7 @@ from sykit.sessions._agent.subagent import subagent_router
 from sykit.strategies._calibration import Threshold, calibrate
 from sykit.strategies._litellm import LITELLM_VERSION as LITELLM_VERSION
 from sykit.strategies._litellm_settings import litellm_like
-from sykit.strategies._names import model_names, one_model, quality_threshold, seconds
+from sykit.strategies._names import one_model, quality_threshold, seconds
 from sykit.strategies._router_score import (
     SimulatedScore,
     score_of,
@@ -162,7 +162,7 @@ def weighted_random(
             for m, w in weights.items()
         ]
     else:
-        items = [(m, 1.0) for m in model_names(weights, "weighted_random()")]
+        items = [(m, 1.0) for m in checked_models(weights, "weighted_random()")]
     if (
         not items
         or any(not math.isfinite(w) or w < 0 for _, w in items)
@@ -218,7 +218,7 @@ def weighted_random(
 
 def fallback_chain(models: Sequence[str]) -> Algorithm:
     """Route to ``models[0]``; the host's candidate loop falls back through the rest in order."""
-    names = model_names(models, "fallback_chain()")
+    names = checked_models(models, "fallback_chain()")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         return route_to(names[0], request, fallbacks=names[1:])
@@ -407,7 +407,7 @@ def speculative(weak: str, strong: str, *, judge: str, threshold: float = 0.5) -
 
 def race(models: Sequence[str]) -> Algorithm:
     """Call every model at once; serve the first to *complete*, cancel the rest (an error can win)."""
-    names = model_names(models, "race()", at_least=2)
+    names = checked_models(models, "race()", at_least=2)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         index, result = await first(*(driver.call_model(request, [m]) for m in names))
@@ -420,7 +420,7 @@ def race(models: Sequence[str]) -> Algorithm:
 
 def first_success(models: Sequence[str]) -> Algorithm:
     """Call every model at once; serve the first *success*, cancel the rest."""
-    names = model_names(models, "first_success()", at_least=2)
+    names = checked_models(models, "first_success()", at_least=2)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         index, response = await first_ok(*(driver.call_model(request, [m]) for m in names))
@@ -594,7 +594,7 @@ def stream_race(models: Sequence[str]) -> Algorithm:
     """Stream from every model at once; the first to produce a token wins and is read to the
     end, the others are cancelled at that instant (``lost_race``). A model that fails before its
     first token does not win; if all do, the last error is raised."""
-    names = model_names(models, "stream_race()", at_least=2)
+    names = checked_models(models, "stream_race()", at_least=2)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         opened = [driver.stream_model(request, [m]) for m in names]
@@ -643,7 +643,7 @@ def capability_aware(
     """Send requests with images only to models in ``vision`` and, with ``context_windows``, only to
     models whose window holds input plus requested output; in ``models`` order, the rest as
     fallbacks. If nothing qualifies, try them all and let the host say why."""
-    names = model_names(models, "capability_aware()")
+    names = checked_models(models, "capability_aware()")
     vision_set = _vision_models(vision)
     windows = _context_windows(context_windows)
 
@@ -718,7 +718,7 @@ def oracle(models: Sequence[str]) -> Algorithm:
     same requests and faults the oracle's mean quality bounds every router's. It reads the ground
     truth (:func:`peek_truth`), so it runs only on a SimHost and is marked not realizable.
     """
-    names = model_names(models, "oracle()")
+    names = checked_models(models, "oracle()")
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:
         view = peek_truth(driver)
@@ -744,7 +744,7 @@ def cheapest_good_enough(models: Sequence[str], *, threshold: float = 0.5) -> Al
     but not an upper bound on quality. It reads the ground truth, so it runs only on a SimHost and is
     marked not realizable.
     """
-    names = model_names(models, "cheapest_good_enough()")
+    names = checked_models(models, "cheapest_good_enough()")
     threshold = quality_threshold(threshold)
 
     async def algorithm(request: Request, driver: Driver) -> Outcome:

@@ -15,10 +15,10 @@ from typing import Any
 
 from sykit._base.checks import check_int
 from sykit._base.errors import ArgumentError, ArgumentTypeError
+from sykit._run.strategy_kit import checked_models
 from sykit._world.dists import check_number
 from sykit.strategies._litellm import _LiteLLMLike
 from sykit.strategies._litellm_routing import ROUTING_STRATEGIES, Limits, routing_args
-from sykit.strategies._names import model_names
 
 __all__ = ["litellm_like"]
 
@@ -45,12 +45,12 @@ def _group_table(
     elif isinstance(value, Sequence) and all(isinstance(v, Mapping) for v in value):
         items = [item for entry in value for item in entry.items()]
     elif isinstance(value, Sequence):
-        order = model_names(list(value), what) if value else []
+        order = checked_models(list(value), what) if value else []
         items = [(a, [b]) for a, b in itertools.pairwise(order)]
     else:
         raise ArgumentTypeError(f"{what} must be a dict or a list of groups, got {value!r}")
     for group, targets in items:
-        names = model_names(targets, f"{what}[{group!r}]") if targets else []
+        names = checked_models(targets, f"{what}[{group!r}]") if targets else []
         for name in [group, *names]:
             if name not in groups:
                 raise ArgumentError(f"{what}: unknown group {name!r}; the groups: {list(groups)}")
@@ -443,11 +443,11 @@ def litellm_like(
         for group, deployments in models_or_groups.items():
             if not isinstance(group, str) or not group:
                 raise ArgumentError(f"group names must be non-empty strings, got {group!r}")
-            groups[group] = tuple(model_names(deployments, f"litellm_like() group {group!r}"))
+            groups[group] = tuple(checked_models(deployments, f"litellm_like() group {group!r}"))
         if not groups:
             raise ArgumentError("litellm_like() needs at least one group")
     else:
-        groups = {m: (m,) for m in model_names(models_or_groups, "litellm_like()")}
+        groups = {m: (m,) for m in checked_models(models_or_groups, "litellm_like()")}
     if cooldown_s is not None or window_s is not None:
         warnings.warn(
             "litellm_like(cooldown_s=, window_s=) are the former settings: use cooldown_time= "

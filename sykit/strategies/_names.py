@@ -9,18 +9,13 @@ from sykit._base.checks import check_real
 from sykit._base.errors import ArgumentError
 from sykit._run.strategy_kit import checked_models
 
-__all__ = ["model_names", "one_model", "quality_threshold", "seconds"]
-
-
-def model_names(models: Any, what: str, *, at_least: int = 1) -> list[str]:
-    """``models`` (a name or a collection of names) as a list (see ``checked_models``)."""
-    return checked_models(models, what, at_least=at_least)
+__all__ = ["one_model", "quality_threshold", "seconds"]
 
 
 def one_model(model: Any, what: str, hint: str = "") -> str:
     """The one model name ``model`` gives (a name, or a list of exactly one): a strategy built
     around a single model must not keep the first of several and drop the rest unseen."""
-    names = model_names(model, what)
+    names = checked_models(model, what)
     if len(names) != 1:
         raise ArgumentError(f"{what} takes one model name, got {model!r:.80}{hint}")
     return names[0]
