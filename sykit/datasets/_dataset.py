@@ -28,6 +28,7 @@ from sykit.datasets._splits import (
     GroupBy,
     fold_labels,
     group_codes,
+    is_missing,
     naming_missing_columns,
     split_mask,
     strata_codes,
@@ -277,10 +278,10 @@ class Dataset:
                 )
             series = frame[column]
             if isinstance(value, list | tuple | set | frozenset):
-                present = [v for v in value if not _missing(v)]
+                present = [v for v in value if not is_missing(v)]
                 one_of = series.isin(present)
                 mask &= one_of | series.isna() if len(present) < len(value) else one_of
-            elif _missing(value):
+            elif is_missing(value):
                 mask &= series.isna()
             else:
                 mask &= series == value
@@ -631,17 +632,6 @@ class Dataset:
         preview["prompt"] = preview["prompt"].map(lambda s: s if len(s) <= 60 else s[:57] + "...")
         parts.append(preview.to_html(max_cols=12))
         return "\n".join(parts)
-
-
-def _missing(value: object) -> bool:
-    """Whether a value :meth:`Dataset.filter` is given stands for a missing cell: None, NaN,
-    ``pd.NA`` or ``pd.NaT``."""
-    return (
-        value is None
-        or value is pd.NA
-        or value is pd.NaT
-        or (isinstance(value, float | np.floating) and math.isnan(value))
-    )
 
 
 def _check_new_names(names: Mapping[str, object]) -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "GroupBy",
     "fold_labels",
     "group_codes",
+    "is_missing",
     "naming_missing_columns",
     "split_mask",
     "strata_codes",
@@ -50,9 +51,9 @@ class DatasetGroup(enum.Enum):
 DATASET_GROUP = DatasetGroup.COLUMN
 
 
-def _missing(key: object) -> bool:
-    """Whether a group key is a missing value: None, NaN (NumPy's too), ``pd.NA`` or ``pd.NaT``
-    (the empty cell of a datetime column)."""
+def is_missing(key: object) -> bool:
+    """Whether a group key (or a value ``Dataset.filter`` is given) stands for a missing cell:
+    None, NaN (NumPy's too), ``pd.NA`` or ``pd.NaT`` (the empty cell of a datetime column)."""
     return (
         key is None
         or key is pd.NA
@@ -67,7 +68,7 @@ def _codes(keys: list[Any], where: str, what: str) -> np.ndarray:
     seen: dict[Any, int] = {}
     codes = np.empty(len(keys), dtype=np.int64)
     for i, key in enumerate(keys):
-        if _missing(key):
+        if is_missing(key):
             codes[i] = -1
             continue
         try:
