@@ -47,12 +47,8 @@ def _x_places(series: pd.Series) -> tuple[pd.Series, list[Any] | None]:
     else:
         labels = list(dict.fromkeys(series.dropna().tolist()))
     where = {label: float(k) for k, label in enumerate(labels)}
-    places = [math.nan if _is_missing(v) else where[v] for v in series.tolist()]
+    places = [math.nan if pd.isna(v) else where[v] for v in series.tolist()]
     return pd.Series(places, index=series.index, dtype=float), labels
-
-
-def _is_missing(value: Any) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
 def _panel(table: pd.DataFrame, column: str | None, value: Any) -> pd.DataFrame:
